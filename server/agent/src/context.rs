@@ -1,0 +1,43 @@
+//! The agent's view of a conversation, snapshotted at every turn.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use reins_ai::{Message, Model};
+
+use crate::tool::Tool;
+
+#[derive(Clone)]
+pub struct AgentContext {
+    pub system_prompt: String,
+    pub model: Model,
+    pub messages: Vec<Message>,
+    pub tools: Vec<Arc<dyn Tool>>,
+}
+
+/// The loop's policies that are numbers.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Model calls in one run.
+    pub max_turns: u32,
+    /// Wall-clock limit for one run.
+    pub deadline: Option<Duration>,
+    /// Default per-tool timeout, for tools that do not set their own.
+    pub tool_timeout: Duration,
+    /// A tool result longer than this many bytes is cut, with a notice.
+    pub max_result_bytes: usize,
+    /// Retries of a read-only tool that failed or timed out.
+    pub read_only_retries: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_turns: 50,
+            deadline: None,
+            tool_timeout: Duration::from_secs(600),
+            max_result_bytes: 100 * 1024,
+            read_only_retries: 1,
+        }
+    }
+}

@@ -1,0 +1,83 @@
+//! Agent events: what a run reports as it goes. `reins run --json` prints them one per line and
+//! the LSP server forwards them as `reins/event`, so their JSON form is a protocol.
+
+use reins_ai::{AssistantMessage, Message, StreamEvent, ToolResultMessage, Usage};
+use serde::Serialize;
+use serde_json::Value;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AgentEvent {
+    AgentStart,
+    TurnStart {
+        turn: u32,
+    },
+    /// A message entered the context: a prompt, a steering message, or the assistant's message
+    /// as it starts streaming (empty content).
+    MessageStart {
+        message: Message,
+    },
+    /// A piece of the streaming assistant message.
+    MessageUpdate {
+        delta: StreamEvent,
+    },
+    MessageEnd {
+        message: Message,
+    },
+    #[serde(rename_all = "camelCase")]
+    ToolExecutionStart {
+        tool_call_id: String,
+        tool_name: String,
+        args: Value,
+    },
+    #[serde(rename_all = "camelCase")]
+    ToolExecutionUpdate {
+        tool_call_id: String,
+        tool_name: String,
+        partial: String,
+    },
+    #[serde(rename_all = "camelCase")]
+    ToolExecutionEnd {
+        tool_call_id: String,
+        tool_name: String,
+        result: ToolResultMessage,
+        is_error: bool,
+    },
+    #[serde(rename_all = "camelCase")]
+    TurnEnd {
+        turn: u32,
+        reason: TurnEndReason,
+        message: AssistantMessage,
+        tool_results: Vec<ToolResultMessage>,
+    },
+    #[serde(rename_all = "camelCase")]
+    AgentEnd {
+        reason: TurnEndReason,
+        /// The messages this run added, in order.
+        messages: Vec<Message>,
+        /// Usage and cost of every model call in the run.
+        usage: Usage,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+}
+
+/// Why a turn (and, for the last one, the run) ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnEndReason {
+    /// The model answered without calling tools.
+    FinalAnswer,
+    /// Tools ran; their results go to the next turn.
+    ToolObservations,
+    MaxTurns,
+    /// The model repeated an identical call twice in a row.
+    RepeatedAction,
+    /// The run's wall-clock limit passed.
+    Deadline,
+    Aborted,
+    Error,
+}
+
+/// Receives events in order. Called from the loop's task; must not block.
+pub type EventSink = std::sync::Arc<dyn Fn(AgentEvent) + Send + Sync>;

@@ -1,0 +1,55 @@
+//! Hooks: how the harness above steers the loop without the loop knowing who it serves.
+
+use async_trait::async_trait;
+use reins_ai::{Message, ToolCall, ToolResultMessage};
+use tokio_util::sync::CancellationToken;
+
+use crate::context::AgentContext;
+use crate::tool::Proposal;
+
+/// The gate's verdict on one prepared tool call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Gate {
+    Allow,
+    /// Run it with a changed proposal (some hunks only); `note` is appended to the result so the
+    /// model knows what actually happened.
+    AllowChanged { proposal: Proposal, note: String },
+    /// Do not run it; the model gets `reason` as an error result.
+    Block { reason: String },
+}
+
+/// One trait, default no-ops. The harness implements it; tests implement what they exercise.
+#[async_trait]
+pub trait Hooks: Send + Sync {
+    /// Rewrites the messages just before each model call (pruning, injected context).
+    async fn transform_context(&self, messages: Vec<Message>) -> Vec<Message> {
+        messages
+    }
+    /// The gate. May wait (for a user's decision) as long as `cancel` is not triggered.
+    async fn before_tool_call(
+        &self,
+        _call: &ToolCall,
+        _proposal: Option<&Proposal>,
+        _cancel: &CancellationToken,
+    ) -> Gate {
+        Gate::Allow
+    }
+    /// May rewrite a finished tool result.
+    async fn after_tool_call(&self, _call: &ToolCall, _result: &mut ToolResultMessage) {}
+    /// Runs after a turn's tool results, before the next model call: a save point, and the place
+    /// to swap the model or tools for the next turn.
+    async fn prepare_next_turn(&self, _context: &mut AgentContext) {}
+    /// Messages the user sent while the agent worked; delivered after the current tools finish.
+    fn steering_messages(&self) -> Vec<Message> {
+        Vec::new()
+    }
+    /// Messages to continue with when the agent would otherwise stop.
+    fn follow_up_messages(&self) -> Vec<Message> {
+        Vec::new()
+    }
+}
+
+/// Hooks that change nothing.
+pub struct NoHooks;
+
+impl Hooks for NoHooks {}

@@ -1,0 +1,210 @@
+//! The `Tool` trait and the typed adapter that validates arguments against a struct.
+//!
+//! A tool call goes through *prepare → gate → execute*. `prepare` parses the arguments and works
+//! out what the call would do without doing it (for `edit`, the new text of the file); the gate
+//! ([`crate::Hooks::before_tool_call`]) sees that [`Proposal`] and may allow, change or block it;
+//! `execute` then carries it out.
+
+use std::any::Any;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use reins_ai::{Content, ToolSpec};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+/// What a prepared call would do, in terms a reviewer can judge.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Proposal {
+    FileChange(FileChange),
+    Command(CommandProposal),
+}
+
+/// A whole-file change: the text before (none for a new file) and after.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileChange {
+    /// Absolute path inside the workspace.
+    pub path: PathBuf,
+    /// The text the change was computed from; `None` creates the file.
+    pub before: Option<String>,
+    pub after: String,
+    /// The version of the open buffer `before` was read from, when the editor had it open.
+    pub version: Option<i32>,
+    /// How the change was found, for the model and the reviewer ("matched after ignoring
+    /// trailing whitespace").
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandProposal {
+    pub command: String,
+    pub cwd: PathBuf,
+    pub timeout_secs: u64,
+}
+
+/// A call that passed validation and preparation, waiting for the gate.
+pub struct Prepared {
+    pub proposal: Option<Proposal>,
+    /// The tool's own parsed input, handed back to `execute`.
+    pub input: Box<dyn Any + Send + Sync>,
+}
+
+/// What a tool hands back. Failures the model should read are `ToolError`s, not panics.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolOutput {
+    pub content: Vec<Content>,
+    /// Structured data for UIs; not sent to the model.
+    pub details: Option<Value>,
+}
+
+impl ToolOutput {
+    pub fn text(text: impl Into<String>) -> Self {
+        Self { content: vec![Content::text(text)], details: None }
+    }
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+}
+
+/// A failure the model can act on; it becomes a tool result with `isError: true`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct ToolError(pub String);
+
+impl ToolError {
+    pub fn new(message: impl Into<String>) -> Self {
+        Self(message.into())
+    }
+}
+
+/// Passed to `execute`: where progress goes and when to stop.
+pub struct ToolContext<'a> {
+    pub tool_call_id: &'a str,
+    pub cancel: CancellationToken,
+    /// Partial output for `tool_execution_update` events (a running command's output).
+    pub on_update: &'a (dyn Fn(&str) + Send + Sync),
+}
+
+#[async_trait]
+pub trait Tool: Send + Sync {
+    fn spec(&self) -> ToolSpec;
+    fn name(&self) -> &str;
+    /// Read-only calls in one message may run in parallel and may be retried.
+    fn read_only(&self) -> bool {
+        false
+    }
+    /// How long `execute` may take before the agent stops it; `None` uses the agent's default.
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
+    /// Validates `arguments` and computes what the call would do, without side effects.
+    async fn prepare(&self, arguments: &Value) -> Result<Prepared, ToolError>;
+    /// Carries out a prepared call. `proposal` is what the gate allowed (possibly changed).
+    async fn execute(
+        &self,
+        prepared: Prepared,
+        proposal: Option<Proposal>,
+        cx: ToolContext<'_>,
+    ) -> Result<ToolOutput, ToolError>;
+}
+
+/// A tool whose input is a struct: the struct gives the schema (schemars) and the validation
+/// (serde, with the path of the offending field). Every `TypedTool` is a [`Tool`].
+#[async_trait]
+pub trait TypedTool: Send + Sync {
+    type Input: DeserializeOwned + JsonSchema + Send + Sync + 'static;
+    const NAME: &'static str;
+    const READ_ONLY: bool;
+
+    fn description(&self) -> String;
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
+    async fn prepare(&self, _input: &Self::Input) -> Result<Option<Proposal>, ToolError> {
+        Ok(None)
+    }
+    async fn execute(
+        &self,
+        input: Self::Input,
+        proposal: Option<Proposal>,
+        cx: ToolContext<'_>,
+    ) -> Result<ToolOutput, ToolError>;
+}
+
+/// Parses tool arguments into `T`, naming the offending field on failure:
+/// `edits[1].oldText: invalid type: integer `3`, expected a string`.
+pub fn parse_arguments<T: DeserializeOwned>(arguments: &Value) -> Result<T, ToolError> {
+    if let Value::String(raw) = arguments {
+        return Err(ToolError::new(format!(
+            "the arguments are not valid JSON, so the call was not run; send a JSON object matching the tool's schema. Received: {}",
+            truncate_for_message(raw, 200)
+        )));
+    }
+    serde_path_to_error::deserialize::<_, T>(arguments).map_err(|err| {
+        let path = err.path().to_string();
+        let inner = err.into_inner();
+        if path == "." {
+            ToolError::new(format!("invalid arguments: {inner}"))
+        } else {
+            ToolError::new(format!("invalid arguments: {path}: {inner}"))
+        }
+    })
+}
+
+/// The JSON Schema of `T`, as sent to the model.
+pub fn schema_of<T: JsonSchema>() -> Value {
+    let mut schema = serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null);
+    if let Value::Object(map) = &mut schema {
+        map.remove("$schema");
+        map.remove("title");
+    }
+    schema
+}
+
+fn truncate_for_message(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_string(),
+    }
+}
+
+#[async_trait]
+impl<T: TypedTool> Tool for T {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec { name: T::NAME.to_string(), description: self.description(), parameters: schema_of::<T::Input>() }
+    }
+    fn name(&self) -> &str {
+        T::NAME
+    }
+    fn read_only(&self) -> bool {
+        T::READ_ONLY
+    }
+    fn timeout(&self) -> Option<Duration> {
+        TypedTool::timeout(self)
+    }
+    async fn prepare(&self, arguments: &Value) -> Result<Prepared, ToolError> {
+        let input: T::Input = parse_arguments(arguments)?;
+        let proposal = TypedTool::prepare(self, &input).await?;
+        Ok(Prepared { proposal, input: Box::new(input) })
+    }
+    async fn execute(
+        &self,
+        prepared: Prepared,
+        proposal: Option<Proposal>,
+        cx: ToolContext<'_>,
+    ) -> Result<ToolOutput, ToolError> {
+        let input = prepared
+            .input
+            .downcast::<T::Input>()
+            .map_err(|_| ToolError::new(format!("internal error: {} was prepared by another tool", T::NAME)))?;
+        TypedTool::execute(self, *input, proposal, cx).await
+    }
+}

@@ -1,0 +1,15 @@
+//! The model boundary: provider-neutral messages, models, and providers that stream them.
+//!
+//! Nothing here knows about tools' behaviour, sessions or editors; a provider turns a [`Request`]
+//! into [`StreamEvent`]s and one [`AssistantMessage`].
+
+mod message;
+mod model;
+mod provider;
+
+pub use message::{
+    AssistantMessage, Content, Cost, Message, ProviderError, ProviderErrorKind, StopReason, Timestamp, ToolCall,
+    ToolResultMessage, Usage, UserMessage, now_ms,
+};
+pub use model::{Model, Prices};
+pub use provider::{ApiKey, EventSink, Provider, Request, StreamEvent, ToolSpec};

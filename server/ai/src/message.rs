@@ -1,0 +1,243 @@
+//! Provider-neutral conversation types.
+//!
+//! These are what the agent loop keeps in its context and what every provider translates to and
+//! from its own wire format. Their JSON form (camelCase, `role`/`type` tags) follows the pi agent's
+//! message shapes, so events, transcripts and session files read the same everywhere.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Milliseconds since the Unix epoch.
+pub type Timestamp = u64;
+
+/// The current time as a [`Timestamp`].
+pub fn now_ms() -> Timestamp {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "camelCase")]
+pub enum Message {
+    User(UserMessage),
+    Assistant(AssistantMessage),
+    ToolResult(ToolResultMessage),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserMessage {
+    pub content: Vec<Content>,
+    #[serde(default)]
+    pub timestamp: Timestamp,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AssistantMessage {
+    pub content: Vec<Content>,
+    #[serde(default)]
+    pub provider: String,
+    #[serde(default)]
+    pub model: String,
+    #[serde(default)]
+    pub usage: Usage,
+    pub stop_reason: StopReason,
+    /// Set when `stop_reason` is `error` (or `aborted`): what went wrong, for a person.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ProviderError>,
+    #[serde(default)]
+    pub timestamp: Timestamp,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResultMessage {
+    pub tool_call_id: String,
+    pub tool_name: String,
+    pub content: Vec<Content>,
+    #[serde(default)]
+    pub is_error: bool,
+    /// Structured data for UIs (a diff, an exit code); never sent to the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+    #[serde(default)]
+    pub timestamp: Timestamp,
+}
+
+/// One block of a message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum Content {
+    Text {
+        text: String,
+    },
+    Thinking {
+        thinking: String,
+        /// Opaque provider data that must be sent back with the block (Anthropic signatures).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
+    },
+    ToolCall(ToolCall),
+    Image {
+        /// Base64-encoded bytes.
+        data: String,
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    /// The parsed arguments. When the model sent JSON that could not be parsed even after repair,
+    /// this is a string holding the raw text, and the agent answers with an error result.
+    pub arguments: Value,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum StopReason {
+    /// The model finished its answer.
+    #[default]
+    Stop,
+    /// The output limit cut the message off.
+    Length,
+    /// The model wants tool results before it goes on.
+    ToolUse,
+    /// The provider failed; `AssistantMessage::error` says how.
+    Error,
+    /// The run was cancelled.
+    Aborted,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    /// Prompt tokens not served from the cache.
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+    pub total_tokens: u64,
+    pub cost: Cost,
+}
+
+/// Cost in US dollars.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cost {
+    pub input: f64,
+    pub output: f64,
+    pub cache_read: f64,
+    pub cache_write: f64,
+    pub total: f64,
+}
+
+/// A failure at the model boundary, as the user and the harness see it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[serde(rename_all = "camelCase")]
+#[error("{}", self.describe())]
+pub struct ProviderError {
+    pub kind: ProviderErrorKind,
+    /// HTTP status, when the server answered with one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// The server's own message where it sent one, else ours. Never holds the API key.
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderErrorKind {
+    /// The server answered with a non-success status.
+    Http,
+    /// 401/403: the key is missing or wrong.
+    Auth,
+    /// The prompt does not fit the model's context window.
+    ContextOverflow,
+    /// The server could not be reached.
+    Connection,
+    /// The server went silent for longer than the idle timeout.
+    Timeout,
+    /// The stream broke or carried an error payload after it had started.
+    Stream,
+    /// The response could not be understood.
+    Protocol,
+    /// The run was cancelled.
+    Aborted,
+}
+
+impl ProviderError {
+    pub fn new(kind: ProviderErrorKind, message: impl Into<String>) -> Self {
+        Self { kind, status: None, message: message.into() }
+    }
+
+    fn describe(&self) -> String {
+        match self.status {
+            Some(status) => format!("provider error (HTTP {status}): {}", self.message),
+            None => format!("provider error: {}", self.message),
+        }
+    }
+}
+
+impl Message {
+    pub fn user(text: impl Into<String>) -> Self {
+        Message::User(UserMessage { content: vec![Content::text(text)], timestamp: now_ms() })
+    }
+}
+
+impl Content {
+    pub fn text(text: impl Into<String>) -> Self {
+        Content::Text { text: text.into() }
+    }
+}
+
+impl AssistantMessage {
+    pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
+        self.content.iter().filter_map(|c| match c {
+            Content::ToolCall(call) => Some(call),
+            _ => None,
+        })
+    }
+
+    /// All text blocks joined, without thinking.
+    pub fn text(&self) -> String {
+        join_text(&self.content)
+    }
+}
+
+impl ToolResultMessage {
+    pub fn text(&self) -> String {
+        join_text(&self.content)
+    }
+}
+
+fn join_text(content: &[Content]) -> String {
+    let mut out = String::new();
+    for block in content {
+        if let Content::Text { text } = block {
+            out.push_str(text);
+        }
+    }
+    out
+}
+
+impl Usage {
+    pub fn add(&mut self, other: &Usage) {
+        self.input += other.input;
+        self.output += other.output;
+        self.cache_read += other.cache_read;
+        self.cache_write += other.cache_write;
+        self.total_tokens += other.total_tokens;
+        self.cost.input += other.cost.input;
+        self.cost.output += other.cost.output;
+        self.cost.cache_read += other.cost.cache_read;
+        self.cost.cache_write += other.cost.cache_write;
+        self.cost.total += other.cost.total;
+    }
+}

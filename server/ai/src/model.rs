@@ -1,0 +1,44 @@
+//! What the harness knows about a model: where it is served, how big its window is, what it costs.
+
+use serde::{Deserialize, Serialize};
+
+use crate::message::{Cost, Usage};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Model {
+    /// The id the provider knows the model by (`gpt-4.1`, `qwen2.5-coder:7b`).
+    pub id: String,
+    /// The provider's name, as in `provider/model-id` (`openai`, `ollama`, `deepseek`).
+    pub provider: String,
+    /// Base URL of the API, with the version segment (`https://api.openai.com/v1`).
+    pub base_url: String,
+    pub context_window: u64,
+    pub max_output: u64,
+    pub prices: Prices,
+    /// Whether the model streams reasoning.
+    #[serde(default)]
+    pub reasoning: bool,
+}
+
+/// US dollars per million tokens.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Prices {
+    pub input: f64,
+    pub output: f64,
+    pub cache_read: f64,
+    pub cache_write: f64,
+}
+
+impl Prices {
+    /// Fills `usage.cost` from the token counts.
+    pub fn apply(&self, usage: &mut Usage) {
+        let per = |tokens: u64, price: f64| tokens as f64 * price / 1_000_000.0;
+        let input = per(usage.input, self.input);
+        let output = per(usage.output, self.output);
+        let cache_read = per(usage.cache_read, self.cache_read);
+        let cache_write = per(usage.cache_write, self.cache_write);
+        usage.cost = Cost { input, output, cache_read, cache_write, total: input + output + cache_read + cache_write };
+    }
+}

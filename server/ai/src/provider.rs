@@ -1,0 +1,74 @@
+//! The `Provider` trait: one request in, a stream of events and one assistant message out.
+
+use std::fmt;
+
+use async_trait::async_trait;
+use serde::Serialize;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::message::{AssistantMessage, Message};
+use crate::model::Model;
+
+/// Everything a provider needs for one model call.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub model: Model,
+    pub system_prompt: String,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+    /// Output limit for this call; `None` leaves the provider's default.
+    pub max_tokens: Option<u64>,
+}
+
+/// A tool as the model sees it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: Value,
+}
+
+/// Incremental output while a message streams. `index` is the content block's position in the
+/// final [`AssistantMessage::content`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum StreamEvent {
+    Text { index: usize, delta: String },
+    Thinking { index: usize, delta: String },
+    /// A tool call's name arrives first (with its id), then its arguments in pieces.
+    ToolCall { index: usize, id: String, name: String, arguments_delta: String },
+}
+
+/// Receives [`StreamEvent`]s as they arrive. Called from the provider's task; must not block.
+pub type EventSink<'a> = &'a (dyn Fn(StreamEvent) + Send + Sync);
+
+#[async_trait]
+pub trait Provider: Send + Sync {
+    /// Streams one assistant message. Never fails: errors, cancellation and cut streams end in a
+    /// message whose `stop_reason` is `error` or `aborted`, holding whatever content arrived.
+    async fn stream(&self, request: &Request, on_event: EventSink<'_>, cancel: &CancellationToken) -> AssistantMessage;
+}
+
+/// An API key that never shows itself in `Debug` or `Display`, so it cannot leak into logs.
+#[derive(Clone, Default)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    pub fn new(key: impl Into<String>) -> Self {
+        Self(key.into())
+    }
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_empty() { "ApiKey(<none>)" } else { "ApiKey(<redacted>)" })
+    }
+}

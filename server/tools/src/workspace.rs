@@ -1,0 +1,60 @@
+//! The `Workspace` trait: the only way tools touch files.
+//!
+//! The CLI uses [`FsWorkspace`] (the disk); the LSP server implements the trait over the editor's
+//! open buffers and `workspace/applyEdit`. Either way, paths are confined to the workspace roots.
+
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use reins_agent::FileChange;
+
+/// A file's text as the agent should see it: the open buffer when the editor has one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TextFile {
+    pub text: String,
+    /// The open buffer's version; `None` when the text came from disk.
+    pub version: Option<i32>,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum WorkspaceError {
+    #[error("{path} is outside the workspace ({roots}); only files inside it can be used")]
+    OutsideRoots { path: String, roots: String },
+    #[error("{0} does not exist")]
+    NotFound(PathBuf),
+    #[error("{path}: {reason}")]
+    Io { path: PathBuf, reason: String },
+    /// The buffer moved on since the change was computed (the user typed).
+    #[error("{path} changed since the edit was prepared (version {expected:?}, now {actual:?})")]
+    Stale { path: PathBuf, expected: Option<i32>, actual: Option<i32> },
+    #[error("the change to {path} was not applied: {reason}")]
+    Rejected { path: PathBuf, reason: String },
+}
+
+#[async_trait]
+pub trait Workspace: Send + Sync {
+    /// Absolute, canonical roots. The first one is where relative paths start.
+    fn roots(&self) -> &[PathBuf];
+
+    /// Where commands run and relative paths start.
+    fn cwd(&self) -> &Path {
+        self.roots().first().map(PathBuf::as_path).unwrap_or(Path::new("/"))
+    }
+
+    /// Turns a path from the model (relative to [`Workspace::cwd`], or absolute) into an absolute
+    /// path inside the roots. Refuses `..` escapes and symlinks that lead out. The path need not
+    /// exist (a file about to be written).
+    fn resolve(&self, path: &str) -> Result<PathBuf, WorkspaceError>;
+
+    /// Reads a file's text: the open buffer if there is one, else the disk.
+    async fn read_text(&self, path: &Path) -> Result<TextFile, WorkspaceError>;
+
+    /// Applies a whole-file change. Implementations check `change.version`/`change.before`
+    /// against the current text and answer `Stale` rather than overwrite newer text.
+    async fn apply(&self, change: &FileChange) -> Result<(), WorkspaceError>;
+
+    /// Open buffers whose text differs from the disk, so searches see what the user sees.
+    fn open_buffers(&self) -> Vec<(PathBuf, String)> {
+        Vec::new()
+    }
+}

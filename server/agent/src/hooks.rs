@@ -13,9 +13,14 @@ pub enum Gate {
     Allow,
     /// Run it with a changed proposal (some hunks only); `note` is appended to the result so the
     /// model knows what actually happened.
-    AllowChanged { proposal: Proposal, note: String },
+    AllowChanged {
+        proposal: Proposal,
+        note: String,
+    },
     /// Do not run it; the model gets `reason` as an error result.
-    Block { reason: String },
+    Block {
+        reason: String,
+    },
 }
 
 /// One trait, default no-ops. The harness implements it; tests implement what they exercise.

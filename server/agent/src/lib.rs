@@ -3,14 +3,22 @@
 //!
 //! Knows nothing of sessions, config files or editors: the harness passes those in as hooks.
 
+mod agent;
 mod context;
 mod event;
+mod exec;
 mod hooks;
+mod policy;
+mod repair;
+mod run;
 mod tool;
 
+pub use agent::{Agent, AgentError};
 pub use context::{AgentContext, Limits};
 pub use event::{AgentEvent, EventSink, TurnEndReason};
 pub use hooks::{Gate, Hooks, NoHooks};
+pub use repair::repair_arguments;
+pub use run::{RunOutcome, run};
 pub use tool::{
     CommandProposal, FileChange, Prepared, Proposal, Tool, ToolContext, ToolError, ToolOutput, TypedTool,
     parse_arguments, schema_of,

@@ -5,11 +5,15 @@
 
 mod message;
 mod model;
+mod openai;
 mod provider;
+mod retry;
+mod sse;
 
 pub use message::{
     AssistantMessage, Content, Cost, Message, ProviderError, ProviderErrorKind, StopReason, Timestamp, ToolCall,
     ToolResultMessage, Usage, UserMessage, now_ms,
 };
 pub use model::{Model, Prices};
+pub use openai::{ClientOptions, OpenAiCompatible};
 pub use provider::{ApiKey, EventSink, Provider, Request, StreamEvent, ToolSpec};

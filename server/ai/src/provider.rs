@@ -35,10 +35,21 @@ pub struct ToolSpec {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum StreamEvent {
-    Text { index: usize, delta: String },
-    Thinking { index: usize, delta: String },
+    Text {
+        index: usize,
+        delta: String,
+    },
+    Thinking {
+        index: usize,
+        delta: String,
+    },
     /// A tool call's name arrives first (with its id), then its arguments in pieces.
-    ToolCall { index: usize, id: String, name: String, arguments_delta: String },
+    ToolCall {
+        index: usize,
+        id: String,
+        name: String,
+        arguments_delta: String,
+    },
 }
 
 /// Receives [`StreamEvent`]s as they arrive. Called from the provider's task; must not block.

@@ -1,1 +1,14 @@
-//! placeholder
+//! The product runtime shared by the LSP server and the CLI: settings, the system prompt,
+//! approval policy, and errors with stable codes.
+
+mod approval;
+mod error;
+mod prompt;
+mod runtime;
+mod settings;
+
+pub use approval::{ApprovalGate, ApprovalPolicy, Approver, Policy};
+pub use error::HarnessError;
+pub use prompt::{CONTEXT_FILE_NAMES, ContextFile, PromptInputs, build_system_prompt};
+pub use runtime::{Harness, HarnessEvent, HarnessEventSink, HarnessOptions, RunId, RunStarted, SessionId};
+pub use settings::{DEFAULT_BASE_URL, DEFAULT_MODEL, Settings};

@@ -1,1 +1,70 @@
-fn main() {}
+//! The `reins` binary: `reins run` (one prompt, in the terminal) and, later, `reins lsp`.
+//!
+//! stdout is reserved: in `run --json` mode it carries only JSON events, and in LSP mode only
+//! LSP frames. Logs go to stderr through `tracing` (`REINS_LOG=debug`).
+
+mod run;
+mod terminal;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+reins — an LLM coding agent that lives in your editor
+
+Usage:
+  reins run [OPTIONS] PROMPT...   run one prompt against the workspace and print the answer
+  reins --version                 print the version
+
+Options for run:
+  --model M        model id (default: $REINS_MODEL, else qwen2.5-coder:7b)
+  --yes, -y        approve every edit, write and command without asking
+  --json           print one JSON object per agent event on stdout, nothing else
+  --max-turns N    stop after N model calls (default 50)
+  --cwd DIR        the workspace root (default: the current directory)
+
+Environment:
+  OPENAI_BASE_URL  OpenAI-compatible endpoint, with /v1 (default: Ollama at http://127.0.0.1:11434/v1)
+  OPENAI_API_KEY   its API key
+  REINS_MODEL      the default model id
+  REINS_HOME       data and config directory (default: $XDG_CONFIG_HOME/reins, $XDG_DATA_HOME/reins)
+  REINS_LOG        log filter for stderr (default: warn)
+";
+
+fn main() -> ExitCode {
+    init_tracing();
+    let mut args = std::env::args_os().skip(1);
+    let Some(command) = args.next() else {
+        eprint!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    match command.to_str() {
+        Some("--version" | "-V" | "version") => {
+            #[allow(clippy::print_stdout)]
+            {
+                println!("reins {}", env!("CARGO_PKG_VERSION"));
+            }
+            ExitCode::SUCCESS
+        }
+        Some("--help" | "-h" | "help") => {
+            eprint!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        Some("run") => match run::RunArgs::parse(args) {
+            Ok(run_args) => run::main(run_args),
+            Err(message) => {
+                eprintln!("reins: {message}\n\n{USAGE}");
+                ExitCode::from(2)
+            }
+        },
+        _ => {
+            eprintln!("reins: unknown command {:?}\n\n{USAGE}", command);
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("REINS_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
+}

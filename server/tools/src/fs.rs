@@ -1,1 +1,220 @@
-//! TODO(helper)
+//! [`FsWorkspace`]: the [`Workspace`] over the disk, used by the CLI and by tests.
+//!
+//! Confinement is the point of this file: every path the model names is normalised, its symlinks
+//! are resolved, and the result must lie inside one of the roots. Writes are atomic and refuse to
+//! overwrite text that changed since the change was computed.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Component, Path, PathBuf};
+
+use async_trait::async_trait;
+use reins_agent::FileChange;
+
+use crate::workspace::{TextFile, Workspace, WorkspaceError};
+
+/// Symlink hops followed while resolving one path, as the kernel's own limit does (ELOOP).
+const MAX_SYMLINK_HOPS: usize = 40;
+
+#[derive(Debug, Clone)]
+pub struct FsWorkspace {
+    roots: Vec<PathBuf>,
+}
+
+impl FsWorkspace {
+    /// A workspace over `roots` (canonicalised here, so they must exist). The first root is the
+    /// working directory.
+    pub fn new(roots: Vec<PathBuf>) -> Result<Self, WorkspaceError> {
+        if roots.is_empty() {
+            return Err(WorkspaceError::Io {
+                path: PathBuf::new(),
+                reason: "a workspace needs at least one root directory".to_string(),
+            });
+        }
+        let roots = roots
+            .into_iter()
+            .map(|root| fs::canonicalize(&root).map_err(|err| io_error(&root, &err)))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self { roots })
+    }
+
+    /// [`Workspace::resolve`] for a path that is already a `Path`.
+    pub fn resolve_path(&self, path: &Path) -> Result<PathBuf, WorkspaceError> {
+        let absolute = if path.is_absolute() { path.to_path_buf() } else { self.cwd().join(path) };
+        let outside = || WorkspaceError::OutsideRoots {
+            path: path.display().to_string(),
+            roots: self.roots.iter().map(|root| root.display().to_string()).collect::<Vec<_>>().join(", "),
+        };
+        // Only the real path is checked: a root may be reached through an alias (a symlinked
+        // home directory), and the real path is what the tools go on to use.
+        let real = real_path(&normalize(&absolute), 0).map_err(|err| io_error(path, &err))?;
+        if !self.is_inside(&real) {
+            return Err(outside());
+        }
+        Ok(real)
+    }
+
+    fn is_inside(&self, path: &Path) -> bool {
+        self.roots.iter().any(|root| path.starts_with(root))
+    }
+}
+
+#[async_trait]
+impl Workspace for FsWorkspace {
+    fn roots(&self) -> Vec<PathBuf> {
+        self.roots.clone()
+    }
+
+    fn resolve(&self, path: &str) -> Result<PathBuf, WorkspaceError> {
+        self.resolve_path(Path::new(path))
+    }
+
+    async fn read_text(&self, path: &Path) -> Result<TextFile, WorkspaceError> {
+        let path = self.resolve_path(path)?;
+        let bytes = read_file(&path).await?.ok_or_else(|| WorkspaceError::NotFound(path.clone()))?;
+        let text = String::from_utf8(bytes).map_err(|_| WorkspaceError::Io {
+            path: path.clone(),
+            reason: "is a binary or non-UTF-8 file; only UTF-8 text files can be read".to_string(),
+        })?;
+        Ok(TextFile { text, version: None })
+    }
+
+    async fn apply(&self, change: &FileChange) -> Result<(), WorkspaceError> {
+        // The gate may have rewritten the change, so its path is checked again.
+        let path = self.resolve_path(&change.path)?;
+        let current = read_file(&path).await?;
+        let unchanged = match (&change.before, &current) {
+            (Some(before), Some(current)) => before.as_bytes() == current.as_slice(),
+            (None, None) => true,
+            _ => false,
+        };
+        if !unchanged {
+            return Err(WorkspaceError::Stale { path, expected: change.version, actual: None });
+        }
+        let after = change.after.clone();
+        tokio::task::spawn_blocking(move || write_atomically(&path, after.as_bytes()))
+            .await
+            .map_err(|err| WorkspaceError::Io { path: change.path.clone(), reason: err.to_string() })?
+    }
+}
+
+/// Removes `.` and resolves `..` lexically; `..` at the filesystem root stays at the root.
+fn normalize(path: &Path) -> PathBuf {
+    let mut normalized = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::Prefix(_) | Component::RootDir | Component::Normal(_) => normalized.push(component),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                normalized.pop();
+            }
+        }
+    }
+    normalized
+}
+
+/// The canonical form of an absolute, normalised path whose tail may not exist yet: the longest
+/// existing ancestor is canonicalised (resolving symlinks at any level) and the rest appended.
+/// A dangling symlink is followed by hand, so a link to a missing file outside the roots is seen
+/// for what it is rather than treated as a new file inside them.
+fn real_path(path: &Path, hops: usize) -> io::Result<PathBuf> {
+    if hops > MAX_SYMLINK_HOPS {
+        return Err(io::Error::other("too many levels of symbolic links"));
+    }
+    let mut existing = path;
+    let mut missing = Vec::new();
+    loop {
+        match fs::symlink_metadata(existing) {
+            Ok(_) => break,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                let (Some(parent), Some(name)) = (existing.parent(), existing.file_name()) else {
+                    return Err(err);
+                };
+                missing.push(name);
+                existing = parent;
+            }
+            Err(err) => return Err(err),
+        }
+    }
+    let mut real = match fs::canonicalize(existing) {
+        Ok(real) => real,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => {
+            // `existing` exists but something it points to does not: a dangling symlink.
+            let target = fs::read_link(existing)?;
+            let base = existing.parent().unwrap_or(Path::new("/"));
+            real_path(&normalize(&base.join(target)), hops + 1)?
+        }
+        Err(err) => return Err(err),
+    };
+    for name in missing.into_iter().rev() {
+        real.push(name);
+    }
+    Ok(real)
+}
+
+/// The file's bytes, `None` when it does not exist.
+async fn read_file(path: &Path) -> Result<Option<Vec<u8>>, WorkspaceError> {
+    match tokio::fs::metadata(path).await {
+        Ok(metadata) if metadata.is_dir() => {
+            return Err(WorkspaceError::Io {
+                path: path.to_path_buf(),
+                reason: "is a directory, not a file; use ls to list it".to_string(),
+            });
+        }
+        Ok(_) => {}
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(io_error(path, &err)),
+    }
+    match tokio::fs::read(path).await {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(err) => Err(io_error(path, &err)),
+    }
+}
+
+/// Writes through a temporary file in the same directory and a rename, so a reader never sees
+/// half a file; an existing file keeps its permissions.
+fn write_atomically(path: &Path, contents: &[u8]) -> Result<(), WorkspaceError> {
+    use std::os::unix::fs::PermissionsExt;
+
+    let parent = path.parent().ok_or_else(|| WorkspaceError::Io {
+        path: path.to_path_buf(),
+        reason: "has no parent directory".to_string(),
+    })?;
+    fs::create_dir_all(parent).map_err(|err| io_error(parent, &err))?;
+    let original_permissions = fs::metadata(path).ok().map(|metadata| metadata.permissions());
+    // A new file gets the mode a plain `open` would give it (0666 less the umask), not the
+    // temporary file's 0600.
+    let mut temp = tempfile::Builder::new()
+        .prefix(".reins-write-")
+        .permissions(fs::Permissions::from_mode(0o666))
+        .tempfile_in(parent)
+        .map_err(|err| io_error(parent, &err))?;
+    temp.write_all(contents).map_err(|err| io_error(path, &err))?;
+    temp.as_file().sync_all().map_err(|err| io_error(path, &err))?;
+    if let Some(permissions) = original_permissions {
+        temp.as_file().set_permissions(permissions).map_err(|err| io_error(path, &err))?;
+    }
+    temp.persist(path).map_err(|err| io_error(path, &err.error))?;
+    Ok(())
+}
+
+fn io_error(path: &Path, err: &io::Error) -> WorkspaceError {
+    if err.kind() == io::ErrorKind::NotFound {
+        return WorkspaceError::NotFound(path.to_path_buf());
+    }
+    WorkspaceError::Io { path: path.to_path_buf(), reason: err.to_string() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalize_resolves_dots_lexically() {
+        let cases = [("/a/./b/../c", "/a/c"), ("/a/../../x", "/x"), ("/a/b/", "/a/b")];
+        for (input, expected) in cases {
+            assert_eq!(normalize(Path::new(input)), PathBuf::from(expected), "{input}");
+        }
+    }
+}

@@ -33,12 +33,13 @@ pub enum WorkspaceError {
 
 #[async_trait]
 pub trait Workspace: Send + Sync {
-    /// Absolute, canonical roots. The first one is where relative paths start.
-    fn roots(&self) -> &[PathBuf];
+    /// Absolute, canonical roots. The first one is where relative paths start. Owned, because
+    /// an editor's workspace folders can change while the server runs.
+    fn roots(&self) -> Vec<PathBuf>;
 
     /// Where commands run and relative paths start.
-    fn cwd(&self) -> &Path {
-        self.roots().first().map(PathBuf::as_path).unwrap_or(Path::new("/"))
+    fn cwd(&self) -> PathBuf {
+        self.roots().into_iter().next().unwrap_or_else(|| PathBuf::from("/"))
     }
 
     /// Turns a path from the model (relative to [`Workspace::cwd`], or absolute) into an absolute

@@ -1,1 +1,17 @@
-//! placeholder
+//! A scripted OpenAI-compatible server on 127.0.0.1 for tests, demos and benchmarks.
+//!
+//! [`ScriptedServer`] answers `POST …/chat/completions` by playing the next [`Reply`] of its
+//! script (streamed as chunked SSE, or as one JSON completion when the request does not stream),
+//! answers `GET …/models`, and records every request. HTTP is hand-rolled so that the wire can
+//! misbehave on purpose: cut mid-body, stall, send keep-alive comments or error payloads.
+
+mod http;
+mod render;
+mod reply;
+mod server;
+
+#[cfg(test)]
+mod tests;
+
+pub use reply::{HttpError, Reply, ScriptedToolCall, ScriptedUsage};
+pub use server::{RecordedRequest, ScriptedServer};

@@ -1,0 +1,303 @@
+//! Translates a reins [`Request`] into a Chat Completions request body.
+
+use serde_json::Value;
+
+use super::wire::{
+    ChatRequest, ContentPart, ImageUrl, StreamOptions, UserContent, WireFunction, WireFunctionCall, WireMessage,
+    WireTool, WireToolCall,
+};
+use crate::message::{AssistantMessage, Content, Message, ToolResultMessage};
+use crate::provider::Request;
+
+/// The streaming request body for `request`.
+pub fn chat_request(request: &Request) -> ChatRequest<'_> {
+    ChatRequest {
+        model: &request.model.id,
+        messages: messages(request),
+        stream: true,
+        stream_options: StreamOptions { include_usage: true },
+        max_tokens: request.max_tokens,
+        tools: request
+            .tools
+            .iter()
+            .map(|tool| WireTool {
+                kind: "function",
+                function: WireFunction {
+                    name: &tool.name,
+                    description: &tool.description,
+                    parameters: &tool.parameters,
+                },
+            })
+            .collect(),
+    }
+}
+
+fn messages(request: &Request) -> Vec<WireMessage> {
+    let mut out = Vec::with_capacity(request.messages.len() + 1);
+    if !request.system_prompt.is_empty() {
+        out.push(WireMessage::System { content: request.system_prompt.clone() });
+    }
+    // Tool messages must follow their assistant message directly, so images from tool results
+    // (which a `tool` message cannot carry) wait in a user message after the run of results.
+    let mut tool_images: Vec<ContentPart> = Vec::new();
+    for message in &request.messages {
+        if !matches!(message, Message::ToolResult(_)) && !tool_images.is_empty() {
+            out.push(images_message(std::mem::take(&mut tool_images)));
+        }
+        match message {
+            Message::User(user) => out.push(WireMessage::User { content: user_content(&user.content) }),
+            Message::Assistant(assistant) => out.extend(assistant_message(assistant)),
+            Message::ToolResult(result) => {
+                out.push(tool_message(result));
+                tool_images.extend(result.content.iter().filter_map(image_part));
+            }
+        }
+    }
+    if !tool_images.is_empty() {
+        out.push(images_message(tool_images));
+    }
+    out
+}
+
+fn user_content(content: &[Content]) -> UserContent {
+    if content.iter().all(|block| matches!(block, Content::Text { .. })) {
+        return UserContent::Text(joined_text(content));
+    }
+    let parts = content
+        .iter()
+        .filter_map(|block| match block {
+            Content::Text { text } => Some(ContentPart::Text { text: text.clone() }),
+            Content::Image { .. } => image_part(block),
+            Content::Thinking { .. } | Content::ToolCall(_) => None,
+        })
+        .collect();
+    UserContent::Parts(parts)
+}
+
+/// `None` for a message with nothing to send back (an aborted or failed empty answer), which
+/// some servers would reject.
+fn assistant_message(message: &AssistantMessage) -> Option<WireMessage> {
+    let text = joined_text(&message.content);
+    let tool_calls: Vec<WireToolCall> = message
+        .tool_calls()
+        .map(|call| WireToolCall {
+            id: call.id.clone(),
+            kind: "function",
+            function: WireFunctionCall { name: call.name.clone(), arguments: arguments_text(&call.arguments) },
+        })
+        .collect();
+    if text.is_empty() && tool_calls.is_empty() {
+        return None;
+    }
+    // Thinking blocks are not sent back: Chat Completions has no field for them.
+    Some(WireMessage::Assistant { content: (!text.is_empty()).then_some(text), tool_calls })
+}
+
+/// Arguments that could not be parsed are kept as the raw string; they go back as they came.
+fn arguments_text(arguments: &Value) -> String {
+    match arguments {
+        Value::String(raw) => raw.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn tool_message(result: &ToolResultMessage) -> WireMessage {
+    WireMessage::Tool { tool_call_id: result.tool_call_id.clone(), content: joined_text(&result.content) }
+}
+
+fn images_message(images: Vec<ContentPart>) -> WireMessage {
+    let mut parts = vec![ContentPart::Text { text: "Images from the tool results above:".to_string() }];
+    parts.extend(images);
+    WireMessage::User { content: UserContent::Parts(parts) }
+}
+
+fn image_part(block: &Content) -> Option<ContentPart> {
+    match block {
+        Content::Image { data, mime_type } => {
+            Some(ContentPart::ImageUrl { image_url: ImageUrl { url: format!("data:{mime_type};base64,{data}") } })
+        }
+        _ => None,
+    }
+}
+
+fn joined_text(content: &[Content]) -> String {
+    let mut text = String::new();
+    for block in content {
+        if let Content::Text { text: piece } = block {
+            text.push_str(piece);
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use expect_test::expect;
+    use serde_json::json;
+
+    use super::*;
+    use crate::message::{StopReason, ToolCall, UserMessage};
+    use crate::model::{Model, Prices};
+    use crate::provider::ToolSpec;
+
+    fn model() -> Model {
+        Model {
+            id: "gpt-test".into(),
+            provider: "openai".into(),
+            base_url: "http://127.0.0.1:1/v1".into(),
+            context_window: 1000,
+            max_output: 100,
+            prices: Prices::default(),
+            reasoning: false,
+        }
+    }
+
+    fn assistant(content: Vec<Content>) -> Message {
+        Message::Assistant(AssistantMessage {
+            content,
+            stop_reason: StopReason::ToolUse,
+            ..AssistantMessage::default()
+        })
+    }
+
+    fn tool_result(id: &str, content: Vec<Content>) -> Message {
+        Message::ToolResult(ToolResultMessage {
+            tool_call_id: id.into(),
+            tool_name: "read".into(),
+            content,
+            is_error: false,
+            details: None,
+            timestamp: 0,
+        })
+    }
+
+    fn body(request: &Request) -> String {
+        serde_json::to_string_pretty(&chat_request(request)).unwrap()
+    }
+
+    #[test]
+    fn body_has_system_user_assistant_tool_messages_tools_and_stream_options() {
+        let request = Request {
+            model: model(),
+            system_prompt: "You are terse.".into(),
+            messages: vec![
+                Message::user("read a.txt"),
+                assistant(vec![
+                    Content::Thinking { thinking: "not sent".into(), signature: None },
+                    Content::text("Reading."),
+                    Content::ToolCall(ToolCall {
+                        id: "c1".into(),
+                        name: "read".into(),
+                        arguments: json!({"path": "a.txt"}),
+                    }),
+                    Content::ToolCall(ToolCall { id: "c2".into(), name: "read".into(), arguments: json!("{bad") }),
+                ]),
+                tool_result("c1", vec![Content::text("hello")]),
+                tool_result("c2", vec![Content::text("error: bad JSON")]),
+            ],
+            tools: vec![ToolSpec {
+                name: "read".into(),
+                description: "Read a file".into(),
+                parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+            }],
+            max_tokens: Some(64),
+        };
+        expect![[r#"
+            {
+              "model": "gpt-test",
+              "messages": [
+                {
+                  "role": "system",
+                  "content": "You are terse."
+                },
+                {
+                  "role": "user",
+                  "content": "read a.txt"
+                },
+                {
+                  "role": "assistant",
+                  "content": "Reading.",
+                  "tool_calls": [
+                    {
+                      "id": "c1",
+                      "type": "function",
+                      "function": {
+                        "name": "read",
+                        "arguments": "{\"path\":\"a.txt\"}"
+                      }
+                    },
+                    {
+                      "id": "c2",
+                      "type": "function",
+                      "function": {
+                        "name": "read",
+                        "arguments": "{bad"
+                      }
+                    }
+                  ]
+                },
+                {
+                  "role": "tool",
+                  "tool_call_id": "c1",
+                  "content": "hello"
+                },
+                {
+                  "role": "tool",
+                  "tool_call_id": "c2",
+                  "content": "error: bad JSON"
+                }
+              ],
+              "stream": true,
+              "stream_options": {
+                "include_usage": true
+              },
+              "max_tokens": 64,
+              "tools": [
+                {
+                  "type": "function",
+                  "function": {
+                    "name": "read",
+                    "description": "Read a file",
+                    "parameters": {
+                      "properties": {
+                        "path": {
+                          "type": "string"
+                        }
+                      },
+                      "type": "object"
+                    }
+                  }
+                }
+              ]
+            }"#]]
+        .assert_eq(&body(&request));
+    }
+
+    #[test]
+    fn images_become_parts_and_tool_images_follow_the_tool_messages() {
+        let image = Content::Image { data: "AAAA".into(), mime_type: "image/png".into() };
+        let request = Request {
+            model: model(),
+            system_prompt: String::new(),
+            messages: vec![
+                Message::User(UserMessage {
+                    content: vec![Content::text("what is this?"), image.clone()],
+                    timestamp: 0,
+                }),
+                assistant(vec![Content::ToolCall(ToolCall {
+                    id: "c1".into(),
+                    name: "read".into(),
+                    arguments: json!({}),
+                })]),
+                tool_result("c1", vec![Content::text("an image"), image]),
+                assistant(vec![]), // an empty failed answer is left out
+            ],
+            tools: Vec::new(),
+            max_tokens: None,
+        };
+        let value: Value = serde_json::from_str(&body(&request)).unwrap();
+        expect![[r#"[{"content":[{"text":"what is this?","type":"text"},{"image_url":{"url":"data:image/png;base64,AAAA"},"type":"image_url"}],"role":"user"},{"content":null,"role":"assistant","tool_calls":[{"function":{"arguments":"{}","name":"read"},"id":"c1","type":"function"}]},{"content":"an image","role":"tool","tool_call_id":"c1"},{"content":[{"text":"Images from the tool results above:","type":"text"},{"image_url":{"url":"data:image/png;base64,AAAA"},"type":"image_url"}],"role":"user"}]"#]]
+        .assert_eq(&value["messages"].to_string());
+        assert!(value.get("tools").is_none() && value.get("max_tokens").is_none());
+    }
+}

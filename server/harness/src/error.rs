@@ -1,0 +1,60 @@
+//! Errors with stable codes: clients switch on `code()`, people read the message.
+
+use std::path::PathBuf;
+
+use reins_ai::{ProviderError, ProviderErrorKind};
+
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    #[error("a run is already in progress in this session; wait for it, steer it, or cancel it")]
+    Busy,
+    #[error("{path}:{line}: {reason}")]
+    Session { path: PathBuf, line: usize, reason: String },
+    #[error("compaction failed: {0}")]
+    Compaction(String),
+    #[error("branch summary failed: {0}")]
+    BranchSummary(String),
+    #[error("hook failed: {0}")]
+    Hook(String),
+    #[error("{0}")]
+    Auth(String),
+    #[error("{0}")]
+    InvalidState(String),
+    #[error("{0}")]
+    InvalidArgument(String),
+    #[error("{0}")]
+    Provider(String),
+}
+
+impl HarnessError {
+    /// The stable code of this error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            HarnessError::Busy => "busy",
+            HarnessError::Session { .. } => "session",
+            HarnessError::Compaction(_) => "compaction",
+            HarnessError::BranchSummary(_) => "branch_summary",
+            HarnessError::Hook(_) => "hook",
+            HarnessError::Auth(_) => "auth",
+            HarnessError::InvalidState(_) => "invalid_state",
+            HarnessError::InvalidArgument(_) => "invalid_argument",
+            HarnessError::Provider(_) => "provider",
+        }
+    }
+
+    /// Classifies a provider failure, adding what the user can do about it. `base_url` names the
+    /// endpoint; `configured` says whether the user chose it (or it is the built-in default).
+    pub fn from_provider(error: &ProviderError, base_url: &str, configured: bool) -> Self {
+        match error.kind {
+            ProviderErrorKind::Auth => HarnessError::Auth(format!(
+                "{error}. Check the API key for {base_url} (OPENAI_API_KEY or the provider's key variable)."
+            )),
+            ProviderErrorKind::Connection if !configured => HarnessError::Provider(format!(
+                "no model server answers at {base_url} (the default, a local Ollama). Start one there, or \
+                 set OPENAI_BASE_URL (with /v1), OPENAI_API_KEY and REINS_MODEL to use another \
+                 OpenAI-compatible provider."
+            )),
+            _ => HarnessError::Provider(error.to_string()),
+        }
+    }
+}

@@ -1,0 +1,242 @@
+//! System-prompt assembly: identity, tools, guidelines, the project's context files, and where
+//! the agent is working.
+//!
+//! Context files are what a project tells every agent (`AGENTS.md` and friends). They are read
+//! from the global config directory and from every directory between the filesystem root and the
+//! workspace root, outermost first, so a repository's own instructions come last and weigh most.
+//! `SYSTEM.md` replaces the built-in identity and guidelines and `APPEND_SYSTEM.md` adds to them;
+//! a project's own `.reins/` copies of those are honoured only in trusted workspaces, because a
+//! cloned repository must not be able to rewrite the agent's instructions.
+
+use std::path::{Path, PathBuf};
+
+use reins_ai::ToolSpec;
+
+/// Per directory, the first of these that exists is used.
+pub const CONTEXT_FILE_NAMES: [&str; 3] = ["AGENTS.override.md", "AGENTS.md", "CLAUDE.md"];
+
+/// What the prompt is built from; gathered by [`PromptInputs::discover`] or given by a test.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PromptInputs {
+    pub workspace_root: PathBuf,
+    pub cwd: PathBuf,
+    pub tools: Vec<ToolSpec>,
+    /// `YYYY-MM-DD`.
+    pub date: String,
+    /// Replaces the identity and guidelines.
+    pub system_override: Option<ContextFile>,
+    pub append: Vec<ContextFile>,
+    pub context_files: Vec<ContextFile>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextFile {
+    pub path: PathBuf,
+    pub content: String,
+}
+
+impl PromptInputs {
+    /// Reads context files and overrides from disk. `global_dir` is the user's config directory;
+    /// `trusted` says whether the project's `.reins/` overrides may apply.
+    pub fn discover(
+        workspace_root: &Path,
+        cwd: &Path,
+        global_dir: &Path,
+        trusted: bool,
+        tools: Vec<ToolSpec>,
+        date: String,
+    ) -> Self {
+        let project_dir = workspace_root.join(".reins");
+        let pick = |name: &str| {
+            let project = trusted.then(|| read_context_file(&project_dir.join(name))).flatten();
+            project.or_else(|| read_context_file(&global_dir.join(name)))
+        };
+        let system_override = pick("SYSTEM.md");
+        let append = pick("APPEND_SYSTEM.md").into_iter().collect();
+
+        let mut context_files = Vec::new();
+        context_files.extend(first_context_file(global_dir));
+        for dir in ancestors_outermost_first(workspace_root) {
+            context_files.extend(first_context_file(&dir));
+        }
+        Self {
+            workspace_root: workspace_root.to_path_buf(),
+            cwd: cwd.to_path_buf(),
+            tools,
+            date,
+            system_override,
+            append,
+            context_files,
+        }
+    }
+}
+
+/// Builds the system prompt.
+pub fn build_system_prompt(inputs: &PromptInputs) -> String {
+    let mut prompt = match &inputs.system_override {
+        Some(file) => file.content.trim_end().to_string(),
+        None => default_preamble(&inputs.tools),
+    };
+    for file in &inputs.append {
+        prompt.push_str("\n\n");
+        prompt.push_str(file.content.trim_end());
+    }
+    if !inputs.context_files.is_empty() {
+        prompt.push_str("\n\n<project_context>\nProject-specific instructions and guidelines:\n");
+        for file in &inputs.context_files {
+            prompt.push_str(&format!(
+                "\n<project_instructions path=\"{}\">\n{}\n</project_instructions>\n",
+                file.path.display(),
+                file.content.trim_end()
+            ));
+        }
+        prompt.push_str("</project_context>");
+    }
+    prompt.push_str(&format!("\n\nCurrent date: {}", inputs.date));
+    prompt.push_str(&format!("\nCurrent working directory: {}", inputs.cwd.display()));
+    prompt
+}
+
+fn default_preamble(tools: &[ToolSpec]) -> String {
+    let mut out = String::from(
+        "You are an expert coding assistant working inside the user's editor through reins. \
+         You help by reading files, running commands, editing code and writing new files. \
+         Every edit, write and command you make may be shown to the user as a proposal first; \
+         the tool result tells you whether it was applied, partly applied or rejected, and why.\n\n\
+         Available tools:\n",
+    );
+    for tool in tools {
+        let summary = tool.description.lines().next().unwrap_or_default();
+        out.push_str(&format!("- {}: {}\n", tool.name, summary));
+    }
+    out.push_str(
+        "\nGuidelines:\n\
+         - Be concise. Show file paths clearly when you talk about files.\n\
+         - Read a file before you edit it, and prefer `edit` with small exact oldText for changes to \
+         existing files; use `write` only for new files or complete rewrites.\n\
+         - Use `grep`, `find` and `ls` to explore instead of `bash` where they fit.\n\
+         - If a proposal is rejected, do not retry the same change: read the user's reason and adapt.\n\
+         - Do not invent file contents or command output; look them up.",
+    );
+    out
+}
+
+fn read_context_file(path: &Path) -> Option<ContextFile> {
+    let content = std::fs::read_to_string(path).ok()?;
+    Some(ContextFile { path: path.to_path_buf(), content })
+}
+
+fn first_context_file(dir: &Path) -> Option<ContextFile> {
+    CONTEXT_FILE_NAMES.iter().find_map(|name| read_context_file(&dir.join(name)))
+}
+
+/// `/a/b/c` → `[/, /a, /a/b, /a/b/c]`.
+fn ancestors_outermost_first(dir: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = dir.ancestors().map(Path::to_path_buf).collect();
+    dirs.reverse();
+    dirs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use expect_test::expect;
+
+    fn tool(name: &str, description: &str) -> ToolSpec {
+        ToolSpec { name: name.into(), description: description.into(), parameters: serde_json::json!({}) }
+    }
+
+    /// Builds a tree: `<tmp>/global`, `<tmp>/home/proj` as the workspace, with the given files.
+    fn prompt_for(files: &[(&str, &str)], trusted: bool) -> String {
+        let tmp = tempfile::tempdir().unwrap();
+        for (path, content) in files {
+            let path = tmp.path().join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, content).unwrap();
+        }
+        let root = tmp.path().join("home/proj");
+        std::fs::create_dir_all(&root).unwrap();
+        let inputs = PromptInputs::discover(
+            &root,
+            &root,
+            &tmp.path().join("global"),
+            trusted,
+            vec![tool("read", "Read a file.\nMore."), tool("edit", "Edit a file.")],
+            "2026-11-30".into(),
+        );
+        build_system_prompt(&inputs).replace(&tmp.path().display().to_string(), "<tmp>")
+    }
+
+    #[test]
+    fn context_files_outermost_first_one_per_directory() {
+        let prompt = prompt_for(
+            &[
+                ("global/AGENTS.md", "global rules"),
+                ("home/CLAUDE.md", "home rules"),
+                ("home/proj/AGENTS.md", "project rules"),
+                ("home/proj/CLAUDE.md", "shadowed by AGENTS.md"),
+                ("home/proj/AGENTS.override.md", "override wins"),
+            ],
+            false,
+        );
+        let context = &prompt[prompt.find("<project_context>").unwrap()..];
+        expect![[r#"
+            <project_context>
+            Project-specific instructions and guidelines:
+
+            <project_instructions path="<tmp>/global/AGENTS.md">
+            global rules
+            </project_instructions>
+
+            <project_instructions path="<tmp>/home/CLAUDE.md">
+            home rules
+            </project_instructions>
+
+            <project_instructions path="<tmp>/home/proj/AGENTS.override.md">
+            override wins
+            </project_instructions>
+            </project_context>
+
+            Current date: 2026-11-30
+            Current working directory: <tmp>/home/proj"#]]
+        .assert_eq(context);
+    }
+
+    #[test]
+    fn default_prompt_lists_tools_by_first_line() {
+        let prompt = prompt_for(&[], false);
+        assert!(prompt.starts_with("You are an expert coding assistant"), "{prompt}");
+        assert!(prompt.contains("- read: Read a file.\n- edit: Edit a file.\n"), "{prompt}");
+        assert!(!prompt.contains("More."));
+        assert!(prompt.ends_with("Current date: 2026-11-30\nCurrent working directory: <tmp>/home/proj"));
+    }
+
+    #[test]
+    fn project_overrides_apply_only_when_trusted() {
+        let files = [
+            ("global/APPEND_SYSTEM.md", "global append"),
+            ("home/proj/.reins/SYSTEM.md", "project identity"),
+            ("home/proj/.reins/APPEND_SYSTEM.md", "project append"),
+        ];
+        let untrusted = prompt_for(&files, false);
+        assert!(untrusted.starts_with("You are an expert coding assistant"));
+        assert!(untrusted.contains("\n\nglobal append\n"));
+        assert!(!untrusted.contains("project"), "{untrusted}");
+
+        let trusted = prompt_for(&files, true);
+        expect![[r#"
+            project identity
+
+            project append
+
+            Current date: 2026-11-30
+            Current working directory: <tmp>/home/proj"#]]
+        .assert_eq(&trusted);
+    }
+
+    #[test]
+    fn global_system_override_replaces_identity() {
+        let prompt = prompt_for(&[("global/SYSTEM.md", "You are terse.\n")], false);
+        assert!(prompt.starts_with("You are terse.\n\nCurrent date"), "{prompt}");
+    }
+}

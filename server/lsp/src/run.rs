@@ -1,0 +1,181 @@
+//! `reins run`: one prompt against the workspace, answered in the terminal or as JSON events.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use reins_agent::{AgentEvent, Limits, TurnEndReason};
+use reins_ai::{ClientOptions, Content, Message, OpenAiCompatible, ProviderError};
+use reins_harness::{ApprovalPolicy, Harness, HarnessError, HarnessEvent, HarnessEventSink, HarnessOptions, Settings};
+use reins_tools::{FsWorkspace, Workspace};
+
+use crate::terminal::{HumanOutput, TerminalApprover};
+
+#[derive(Debug, Default)]
+pub struct RunArgs {
+    pub model: Option<String>,
+    pub yes: bool,
+    pub json: bool,
+    pub max_turns: Option<u32>,
+    pub cwd: Option<PathBuf>,
+    pub prompt: String,
+}
+
+impl RunArgs {
+    pub fn parse(args: impl Iterator<Item = OsString>) -> Result<Self, String> {
+        use lexopt::prelude::*;
+        let mut parser = lexopt::Parser::from_args(args);
+        let mut out = RunArgs::default();
+        let mut words: Vec<String> = Vec::new();
+        let err = |e: lexopt::Error| e.to_string();
+        while let Some(arg) = parser.next().map_err(err)? {
+            match arg {
+                Long("model") | Short('m') => out.model = Some(parser.value().map_err(err)?.string().map_err(err)?),
+                Long("yes") | Short('y') => out.yes = true,
+                Long("json") => out.json = true,
+                Long("max-turns") => {
+                    let n: u32 = parser.value().map_err(err)?.parse().map_err(err)?;
+                    if n == 0 {
+                        return Err("--max-turns must be at least 1".into());
+                    }
+                    out.max_turns = Some(n);
+                }
+                Long("cwd") | Short('C') => out.cwd = Some(parser.value().map_err(err)?.into()),
+                Value(word) => words.push(word.string().map_err(err)?),
+                _ => return Err(arg.unexpected().to_string()),
+            }
+        }
+        out.prompt = words.join(" ");
+        if out.prompt.trim().is_empty() {
+            return Err("run needs a prompt".into());
+        }
+        Ok(out)
+    }
+}
+
+pub fn main(args: RunArgs) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => return fail(&format!("cannot start the async runtime: {err}")),
+    };
+    runtime.block_on(run(args))
+}
+
+async fn run(args: RunArgs) -> ExitCode {
+    let settings = Settings::from_env(|name| std::env::var(name).ok());
+    let root = match args.cwd.clone().map(Ok).unwrap_or_else(std::env::current_dir) {
+        Ok(root) => root,
+        Err(err) => return fail(&format!("cannot read the current directory: {err}")),
+    };
+    let workspace: Arc<dyn Workspace> = match FsWorkspace::new(vec![root]) {
+        Ok(workspace) => Arc::new(workspace),
+        Err(err) => return fail(&err.to_string()),
+    };
+    let events: HarnessEventSink = if args.json {
+        Arc::new(|event: HarnessEvent| print_json_event(&event.event))
+    } else {
+        let human = HumanOutput::new();
+        Arc::new(move |event: HarnessEvent| human.show(&event.event))
+    };
+    let (base_url, configured) = (settings.base_url.clone(), settings.base_url_configured);
+    let harness = Harness::new(HarnessOptions {
+        provider: Arc::new(OpenAiCompatible::new(settings.api_key.clone(), ClientOptions::default())),
+        settings,
+        workspace,
+        approver: Arc::new(TerminalApprover),
+        policy: if args.yes { ApprovalPolicy::approve_all() } else { ApprovalPolicy::default() },
+        limits: Limits { max_turns: args.max_turns.unwrap_or(50), ..Limits::default() },
+        events,
+        date: today(),
+    });
+
+    let started = harness.new_session(None).and_then(|session| {
+        if let Some(model) = &args.model {
+            harness.set_model(&session, model)?;
+        }
+        harness.send(&session, vec![Content::text(args.prompt.clone())])
+    });
+    let started = match started {
+        Ok(started) => started,
+        Err(err) => return fail(&err.to_string()),
+    };
+    let (interrupt, session) = (harness.clone(), started.session_id.clone());
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            let _ = interrupt.cancel(&session);
+        }
+    });
+    let Ok(outcome) = started.done.await else {
+        return fail("the run ended without an outcome");
+    };
+
+    match outcome.reason {
+        TurnEndReason::FinalAnswer => ExitCode::SUCCESS,
+        TurnEndReason::Aborted => {
+            eprintln!("reins: cancelled");
+            ExitCode::from(130)
+        }
+        TurnEndReason::Error => {
+            let message = match last_provider_error(&outcome.messages) {
+                Some(error) => HarnessError::from_provider(error, &base_url, configured).to_string(),
+                None => outcome.error.unwrap_or_else(|| "the run failed".into()),
+            };
+            fail(&message)
+        }
+        TurnEndReason::MaxTurns => fail("stopped: the run reached --max-turns before the model finished"),
+        TurnEndReason::RepeatedAction => fail("stopped: the model repeated the same tool call twice in a row"),
+        TurnEndReason::Deadline => fail("stopped: the run's time limit passed"),
+        TurnEndReason::ToolObservations => fail("stopped after tool results without a final answer"),
+    }
+}
+
+fn print_json_event(event: &AgentEvent) {
+    use std::io::Write;
+    let Ok(line) = serde_json::to_string(event) else { return };
+    let mut stdout = std::io::stdout().lock();
+    // A closed pipe only means nobody is listening any more.
+    let _ = writeln!(stdout, "{line}").and_then(|_| stdout.flush());
+}
+
+fn last_provider_error(messages: &[Message]) -> Option<&ProviderError> {
+    messages.iter().rev().find_map(|message| match message {
+        Message::Assistant(assistant) => assistant.error.as_ref(),
+        _ => None,
+    })
+}
+
+fn fail(message: &str) -> ExitCode {
+    let one_line = message.lines().map(str::trim).collect::<Vec<_>>().join(" ");
+    eprintln!("reins: {one_line}");
+    ExitCode::FAILURE
+}
+
+/// Today's date, `YYYY-MM-DD`, in UTC.
+fn today() -> String {
+    humantime::format_rfc3339(std::time::SystemTime::now()).to_string().chars().take(10).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<RunArgs, String> {
+        RunArgs::parse(args.iter().map(OsString::from))
+    }
+
+    #[test]
+    fn parses_options_and_joins_the_prompt() {
+        let args = parse(&["--json", "-y", "--model", "m1", "--max-turns", "3", "read", "the README"]).unwrap();
+        assert!(args.json && args.yes);
+        assert_eq!((args.model.as_deref(), args.max_turns), (Some("m1"), Some(3)));
+        assert_eq!(args.prompt, "read the README");
+    }
+
+    #[test]
+    fn rejects_bad_input() {
+        assert_eq!(parse(&[]).unwrap_err(), "run needs a prompt");
+        assert_eq!(parse(&["--max-turns", "0", "x"]).unwrap_err(), "--max-turns must be at least 1");
+        assert!(parse(&["--bogus", "x"]).unwrap_err().contains("--bogus"));
+    }
+}

@@ -1,0 +1,176 @@
+//! The `edit` tool: replaces quoted text in an existing file.
+//!
+//! `prepare` reads the file through the [`Workspace`] (an open buffer wins over the disk) and
+//! computes the whole new text with [`apply_edits`], so the gate can show the change before it
+//! happens; `execute` applies what the gate allowed and tells the model what landed, as a diff.
+
+mod apply;
+mod matching;
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use reins_agent::{FileChange, Proposal, ToolContext, ToolError, ToolOutput, TypedTool};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+use similar::{Algorithm, TextDiff};
+
+use crate::workspace::{Workspace, WorkspaceError};
+use crate::{display_path, workspace_error};
+
+use apply::apply_edits;
+
+/// Arguments of `edit`.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EditInput {
+    /// The file to edit, relative to the workspace root or absolute. It must exist; use `write`
+    /// to create a file.
+    pub path: String,
+    /// The replacements to make. Every oldText is looked up in the file as it is now (not after
+    /// the edits before it), must match exactly one place, and must not overlap another edit's
+    /// text. If any edit fails, none is applied.
+    #[schemars(length(min = 1))]
+    pub edits: Vec<Edit>,
+    /// Replace every occurrence of each oldText instead of requiring exactly one (for renames).
+    /// Default false.
+    #[serde(default)]
+    pub replace_all: bool,
+}
+
+/// One replacement.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+// Inline rather than `$ref`: some model servers handle references in tool schemas poorly.
+#[schemars(inline)]
+pub struct Edit {
+    /// The exact text to replace, copied from the file as it is now: same whitespace and
+    /// indentation, no line numbers. Must match exactly one place in the file (unless
+    /// replaceAll); include a few surrounding lines to make it unique. Must not be empty.
+    pub old_text: String,
+    /// The text to put in its place. May be empty to delete oldText.
+    pub new_text: String,
+}
+
+/// The `edit` tool over a workspace.
+pub struct EditTool {
+    workspace: Arc<dyn Workspace>,
+}
+
+impl EditTool {
+    pub fn new(workspace: Arc<dyn Workspace>) -> Self {
+        Self { workspace }
+    }
+}
+
+#[async_trait]
+impl TypedTool for EditTool {
+    type Input = EditInput;
+    const NAME: &'static str = "edit";
+    const READ_ONLY: bool = false;
+
+    fn description(&self) -> String {
+        "Edit an existing file by replacing exact text. Each edit's oldText must match exactly one place in the \
+         file as it is now — copy it from the file, with its whitespace and indentation, and include enough \
+         surrounding lines to make it unique. Several edits in one call are all matched against the original file, \
+         must not overlap, and are applied together or not at all. Set replaceAll to replace every occurrence \
+         (renames). To create a file or rewrite it completely, use write."
+            .to_string()
+    }
+
+    async fn prepare(&self, input: &EditInput) -> Result<Option<Proposal>, ToolError> {
+        let path = self.workspace.resolve(&input.path).map_err(workspace_error)?;
+        let shown = display_path(self.workspace.as_ref(), &path);
+        let file = self.workspace.read_text(&path).await.map_err(|err| match err {
+            WorkspaceError::NotFound(_) => ToolError::new(format!(
+                "{shown} does not exist; edit only changes existing files, so use write to create it"
+            )),
+            other => workspace_error(other),
+        })?;
+        let applied = apply_edits(&file.text, &input.edits, input.replace_all, &shown).map_err(ToolError::new)?;
+        Ok(Some(Proposal::FileChange(FileChange {
+            path,
+            before: Some(file.text),
+            after: applied.text,
+            version: file.version,
+            notes: applied.notes,
+        })))
+    }
+
+    async fn execute(
+        &self,
+        input: EditInput,
+        proposal: Option<Proposal>,
+        _cx: ToolContext<'_>,
+    ) -> Result<ToolOutput, ToolError> {
+        let Some(Proposal::FileChange(change)) = proposal else {
+            return Err(ToolError::new("internal error: edit reached execute without a file change"));
+        };
+        let shown = display_path(self.workspace.as_ref(), &change.path);
+        self.workspace.apply(&change).await.map_err(|err| match err {
+            WorkspaceError::Stale { .. } => {
+                ToolError::new(format!("{err}; nothing was changed. Read {shown} again and redo the edit"))
+            }
+            other => workspace_error(other),
+        })?;
+        Ok(report(&input, &change, &shown))
+    }
+}
+
+/// What the model reads after a successful edit: a count, the notes, and a compact diff of what
+/// landed; `details` carry the full unified diff for UIs.
+fn report(input: &EditInput, change: &FileChange, shown: &str) -> ToolOutput {
+    // Context lines in the model's diff, and how long it may get before it is cut.
+    const CONTEXT: usize = 2;
+    const MAX_DIFF_LINES: usize = 80;
+    let before = change.before.as_deref().unwrap_or("");
+    // The gate may have applied only part of the proposal; only recount when it did not.
+    let replacements = apply_edits(before, &input.edits, input.replace_all, shown)
+        .ok()
+        .filter(|applied| applied.text == change.after)
+        .map(|applied| applied.replacements);
+    let mut text = match replacements {
+        Some(1) => format!("Edited {shown}: 1 replacement"),
+        Some(count) => format!("Edited {shown}: {count} replacements"),
+        None => format!("Edited {shown} as changed by the reviewer"),
+    };
+    for note in &change.notes {
+        let _ = write!(text, "\nNote: {note}");
+    }
+    let compact = unified_diff(before, &change.after, CONTEXT, None);
+    let lines: Vec<&str> = compact.lines().collect();
+    text.push_str("\n\n");
+    text.push_str(&lines[..lines.len().min(MAX_DIFF_LINES)].join("\n"));
+    if lines.len() > MAX_DIFF_LINES {
+        let _ = write!(text, "\n… {} more diff lines not shown", lines.len() - MAX_DIFF_LINES);
+    }
+    let details = json!({
+        "path": shown,
+        "replacements": replacements,
+        "notes": change.notes,
+        "diff": unified_diff(before, &change.after, 3, Some(shown)),
+    });
+    ToolOutput::text(text).with_details(details)
+}
+
+/// A unified diff of two texts, compared with CRLF folded to LF so line endings do not show up
+/// as changes. With `header`, it starts with `---`/`+++` lines naming that path.
+fn unified_diff(before: &str, after: &str, context: usize, header: Option<&str>) -> String {
+    // Diffing is for display; a pathological pair must not hold the tool up.
+    const DIFF_TIMEOUT: Duration = Duration::from_millis(500);
+    let before = before.replace("\r\n", "\n");
+    let after = after.replace("\r\n", "\n");
+    let diff = TextDiff::configure()
+        .algorithm(Algorithm::Myers)
+        .timeout(DIFF_TIMEOUT)
+        .diff_lines(before.as_str(), after.as_str());
+    let mut unified = diff.unified_diff();
+    unified.context_radius(context);
+    if let Some(path) = header {
+        unified.header(path, path);
+    }
+    unified.to_string()
+}

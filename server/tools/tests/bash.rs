@@ -1,0 +1,257 @@
+//! `bash`: output and exit codes, timeouts and cancellation that kill the whole process group
+//! (grandchildren included), partial output, and truncation that keeps the full output in a file.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use expect_test::{Expect, expect};
+use reins_agent::{CommandProposal, Proposal, Tool, ToolContext};
+use reins_tools::BashTool;
+use support::{Fixture, outcome, run, run_with};
+use tokio_util::sync::CancellationToken;
+
+/// Runs `command` (with `timeout` seconds, if given) in an empty workspace.
+async fn check_bash(command: &str, timeout: Option<u64>, expected: Expect) {
+    let fixture = Fixture::new(&[]);
+    let arguments = serde_json::json!({"command": command, "timeout": timeout}).to_string();
+    let answer = outcome(run(&BashTool::new(fixture.workspace.clone()), &arguments).await);
+    expected.assert_eq(&answer);
+}
+
+/// Whether process `pid` has ended (it may linger as a zombie until its new parent reaps it).
+fn has_ended(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // The state follows the command name, which is in parentheses: "123 (sleep) Z ...".
+        Ok(stat) => stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X')),
+    }
+}
+
+/// Waits up to two seconds for `pid` to end.
+async fn wait_until_ended(pid: i32) -> bool {
+    for _ in 0..40 {
+        if has_ended(pid) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+fn read_pid(fixture: &Fixture) -> i32 {
+    fixture.read("pid").trim().parse().unwrap()
+}
+
+#[tokio::test]
+async fn stdout_and_stderr_share_one_stream_in_order() {
+    check_bash(
+        "echo out; echo err >&2; echo out again",
+        None,
+        expect![[r#"
+        out
+        err
+        out again
+    "#]],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn runs_in_the_working_directory() {
+    let fixture = Fixture::new(&[("marker.txt", "")]);
+    let answer = run(&BashTool::new(fixture.workspace.clone()), r#"{"command": "ls; pwd"}"#).await.unwrap();
+    assert_eq!(fixture.redact(&answer), "marker.txt\n$ROOT\n");
+}
+
+#[tokio::test]
+async fn a_command_without_output_says_so() {
+    check_bash("true", None, expect!["(no output)"]).await;
+}
+
+#[tokio::test]
+async fn a_non_zero_exit_is_an_error_with_the_output_and_the_code() {
+    check_bash(
+        "echo partial; exit 2",
+        None,
+        expect![[r#"
+        error: partial
+
+        Command exited with code 2"#]],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn stdin_is_empty() {
+    check_bash(
+        "cat; echo done",
+        None,
+        expect![[r#"
+        done
+    "#]],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn timeout_kills_grandchildren_and_returns_promptly() {
+    let fixture = Fixture::new(&[]);
+    let tool = BashTool::new(fixture.workspace.clone());
+    let started = Instant::now();
+    // The background sleep holds the output pipe open and would keep a naive reader waiting.
+    let answer =
+        outcome(run(&tool, r#"{"command": "sleep 30 & echo $! > pid; echo waiting; sleep 30", "timeout": 1}"#).await);
+    let elapsed = started.elapsed();
+    expect![[r#"
+        error: waiting
+
+        Command timed out after 1 s and was killed, with the processes it started."#]]
+    .assert_eq(&answer);
+    assert!(elapsed < Duration::from_secs(10), "took {elapsed:?}");
+    assert!(wait_until_ended(read_pid(&fixture)).await, "the background sleep survived the timeout");
+}
+
+#[tokio::test]
+async fn cancel_kills_the_command_and_its_children() {
+    let fixture = Fixture::new(&[]);
+    let tool = BashTool::new(fixture.workspace.clone());
+    let cancel = CancellationToken::new();
+    let canceller = cancel.clone();
+    let pid_file = fixture.path("pid");
+    tokio::spawn(async move {
+        // Cancel once the command has started its child, not at a guessed moment.
+        while !std::fs::read_to_string(&pid_file).is_ok_and(|pid| pid.ends_with('\n')) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        canceller.cancel();
+    });
+    let started = Instant::now();
+    let answer = outcome(
+        run_with(&tool, r#"{"command": "(sleep 30; echo late) & echo $! > pid; sleep 30"}"#, cancel, &|_| {}).await,
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    expect![[r#"
+        error: (no output)
+
+        Command was cancelled and killed."#]]
+    .assert_eq(&answer);
+    assert!(wait_until_ended(read_pid(&fixture)).await, "the background subshell survived cancellation");
+}
+
+#[tokio::test]
+async fn a_background_process_holding_the_output_does_not_block_the_result() {
+    let fixture = Fixture::new(&[]);
+    let tool = BashTool::new(fixture.workspace.clone());
+    let started = Instant::now();
+    let answer = outcome(run(&tool, r#"{"command": "sleep 30 & echo $! > pid; echo started"}"#).await);
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let pid = read_pid(&fixture);
+    // It was left running; the test stops it.
+    assert!(!has_ended(pid));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL).unwrap();
+    expect![[r#"
+        started
+
+        [The command exited but a background process it started still holds the output open; its further output is not captured. Redirect a background process's output (`cmd > log 2>&1 &`) to keep it running.]"#]]
+    .assert_eq(&answer);
+}
+
+#[tokio::test]
+async fn long_output_keeps_the_tail_and_the_full_output_in_a_file() {
+    let fixture = Fixture::new(&[]);
+    let answer = run(&BashTool::new(fixture.workspace.clone()), r#"{"command": "seq 1 5000"}"#).await.unwrap();
+    let (shown, notice) = answer.rsplit_once("\n\n").unwrap();
+    let expected_tail: String = (3001..=5000).map(|n| format!("{n}\n")).collect();
+    assert_eq!(format!("{shown}\n"), expected_tail);
+    let full_path = notice.split("Full output: ").nth(1).unwrap().trim_end_matches(']');
+    let full = std::fs::read_to_string(full_path).unwrap();
+    std::fs::remove_file(full_path).unwrap();
+    assert_eq!(full, (1..=5000).map(|n| format!("{n}\n")).collect::<String>());
+    expect!["[Showing lines 3001-5000 of 5000 (9.8 KB of 23.3 KB). Full output: $FILE]"]
+        .assert_eq(&notice.replace(full_path, "$FILE"));
+}
+
+/// Runs `command`, whose output is too long, and shows the answer with the full output's path
+/// redacted after checking that file holds `full_bytes` bytes.
+async fn check_long_output(command: &str, full_bytes: u64, expected: Expect) {
+    let fixture = Fixture::new(&[]);
+    let arguments = serde_json::json!({"command": command}).to_string();
+    let answer = outcome(run(&BashTool::new(fixture.workspace.clone()), &arguments).await);
+    let full_path = answer.split("Full output: ").nth(1).unwrap().split(']').next().unwrap();
+    assert_eq!(std::fs::metadata(full_path).unwrap().len(), full_bytes);
+    std::fs::remove_file(full_path).unwrap();
+    let answer = answer.replace(full_path, "$FILE");
+    expected.assert_eq(&answer.replace(&"a".repeat(50 * 1024), "<50 KB of a>"));
+}
+
+#[tokio::test]
+async fn a_failing_command_with_long_output_keeps_its_tail_and_code() {
+    check_long_output(
+        "head -c 100000 /dev/zero | tr '\\0' 'a'; echo; echo boom; exit 3",
+        100_006,
+        expect![[r#"
+        error: boom
+
+        [Showing lines 2-2 of 2 (5 B of 97.7 KB). Full output: $FILE]
+
+        Command exited with code 3"#]],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_single_line_longer_than_the_limit_keeps_its_end() {
+    check_long_output(
+        "head -c 100000 /dev/zero | tr '\\0' 'a'",
+        100_000,
+        expect![[r#"
+        <50 KB of a>
+
+        [Showing the last 50.0 KB of line 1 (the output is 97.7 KB). Full output: $FILE]"#]],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn partial_output_is_streamed() {
+    let fixture = Fixture::new(&[]);
+    let updates = Arc::new(Mutex::new(Vec::<String>::new()));
+    let collected = updates.clone();
+    let on_update = move |text: &str| collected.lock().unwrap().push(text.to_string());
+    let answer = run_with(
+        &BashTool::new(fixture.workspace.clone()),
+        r#"{"command": "echo first; sleep 0.3; echo second"}"#,
+        CancellationToken::new(),
+        &on_update,
+    )
+    .await
+    .unwrap();
+    assert_eq!(answer, "first\nsecond\n");
+    let updates = updates.lock().unwrap();
+    assert_eq!(updates.first().map(String::as_str), Some("first\n"), "{updates:?}");
+}
+
+#[tokio::test]
+async fn runs_the_command_as_the_gate_changed_it() {
+    let fixture = Fixture::new(&[]);
+    let tool = BashTool::new(fixture.workspace.clone());
+    let prepared = tool.prepare(&serde_json::json!({"command": "echo model"})).await.unwrap();
+    assert_eq!(
+        prepared.proposal,
+        Some(Proposal::Command(CommandProposal {
+            command: "echo model".into(),
+            cwd: fixture.root.clone(),
+            timeout_secs: 120
+        }))
+    );
+    let changed = Proposal::Command(CommandProposal {
+        command: "echo reviewer".into(),
+        cwd: fixture.root.clone(),
+        timeout_secs: 5,
+    });
+    let cx = ToolContext { tool_call_id: "call-1", cancel: CancellationToken::new(), on_update: &|_| {} };
+    let output = tool.execute(prepared, Some(changed), cx).await.unwrap();
+    assert_eq!(output.content, vec![reins_ai::Content::text("reviewer\n")]);
+}

@@ -1,0 +1,532 @@
+//! The `edit` tool's rules as data: a file's text and the call's arguments in, the resulting file
+//! (or the error the model reads) out — run through the tool's prepare step over an in-memory
+//! workspace — plus runs through execute that show what the model is told.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use expect_test::{Expect, expect};
+use reins_agent::{FileChange, Proposal, Tool, ToolContext};
+use reins_ai::Content;
+use reins_tools::{EditTool, TextFile, Workspace, WorkspaceError};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+/// Files in a map: enough of a workspace to test rules without a disk.
+struct MemoryWorkspace {
+    roots: Vec<PathBuf>,
+    files: Mutex<HashMap<PathBuf, String>>,
+}
+
+impl MemoryWorkspace {
+    fn with_file(name: &str, text: &str) -> Arc<Self> {
+        let root = PathBuf::from("/ws");
+        let files = HashMap::from([(root.join(name), text.to_string())]);
+        Arc::new(Self { roots: vec![root], files: Mutex::new(files) })
+    }
+
+    fn file(&self, name: &str) -> Option<String> {
+        self.files.lock().unwrap().get(&self.roots[0].join(name)).cloned()
+    }
+
+    fn set_file(&self, name: &str, text: &str) {
+        self.files.lock().unwrap().insert(self.roots[0].join(name), text.to_string());
+    }
+}
+
+#[async_trait]
+impl Workspace for MemoryWorkspace {
+    fn roots(&self) -> Vec<PathBuf> {
+        self.roots.clone()
+    }
+
+    fn resolve(&self, path: &str) -> Result<PathBuf, WorkspaceError> {
+        Ok(self.roots[0].join(path))
+    }
+
+    async fn read_text(&self, path: &Path) -> Result<TextFile, WorkspaceError> {
+        match self.files.lock().unwrap().get(path) {
+            Some(text) => Ok(TextFile { text: text.clone(), version: None }),
+            None => Err(WorkspaceError::NotFound(path.to_path_buf())),
+        }
+    }
+
+    async fn apply(&self, change: &FileChange) -> Result<(), WorkspaceError> {
+        let mut files = self.files.lock().unwrap();
+        if files.get(&change.path) != change.before.as_ref() {
+            return Err(WorkspaceError::Stale { path: change.path.clone(), expected: None, actual: None });
+        }
+        files.insert(change.path.clone(), change.after.clone());
+        Ok(())
+    }
+}
+
+/// Edits `a.py` holding `file_text` with `args_json`; shows the proposed file (CR as `\r`, a BOM
+/// as `<BOM>`, then any notes) or the error the model would read.
+fn check_edit(file_text: &str, args_json: &str, expect: Expect) {
+    let tool = EditTool::new(MemoryWorkspace::with_file("a.py", file_text));
+    let args: Value = serde_json::from_str(args_json).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let actual = match runtime.block_on(Tool::prepare(&tool, &args)) {
+        Err(err) => format!("error: {err}"),
+        Ok(prepared) => match prepared.proposal {
+            Some(Proposal::FileChange(change)) => render(&change),
+            other => panic!("edit proposed {other:?}"),
+        },
+    };
+    expect.assert_eq(&actual);
+}
+
+fn render(change: &FileChange) -> String {
+    let mut out = change.after.replace('\u{feff}', "<BOM>").replace('\r', "\\r");
+    for note in &change.notes {
+        out.push_str(&format!("note: {note}\n"));
+    }
+    out
+}
+
+#[test]
+fn replaces_the_one_occurrence() {
+    check_edit(
+        "x = 1\ny = 2\n",
+        r#"{"path": "a.py", "edits": [{"oldText": "x = 1", "newText": "x = 10"}]}"#,
+        expect![[r#"
+            x = 10
+            y = 2
+        "#]],
+    );
+}
+
+#[test]
+fn deletes_with_empty_new_text() {
+    check_edit(
+        "keep\ndrop me\nkeep too\n",
+        r#"{"path": "a.py", "edits": [{"oldText": "drop me\n", "newText": ""}]}"#,
+        expect![[r#"
+            keep
+            keep too
+        "#]],
+    );
+}
+
+#[test]
+fn matches_every_edit_against_the_original_text() {
+    // Applied one after another, the second edit would undo the first; against the original
+    // they swap the two lines.
+    check_edit(
+        "a = 1\nb = 2\nc = 3\n",
+        r#"{"path": "a.py", "edits": [
+            {"oldText": "a = 1", "newText": "b = 2"},
+            {"oldText": "b = 2", "newText": "a = 1"}
+        ]}"#,
+        expect![[r#"
+            b = 2
+            a = 1
+            c = 3
+        "#]],
+    );
+}
+
+#[test]
+fn refuses_overlapping_edits() {
+    check_edit(
+        "def f():\n    return 1\n",
+        r#"{"path": "a.py", "edits": [
+            {"oldText": "def f():\n    return", "newText": "def g():\n    return"},
+            {"oldText": "return 1", "newText": "return 2"}
+        ]}"#,
+        expect![[r#"
+            error: edits[0] and edits[1] overlap in a.py (around line 2); each edit must change a separate part of the file, so merge them into one edit
+            None of the edits were applied."#]],
+    );
+}
+
+#[test]
+fn one_failing_edit_applies_none() {
+    check_edit(
+        "a = 1\nb = 2\n",
+        r#"{"path": "a.py", "edits": [
+            {"oldText": "a = 1", "newText": "a = 10"},
+            {"oldText": "c = 3", "newText": "c = 30"}
+        ]}"#,
+        expect![[r#"
+            error: edits[1]: could not find oldText in a.py. The most similar part of the file is line 1 (shown with line numbers, which are not part of the file):
+                1 | a = 1
+                2 | b = 2
+
+            Read a.py again and copy oldText exactly as it is now, including whitespace and indentation.
+            None of the edits were applied."#]],
+    );
+}
+
+#[test]
+fn not_found_shows_the_closest_region() {
+    check_edit(
+        "import os\n\ndef load(path):\n    with open(path) as f:\n        return f.read()\n\ndef save(path, text):\n    with open(path, 'w') as f:\n        f.write(text)\n",
+        r#"{"path": "a.py", "edits": [{"oldText": "def save(path, data):\n    with open(path, 'w') as f:", "newText": "x"}]}"#,
+        expect![[r#"
+            error: could not find oldText in a.py. The most similar part of the file is lines 7-8 (shown with line numbers, which are not part of the file):
+                5 |         return f.read()
+                6 | 
+                7 | def save(path, text):
+                8 |     with open(path, 'w') as f:
+                9 |         f.write(text)
+
+            Read a.py again and copy oldText exactly as it is now, including whitespace and indentation."#]],
+    );
+}
+
+#[test]
+fn not_found_in_an_empty_file_says_it_is_empty() {
+    check_edit(
+        "",
+        r#"{"path": "a.py", "edits": [{"oldText": "x = 1", "newText": "x = 2"}]}"#,
+        expect![[r#"
+            error: could not find oldText in a.py (a.py is empty; use write to give it content)
+            Read a.py again and copy oldText exactly as it is now, including whitespace and indentation."#]],
+    );
+}
+
+#[test]
+fn refuses_an_ambiguous_match() {
+    check_edit(
+        "x = 1\nx = 1\n",
+        r#"{"path": "a.py", "edits": [{"oldText": "x = 1", "newText": "x = 2"}]}"#,
+        expect![[
+            r#"error: found 2 occurrences of the text in a.py, at lines 1, 2; add more surrounding context to make it unique, or set replaceAll"#
+        ]],
+    );
+}
+
+#[test]
+fn replace_all_changes_every_occurrence() {
+    check_edit(
+        "x = 1\ny = x + 1\nx = 1\n",
+        r#"{"path": "a.py", "edits": [{"oldText": "x = 1", "newText": "x = 2"}], "replaceAll": true}"#,
+        expect![[r#"
+            x = 2
+            y = x + 1
+            x = 2
+        "#]],
+    );
+}
+
+#[test]
+fn refuses_an_empty_old_text() {
+    check_edit(
+        "x = 1\n",
+        r#"{"path": "a.py", "edits": [{"oldText": "", "newText": "y = 2\n"}]}"#,
+        expect![[
+            r#"error: oldText is empty; it must quote the text to replace. To insert, quote a neighbouring line in oldText and repeat it in newText; to create a file, use write"#
+        ]],
+    );
+}
+
+#[test]
+fn refuses_a_no_op_edit() {
+    check_edit(
+        "x = 1\n",
+        r#"{"path": "a.py", "edits": [{"oldText": "x = 1", "newText": "x = 1"}]}"#,
+        expect![[r#"error: oldText and newText are identical, so this edit would change nothing"#]],
+    );
+}
+
+#[test]
+fn refuses_an_edit_that_leaves_the_file_as_it_was() {
+    // The loose match finds the curly-quoted text, and newText is exactly what is already there.
+    check_edit(
+        "s = “hi”\n",
+        r#"{"path": "a.py", "edits": [{"oldText": "s = \"hi\"", "newText": "s = “hi”"}]}"#,
+        expect![[r#"error: these edits would leave a.py unchanged: the matched text already reads as newText"#]],
+    );
+}
+
+#[test]
+fn refuses_no_edits() {
+    check_edit(
+        "x = 1\n",
+        r#"{"path": "a.py", "edits": []}"#,
+        expect![[r#"error: no edits given: pass at least one {oldText, newText} pair in edits"#]],
+    );
+}
+
+#[test]
+fn points_to_write_for_a_missing_file() {
+    check_edit(
+        "x = 1\n",
+        r#"{"path": "new.py", "edits": [{"oldText": "a", "newText": "b"}]}"#,
+        expect![[r#"error: new.py does not exist; edit only changes existing files, so use write to create it"#]],
+    );
+}
+
+#[test]
+fn names_the_field_of_invalid_arguments() {
+    check_edit(
+        "x = 1\n",
+        r#"{"path": "a.py", "edits": [{"old_text": "x", "newText": "y"}]}"#,
+        expect![
+            "error: invalid arguments: edits[0].old_text: unknown field `old_text`, expected `oldText` or `newText`"
+        ],
+    );
+}
+
+#[test]
+fn keeps_crlf_line_endings_and_the_bom() {
+    // The model sends LF; the new lines take the file's CRLF, and the one LF-only line outside
+    // the edit stays as it was.
+    check_edit(
+        "\u{feff}a\r\nb\r\nc\nd\r\n",
+        r#"{"path": "a.py", "edits": [{"oldText": "a\nb\n", "newText": "a\nB\nB2\n"}]}"#,
+        expect![[r#"
+            <BOM>a\r
+            B\r
+            B2\r
+            c
+            d\r
+        "#]],
+    );
+}
+
+#[test]
+fn matches_at_the_start_of_a_file_with_a_bom() {
+    check_edit(
+        "\u{feff}first\r\nsecond\r\n",
+        r#"{"path": "a.py", "edits": [{"oldText": "first\nsecond", "newText": "only"}]}"#,
+        expect![[r#"
+            <BOM>only\r
+        "#]],
+    );
+}
+
+#[test]
+fn matches_ignoring_trailing_whitespace_and_changes_nothing_else() {
+    // The unchanged first line keeps its trailing spaces; the spaces after the match stay too.
+    check_edit(
+        "def f():  \n    return 1   \nx = 1\t\n",
+        r#"{"path": "a.py", "edits": [{"oldText": "def f():\n    return 1", "newText": "def f():\n    return 2"}]}"#,
+        expect![[r#"
+            def f():  
+                return 2   
+            x = 1	
+            note: matched after ignoring trailing whitespace
+        "#]],
+    );
+}
+
+#[test]
+fn a_loose_old_text_must_end_a_line_when_its_trailing_space_was_dropped() {
+    check_edit(
+        "foo(a,b)\n",
+        r#"{"path": "a.py", "edits": [{"oldText": "foo(a, ", "newText": "foo(a, c"}]}"#,
+        expect![[r#"
+            error: could not find oldText in a.py. The most similar part of the file is line 1 (shown with line numbers, which are not part of the file):
+                1 | foo(a,b)
+
+            Read a.py again and copy oldText exactly as it is now, including whitespace and indentation."#]],
+    );
+}
+
+#[test]
+fn loose_match_in_a_crlf_file_keeps_the_untouched_lines_bytes() {
+    check_edit(
+        "a  \r\nb\r\nc\r\n",
+        r#"{"path": "a.py", "edits": [{"oldText": "a\r\nb", "newText": "a\nB"}]}"#,
+        expect![[r#"
+            a  \r
+            B\r
+            c\r
+            note: matched after ignoring trailing whitespace
+        "#]],
+    );
+}
+
+#[test]
+fn matches_ascii_text_against_typographic_characters() {
+    check_edit(
+        "print(“hello — world”)\u{a0}# it’s\nnext()\n",
+        r#"{"path": "a.py", "edits": [{"oldText": "print(\"hello - world\") # it's", "newText": "print(\"hi\")"}]}"#,
+        expect![[r#"
+            print("hi")
+            next()
+            note: matched after treating typographic quotes, dashes and Unicode spaces as their ASCII forms
+        "#]],
+    );
+}
+
+#[test]
+fn prefers_an_exact_typographic_match() {
+    // Loosely, both lines match; exactly, only the first does, and exact wins.
+    check_edit(
+        "a = “x”\nb = \"x\"\n",
+        r#"{"path": "a.py", "edits": [{"oldText": "“x”", "newText": "'x'"}]}"#,
+        expect![[r#"
+            a = 'x'
+            b = "x"
+        "#]],
+    );
+}
+
+#[test]
+fn refuses_an_ambiguous_loose_match() {
+    check_edit(
+        "x = 1  \nx = 1 \n",
+        r#"{"path": "a.py", "edits": [{"oldText": "x = 1\n", "newText": "x = 2\n"}]}"#,
+        expect![[
+            r#"error: found 2 occurrences of the text in a.py when ignoring trailing whitespace (none match exactly), at lines 1, 2; add more surrounding context to make it unique, or set replaceAll"#
+        ]],
+    );
+}
+
+#[test]
+fn lines_repeated_unchanged_keep_the_files_bytes() {
+    check_edit(
+        "  a = ‘x’\n  b = 1\n  c = ‘y’\n",
+        r#"{"path": "a.py", "edits": [{"oldText": "  a = 'x'\n  b = 1\n  c = 'y'\n", "newText": "  a = 'x'\n  b = 2\n  c = 'y'\n"}]}"#,
+        expect![[r#"
+              a = ‘x’
+              b = 2
+              c = ‘y’
+            note: matched after treating typographic quotes, dashes and Unicode spaces as their ASCII forms
+        "#]],
+    );
+}
+
+#[test]
+fn handles_multibyte_text() {
+    check_edit(
+        "msg = \"héllo 👋\"\nnom = \"日本語\"\n",
+        r#"{"path": "a.py", "edits": [{"oldText": "👋", "newText": "🌍"}, {"oldText": "日本", "newText": "中"}]}"#,
+        expect![[r#"
+            msg = "héllo 🌍"
+            nom = "中語"
+        "#]],
+    );
+    check_edit(
+        "say(“👋 日本”)   \n",
+        r#"{"path": "a.py", "edits": [{"oldText": "say(\"👋 日本\")", "newText": "say(\"🌍\")"}]}"#,
+        expect![[r#"
+            say("🌍")   
+            note: matched after treating typographic quotes, dashes and Unicode spaces as their ASCII forms
+        "#]],
+    );
+}
+
+fn no_updates(_: &str) {}
+
+fn context() -> ToolContext<'static> {
+    ToolContext { tool_call_id: "call_1", cancel: CancellationToken::new(), on_update: &no_updates }
+}
+
+fn text_of(content: &[Content]) -> String {
+    content
+        .iter()
+        .map(|block| match block {
+            Content::Text { text } => text.as_str(),
+            _ => "",
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn execute_writes_the_file_and_reports_notes_and_diff() {
+    let workspace = MemoryWorkspace::with_file("a.py", "def f():   \n    return 1\n\n\nprint(f())\n");
+    let tool = EditTool::new(workspace.clone());
+    let args = serde_json::json!({"path": "a.py", "edits": [{"oldText": "def f():\n    return 1", "newText": "def f():\n    return 2"}]});
+    let prepared = Tool::prepare(&tool, &args).await.unwrap();
+    let proposal = prepared.proposal.clone();
+    let output = Tool::execute(&tool, prepared, proposal, context()).await.unwrap();
+
+    expect![[r#"
+        Edited a.py: 1 replacement
+        Note: matched after ignoring trailing whitespace
+
+        @@ -1,4 +1,4 @@
+         def f():   
+        -    return 1
+        +    return 2
+         
+         "#]]
+    .assert_eq(&text_of(&output.content));
+    expect![[r#"
+        --- a.py
+        +++ a.py
+        @@ -1,5 +1,5 @@
+         def f():   
+        -    return 1
+        +    return 2
+         
+         
+         print(f())
+    "#]]
+    .assert_eq(output.details.as_ref().unwrap()["diff"].as_str().unwrap());
+    assert_eq!(workspace.file("a.py").unwrap(), "def f():   \n    return 2\n\n\nprint(f())\n");
+}
+
+#[tokio::test]
+async fn execute_refuses_when_the_file_changed_after_prepare() {
+    let workspace = MemoryWorkspace::with_file("a.py", "x = 1\n");
+    let tool = EditTool::new(workspace.clone());
+    let args = serde_json::json!({"path": "a.py", "edits": [{"oldText": "x = 1", "newText": "x = 2"}]});
+    let prepared = Tool::prepare(&tool, &args).await.unwrap();
+    let proposal = prepared.proposal.clone();
+    workspace.set_file("a.py", "x = 1\ny = 1\n");
+    let err = Tool::execute(&tool, prepared, proposal, context()).await.unwrap_err();
+
+    expect![[r#"/ws/a.py changed since the edit was prepared (version None, now None); nothing was changed. Read a.py again and redo the edit"#]]
+        .assert_eq(&err.to_string());
+    assert_eq!(workspace.file("a.py").unwrap(), "x = 1\ny = 1\n");
+}
+
+#[test]
+fn schema_tells_the_model_the_rules() {
+    let tool = EditTool::new(MemoryWorkspace::with_file("a.py", ""));
+    let spec = Tool::spec(&tool);
+    assert_eq!(spec.name, "edit");
+    expect![[r#"
+        {
+          "additionalProperties": false,
+          "description": "Arguments of `edit`.",
+          "properties": {
+            "edits": {
+              "description": "The replacements to make. Every oldText is looked up in the file as it is now (not after\nthe edits before it), must match exactly one place, and must not overlap another edit's\ntext. If any edit fails, none is applied.",
+              "items": {
+                "additionalProperties": false,
+                "description": "One replacement.",
+                "properties": {
+                  "newText": {
+                    "description": "The text to put in its place. May be empty to delete oldText.",
+                    "type": "string"
+                  },
+                  "oldText": {
+                    "description": "The exact text to replace, copied from the file as it is now: same whitespace and\nindentation, no line numbers. Must match exactly one place in the file (unless\nreplaceAll); include a few surrounding lines to make it unique. Must not be empty.",
+                    "type": "string"
+                  }
+                },
+                "required": [
+                  "oldText",
+                  "newText"
+                ],
+                "type": "object"
+              },
+              "minItems": 1,
+              "type": "array"
+            },
+            "path": {
+              "description": "The file to edit, relative to the workspace root or absolute. It must exist; use `write`\nto create a file.",
+              "type": "string"
+            },
+            "replaceAll": {
+              "default": false,
+              "description": "Replace every occurrence of each oldText instead of requiring exactly one (for renames).\nDefault false.",
+              "type": "boolean"
+            }
+          },
+          "required": [
+            "path",
+            "edits"
+          ],
+          "type": "object"
+        }"#]].assert_eq(&serde_json::to_string_pretty(&spec.parameters).unwrap());
+}

@@ -1,0 +1,291 @@
+//! The bench command: how fast and how small `reins` is, against a scripted model that answers
+//! instantly, so what is measured is reins itself.
+//!
+//! Run it with `scripts/bench` (which builds the release binaries first). It prints:
+//! `reins --version` wall time, one `reins run` turn, harness overhead per turn over a 100-turn
+//! tool loop, and peak RSS — each with its target — and, when the pi agent can be installed from
+//! npm, the same figures for pi on the same server and the ratios.
+
+// The workspace denies stdout printing because the `reins` binary's stdout carries LSP frames;
+// this binary is a report, and stdout is where it goes.
+#![allow(clippy::print_stdout)]
+
+mod peer;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use scripted_llm::{Reply, ScriptedServer};
+use serde_json::json;
+
+/// Lines in the file the tool loop reads: one distinct `offset` per turn, so no call repeats.
+const LOOP_TURNS: usize = 100;
+
+/// First argument that turns the bench binary into an RSS wrapper:
+/// `reins-bench --peak-rss-to FILE PROGRAM [ARGS…]` (see [`peak_rss_kib_of`]).
+const RSS_WRAPPER_FLAG: &str = "--peak-rss-to";
+
+struct Figures {
+    startup: Duration,
+    one_turn: Duration,
+    per_turn_overhead: Duration,
+    /// Peak RSS of the tool-loop run; `None` when it could not be measured.
+    peak_rss_kib: Option<u64>,
+}
+
+fn main() {
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    if args.first().is_some_and(|first| first == RSS_WRAPPER_FLAG) {
+        std::process::exit(run_rss_wrapper(&args[1..]));
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build();
+    let Ok(runtime) = runtime else {
+        eprintln!("bench: cannot start the async runtime");
+        std::process::exit(1);
+    };
+    std::process::exit(runtime.block_on(run()));
+}
+
+async fn run() -> i32 {
+    let reins = match reins_binary() {
+        Some(path) => path,
+        None => {
+            eprintln!("bench: build the release binary first: cargo build --release -p reins (or use scripts/bench)");
+            return 1;
+        }
+    };
+    let workspace = match prepare_workspace() {
+        Ok(dir) => dir,
+        Err(err) => {
+            eprintln!("bench: cannot prepare the workspace: {err}");
+            return 1;
+        }
+    };
+
+    let reins_figures = measure_reins(&reins, workspace.path()).await;
+    print_figures("reins", &reins_figures);
+    let mut failed = check_targets(&reins_figures);
+
+    match peer::measure_pi(workspace.path()).await {
+        Ok(pi) => {
+            print_figures("pi (same server, same run)", &pi);
+            println!("\nratios (pi / reins; higher means reins is faster or smaller):");
+            let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
+            println!(
+                "  startup           {:>8.1}x",
+                ratio(pi.startup.as_secs_f64(), reins_figures.startup.as_secs_f64())
+            );
+            println!(
+                "  one-turn run      {:>8.1}x",
+                ratio(pi.one_turn.as_secs_f64(), reins_figures.one_turn.as_secs_f64())
+            );
+            println!(
+                "  overhead per turn {:>8.1}x",
+                ratio(pi.per_turn_overhead.as_secs_f64(), reins_figures.per_turn_overhead.as_secs_f64())
+            );
+            if let (Some(pi_rss), Some(reins_rss)) = (pi.peak_rss_kib, reins_figures.peak_rss_kib) {
+                println!("  peak RSS          {:>8.1}x", ratio(pi_rss as f64, reins_rss as f64));
+            }
+        }
+        Err(why) => println!("\npi agent not measured: {why}"),
+    }
+    if std::env::var_os("BENCH_STRICT").is_none() {
+        failed = false;
+    }
+    i32::from(failed)
+}
+
+async fn measure_reins(reins: &Path, workspace: &Path) -> Figures {
+    let startup = median_of(21, || async {
+        let start = Instant::now();
+        let _ = tokio::process::Command::new(reins).arg("--version").stdout(Stdio::null()).status().await;
+        start.elapsed()
+    })
+    .await;
+
+    let one_turn = median_of(11, || async {
+        let server = ScriptedServer::start(vec![Reply::text("Hello.")]).await;
+        let start = Instant::now();
+        run_reins(reins, workspace, &server, "say hello").await;
+        start.elapsed()
+    })
+    .await;
+
+    let loop_time = median_of(3, || async {
+        let server = ScriptedServer::start(tool_loop_script()).await;
+        let start = Instant::now();
+        run_reins(reins, workspace, &server, "read the file line by line").await;
+        start.elapsed()
+    })
+    .await;
+    let per_turn_overhead = loop_time.saturating_sub(one_turn) / LOOP_TURNS as u32;
+
+    // A separate run of the loop under the wrapper, so the wrapper does not touch the timings.
+    let server = ScriptedServer::start(tool_loop_script()).await;
+    let peak_rss_kib = peak_rss_kib_of(&reins_command(reins, workspace, &server, "read the file line by line"))
+        .await
+        .inspect_err(|why| eprintln!("bench: reins peak RSS not measured: {why}"))
+        .ok();
+
+    Figures { startup, one_turn, per_turn_overhead, peak_rss_kib }
+}
+
+/// `LOOP_TURNS` turns, each reading one line of `lines.txt`, then a final answer.
+pub fn tool_loop_script() -> Vec<Reply> {
+    let mut script: Vec<Reply> = (1..=LOOP_TURNS)
+        .map(|line| {
+            Reply::tool_call(format!("call_{line}"), "read", json!({"path": "lines.txt", "offset": line, "limit": 1}))
+        })
+        .collect();
+    script.push(Reply::text("Done."));
+    script
+}
+
+async fn run_reins(reins: &Path, workspace: &Path, server: &ScriptedServer, prompt: &str) {
+    let status = tokio::process::Command::from(reins_command(reins, workspace, server, prompt))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .status()
+        .await;
+    if !matches!(status, Ok(s) if s.success()) {
+        eprintln!("bench: reins run failed: {status:?}");
+    }
+}
+
+fn reins_command(reins: &Path, workspace: &Path, server: &ScriptedServer, prompt: &str) -> std::process::Command {
+    let mut command = std::process::Command::new(reins);
+    command
+        .args(["run", "--json", "--yes", "--max-turns", "200", prompt])
+        .current_dir(workspace)
+        .env("OPENAI_BASE_URL", server.base_url())
+        .env("OPENAI_API_KEY", "bench")
+        .env("REINS_MODEL", "scripted-model")
+        .env("REINS_HOME", workspace.join(".reins-home"));
+    command
+}
+
+pub fn prepare_workspace() -> std::io::Result<tempfile::TempDir> {
+    let dir = tempfile::tempdir()?;
+    let lines: String = (1..=LOOP_TURNS).map(|n| format!("line {n}\n")).collect();
+    std::fs::write(dir.path().join("lines.txt"), lines)?;
+    Ok(dir)
+}
+
+pub async fn median_of<F, Fut>(runs: usize, mut sample: F) -> Duration
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Duration>,
+{
+    let mut samples = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        samples.push(sample().await);
+    }
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+/// Peak RSS in KiB of one run of `command` (program, arguments, environment and directory; its
+/// stdin and stdout are null), for one process at a time.
+///
+/// The bench's own `RUSAGE_CHILDREN` mixes every child it ever waited for, and a child's peak
+/// starts from the memory of the process that spawned it; so the command runs as the only child
+/// of a fresh, small copy of this binary ([`run_rss_wrapper`]), which reports the figure in a
+/// file. The floor this leaves is the wrapper's own RSS at spawn time, about 2 MB.
+pub async fn peak_rss_kib_of(command: &std::process::Command) -> Result<u64, String> {
+    let exe = std::env::current_exe().map_err(|err| format!("cannot find the bench binary: {err}"))?;
+    let scratch = tempfile::tempdir().map_err(|err| format!("cannot make a temp dir: {err}"))?;
+    let report = scratch.path().join("peak-rss-kib");
+    let mut wrapped = tokio::process::Command::new(exe);
+    wrapped.arg(RSS_WRAPPER_FLAG).arg(&report).arg(command.get_program()).args(command.get_args());
+    if let Some(dir) = command.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
+    for (key, value) in command.get_envs() {
+        match value {
+            Some(value) => wrapped.env(key, value),
+            None => wrapped.env_remove(key),
+        };
+    }
+    let status = wrapped
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .kill_on_drop(true)
+        .status()
+        .await
+        .map_err(|err| format!("cannot run the RSS wrapper: {err}"))?;
+    if !status.success() {
+        return Err(format!("{:?} failed under the RSS wrapper: {status}", command.get_program()));
+    }
+    let text = std::fs::read_to_string(&report).map_err(|err| format!("the RSS wrapper left no figure: {err}"))?;
+    text.trim().parse().map_err(|_| format!("the RSS wrapper wrote {text:?}, not a number"))
+}
+
+/// The wrapper side of [`peak_rss_kib_of`]: runs `PROGRAM ARGS…` as this process's only child,
+/// writes its peak RSS (KiB) to `FILE`, and exits with the program's exit code.
+fn run_rss_wrapper(args: &[OsString]) -> i32 {
+    let [report, program, program_args @ ..] = args else {
+        eprintln!("bench: usage: reins-bench {RSS_WRAPPER_FLAG} FILE PROGRAM [ARGS...]");
+        return 2;
+    };
+    let status = match std::process::Command::new(program).args(program_args).status() {
+        Ok(status) => status,
+        Err(err) => {
+            eprintln!("bench: cannot run {program:?}: {err}");
+            return 127;
+        }
+    };
+    // With a single child, RUSAGE_CHILDREN is that child's peak (or of what it waited for).
+    let peak = match nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN) {
+        Ok(usage) => usage.max_rss(),
+        Err(err) => {
+            eprintln!("bench: getrusage failed: {err}");
+            return 2;
+        }
+    };
+    if let Err(err) = std::fs::write(report, peak.to_string()) {
+        eprintln!("bench: cannot write {report:?}: {err}");
+        return 2;
+    }
+    status.code().unwrap_or(1)
+}
+
+fn reins_binary() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("REINS_BIN") {
+        return Some(PathBuf::from(path));
+    }
+    let exe = std::env::current_exe().ok()?;
+    let candidate = exe.parent()?.join("reins");
+    candidate.exists().then_some(candidate)
+}
+
+fn print_figures(name: &str, figures: &Figures) {
+    println!("\n{name}");
+    println!("  startup (--version)        {:>9.2} ms", ms(figures.startup));
+    println!("  one-turn run               {:>9.2} ms", ms(figures.one_turn));
+    println!("  overhead per turn (x{LOOP_TURNS})   {:>9.3} ms", ms(figures.per_turn_overhead));
+    match figures.peak_rss_kib {
+        Some(kib) => println!("  peak RSS (tool loop)       {:>9.1} MB", kib as f64 / 1024.0),
+        None => println!("  peak RSS (tool loop)       not measured"),
+    }
+}
+
+/// Prints each target with its verdict; true when any is missed.
+fn check_targets(figures: &Figures) -> bool {
+    let checks = [
+        ("startup under 5 ms", ms(figures.startup) < 5.0),
+        ("one-turn run under 50 ms", ms(figures.one_turn) < 50.0),
+        ("overhead under 1 ms per turn", ms(figures.per_turn_overhead) < 1.0),
+        ("peak RSS under 20 MB", figures.peak_rss_kib.is_some_and(|kib| kib < 20 * 1024)),
+    ];
+    println!("\ntargets:");
+    for (name, ok) in checks {
+        println!("  [{}] {name}", if ok { "ok" } else { "MISSED" });
+    }
+    checks.iter().any(|(_, ok)| !ok)
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}

@@ -1,0 +1,240 @@
+//! The pi coding agent as a peer: installed from npm into a cache dir when it can be, pointed at
+//! the scripted server through a throwaway agent dir, and measured the way reins is — same
+//! server, same workspace, same prompts, same 100-turn tool loop.
+//!
+//! pi is run in print mode (`pi -p`), which runs tools without asking. Its config, sessions and
+//! `HOME` live in a temp dir, so nothing touches the real home; `PI_OFFLINE=1` keeps it off the
+//! network at startup. Its other defaults (sessions saved, context files and skills discovered)
+//! are kept: the figures are what `pi -p` costs as shipped.
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
+
+use scripted_llm::{Reply, ScriptedServer};
+use serde_json::json;
+
+use crate::{Figures, LOOP_TURNS, median_of, peak_rss_kib_of, tool_loop_script};
+
+const PI_PACKAGE: &str = "@mariozechner/pi-coding-agent";
+const PI_VERSION: &str = "0.73.1";
+/// The provider and model declared in the throwaway `models.json`.
+const PROVIDER: &str = "scripted";
+const MODEL: &str = "scripted-model";
+/// A pi run that takes longer than this is stuck, not slow.
+const RUN_TIMEOUT: Duration = Duration::from_secs(120);
+/// npm may have to download ~100 packages on the first run.
+const INSTALL_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// An installed pi and the sandbox it runs in.
+struct Pi {
+    /// `node_modules/.bin/pi` of the cached install (a `#!/usr/bin/env node` script).
+    executable: PathBuf,
+    /// `HOME` and `PI_CODING_AGENT_DIR` (`agent/`) of every run; removed on drop.
+    sandbox: tempfile::TempDir,
+}
+
+/// Installs (or reuses) pi and measures it; `Err` says why it could not be measured.
+pub async fn measure_pi(workspace: &Path) -> Result<Figures, String> {
+    if std::env::var_os("BENCH_NO_PI").is_some() {
+        return Err("BENCH_NO_PI is set".into());
+    }
+    let pi = Pi::install().await?;
+    // Timed samples cannot return errors through `median_of`; the first one is kept here.
+    let failure = RefCell::new(None);
+    let keep = |sample: Result<Duration, String>| match sample {
+        Ok(elapsed) => elapsed,
+        Err(why) => {
+            failure.borrow_mut().get_or_insert(why);
+            Duration::ZERO
+        }
+    };
+    let check = || failure.borrow_mut().take().map_or(Ok(()), Err);
+
+    let startup = median_of(11, || async { keep(pi.time_version(workspace).await) }).await;
+    check()?;
+    let one_turn = median_of(7, || async {
+        keep(pi.time_prompt(workspace, vec![Reply::text("Hello.")], "say hello", "Hello.").await)
+    })
+    .await;
+    check()?;
+    let loop_time = median_of(5, || async {
+        keep(pi.time_prompt(workspace, tool_loop_script(), "read the file line by line", "Done.").await)
+    })
+    .await;
+    check()?;
+    let per_turn_overhead = loop_time.saturating_sub(one_turn) / LOOP_TURNS as u32;
+
+    let server = ScriptedServer::start(tool_loop_script()).await;
+    pi.configure(&server)?;
+    let peak_rss_kib = peak_rss_kib_of(&pi.command(workspace, &print_args("read the file line by line")))
+        .await
+        .map_err(|why| format!("pi peak RSS: {why}"))?;
+    all_replies_played(&server)?;
+
+    Ok(Figures { startup, one_turn, per_turn_overhead, peak_rss_kib: Some(peak_rss_kib) })
+}
+
+impl Pi {
+    /// Reuses the cached install of `PI_VERSION`, or runs `npm install` into the cache first.
+    async fn install() -> Result<Pi, String> {
+        let prefix = cache_dir()?.join(format!("pi-{PI_VERSION}"));
+        let executable = prefix.join("node_modules/.bin/pi");
+        if installed_version(&prefix).as_deref() != Some(PI_VERSION) || !executable.exists() {
+            npm_install(&prefix).await?;
+        }
+        if installed_version(&prefix).as_deref() != Some(PI_VERSION) || !executable.exists() {
+            return Err(format!("npm install left no {PI_PACKAGE}@{PI_VERSION} in {}", prefix.display()));
+        }
+        let sandbox = tempfile::tempdir().map_err(|err| format!("cannot make pi's temp dir: {err}"))?;
+        std::fs::create_dir(sandbox.path().join("agent"))
+            .map_err(|err| format!("cannot make pi's agent dir: {err}"))?;
+        Ok(Pi { executable, sandbox })
+    }
+
+    /// pi with its sandboxed environment, run in `workspace` (where its tools resolve paths).
+    fn command(&self, workspace: &Path, args: &[&str]) -> std::process::Command {
+        let mut command = std::process::Command::new(&self.executable);
+        command
+            .args(args)
+            .current_dir(workspace)
+            .env("HOME", self.sandbox.path())
+            .env("PI_CODING_AGENT_DIR", self.agent_dir())
+            .env("PI_OFFLINE", "1")
+            .env("PI_SKIP_VERSION_CHECK", "1")
+            .env("PI_TELEMETRY", "0");
+        command
+    }
+
+    fn agent_dir(&self) -> PathBuf {
+        self.sandbox.path().join("agent")
+    }
+
+    /// Points pi's `scripted` provider at `server` (each server has its own port).
+    fn configure(&self, server: &ScriptedServer) -> Result<(), String> {
+        let models = json!({
+            "providers": {
+                PROVIDER: {
+                    "baseUrl": server.base_url(),
+                    "api": "openai-completions",
+                    // pi wants a key for every provider; the scripted server ignores it.
+                    "apiKey": "scripted-bench-key",
+                    "models": [{ "id": MODEL }],
+                }
+            }
+        });
+        let path = self.agent_dir().join("models.json");
+        std::fs::write(&path, models.to_string()).map_err(|err| format!("cannot write {}: {err}", path.display()))
+    }
+
+    async fn time_version(&self, workspace: &Path) -> Result<Duration, String> {
+        let (elapsed, output) = run_timed(self.command(workspace, &["--version"])).await?;
+        // pi 0.73 prints its version on stderr.
+        let version = [output.stdout, output.stderr].concat();
+        let version = String::from_utf8_lossy(&version);
+        if version.trim() != PI_VERSION {
+            return Err(format!("`pi --version` printed {version:?}, expected {PI_VERSION}"));
+        }
+        Ok(elapsed)
+    }
+
+    /// One `pi -p PROMPT` against a fresh server playing `script`; checks that every reply was
+    /// played and that pi printed `final_answer`, so a run that stopped early cannot look fast.
+    async fn time_prompt(
+        &self,
+        workspace: &Path,
+        script: Vec<Reply>,
+        prompt: &str,
+        final_answer: &str,
+    ) -> Result<Duration, String> {
+        let server = ScriptedServer::start(script).await;
+        self.configure(&server)?;
+        let (elapsed, output) = run_timed(self.command(workspace, &print_args(prompt))).await?;
+        all_replies_played(&server)?;
+        let printed = String::from_utf8_lossy(&output.stdout);
+        if printed.trim() != final_answer {
+            return Err(format!("pi printed {printed:?}, expected {final_answer:?}"));
+        }
+        Ok(elapsed)
+    }
+}
+
+fn print_args(prompt: &str) -> [&str; 6] {
+    ["--provider", PROVIDER, "--model", MODEL, "-p", prompt]
+}
+
+/// Wall time from spawn to exit; `Err` (with pi's stderr) when it fails or hangs.
+async fn run_timed(command: std::process::Command) -> Result<(Duration, Output), String> {
+    let mut command = tokio::process::Command::from(command);
+    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+    let start = Instant::now();
+    let output = tokio::time::timeout(RUN_TIMEOUT, command.output())
+        .await
+        .map_err(|_| format!("pi did not finish within {RUN_TIMEOUT:?}"))?
+        .map_err(|err| format!("cannot run pi: {err}"))?;
+    let elapsed = start.elapsed();
+    if !output.status.success() {
+        return Err(format!("pi failed ({}): {}", output.status, tail(&output.stderr)));
+    }
+    Ok((elapsed, output))
+}
+
+fn all_replies_played(server: &ScriptedServer) -> Result<(), String> {
+    match server.remaining() {
+        0 => Ok(()),
+        left => Err(format!("pi stopped with {left} scripted replies unplayed")),
+    }
+}
+
+/// `$XDG_CACHE_HOME/reins-bench`, else `$HOME/.cache/reins-bench`.
+fn cache_dir() -> Result<PathBuf, String> {
+    let base = match std::env::var_os("XDG_CACHE_HOME").filter(|dir| !dir.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => match std::env::var_os("HOME").filter(|dir| !dir.is_empty()) {
+            Some(home) => PathBuf::from(home).join(".cache"),
+            None => return Err("neither XDG_CACHE_HOME nor HOME is set, so there is no cache dir for pi".into()),
+        },
+    };
+    Ok(base.join("reins-bench"))
+}
+
+/// The version in the installed package's `package.json`, if there is one.
+fn installed_version(prefix: &Path) -> Option<String> {
+    let manifest = prefix.join("node_modules").join(PI_PACKAGE).join("package.json");
+    let text = std::fs::read_to_string(manifest).ok()?;
+    let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+    value.get("version")?.as_str().map(str::to_string)
+}
+
+async fn npm_install(prefix: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(prefix).map_err(|err| format!("cannot make {}: {err}", prefix.display()))?;
+    eprintln!("bench: installing {PI_PACKAGE}@{PI_VERSION} into {} (npm)", prefix.display());
+    let install = tokio::process::Command::new("npm")
+        .arg("install")
+        .arg("--prefix")
+        .arg(prefix)
+        .args(["--no-audit", "--no-fund", "--loglevel=error"])
+        .arg(format!("{PI_PACKAGE}@{PI_VERSION}"))
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(INSTALL_TIMEOUT, install)
+        .await
+        .map_err(|_| format!("npm install did not finish within {INSTALL_TIMEOUT:?}"))?
+        .map_err(|err| match err.kind() {
+            std::io::ErrorKind::NotFound => "npm is not on PATH".to_string(),
+            _ => format!("cannot run npm: {err}"),
+        })?;
+    if !output.status.success() {
+        return Err(format!("npm install failed ({}): {}", output.status, tail(&output.stderr)));
+    }
+    Ok(())
+}
+
+/// The last lines of a process's output, enough to say what went wrong.
+fn tail(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let lines: Vec<&str> = text.lines().filter(|line| !line.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(5)..].join("\n")
+}

@@ -1,0 +1,303 @@
+//! End-to-end tests of `reins run`: the real binary, a scripted OpenAI-compatible server on
+//! 127.0.0.1, real files in a temp workspace.
+
+use std::path::Path;
+use std::process::Stdio;
+
+use expect_test::expect;
+use scripted_llm::{Reply, ScriptedServer};
+use serde_json::{Value, json};
+
+/// A key that must never show up in anything reins prints.
+const CANARY_KEY: &str = "sk-canary-7f3a9c1e55d04b2b";
+
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    /// stdout parsed as JSON lines; panics if any line is not JSON.
+    fn events(&self) -> Vec<Value> {
+        self.stdout
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}")))
+            .collect()
+    }
+
+    fn event_types(&self) -> String {
+        self.events().iter().map(|e| e["type"].as_str().unwrap_or("?").to_string()).collect::<Vec<_>>().join("\n")
+    }
+}
+
+/// Runs `reins run ARGS` in `workspace` against `server`, with no controlling terminal (setsid),
+/// so approvals cannot block on a prompt.
+async fn reins_run(server: &ScriptedServer, workspace: &Path, args: &[&str]) -> Run {
+    reins_run_with(Some(&server.base_url()), workspace, args).await
+}
+
+async fn reins_run_with(base_url: Option<&str>, workspace: &Path, args: &[&str]) -> Run {
+    let home = workspace.join(".reins-home-for-test");
+    let mut command = tokio::process::Command::new("setsid");
+    command
+        .arg("--wait")
+        .arg(env!("CARGO_BIN_EXE_reins"))
+        .arg("run")
+        .args(args)
+        .current_dir(workspace)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", workspace)
+        .env("REINS_HOME", &home)
+        .env("OPENAI_API_KEY", CANARY_KEY)
+        .env("REINS_MODEL", "scripted-model")
+        .stdin(Stdio::null());
+    if let Some(url) = base_url {
+        command.env("OPENAI_BASE_URL", url);
+    }
+    let output = command.output().await.expect("run reins");
+    let run = Run {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    };
+    assert!(!run.stdout.contains(CANARY_KEY) && !run.stderr.contains(CANARY_KEY), "the API key leaked");
+    run
+}
+
+fn workspace(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (path, content) in files {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+    dir
+}
+
+/// The messages of a recorded request, as `role: summary` lines.
+fn transcript(body: &Value) -> String {
+    let mut lines = Vec::new();
+    for message in body["messages"].as_array().unwrap() {
+        let role = message["role"].as_str().unwrap();
+        let mut line = format!("{role}:");
+        if role == "system" {
+            line.push_str(" <system prompt>");
+        } else if let Some(text) = message["content"].as_str() {
+            line.push_str(&format!(" {text:?}"));
+        } else if let Some(parts) = message["content"].as_array() {
+            for part in parts {
+                line.push_str(&format!(" {:?}", part["text"].as_str().unwrap_or("<non-text>")));
+            }
+        }
+        for call in message["tool_calls"].as_array().into_iter().flatten() {
+            line.push_str(&format!(
+                " call {} {}({})",
+                call["id"].as_str().unwrap(),
+                call["function"]["name"].as_str().unwrap(),
+                call["function"]["arguments"].as_str().unwrap()
+            ));
+        }
+        if let Some(id) = message["tool_call_id"].as_str() {
+            line.push_str(&format!(" [for {id}]"));
+        }
+        lines.push(line);
+    }
+    lines.join("\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_a_file_then_answers() {
+    let dir = workspace(&[("README.md", "# Demo\nreins is an agent in your editor.\n")]);
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("call_1", "read", json!({"path": "README.md"})).with_usage(120, 10, 0),
+        Reply::text("The README says reins is an agent in your editor.").with_usage(200, 12, 100),
+    ])
+    .await;
+
+    let run = reins_run(&server, dir.path(), &["--json", "--yes", "What does the README say?"]).await;
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+
+    expect![[r#"
+        agent_start
+        message_start
+        message_end
+        turn_start
+        message_start
+        message_update
+        message_end
+        tool_execution_start
+        tool_execution_end
+        turn_end
+        turn_start
+        message_start
+        message_update
+        message_end
+        turn_end
+        agent_end"#]]
+    .assert_eq(&dedup_updates(&run.event_types()));
+
+    let requests = server.chat_requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].header("authorization"), Some(format!("Bearer {CANARY_KEY}").as_str()));
+    expect![[r##"
+        system: <system prompt>
+        user: "What does the README say?"
+        assistant: call call_1 read({"path":"README.md"})
+        tool: "# Demo\nreins is an agent in your editor.\n" [for call_1]"##]]
+    .assert_eq(&transcript(&requests[1].body));
+
+    let events = run.events();
+    let end = events.last().unwrap();
+    assert_eq!(end["type"], "agent_end");
+    assert_eq!(end["reason"], "final_answer");
+    assert_eq!(end["usage"]["input"].as_u64().unwrap() + end["usage"]["cacheRead"].as_u64().unwrap(), 320);
+    let turn_ends: Vec<&str> =
+        events.iter().filter(|e| e["type"] == "turn_end").map(|e| e["reason"].as_str().unwrap()).collect();
+    assert_eq!(turn_ends, ["tool_observations", "final_answer"]);
+}
+
+/// Consecutive `message_update` lines collapse into one: how many deltas arrive is chunking.
+fn dedup_updates(types: &str) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    for line in types.lines() {
+        if line == "message_update" && out.last() == Some(&"message_update") {
+            continue;
+        }
+        out.push(line);
+    }
+    out.join("\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn human_mode_prints_only_the_answer_on_stdout() {
+    let dir = workspace(&[("a.txt", "alpha\n")]);
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("c1", "read", json!({"path": "a.txt"})),
+        Reply::text("It says alpha.").with_thinking("Let me think."),
+    ])
+    .await;
+    let run = reins_run(&server, dir.path(), &["what is in a.txt?"]).await;
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    assert_eq!(run.stdout, "It says alpha.\n");
+    assert!(run.stderr.contains("● read a.txt"), "{}", run.stderr);
+    assert!(run.stderr.contains("Let me think."), "{}", run.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edit_with_yes_changes_the_file() {
+    let dir = workspace(&[("src/lib.rs", "fn answer() -> u32 {\n    41\n}\n")]);
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call(
+            "c1",
+            "edit",
+            json!({"path": "src/lib.rs", "edits": [{"oldText": "    41", "newText": "    42"}]}),
+        ),
+        Reply::text("Fixed."),
+    ])
+    .await;
+    let run = reins_run(&server, dir.path(), &["--json", "--yes", "fix the answer"]).await;
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    assert_eq!(std::fs::read_to_string(dir.path().join("src/lib.rs")).unwrap(), "fn answer() -> u32 {\n    42\n}\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_terminal_or_yes_an_edit_is_refused_and_the_model_is_told() {
+    let dir = workspace(&[("a.txt", "one\n")]);
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("c1", "write", json!({"path": "a.txt", "content": "two\n"})),
+        Reply::text("Understood, I did not change it."),
+    ])
+    .await;
+    let run = reins_run(&server, dir.path(), &["--json", "overwrite a.txt"]).await;
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "one\n");
+    let requests = server.chat_requests();
+    let tool_message = &requests[1].body["messages"][3];
+    assert_eq!(tool_message["role"], "tool");
+    let text = tool_message["content"].to_string();
+    assert!(text.contains("could not be asked") && text.contains("--yes"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_limit_then_ok_is_retried() {
+    let dir = workspace(&[]);
+    let server =
+        ScriptedServer::start(vec![Reply::http_error(429, "slow down").with_retry_after(0), Reply::text("hello")])
+            .await;
+    let run = reins_run(&server, dir.path(), &["say hello"]).await;
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    assert_eq!(run.stdout, "hello\n");
+    assert_eq!(server.chat_requests().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_stream_keeps_what_arrived_and_fails_with_one_line() {
+    let dir = workspace(&[]);
+    let server = ScriptedServer::start(vec![
+        Reply::text("The first part arrives, then the connection drops").with_chunk_chars(5).with_cut_after_chunks(4),
+    ])
+    .await;
+    let run = reins_run(&server, dir.path(), &["--json", "talk"]).await;
+    assert_eq!(run.code, Some(1));
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+    assert!(run.stderr.starts_with("reins: provider error"), "{}", run.stderr);
+    let events = run.events();
+    let end = events.iter().rev().find(|e| e["type"] == "message_end").unwrap();
+    assert_eq!(end["message"]["stopReason"], "error");
+    let text = end["message"]["content"][0]["text"].as_str().unwrap();
+    assert!(!text.is_empty() && "The first part arrives, then the connection drops".starts_with(text), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_tool_arguments_are_repaired_or_reported() {
+    let dir = workspace(&[("a.txt", "alpha\n")]);
+    let server = ScriptedServer::start(vec![
+        // A missing closing brace is repaired.
+        Reply::default().with_raw_tool_call("c1", "read", r#"{"path": "a.txt""#),
+        // Not JSON at all: the model gets an error it can act on.
+        Reply::default().with_raw_tool_call("c2", "read", "read the file a.txt please"),
+        // A wrong type names the field.
+        Reply::tool_call("c3", "read", json!({"path": 7})),
+        Reply::text("done"),
+    ])
+    .await;
+    let run = reins_run(&server, dir.path(), &["--json", "read a.txt"]).await;
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    let results: Vec<(bool, String)> = run
+        .events()
+        .iter()
+        .filter(|e| e["type"] == "tool_execution_end")
+        .map(|e| (e["isError"].as_bool().unwrap(), e["result"]["content"][0]["text"].as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(results.len(), 3);
+    assert_eq!(results[0], (false, "alpha\n".to_string()));
+    assert!(results[1].0 && results[1].1.contains("not valid JSON"), "{:?}", results[1]);
+    assert!(results[2].0 && results[2].1.contains("path"), "{:?}", results[2]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_default_endpoint_says_how_to_configure() {
+    let dir = workspace(&[]);
+    // Nothing listens on this port: bind and drop to find a free one.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let run = reins_run_with(Some(&url), dir.path(), &["hi"]).await;
+    assert_eq!(run.code, Some(1));
+    assert!(run.stderr.contains(&url), "{}", run.stderr);
+
+    let unconfigured = reins_run_with(None, dir.path(), &["hi"]).await;
+    assert_ne!(unconfigured.code, Some(0));
+    assert!(unconfigured.stderr.contains("OPENAI_BASE_URL"), "{}", unconfigured.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_command_lines_exit_nonzero_with_usage() {
+    let dir = workspace(&[]);
+    let server = ScriptedServer::start(vec![]).await;
+    let run = reins_run(&server, dir.path(), &["--max-turns", "x", "hi"]).await;
+    assert_eq!(run.code, Some(2));
+    assert!(run.stderr.starts_with("reins: "), "{}", run.stderr);
+    assert!(server.chat_requests().is_empty());
+}

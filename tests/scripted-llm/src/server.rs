@@ -1,0 +1,262 @@
+//! The server: accepts connections on 127.0.0.1, answers each chat-completions request with the
+//! next scripted reply, and records every request for assertions.
+
+use std::collections::VecDeque;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::BufReader;
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::{JoinHandle, JoinSet};
+
+use crate::http::{self, HttpRequest};
+use crate::render::{self, RequestShape, StreamEvent};
+use crate::reply::Reply;
+
+/// A running scripted server; dropping it stops the server and closes its connections.
+pub struct ScriptedServer {
+    address: SocketAddr,
+    shared: Arc<Shared>,
+    accept_task: JoinHandle<()>,
+}
+
+/// One request as the server received it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedRequest {
+    pub method: String,
+    pub path: String,
+    /// Header names in lower case, in arrival order.
+    pub headers: Vec<(String, String)>,
+    /// The parsed JSON body; `Null` when there was none or it was not JSON.
+    pub body: Value,
+}
+
+#[derive(Default)]
+struct Shared {
+    script: Mutex<VecDeque<Reply>>,
+    requests: Mutex<Vec<RecordedRequest>>,
+}
+
+/// Whether the connection can carry another request after a response.
+enum AfterResponse {
+    KeepOpen,
+    Close,
+}
+
+impl ScriptedServer {
+    /// Starts a server on 127.0.0.1 with a free port.
+    ///
+    /// # Panics
+    /// When no local port can be bound; this is test support, and a test cannot go on without it.
+    pub async fn start(replies: Vec<Reply>) -> ScriptedServer {
+        match Self::start_on(0, replies).await {
+            Ok(server) => server,
+            Err(error) => panic!("scripted-llm: cannot bind 127.0.0.1: {error}"),
+        }
+    }
+
+    /// Starts a server on 127.0.0.1:`port` (0 picks a free one).
+    pub async fn start_on(port: u16, replies: Vec<Reply>) -> io::Result<ScriptedServer> {
+        let listener = TcpListener::bind(("127.0.0.1", port)).await?;
+        let address = listener.local_addr()?;
+        let shared = Arc::new(Shared { script: Mutex::new(replies.into()), requests: Mutex::default() });
+        let accept_task = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
+        Ok(ScriptedServer { address, shared, accept_task })
+    }
+
+    /// `http://127.0.0.1:PORT/v1`, the base URL a client appends `/chat/completions` to.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.address)
+    }
+
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// Every request received so far, in arrival order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        lock(&self.shared.requests).clone()
+    }
+
+    /// The recorded chat-completions requests only.
+    pub fn chat_requests(&self) -> Vec<RecordedRequest> {
+        self.requests().into_iter().filter(|request| request.path.ends_with("/chat/completions")).collect()
+    }
+
+    /// Appends a reply to the script while the server runs.
+    pub fn push(&self, reply: Reply) {
+        lock(&self.shared.script).push_back(reply);
+    }
+
+    /// Replies not yet played (a repeated reply counts once).
+    pub fn remaining(&self) -> usize {
+        lock(&self.shared.script).len()
+    }
+}
+
+impl Drop for ScriptedServer {
+    fn drop(&mut self) {
+        // Aborting the accept task drops its JoinSet, which aborts every connection task.
+        self.accept_task.abort();
+    }
+}
+
+impl RecordedRequest {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(key, _)| key.eq_ignore_ascii_case(name)).map(|(_, value)| value.as_str())
+    }
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    connections.spawn(serve_connection(stream, Arc::clone(&shared)));
+                }
+                // Out of descriptors or similar: back off instead of spinning.
+                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            },
+            // Reap finished connections so the set does not grow without bound in benchmarks.
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+}
+
+async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
+    let _ = stream.set_nodelay(true);
+    let (read_half, mut writer) = stream.into_split();
+    let mut reader = BufReader::new(read_half);
+    // Read errors and write errors both end the connection; the client sees a closed socket.
+    while let Ok(Some(request)) = http::read_request(&mut reader).await {
+        let wants_close = request.header("connection").is_some_and(|value| value.eq_ignore_ascii_case("close"));
+        let recorded = record(&shared, &request);
+        match respond(&mut writer, &shared, &recorded).await {
+            Ok(AfterResponse::KeepOpen) if !wants_close => {}
+            _ => return,
+        }
+    }
+}
+
+fn record(shared: &Shared, request: &HttpRequest) -> RecordedRequest {
+    let body = if request.body.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&request.body).unwrap_or(Value::Null)
+    };
+    let recorded = RecordedRequest {
+        method: request.method.clone(),
+        path: request.path.clone(),
+        headers: request.headers.clone(),
+        body,
+    };
+    lock(&shared.requests).push(recorded.clone());
+    recorded
+}
+
+async fn respond(writer: &mut OwnedWriteHalf, shared: &Shared, request: &RecordedRequest) -> io::Result<AfterResponse> {
+    let path = request.path.split('?').next().unwrap_or("");
+    match (request.method.as_str(), path) {
+        ("POST", path) if path.ends_with("/chat/completions") => match next_reply(shared) {
+            Some(reply) => play(writer, &reply, &request.body).await,
+            None => {
+                let body = render::error_body("script exhausted", "server_error");
+                write_json(writer, 500, &[], &body).await
+            }
+        },
+        ("GET", path) if path.ends_with("/models") => {
+            let body = json!({
+                "object": "list",
+                "data": [{ "id": "scripted", "object": "model", "created": 0, "owned_by": "scripted-llm" }],
+            });
+            write_json(writer, 200, &[], &body).await
+        }
+        _ => {
+            let message = format!("no route for {} {}", request.method, request.path);
+            write_json(writer, 404, &[], &render::error_body(&message, "invalid_request_error")).await
+        }
+    }
+}
+
+/// Takes the next reply, counting down a repeated one.
+fn next_reply(shared: &Shared) -> Option<Reply> {
+    let mut script = lock(&shared.script);
+    let front = script.front_mut()?;
+    if front.repeat > 1 {
+        front.repeat -= 1;
+        return Some(front.clone());
+    }
+    script.pop_front()
+}
+
+async fn play(writer: &mut OwnedWriteHalf, reply: &Reply, request_body: &Value) -> io::Result<AfterResponse> {
+    sleep_ms(reply.delay_ms).await;
+    if let Some(error) = &reply.error {
+        let kind = if error.status == 429 { "rate_limit_error" } else { "server_error" };
+        let body = error.body.clone().unwrap_or_else(|| render::error_body(&error.message, kind));
+        let headers: Vec<(&str, String)> =
+            error.retry_after.map(|seconds| ("Retry-After", seconds.to_string())).into_iter().collect();
+        return write_json(writer, error.status, &headers, &body).await;
+    }
+    let shape = RequestShape {
+        model: request_body.get("model").and_then(Value::as_str).unwrap_or("scripted").to_string(),
+        include_usage: request_body.pointer("/stream_options/include_usage").and_then(Value::as_bool) == Some(true),
+        prompt_chars: render::prompt_chars(request_body),
+    };
+    if request_body.get("stream").and_then(Value::as_bool) != Some(true) {
+        return write_json(writer, 200, &[], &render::completion(reply, &shape)).await;
+    }
+    let headers = [
+        ("Content-Type", "text/event-stream".to_string()),
+        ("Cache-Control", "no-cache".to_string()),
+        ("Transfer-Encoding", "chunked".to_string()),
+    ];
+    http::write_head(writer, 200, &headers).await?;
+    let line_end = if reply.crlf { "\r\n" } else { "\n" };
+    let field = if reply.no_space { "data:" } else { "data: " };
+    for (sent, event) in render::stream_events(reply, &shape).into_iter().enumerate() {
+        if reply.cut_after_chunks == Some(sent) {
+            // Closing without the last chunk leaves the chunked body incomplete: a real cut.
+            return Ok(AfterResponse::Close);
+        }
+        if sent > 0 {
+            sleep_ms(reply.chunk_delay_ms).await;
+        }
+        if reply.keep_alive {
+            http::write_chunk(writer, format!(": keep-alive{line_end}{line_end}").as_bytes()).await?;
+        }
+        let payload = match event {
+            StreamEvent::Chunk(value) => value.to_string(),
+            StreamEvent::Done => "[DONE]".to_string(),
+        };
+        http::write_chunk(writer, format!("{field}{payload}{line_end}{line_end}").as_bytes()).await?;
+    }
+    http::write_last_chunk(writer).await?;
+    Ok(AfterResponse::KeepOpen)
+}
+
+async fn write_json(
+    writer: &mut OwnedWriteHalf,
+    status: u16,
+    headers: &[(&str, String)],
+    body: &Value,
+) -> io::Result<AfterResponse> {
+    http::write_full(writer, status, headers, "application/json", body.to_string().as_bytes()).await?;
+    Ok(AfterResponse::KeepOpen)
+}
+
+async fn sleep_ms(ms: u64) {
+    if ms > 0 {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+}
+
+/// Locks a mutex, ignoring poisoning: the data (a script, a log) stays usable after a panic.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}

@@ -1,111 +1,12 @@
 //! End-to-end tests of `reins run`: the real binary, a scripted OpenAI-compatible server on
 //! 127.0.0.1, real files in a temp workspace.
 
-use std::path::Path;
-use std::process::Stdio;
+mod support;
 
 use expect_test::expect;
 use scripted_llm::{Reply, ScriptedServer};
-use serde_json::{Value, json};
-
-/// A key that must never show up in anything reins prints.
-const CANARY_KEY: &str = "sk-canary-7f3a9c1e55d04b2b";
-
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    /// stdout parsed as JSON lines; panics if any line is not JSON.
-    fn events(&self) -> Vec<Value> {
-        self.stdout
-            .lines()
-            .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}")))
-            .collect()
-    }
-
-    fn event_types(&self) -> String {
-        self.events().iter().map(|e| e["type"].as_str().unwrap_or("?").to_string()).collect::<Vec<_>>().join("\n")
-    }
-}
-
-/// Runs `reins run ARGS` in `workspace` against `server`, with no controlling terminal (setsid),
-/// so approvals cannot block on a prompt.
-async fn reins_run(server: &ScriptedServer, workspace: &Path, args: &[&str]) -> Run {
-    reins_run_with(Some(&server.base_url()), workspace, args).await
-}
-
-async fn reins_run_with(base_url: Option<&str>, workspace: &Path, args: &[&str]) -> Run {
-    let home = workspace.join(".reins-home-for-test");
-    let mut command = tokio::process::Command::new("setsid");
-    command
-        .arg("--wait")
-        .arg(env!("CARGO_BIN_EXE_reins"))
-        .arg("run")
-        .args(args)
-        .current_dir(workspace)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", workspace)
-        .env("REINS_HOME", &home)
-        .env("OPENAI_API_KEY", CANARY_KEY)
-        .env("REINS_MODEL", "scripted-model")
-        .stdin(Stdio::null());
-    if let Some(url) = base_url {
-        command.env("OPENAI_BASE_URL", url);
-    }
-    let output = command.output().await.expect("run reins");
-    let run = Run {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    };
-    assert!(!run.stdout.contains(CANARY_KEY) && !run.stderr.contains(CANARY_KEY), "the API key leaked");
-    run
-}
-
-fn workspace(files: &[(&str, &str)]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for (path, content) in files {
-        let path = dir.path().join(path);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, content).unwrap();
-    }
-    dir
-}
-
-/// The messages of a recorded request, as `role: summary` lines.
-fn transcript(body: &Value) -> String {
-    let mut lines = Vec::new();
-    for message in body["messages"].as_array().unwrap() {
-        let role = message["role"].as_str().unwrap();
-        let mut line = format!("{role}:");
-        if role == "system" {
-            line.push_str(" <system prompt>");
-        } else if let Some(text) = message["content"].as_str() {
-            line.push_str(&format!(" {text:?}"));
-        } else if let Some(parts) = message["content"].as_array() {
-            for part in parts {
-                line.push_str(&format!(" {:?}", part["text"].as_str().unwrap_or("<non-text>")));
-            }
-        }
-        for call in message["tool_calls"].as_array().into_iter().flatten() {
-            line.push_str(&format!(
-                " call {} {}({})",
-                call["id"].as_str().unwrap(),
-                call["function"]["name"].as_str().unwrap(),
-                call["function"]["arguments"].as_str().unwrap()
-            ));
-        }
-        if let Some(id) = message["tool_call_id"].as_str() {
-            line.push_str(&format!(" [for {id}]"));
-        }
-        lines.push(line);
-    }
-    lines.join("\n")
-}
+use serde_json::json;
+use support::{CANARY_KEY, reins_run, reins_run_with, transcript, workspace};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_a_file_then_answers() {

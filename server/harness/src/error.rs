@@ -1,15 +1,14 @@
 //! Errors with stable codes: clients switch on `code()`, people read the message.
 
-use std::path::PathBuf;
-
 use reins_ai::{ProviderError, ProviderErrorKind};
 
 #[derive(Debug, thiserror::Error)]
 pub enum HarnessError {
     #[error("a run is already in progress in this session; wait for it, steer it, or cancel it")]
     Busy,
-    #[error("{path}:{line}: {reason}")]
-    Session { path: PathBuf, line: usize, reason: String },
+    /// A session file could not be read, written or locked; the message names the file.
+    #[error("{0}")]
+    Session(String),
     #[error("compaction failed: {0}")]
     Compaction(String),
     #[error("branch summary failed: {0}")]
@@ -31,7 +30,7 @@ impl HarnessError {
     pub fn code(&self) -> &'static str {
         match self {
             HarnessError::Busy => "busy",
-            HarnessError::Session { .. } => "session",
+            HarnessError::Session(_) => "session",
             HarnessError::Compaction(_) => "compaction",
             HarnessError::BranchSummary(_) => "branch_summary",
             HarnessError::Hook(_) => "hook",

@@ -1,20 +1,29 @@
-//! The harness runtime: live sessions, each an [`Agent`] with its tools, prompt and approval
-//! gate, and the run queue rules (one run at a time per session; steer and follow up while it
-//! goes). The LSP server and the CLI drive it the same way; it reports through one event sink.
+//! The harness runtime: live sessions, each an [`Agent`] with its tools, prompt, approval gate
+//! and session file, and the run rules (one run at a time per session; steer and follow up while
+//! it goes; compaction near the context window). The LSP server and the CLI drive it the same
+//! way; it reports through one event sink.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use reins_agent::{Agent, AgentContext, AgentEvent, Hooks, Limits, RunOutcome, Tool};
-use reins_ai::{Content, Message, Model, Provider, UserMessage, now_ms};
+use async_trait::async_trait;
+use reins_agent::{Agent, AgentContext, AgentEvent, Gate, Hooks, Limits, Proposal, RunOutcome, Tool};
+use reins_ai::{Content, Message, Model, Provider, ProviderErrorKind, ToolCall, UserMessage, now_ms};
+use reins_session::{
+    Durability, EntryKind, SessionError, SessionFile, SessionStore, estimate_context_tokens, find_cut_point,
+};
 use reins_tools::{Workspace, builtin_tools};
 use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
 
 use crate::approval::{ApprovalGate, ApprovalPolicy, Approver};
 use crate::error::HarnessError;
 use crate::prompt::{PromptInputs, build_system_prompt};
+use crate::sessions::{SessionInfo, SessionRecorder, SessionTreeView};
 use crate::settings::Settings;
+use crate::summary::{FileActivity, branch_summary, compaction_summary};
 
 pub type SessionId = String;
 pub type RunId = String;
@@ -29,6 +38,22 @@ pub struct HarnessEvent {
 
 pub type HarnessEventSink = Arc<dyn Fn(HarnessEvent) + Send + Sync>;
 
+/// When the conversation is compacted, in estimated tokens.
+#[derive(Debug, Clone)]
+pub struct CompactionSettings {
+    /// Compact automatically when the context comes within `reserve_tokens` of the window.
+    pub auto: bool,
+    pub reserve_tokens: u64,
+    /// How much of the newest conversation a compaction keeps verbatim.
+    pub keep_recent_tokens: u64,
+}
+
+impl Default for CompactionSettings {
+    fn default() -> Self {
+        Self { auto: true, reserve_tokens: 16_384, keep_recent_tokens: 20_000 }
+    }
+}
+
 /// What a harness is built from.
 pub struct HarnessOptions {
     pub settings: Settings,
@@ -41,6 +66,9 @@ pub struct HarnessOptions {
     pub events: HarnessEventSink,
     /// `YYYY-MM-DD`, for the system prompt.
     pub date: String,
+    /// Keep sessions on disk (`false`: `reins run --no-session`).
+    pub persist: bool,
+    pub compaction: CompactionSettings,
 }
 
 /// A run that has started: its id, and its outcome when it ends.
@@ -50,8 +78,16 @@ pub struct RunStarted {
     pub done: oneshot::Receiver<RunOutcome>,
 }
 
+/// What a compaction did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Compacted {
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+}
+
 pub struct Harness {
     options: HarnessOptions,
+    store: SessionStore,
     sessions: Mutex<HashMap<SessionId, Arc<LiveSession>>>,
     counter: AtomicU64,
 }
@@ -59,32 +95,173 @@ pub struct Harness {
 struct LiveSession {
     id: SessionId,
     agent: Agent,
+    /// `None` when sessions are not kept on disk.
+    file: Option<Arc<Mutex<SessionFile>>>,
     /// The run in progress. Set before the run is spawned, so a second send fails at once.
     running: Mutex<Option<RunId>>,
 }
 
 impl Harness {
     pub fn new(options: HarnessOptions) -> Arc<Self> {
-        Arc::new(Self { options, sessions: Mutex::new(HashMap::new()), counter: AtomicU64::new(0) })
+        let store = SessionStore::new(options.settings.data_dir.join("sessions"));
+        Arc::new(Self { options, store, sessions: Mutex::new(HashMap::new()), counter: AtomicU64::new(0) })
     }
 
     pub fn settings(&self) -> &Settings {
         &self.options.settings
     }
 
-    /// Starts a new, empty session with the configured model.
-    pub fn new_session(&self, _name: Option<String>) -> Result<SessionId, HarnessError> {
-        let id = format!("s{}-{:x}", self.next(), now_ms());
-        let model = self.options.settings.resolve_model(None);
-        let agent = self.new_agent(model, Vec::new());
-        let session = Arc::new(LiveSession { id: id.clone(), agent, running: Mutex::new(None) });
-        lock(&self.sessions).insert(id.clone(), session);
-        Ok(id)
+    fn cwd(&self) -> PathBuf {
+        self.options.workspace.cwd()
     }
+
+    // ----- sessions -----
+
+    /// Starts a new, empty session with the configured model.
+    pub fn new_session(&self, name: Option<String>) -> Result<SessionId, HarnessError> {
+        let model = self.options.settings.resolve_model(None);
+        if !self.options.persist {
+            let id = format!("mem-{}-{:x}", self.next(), now_ms());
+            return Ok(self.go_live(id, None, model, Vec::new()));
+        }
+        let mut file = self.store.create(&self.cwd(), None).map_err(session_error)?;
+        file.set_durability(Durability::Write);
+        file.append(EntryKind::ModelChange { provider: model.provider.clone(), model_id: model.id.clone() })
+            .map_err(session_error)?;
+        if let Some(name) = name.filter(|name| !name.trim().is_empty()) {
+            file.set_name(&name).map_err(session_error)?;
+        }
+        file.flush().map_err(session_error)?;
+        let id = file.id().to_string();
+        Ok(self.go_live(id, Some(file), model, Vec::new()))
+    }
+
+    /// Opens a session by id (or unique prefix) or path, and continues from its leaf.
+    pub fn open_session(&self, id_or_path: &str) -> Result<SessionId, HarnessError> {
+        if let Some(live) = lock(&self.sessions).get(id_or_path) {
+            return Ok(live.id.clone());
+        }
+        self.require_persist()?;
+        let path = self.store.find(id_or_path, &self.cwd()).map_err(session_error)?;
+        if let Some(live) = lock(&self.sessions).values().find(|live| live.has_path(&path)) {
+            return Ok(live.id.clone());
+        }
+        let file = SessionFile::open(&path).map_err(session_error)?;
+        Ok(self.go_live_from_file(file))
+    }
+
+    /// Opens the most recent session of this workspace, if there is one.
+    pub fn continue_recent(&self) -> Result<Option<SessionId>, HarnessError> {
+        self.require_persist()?;
+        match self.store.most_recent(&self.cwd()).map_err(session_error)? {
+            Some(path) => self.open_session(&path.display().to_string()).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The sessions of this workspace, newest first.
+    pub fn list_sessions(&self) -> Result<Vec<SessionInfo>, HarnessError> {
+        if !self.options.persist {
+            return Ok(Vec::new());
+        }
+        let list = self.store.list(&self.cwd()).map_err(session_error)?;
+        Ok(list.into_iter().map(SessionInfo::from).collect())
+    }
+
+    /// The tree of a session by id (or unique prefix) or path, read without opening it.
+    pub fn peek_tree(&self, id_or_path: &str) -> Result<SessionTreeView, HarnessError> {
+        let path = self.store.find(id_or_path, &self.cwd()).map_err(session_error)?;
+        let tree = reins_session::SessionTree::load(&path).map_err(session_error)?;
+        Ok(SessionTreeView::of(&tree.header().id, &tree))
+    }
+
+    /// A session's tree and current leaf.
+    pub fn tree(&self, session_id: &str) -> Result<SessionTreeView, HarnessError> {
+        let session = self.session(session_id)?;
+        let file = session.file()?;
+        let file = lock(file);
+        Ok(SessionTreeView::of(&session.id, file.tree()))
+    }
+
+    /// A new session holding the path from the root to `entry_id`; continues from there.
+    pub fn fork(&self, session_id: &str, entry_id: &str) -> Result<SessionId, HarnessError> {
+        let session = self.session(session_id)?;
+        let forked = {
+            let mut file = lock(session.file()?);
+            file.flush().map_err(session_error)?;
+            file.fork(entry_id).map_err(session_error)?
+        };
+        Ok(self.go_live_from_file(forked))
+    }
+
+    /// Moves the session's position to `entry_id`; the next message continues from there. With
+    /// `summarize`, the model first writes a summary of the branch being left, which the new
+    /// position's context carries.
+    pub async fn navigate(&self, session_id: &str, entry_id: &str, summarize: bool) -> Result<(), HarnessError> {
+        let session = self.idle_session(session_id)?;
+        let file = session.file()?.clone();
+        let left_behind = {
+            let mut file = lock(&file);
+            file.flush().map_err(session_error)?;
+            if !file.tree().contains(entry_id) {
+                return Err(HarnessError::InvalidArgument(format!("session {session_id} has no entry {entry_id}")));
+            }
+            if summarize { branch_messages(file.tree(), entry_id)? } else { Vec::new() }
+        };
+        let summary = if left_behind.is_empty() {
+            None
+        } else {
+            let model = session.agent.context().model;
+            let cancel = CancellationToken::new();
+            Some(branch_summary(self.options.provider.as_ref(), &model, &left_behind, &cancel).await?)
+        };
+        let context = {
+            let mut file = lock(&file);
+            file.navigate(entry_id, summary).map_err(session_error)?;
+            file.context().map_err(session_error)?
+        };
+        session.agent.set_messages(context.messages).map_err(|_| HarnessError::Busy)
+    }
+
+    /// Sets (or with `None` clears) the label of an entry.
+    pub fn label(&self, session_id: &str, entry_id: &str, label: Option<&str>) -> Result<(), HarnessError> {
+        let session = self.session(session_id)?;
+        let mut file = lock(session.file()?);
+        file.label(entry_id, label.filter(|label| !label.trim().is_empty())).map_err(session_error)?;
+        file.flush().map_err(session_error)
+    }
+
+    /// Names the session.
+    pub fn rename(&self, session_id: &str, name: &str) -> Result<(), HarnessError> {
+        let session = self.session(session_id)?;
+        let mut file = lock(session.file()?);
+        file.set_name(name).map_err(session_error)?;
+        file.flush().map_err(session_error)
+    }
+
+    /// Summarizes the older part of the conversation so that it fits the window again.
+    pub async fn compact(&self, session_id: &str) -> Result<Compacted, HarnessError> {
+        let session = self.idle_session(session_id)?;
+        let model = session.agent.context().model;
+        let file = session.file()?.clone();
+        let compacted = compact_file(
+            &file,
+            self.options.provider.as_ref(),
+            &model,
+            self.options.compaction.keep_recent_tokens,
+            &CancellationToken::new(),
+        )
+        .await?;
+        let context = lock(&file).context().map_err(session_error)?;
+        session.agent.set_messages(context.messages).map_err(|_| HarnessError::Busy)?;
+        Ok(compacted)
+    }
+
+    // ----- runs -----
 
     /// Sends a user message; the run goes on in the background. `Busy` if one is going.
     pub fn send(self: &Arc<Self>, session_id: &str, content: Vec<Content>) -> Result<RunStarted, HarnessError> {
-        if content.is_empty() {
+        if content.iter().all(|block| matches!(block, Content::Text { text } if text.trim().is_empty())) {
             return Err(HarnessError::InvalidArgument("the message is empty".into()));
         }
         let session = self.session(session_id)?;
@@ -97,21 +274,58 @@ impl Harness {
             *running = Some(run_id.clone());
         }
         let (done_tx, done) = oneshot::channel();
-        let sink = self.options.events.clone();
-        let (sid, rid) = (session.id.clone(), run_id.clone());
-        let emit: reins_agent::EventSink = Arc::new(move |event| {
-            sink(HarnessEvent { session_id: sid.clone(), run_id: rid.clone(), event });
-        });
+        let emit = self.emitter(&session, &run_id);
         let message = Message::User(UserMessage { content, timestamp: now_ms() });
+        let harness = self.clone();
         let task_session = session.clone();
         tokio::spawn(async move {
-            let outcome = task_session.agent.prompt(vec![message], emit).await;
+            let outcome = harness.run_to_end(&task_session, message, emit).await;
             *lock(&task_session.running) = None;
-            if let Ok(outcome) = outcome {
+            if let Some(outcome) = outcome {
                 let _ = done_tx.send(outcome);
             }
         });
         Ok(RunStarted { session_id: session.id.clone(), run_id, done })
+    }
+
+    /// One run, and the one retry after a compaction when the provider says the context is too
+    /// long. Afterwards the agent's messages are reloaded from the file, the source of truth.
+    async fn run_to_end(
+        &self,
+        session: &LiveSession,
+        message: Message,
+        emit: reins_agent::EventSink,
+    ) -> Option<RunOutcome> {
+        let mut outcome = session.agent.prompt(vec![message], emit.clone()).await.ok()?;
+        if let Some(file) = &session.file {
+            if overflowed(&outcome) {
+                let model = session.agent.context().model;
+                let compacted = compact_file(
+                    file,
+                    self.options.provider.as_ref(),
+                    &model,
+                    self.options.compaction.keep_recent_tokens,
+                    &CancellationToken::new(),
+                )
+                .await;
+                match compacted.and_then(|_| lock(file).context().map_err(session_error)) {
+                    Ok(context) => {
+                        let _ = session.agent.set_messages(context.messages);
+                        if let Ok(retried) = session.agent.prompt(Vec::new(), emit).await {
+                            outcome = retried;
+                        }
+                    }
+                    Err(err) => tracing::warn!("compaction after a context overflow failed: {err}"),
+                }
+            }
+            match lock(file).context() {
+                Ok(context) => {
+                    let _ = session.agent.set_messages(context.messages);
+                }
+                Err(err) => tracing::error!("could not reload session {}: {err}", session.id),
+            }
+        }
+        Some(outcome)
     }
 
     /// Queues a message for the running run, delivered after its current tools finish.
@@ -143,21 +357,51 @@ impl Harness {
         Ok(self.session(session_id)?.agent.messages())
     }
 
+    /// Whether a run is going in the session.
+    pub fn is_running(&self, session_id: &str) -> Result<bool, HarnessError> {
+        Ok(lock(&self.session(session_id)?.running).is_some())
+    }
+
     pub fn session_ids(&self) -> Vec<SessionId> {
         lock(&self.sessions).keys().cloned().collect()
     }
 
-    /// Switches the model of a session; takes effect at its next turn.
+    /// Switches the model of a session; takes effect at its next turn and is recorded in the file.
     pub fn set_model(&self, session_id: &str, model_id: &str) -> Result<Model, HarnessError> {
         if model_id.trim().is_empty() {
             return Err(HarnessError::InvalidArgument("the model id is empty".into()));
         }
+        let session = self.session(session_id)?;
         let model = self.options.settings.resolve_model(Some(model_id));
-        self.session(session_id)?.agent.set_model(model.clone());
+        if let Some(file) = &session.file {
+            let mut file = lock(file);
+            file.append(EntryKind::ModelChange { provider: model.provider.clone(), model_id: model.id.clone() })
+                .and_then(|_| file.flush())
+                .map_err(session_error)?;
+        }
+        session.agent.set_model(model.clone());
         Ok(model)
     }
 
-    fn new_agent(&self, model: Model, messages: Vec<Message>) -> Agent {
+    // ----- internals -----
+
+    fn go_live_from_file(&self, mut file: SessionFile) -> SessionId {
+        file.set_durability(Durability::Write);
+        let context = file.context().unwrap_or_default();
+        let model = self.options.settings.resolve_model(context.model.as_ref().map(|model| model.model_id.as_str()));
+        let id = file.id().to_string();
+        self.go_live(id, Some(file), model, context.messages)
+    }
+
+    fn go_live(&self, id: SessionId, file: Option<SessionFile>, model: Model, messages: Vec<Message>) -> SessionId {
+        let file = file.map(|file| Arc::new(Mutex::new(file)));
+        let agent = self.new_agent(model, messages, file.clone());
+        let session = Arc::new(LiveSession { id: id.clone(), agent, file, running: Mutex::new(None) });
+        lock(&self.sessions).insert(id.clone(), session);
+        id
+    }
+
+    fn new_agent(&self, model: Model, messages: Vec<Message>, file: Option<Arc<Mutex<SessionFile>>>) -> Agent {
         let workspace = &self.options.workspace;
         let tools: Vec<Arc<dyn Tool>> = builtin_tools(workspace.clone());
         let root = workspace.cwd();
@@ -170,16 +414,42 @@ impl Harness {
             self.options.date.clone(),
         );
         let context = AgentContext { system_prompt: build_system_prompt(&inputs), model, messages, tools };
-        let hooks: Arc<dyn Hooks> =
-            Arc::new(ApprovalGate { policy: self.options.policy.clone(), approver: self.options.approver.clone() });
+        let hooks: Arc<dyn Hooks> = Arc::new(SessionHooks {
+            gate: ApprovalGate { policy: self.options.policy.clone(), approver: self.options.approver.clone() },
+            auto_compact: file.filter(|_| self.options.compaction.auto).map(|file| AutoCompact {
+                file,
+                provider: self.options.provider.clone(),
+                settings: self.options.compaction.clone(),
+            }),
+        });
         Agent::new(context, self.options.provider.clone(), hooks, self.options.limits.clone())
     }
 
+    /// The event sink of one run: records to the session file, then forwards.
+    fn emitter(&self, session: &LiveSession, run_id: &str) -> reins_agent::EventSink {
+        let sink = self.options.events.clone();
+        let recorder = session.file.clone().map(SessionRecorder::new);
+        let (session_id, run_id) = (session.id.clone(), run_id.to_string());
+        Arc::new(move |event: AgentEvent| {
+            if let Some(recorder) = &recorder {
+                recorder.record(&event);
+            }
+            sink(HarnessEvent { session_id: session_id.clone(), run_id: run_id.clone(), event });
+        })
+    }
+
     fn session(&self, session_id: &str) -> Result<Arc<LiveSession>, HarnessError> {
-        lock(&self.sessions)
-            .get(session_id)
-            .cloned()
-            .ok_or_else(|| HarnessError::InvalidArgument(format!("no session {session_id:?} is open")))
+        lock(&self.sessions).get(session_id).cloned().ok_or_else(|| {
+            HarnessError::InvalidArgument(format!("no session {session_id:?} is open; open it or start a new one"))
+        })
+    }
+
+    fn idle_session(&self, session_id: &str) -> Result<Arc<LiveSession>, HarnessError> {
+        let session = self.session(session_id)?;
+        if lock(&session.running).is_some() {
+            return Err(HarnessError::Busy);
+        }
+        Ok(session)
     }
 
     fn running_session(&self, session_id: &str, what: &str) -> Result<Arc<LiveSession>, HarnessError> {
@@ -192,12 +462,145 @@ impl Harness {
         Ok(session)
     }
 
+    fn require_persist(&self) -> Result<(), HarnessError> {
+        if self.options.persist {
+            Ok(())
+        } else {
+            Err(HarnessError::InvalidState("sessions are not kept on disk in this run (--no-session)".into()))
+        }
+    }
+
     fn next(&self) -> u64 {
         self.counter.fetch_add(1, Ordering::Relaxed) + 1
     }
 }
 
+impl LiveSession {
+    fn file(&self) -> Result<&Arc<Mutex<SessionFile>>, HarnessError> {
+        self.file.as_ref().ok_or_else(|| {
+            HarnessError::InvalidState(format!("session {} is not kept on disk, so it has no tree", self.id))
+        })
+    }
+
+    fn has_path(&self, path: &std::path::Path) -> bool {
+        self.file.as_ref().is_some_and(|file| lock(file).path() == path)
+    }
+}
+
+/// The approval gate, plus automatic compaction between turns.
+struct SessionHooks {
+    gate: ApprovalGate,
+    auto_compact: Option<AutoCompact>,
+}
+
+struct AutoCompact {
+    file: Arc<Mutex<SessionFile>>,
+    provider: Arc<dyn Provider>,
+    settings: CompactionSettings,
+}
+
+#[async_trait]
+impl Hooks for SessionHooks {
+    async fn before_tool_call(&self, call: &ToolCall, proposal: Option<&Proposal>, cancel: &CancellationToken) -> Gate {
+        self.gate.before_tool_call(call, proposal, cancel).await
+    }
+
+    async fn prepare_next_turn(&self, context: &mut AgentContext) {
+        let Some(auto) = &self.auto_compact else { return };
+        let tokens = estimate_context_tokens(&context.messages) + context.system_prompt.len() as u64 / 4;
+        if tokens + auto.settings.reserve_tokens < context.model.context_window {
+            return;
+        }
+        let cancel = CancellationToken::new();
+        let compacted =
+            compact_file(&auto.file, auto.provider.as_ref(), &context.model, auto.settings.keep_recent_tokens, &cancel)
+                .await;
+        match compacted.and_then(|_| lock(&auto.file).context().map_err(session_error)) {
+            Ok(compacted) => context.messages = compacted.messages,
+            Err(err) => tracing::warn!("automatic compaction failed; going on without it: {err}"),
+        }
+    }
+}
+
+/// Compacts the session at its leaf: the model summarizes what lies before the cut point, and a
+/// `compaction` entry makes that summary stand in for it.
+async fn compact_file(
+    file: &Mutex<SessionFile>,
+    provider: &dyn Provider,
+    model: &Model,
+    keep_recent_tokens: u64,
+    cancel: &CancellationToken,
+) -> Result<Compacted, HarnessError> {
+    let (to_summarize, previous_summary, cut, tokens_before) = {
+        let mut file = lock(file);
+        file.flush().map_err(session_error)?;
+        let Some(leaf) = file.leaf().map(str::to_string) else {
+            return Err(HarnessError::Compaction("the session is empty".into()));
+        };
+        let path = file.tree().path_entries(&leaf).map_err(session_error)?;
+        let Some(cut) = find_cut_point(&path, keep_recent_tokens) else {
+            return Err(HarnessError::Compaction("there is nothing to compact yet".into()));
+        };
+        let previous = path.iter().rev().find_map(|entry| match &entry.kind {
+            EntryKind::Compaction { summary, first_kept_entry_id, .. } => {
+                Some((summary.clone(), first_kept_entry_id.clone()))
+            }
+            _ => None,
+        });
+        let start = previous
+            .as_ref()
+            .and_then(|(_, first_kept)| path.iter().position(|entry| &entry.id == first_kept))
+            .unwrap_or(0);
+        let end = path.iter().position(|entry| entry.id == cut.first_kept_entry_id).unwrap_or(path.len());
+        let messages: Vec<Message> = path[start..end.max(start)]
+            .iter()
+            .filter_map(|entry| entry.message().and_then(|record| record.into_message()))
+            .collect();
+        let tokens_before = estimate_context_tokens(&file.context().map_err(session_error)?.messages);
+        (messages, previous.map(|(summary, _)| summary), cut, tokens_before)
+    };
+    if to_summarize.is_empty() {
+        return Err(HarnessError::Compaction("there is nothing to compact yet".into()));
+    }
+    let summary = compaction_summary(provider, model, &to_summarize, previous_summary.as_deref(), cancel).await?;
+    let details = FileActivity::of(&to_summarize).to_details();
+    let mut file = lock(file);
+    file.compact(summary, &cut.first_kept_entry_id, tokens_before, Some(details)).map_err(session_error)?;
+    file.flush().map_err(session_error)?;
+    let tokens_after = estimate_context_tokens(&file.context().map_err(session_error)?.messages);
+    Ok(Compacted { tokens_before, tokens_after })
+}
+
+/// The messages on the current branch that `target` is not an ancestor of: what navigating to
+/// `target` leaves behind.
+fn branch_messages(tree: &reins_session::SessionTree, target: &str) -> Result<Vec<Message>, HarnessError> {
+    let Some(leaf) = tree.leaf() else { return Ok(Vec::new()) };
+    let kept: std::collections::HashSet<&str> = tree.path_to_root(target).map_err(session_error)?.into_iter().collect();
+    let mut left: Vec<Message> = Vec::new();
+    for id in tree.path_to_root(leaf).map_err(session_error)? {
+        if kept.contains(id) {
+            break;
+        }
+        if let Some(message) = tree.entry(id).ok().and_then(|entry| entry.message()).and_then(|r| r.into_message()) {
+            left.push(message);
+        }
+    }
+    left.reverse();
+    Ok(left)
+}
+
+fn overflowed(outcome: &RunOutcome) -> bool {
+    outcome.messages.iter().rev().any(|message| {
+        matches!(message, Message::Assistant(assistant)
+            if assistant.error.as_ref().is_some_and(|error| error.kind == ProviderErrorKind::ContextOverflow))
+    })
+}
+
+fn session_error(error: SessionError) -> HarnessError {
+    HarnessError::Session(error.to_string())
+}
+
 /// A poisoned lock only means another thread panicked mid-update; the data is still usable.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }

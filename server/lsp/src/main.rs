@@ -4,6 +4,7 @@
 //! LSP frames. Logs go to stderr through `tracing` (`REINS_LOG=debug`).
 
 mod run;
+mod sessions_cmd;
 mod terminal;
 
 use std::process::ExitCode;
@@ -13,6 +14,8 @@ reins — an LLM coding agent that lives in your editor
 
 Usage:
   reins run [OPTIONS] PROMPT...   run one prompt against the workspace and print the answer
+  reins sessions list [--json]    the workspace's sessions, newest first
+  reins sessions tree ID [--json] a session's tree (ID: id, id prefix or file path)
   reins --version                 print the version
 
 Options for run:
@@ -21,6 +24,10 @@ Options for run:
   --json           print one JSON object per agent event on stdout, nothing else
   --max-turns N    stop after N model calls (default 50)
   --cwd DIR        the workspace root (default: the current directory)
+  --continue, -c   continue the workspace's most recent session
+  --session ID     continue a session by id, id prefix or path
+  --fork ENTRY     start a new session from ENTRY of --session (or of the most recent one)
+  --no-session     keep nothing on disk
 
 Environment:
   OPENAI_BASE_URL  OpenAI-compatible endpoint, with /v1 (default: Ollama at http://127.0.0.1:11434/v1)
@@ -49,6 +56,13 @@ fn main() -> ExitCode {
             eprint!("{USAGE}");
             ExitCode::SUCCESS
         }
+        Some("sessions") => match sessions_cmd::SessionsArgs::parse(args) {
+            Ok(sessions_args) => sessions_cmd::main(sessions_args),
+            Err(message) => {
+                eprintln!("reins: {message}\n\n{USAGE}");
+                ExitCode::from(2)
+            }
+        },
         Some("run") => match run::RunArgs::parse(args) {
             Ok(run_args) => run::main(run_args),
             Err(message) => {

@@ -7,7 +7,10 @@ use std::sync::Arc;
 
 use reins_agent::{AgentEvent, Limits, TurnEndReason};
 use reins_ai::{ClientOptions, Content, Message, OpenAiCompatible, ProviderError};
-use reins_harness::{ApprovalPolicy, Harness, HarnessError, HarnessEvent, HarnessEventSink, HarnessOptions, Settings};
+use reins_harness::{
+    ApprovalPolicy, CompactionSettings, Harness, HarnessError, HarnessEvent, HarnessEventSink, HarnessOptions,
+    SessionId, Settings,
+};
 use reins_tools::{FsWorkspace, Workspace};
 
 use crate::terminal::{HumanOutput, TerminalApprover};
@@ -19,7 +22,24 @@ pub struct RunArgs {
     pub json: bool,
     pub max_turns: Option<u32>,
     pub cwd: Option<PathBuf>,
+    pub session: SessionChoice,
     pub prompt: String,
+}
+
+/// Which session a run continues.
+#[derive(Debug, Default, PartialEq)]
+pub enum SessionChoice {
+    /// A new session.
+    #[default]
+    New,
+    /// The workspace's most recent session (a new one if there is none).
+    Continue,
+    /// A session by id, id prefix or path.
+    Open(String),
+    /// A new session forked at an entry of the given session (or of the most recent one).
+    Fork { session: Option<String>, entry_id: String },
+    /// Nothing kept on disk.
+    None,
 }
 
 impl RunArgs {
@@ -28,6 +48,7 @@ impl RunArgs {
         let mut parser = lexopt::Parser::from_args(args);
         let mut out = RunArgs::default();
         let mut words: Vec<String> = Vec::new();
+        let (mut continue_recent, mut session, mut fork, mut no_session) = (false, None, None, false);
         let err = |e: lexopt::Error| e.to_string();
         while let Some(arg) = parser.next().map_err(err)? {
             match arg {
@@ -42,11 +63,23 @@ impl RunArgs {
                     out.max_turns = Some(n);
                 }
                 Long("cwd") | Short('C') => out.cwd = Some(parser.value().map_err(err)?.into()),
+                Long("continue") | Short('c') => continue_recent = true,
+                Long("session") | Short('s') => session = Some(parser.value().map_err(err)?.string().map_err(err)?),
+                Long("fork") => fork = Some(parser.value().map_err(err)?.string().map_err(err)?),
+                Long("no-session") => no_session = true,
                 Value(word) => words.push(word.string().map_err(err)?),
                 _ => return Err(arg.unexpected().to_string()),
             }
         }
         out.prompt = words.join(" ");
+        out.session = match (continue_recent, session, fork, no_session) {
+            (false, None, None, false) => SessionChoice::New,
+            (true, None, None, false) => SessionChoice::Continue,
+            (false, Some(session), None, false) => SessionChoice::Open(session),
+            (_, session, Some(entry_id), false) => SessionChoice::Fork { session, entry_id },
+            (false, None, None, true) => SessionChoice::None,
+            _ => return Err("--continue, --session and --no-session exclude each other".into()),
+        };
         if out.prompt.trim().is_empty() {
             return Err("run needs a prompt".into());
         }
@@ -55,7 +88,7 @@ impl RunArgs {
 }
 
 pub fn main(args: RunArgs) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => return fail(&format!("cannot start the async runtime: {err}")),
     };
@@ -79,6 +112,7 @@ async fn run(args: RunArgs) -> ExitCode {
         Arc::new(move |event: HarnessEvent| human.show(&event.event))
     };
     let (base_url, configured) = (settings.base_url.clone(), settings.base_url_configured);
+    let persist = args.session != SessionChoice::None;
     let harness = Harness::new(HarnessOptions {
         provider: Arc::new(OpenAiCompatible::new(settings.api_key.clone(), ClientOptions::default())),
         settings,
@@ -88,9 +122,11 @@ async fn run(args: RunArgs) -> ExitCode {
         limits: Limits { max_turns: args.max_turns.unwrap_or(50), ..Limits::default() },
         events,
         date: today(),
+        persist,
+        compaction: CompactionSettings::default(),
     });
 
-    let started = harness.new_session(None).and_then(|session| {
+    let started = choose_session(&harness, &args.session).and_then(|session| {
         if let Some(model) = &args.model {
             harness.set_model(&session, model)?;
         }
@@ -127,6 +163,26 @@ async fn run(args: RunArgs) -> ExitCode {
         TurnEndReason::RepeatedAction => fail("stopped: the model repeated the same tool call twice in a row"),
         TurnEndReason::Deadline => fail("stopped: the run's time limit passed"),
         TurnEndReason::ToolObservations => fail("stopped after tool results without a final answer"),
+    }
+}
+
+fn choose_session(harness: &Harness, choice: &SessionChoice) -> Result<SessionId, HarnessError> {
+    match choice {
+        SessionChoice::New | SessionChoice::None => harness.new_session(None),
+        SessionChoice::Continue => match harness.continue_recent()? {
+            Some(session) => Ok(session),
+            None => harness.new_session(None),
+        },
+        SessionChoice::Open(id_or_path) => harness.open_session(id_or_path),
+        SessionChoice::Fork { session, entry_id } => {
+            let source = match session {
+                Some(id_or_path) => harness.open_session(id_or_path)?,
+                None => harness.continue_recent()?.ok_or_else(|| {
+                    HarnessError::InvalidArgument("--fork needs a session: there is none in this workspace".into())
+                })?,
+            };
+            harness.fork(&source, entry_id)
+        }
     }
 }
 
@@ -177,5 +233,18 @@ mod tests {
         assert_eq!(parse(&[]).unwrap_err(), "run needs a prompt");
         assert_eq!(parse(&["--max-turns", "0", "x"]).unwrap_err(), "--max-turns must be at least 1");
         assert!(parse(&["--bogus", "x"]).unwrap_err().contains("--bogus"));
+        assert!(parse(&["--continue", "--no-session", "x"]).unwrap_err().contains("exclude"));
+    }
+
+    #[test]
+    fn session_flags() {
+        assert_eq!(parse(&["x"]).unwrap().session, SessionChoice::New);
+        assert_eq!(parse(&["-c", "x"]).unwrap().session, SessionChoice::Continue);
+        assert_eq!(parse(&["--session", "ab12", "x"]).unwrap().session, SessionChoice::Open("ab12".into()));
+        assert_eq!(
+            parse(&["--session", "ab12", "--fork", "e1", "x"]).unwrap().session,
+            SessionChoice::Fork { session: Some("ab12".into()), entry_id: "e1".into() }
+        );
+        assert_eq!(parse(&["--no-session", "x"]).unwrap().session, SessionChoice::None);
     }
 }

@@ -1,0 +1,188 @@
+//! Sessions as the harness shows them: listings, trees, and the recorder that writes a run's
+//! messages to the session file at save points.
+
+use std::sync::{Arc, Mutex};
+use std::time::UNIX_EPOCH;
+
+use reins_agent::AgentEvent;
+use reins_ai::{Content, Message};
+use reins_session::{Durability, EntryKind, SessionFile, SessionSummary, SessionTree};
+use serde::Serialize;
+
+use crate::runtime::lock;
+
+/// One session in a listing.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionInfo {
+    pub id: String,
+    pub path: String,
+    pub name: Option<String>,
+    pub first_message: Option<String>,
+    pub entry_count: usize,
+    /// Milliseconds since the Unix epoch.
+    pub modified: u64,
+    /// Forked from this session file.
+    pub parent_session: Option<String>,
+}
+
+impl From<SessionSummary> for SessionInfo {
+    fn from(summary: SessionSummary) -> Self {
+        SessionInfo {
+            id: summary.id,
+            path: summary.path.display().to_string(),
+            name: summary.name,
+            first_message: summary.first_user_message.map(|text| preview(&text, 200)),
+            entry_count: summary.entry_count,
+            modified: summary.modified.duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0),
+            parent_session: summary.parent_session,
+        }
+    }
+}
+
+/// A session's whole tree, for a tree view.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionTreeView {
+    pub session_id: String,
+    pub name: Option<String>,
+    pub leaf: Option<String>,
+    pub nodes: Vec<TreeNode>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TreeNode {
+    pub id: String,
+    pub parent_id: Option<String>,
+    /// The entry's type in the file: `message`, `compaction`, `branch_summary`, `model_change`, …
+    pub kind: String,
+    /// For messages: `user`, `assistant`, `toolResult`.
+    pub role: Option<String>,
+    /// A one-line excerpt.
+    pub preview: String,
+    pub label: Option<String>,
+    pub timestamp: String,
+}
+
+impl SessionTreeView {
+    pub fn of(session_id: &str, tree: &SessionTree) -> Self {
+        let nodes = tree
+            .iter()
+            .filter_map(|entry| tree.entry(entry.id).ok())
+            .filter(|entry| !matches!(entry.kind, EntryKind::Label { .. } | EntryKind::Leaf { .. }))
+            .map(|entry| {
+                let (kind, role, preview_text) = describe(&entry.kind);
+                TreeNode {
+                    label: tree.label(&entry.id).map(str::to_string),
+                    id: entry.id,
+                    parent_id: entry.parent_id,
+                    kind: kind.to_string(),
+                    role,
+                    preview: preview(&preview_text, 120),
+                    timestamp: entry.timestamp,
+                }
+            })
+            .collect();
+        SessionTreeView {
+            session_id: session_id.to_string(),
+            name: tree.name().map(str::to_string),
+            leaf: tree.leaf().map(str::to_string),
+            nodes,
+        }
+    }
+}
+
+fn describe(kind: &EntryKind) -> (&'static str, Option<String>, String) {
+    match kind {
+        EntryKind::Message(value) => {
+            let record = serde_json::from_value::<reins_session::MessageRecord>(value.clone()).ok();
+            let role = record.as_ref().map(|record| record.role.clone());
+            let text = record.and_then(|record| record.into_message()).map(|m| message_preview(&m)).unwrap_or_default();
+            ("message", role, text)
+        }
+        EntryKind::ModelChange { provider, model_id } => ("model_change", None, format!("{provider}/{model_id}")),
+        EntryKind::ThinkingLevelChange { thinking_level } => ("thinking_level_change", None, thinking_level.clone()),
+        EntryKind::ActiveToolsChange { tools } => ("active_tools_change", None, tools.join(", ")),
+        EntryKind::Compaction { summary, .. } => ("compaction", None, summary.clone()),
+        EntryKind::BranchSummary { summary, .. } => ("branch_summary", None, summary.clone()),
+        EntryKind::Custom { custom_type, .. } => ("custom", None, custom_type.clone()),
+        EntryKind::CustomMessage { custom_type, .. } => ("custom_message", None, custom_type.clone()),
+        EntryKind::Label { label, .. } => ("label", None, label.clone().unwrap_or_default()),
+        EntryKind::SessionInfo { name } => ("session_info", None, name.clone().unwrap_or_default()),
+        EntryKind::Leaf { target_id } => ("leaf", None, target_id.clone()),
+        EntryKind::Unknown(kind) => ("unknown", None, kind.clone()),
+    }
+}
+
+fn message_preview(message: &Message) -> String {
+    match message {
+        Message::User(user) => blocks_preview(&user.content),
+        Message::Assistant(assistant) => {
+            let text = assistant.text();
+            if !text.trim().is_empty() {
+                return text;
+            }
+            let calls: Vec<String> = assistant.tool_calls().map(|call| format!("{}(…)", call.name)).collect();
+            calls.join(", ")
+        }
+        Message::ToolResult(result) => format!("{}: {}", result.tool_name, result.text()),
+    }
+}
+
+fn blocks_preview(blocks: &[Content]) -> String {
+    blocks
+        .iter()
+        .filter_map(|block| match block {
+            Content::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The first `max_chars` characters of `text` on one line.
+pub fn preview(text: &str, max_chars: usize) -> String {
+    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match one_line.char_indices().nth(max_chars) {
+        Some((end, _)) => format!("{}…", &one_line[..end]),
+        None => one_line,
+    }
+}
+
+/// Writes a run's messages to its session file as the events go by: messages are queued when
+/// they end and flushed at the save points, `turn_end` and `agent_end`, so the file follows the
+/// event order and a crash loses at most the turn in progress.
+#[derive(Clone)]
+pub struct SessionRecorder {
+    file: Arc<Mutex<SessionFile>>,
+}
+
+impl SessionRecorder {
+    pub fn new(file: Arc<Mutex<SessionFile>>) -> Self {
+        Self { file }
+    }
+
+    pub fn record(&self, event: &AgentEvent) {
+        let mut file = lock(&self.file);
+        let result = match event {
+            AgentEvent::MessageEnd { message } => file.append_message(message).map(drop),
+            AgentEvent::TurnEnd { tool_results, .. } => tool_results
+                .iter()
+                .try_for_each(|result| file.append_message(&Message::ToolResult(result.clone())).map(drop))
+                .and_then(|()| file.flush()),
+            // The end of a run is worth an fsync; turn ends only need the write to survive a
+            // killed process, and an fsync per turn would cost more than the turn itself.
+            AgentEvent::AgentEnd { .. } => {
+                file.set_durability(Durability::Sync);
+                let flushed = file.flush();
+                file.set_durability(Durability::Write);
+                flushed
+            }
+            _ => Ok(()),
+        };
+        if let Err(err) = result {
+            tracing::error!("could not save the session {}: {err}", file.path().display());
+        }
+    }
+}

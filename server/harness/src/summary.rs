@@ -1,0 +1,215 @@
+//! Summaries written by the model: compaction (the older part of a long conversation, replaced by
+//! a structured summary) and branch summaries (what was done on a branch the user is leaving).
+
+use std::collections::BTreeSet;
+
+use reins_ai::{Content, Message, Model, Provider, Request, StopReason};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::HarnessError;
+
+const COMPACTION_INSTRUCTIONS: &str = "\
+You are summarizing the earlier part of a coding session between a user and an AI coding agent, \
+so that the agent can continue the work with only this summary and the most recent messages. \
+Write a concise, factual summary in Markdown with exactly these sections:
+
+## Goal
+What the user wants, in their terms.
+## Constraints
+Requirements, preferences and rules the user stated.
+## Progress
+What has been done and what state things are in.
+## Decisions
+Choices made and why, including approaches rejected.
+## Next steps
+What remains, in order.
+## Files
+Files read and files modified, with one line each on why they matter.
+
+Keep exact names of files, functions, commands and error messages. Do not invent anything.";
+
+const BRANCH_INSTRUCTIONS: &str = "\
+The user is leaving this branch of a coding session to continue from an earlier point. Summarize \
+what was tried and learned on the branch in a few short Markdown bullet points — goal, what was \
+done, results, open problems, files touched — so that the work is not lost. Be factual and brief.";
+
+/// Files the summarized messages read and changed, by tool call.
+#[derive(Debug, Default, PartialEq)]
+pub struct FileActivity {
+    pub read: BTreeSet<String>,
+    pub modified: BTreeSet<String>,
+}
+
+impl FileActivity {
+    pub fn of(messages: &[Message]) -> Self {
+        let mut activity = FileActivity::default();
+        for message in messages {
+            let Message::Assistant(assistant) = message else { continue };
+            for call in assistant.tool_calls() {
+                let Some(path) = call.arguments.get("path").and_then(Value::as_str) else { continue };
+                match call.name.as_str() {
+                    "read" => activity.read.insert(path.to_string()),
+                    "edit" | "write" => activity.modified.insert(path.to_string()),
+                    _ => false,
+                };
+            }
+        }
+        activity
+    }
+
+    pub fn to_details(&self) -> Value {
+        json!({ "readFiles": self.read, "modifiedFiles": self.modified })
+    }
+}
+
+/// Asks the model for a compaction summary of `messages`, folding in the previous summary.
+pub async fn compaction_summary(
+    provider: &dyn Provider,
+    model: &Model,
+    messages: &[Message],
+    previous_summary: Option<&str>,
+    cancel: &CancellationToken,
+) -> Result<String, HarnessError> {
+    let mut text = String::new();
+    if let Some(previous) = previous_summary {
+        text.push_str("<previous-summary>\n");
+        text.push_str(previous);
+        text.push_str("\n</previous-summary>\n\n");
+    }
+    text.push_str(&render_transcript(messages));
+    let files = FileActivity::of(messages);
+    if !files.read.is_empty() || !files.modified.is_empty() {
+        text.push_str(&format!(
+            "\n<files>\nread: {}\nmodified: {}\n</files>\n",
+            files.read.iter().cloned().collect::<Vec<_>>().join(", "),
+            files.modified.iter().cloned().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    ask(provider, model, COMPACTION_INSTRUCTIONS, text, cancel).await.map_err(HarnessError::Compaction)
+}
+
+/// Asks the model to summarize the branch being left.
+pub async fn branch_summary(
+    provider: &dyn Provider,
+    model: &Model,
+    messages: &[Message],
+    cancel: &CancellationToken,
+) -> Result<String, HarnessError> {
+    ask(provider, model, BRANCH_INSTRUCTIONS, render_transcript(messages), cancel)
+        .await
+        .map_err(HarnessError::BranchSummary)
+}
+
+async fn ask(
+    provider: &dyn Provider,
+    model: &Model,
+    instructions: &str,
+    transcript: String,
+    cancel: &CancellationToken,
+) -> Result<String, String> {
+    let request = Request {
+        model: model.clone(),
+        system_prompt: instructions.to_string(),
+        messages: vec![Message::user(format!("<conversation>\n{transcript}</conversation>\n\nWrite the summary now."))],
+        tools: Vec::new(),
+        max_tokens: Some(model.max_output.min(8192)),
+    };
+    let answer = provider.stream(&request, &|_| {}, cancel).await;
+    match answer.stop_reason {
+        StopReason::Error | StopReason::Aborted => Err(answer
+            .error
+            .map(|error| error.to_string())
+            .unwrap_or_else(|| "the model call for the summary did not finish".into())),
+        _ if answer.text().trim().is_empty() => Err("the model returned an empty summary".into()),
+        _ => Ok(answer.text().trim().to_string()),
+    }
+}
+
+/// The conversation as plain text, tool calls and results included (results cut short: the
+/// summary needs what happened, not every byte).
+pub fn render_transcript(messages: &[Message]) -> String {
+    let mut out = String::new();
+    for message in messages {
+        match message {
+            Message::User(user) => {
+                out.push_str("[user]\n");
+                push_blocks(&mut out, &user.content, usize::MAX);
+            }
+            Message::Assistant(assistant) => {
+                out.push_str("[assistant]\n");
+                push_blocks(&mut out, &assistant.content, usize::MAX);
+            }
+            Message::ToolResult(result) => {
+                let status = if result.is_error { "error" } else { "ok" };
+                out.push_str(&format!("[tool result: {} ({status})]\n", result.tool_name));
+                push_blocks(&mut out, &result.content, 2000);
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn push_blocks(out: &mut String, blocks: &[Content], max_chars: usize) {
+    for block in blocks {
+        match block {
+            Content::Text { text } => {
+                let clipped: String = text.chars().take(max_chars).collect();
+                out.push_str(&clipped);
+                if clipped.len() < text.len() {
+                    out.push_str("\n[…]");
+                }
+                out.push('\n');
+            }
+            Content::ToolCall(call) => out.push_str(&format!("(calls {} {})\n", call.name, call.arguments)),
+            Content::Thinking { .. } | Content::Image { .. } => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use reins_ai::{AssistantMessage, ToolCall, ToolResultMessage};
+
+    use super::*;
+
+    fn conversation() -> Vec<Message> {
+        let call = |id: &str, name: &str, path: &str| {
+            Content::ToolCall(ToolCall { id: id.into(), name: name.into(), arguments: json!({ "path": path }) })
+        };
+        vec![
+            Message::user("fix the bug"),
+            Message::Assistant(AssistantMessage {
+                content: vec![Content::text("Looking."), call("1", "read", "src/a.rs"), call("2", "edit", "src/b.rs")],
+                ..AssistantMessage::default()
+            }),
+            Message::ToolResult(ToolResultMessage {
+                tool_call_id: "1".into(),
+                tool_name: "read".into(),
+                content: vec![Content::text("x".repeat(2500))],
+                is_error: false,
+                details: None,
+                timestamp: 0,
+            }),
+        ]
+    }
+
+    #[test]
+    fn file_activity_comes_from_tool_calls() {
+        let activity = FileActivity::of(&conversation());
+        assert_eq!(activity.to_details(), json!({"readFiles": ["src/a.rs"], "modifiedFiles": ["src/b.rs"]}));
+    }
+
+    #[test]
+    fn transcript_shows_calls_and_clips_results() {
+        let transcript = render_transcript(&conversation());
+        assert!(
+            transcript
+                .starts_with("[user]\nfix the bug\n\n[assistant]\nLooking.\n(calls read {\"path\":\"src/a.rs\"})\n")
+        );
+        assert!(transcript.contains("[tool result: read (ok)]\n"));
+        assert!(transcript.contains(&format!("{}\n[…]\n", "x".repeat(2000))));
+        assert!(!transcript.contains(&"x".repeat(2001)));
+    }
+}

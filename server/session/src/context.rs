@@ -1,0 +1,220 @@
+//! What the model is sent for a position in the tree: the messages on the path from the root to a
+//! leaf, with the latest compaction applied, and the model and thinking level in force there.
+//!
+//! The rules follow pi's `buildSessionContext` and the message conversion of its providers (so the
+//! same file gives the same request), plus one guarantee pi leaves to each provider: the result is
+//! always valid to send — every tool call is answered exactly once, right after its assistant
+//! message, and no result is left without its call.
+
+use std::collections::HashSet;
+
+use reins_ai::{Content, Message, StopReason, ToolResultMessage};
+
+use crate::error::SessionError;
+use crate::format::{ContextLine, EntryTag};
+use crate::message::{branch_summary_text, compaction_summary_text, user_message};
+use crate::time::ms_from_iso;
+use crate::tree::SessionTree;
+
+/// The text of the result reins puts in for a tool call that never got one.
+pub const INTERRUPTED_RESULT: &str = "interrupted";
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SessionContext {
+    pub messages: Vec<Message>,
+    /// From the latest `model_change` or assistant message on the path.
+    pub model: Option<ModelRef>,
+    /// From the latest `thinking_level_change` on the path; `None` when never set (pi: "off").
+    pub thinking_level: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelRef {
+    pub provider: String,
+    pub model_id: String,
+}
+
+impl SessionTree {
+    /// The context at the current leaf (empty for a session without entries).
+    pub fn context(&self) -> Result<SessionContext, SessionError> {
+        match self.leaf_index() {
+            Some(leaf) => Ok(self.context_at(leaf)),
+            None => Ok(SessionContext::default()),
+        }
+    }
+
+    /// The context at entry `leaf`.
+    pub fn context_for(&self, leaf: &str) -> Result<SessionContext, SessionError> {
+        Ok(self.context_at(self.index_of(leaf)?))
+    }
+
+    fn context_at(&self, leaf: u32) -> SessionContext {
+        let path = self.path_indices(leaf);
+        let (model, thinking_level) = self.settings(&path);
+        let mut messages = Vec::new();
+        let compaction_at = path.iter().rposition(|&index| self.tag(index) == EntryTag::Compaction);
+        let emitted: Box<dyn Iterator<Item = &u32>> = match compaction_at {
+            Some(at) => {
+                let compaction = self.fields(path[at]);
+                let timestamp = entry_ms(&compaction);
+                messages.push(user_message(
+                    vec![Content::text(compaction_summary_text(compaction.summary.as_deref().unwrap_or_default()))],
+                    timestamp,
+                ));
+                // As pi: kept entries run from `firstKeptEntryId` to the compaction; when that entry
+                // is not on the path, nothing before the compaction is kept.
+                let first_kept = compaction.first_kept_entry_id.as_deref();
+                let kept_from = path[..at].iter().position(|&index| Some(self.id_at(index)) == first_kept);
+                let kept = kept_from.map_or(&path[..0], |from| &path[from..at]);
+                Box::new(kept.iter().chain(&path[at + 1..]))
+            }
+            None => Box::new(path.iter()),
+        };
+        for &index in emitted {
+            if let Some(message) = self.context_message(index) {
+                messages.push(message);
+            }
+        }
+        SessionContext { messages: repair_tool_pairs(messages), model, thinking_level }
+    }
+
+    /// The message entry `index` contributes, if any.
+    fn context_message(&self, index: u32) -> Option<Message> {
+        match self.tag(index) {
+            EntryTag::Message => self.fields(index).message?.into_message(),
+            EntryTag::CustomMessage => {
+                let fields = self.fields(index);
+                let timestamp = entry_ms(&fields);
+                Some(user_message(fields.content?.into_content(), timestamp))
+            }
+            EntryTag::BranchSummary => {
+                let fields = self.fields(index);
+                let summary = fields.summary.as_deref().filter(|summary| !summary.is_empty())?;
+                Some(user_message(vec![Content::text(branch_summary_text(summary))], entry_ms(&fields)))
+            }
+            _ => None,
+        }
+    }
+
+    /// The model and thinking level in force at the end of `path`, scanning back from its end so
+    /// that only a few entries are parsed.
+    fn settings(&self, path: &[u32]) -> (Option<ModelRef>, Option<String>) {
+        let mut model = None;
+        let mut thinking_level = None;
+        for &index in path.iter().rev() {
+            if model.is_some() && thinking_level.is_some() {
+                break;
+            }
+            match self.tag(index) {
+                EntryTag::ModelChange if model.is_none() => {
+                    let fields = self.fields(index);
+                    if let (Some(provider), Some(model_id)) = (fields.provider, fields.model_id) {
+                        model = Some(ModelRef { provider, model_id });
+                    }
+                }
+                EntryTag::Message if model.is_none() => {
+                    let Some(message) = self.fields(index).message else { continue };
+                    if message.role == "assistant" {
+                        model = Some(ModelRef {
+                            provider: message.provider.unwrap_or_default(),
+                            model_id: message.model.unwrap_or_default(),
+                        });
+                    }
+                }
+                EntryTag::ThinkingLevelChange if thinking_level.is_none() => {
+                    thinking_level = self.fields(index).thinking_level;
+                }
+                _ => {}
+            }
+        }
+        (model, thinking_level)
+    }
+
+    /// The line of entry `index` read for context building; a line whose fields have unexpected
+    /// shapes contributes nothing rather than failing the whole context.
+    fn fields(&self, index: u32) -> ContextLine {
+        serde_json::from_slice(self.line_bytes(index)).unwrap_or_else(|error| {
+            tracing::warn!(
+                "{}: entry {} cannot be read for the context: {error}",
+                self.path().display(),
+                self.id_at(index)
+            );
+            ContextLine::default()
+        })
+    }
+}
+
+fn entry_ms(fields: &ContextLine) -> u64 {
+    fields.timestamp.as_deref().and_then(ms_from_iso).unwrap_or(0)
+}
+
+/// Makes a message list valid to send: assistant messages that failed or were aborted are dropped
+/// (as pi's providers do: they may hold half a tool call), each remaining tool call is followed
+/// by exactly one result (a synthetic error result [`INTERRUPTED_RESULT`] where none was
+/// recorded), results without a call or answering a call twice are dropped, and a user message
+/// that arrived between a call and its result moves after the results.
+pub fn repair_tool_pairs(messages: Vec<Message>) -> Vec<Message> {
+    let mut out = Vec::with_capacity(messages.len());
+    let mut open = OpenCalls::default();
+    for message in messages {
+        match message {
+            Message::Assistant(assistant)
+                if matches!(assistant.stop_reason, StopReason::Error | StopReason::Aborted) =>
+            {
+                tracing::debug!("leaving a failed assistant message out of the context");
+            }
+            Message::Assistant(assistant) => {
+                open.close(&mut out);
+                open.calls = assistant.tool_calls().map(|call| (call.id.clone(), call.name.clone())).collect();
+                out.push(Message::Assistant(assistant));
+            }
+            Message::ToolResult(result) => {
+                let expected = open.calls.iter().any(|(id, _)| *id == result.tool_call_id);
+                if expected && open.answered.insert(result.tool_call_id.clone()) {
+                    open.results.push(Message::ToolResult(result));
+                } else {
+                    tracing::debug!("leaving an orphan result for {} out of the context", result.tool_call_id);
+                }
+            }
+            Message::User(user) => {
+                if open.calls.is_empty() {
+                    out.push(Message::User(user));
+                } else {
+                    open.held.push(Message::User(user));
+                }
+            }
+        }
+    }
+    open.close(&mut out);
+    out
+}
+
+/// The tool calls of the latest assistant message still waiting for results.
+#[derive(Default)]
+struct OpenCalls {
+    calls: Vec<(String, String)>,
+    answered: HashSet<String>,
+    results: Vec<Message>,
+    /// Messages that came before all results were in.
+    held: Vec<Message>,
+}
+
+impl OpenCalls {
+    fn close(&mut self, out: &mut Vec<Message>) {
+        out.append(&mut self.results);
+        for (id, name) in self.calls.drain(..) {
+            if !self.answered.contains(&id) {
+                out.push(Message::ToolResult(ToolResultMessage {
+                    tool_call_id: id,
+                    tool_name: name,
+                    content: vec![Content::text(INTERRUPTED_RESULT)],
+                    is_error: true,
+                    details: None,
+                    timestamp: 0,
+                }));
+            }
+        }
+        self.answered.clear();
+        out.append(&mut self.held);
+    }
+}

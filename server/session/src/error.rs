@@ -1,0 +1,35 @@
+//! The one error type of this crate: every failure names the file (and the line where there is one)
+//! so a person can find it, and carries the stable code `session`.
+
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}:{line}: {reason}")]
+    Format { path: PathBuf, line: usize, reason: String },
+    #[error("{path} is open in another reins process (or another session handle); close it there, or fork the session")]
+    Locked { path: PathBuf },
+    #[error("{path}: no entry with id {id:?}")]
+    UnknownEntry { path: PathBuf, id: String },
+    #[error("no session {query:?} in {dir}; `reins sessions list` shows the sessions of this workspace")]
+    NotFound { query: String, dir: PathBuf },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl SessionError {
+    /// The stable code clients switch on.
+    pub fn code(&self) -> &'static str {
+        "session"
+    }
+
+    pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
+        SessionError::Io { path: path.to_path_buf(), source }
+    }
+
+    pub(crate) fn format(path: &Path, line: usize, reason: impl Into<String>) -> Self {
+        SessionError::Format { path: path.to_path_buf(), line, reason: reason.into() }
+    }
+}

@@ -1,0 +1,32 @@
+//! Conversation sessions as branching JSONL trees on disk, in the v3 session format of the pi
+//! coding agent (so a session written by one tool opens in the other).
+//!
+//! A file is a header and one entry per line; entries point at their parent, so a file is a tree
+//! and the current position is a leaf. [`SessionStore`] finds and creates files, [`SessionFile`]
+//! is the one locked writer of a file, [`SessionTree`] indexes a file in memory and builds the
+//! [`SessionContext`] sent to the model for any leaf. [`format`] is the on-disk contract.
+
+mod bench;
+mod compaction;
+mod context;
+mod error;
+pub mod format;
+mod message;
+mod migrate;
+mod session_file;
+mod store;
+mod time;
+mod tree;
+
+pub use bench::{BenchFigures, bench_large_session, write_large_session};
+pub use compaction::{CutPoint, estimate_context_tokens, estimate_tokens, find_cut_point};
+pub use context::{INTERRUPTED_RESULT, ModelRef, SessionContext, repair_tool_pairs};
+pub use error::SessionError;
+pub use format::{Entry, EntryKind, EntryTag, Header};
+pub use message::{
+    BRANCH_SUMMARY_PREFIX, BRANCH_SUMMARY_SUFFIX, BlockRecord, COMPACTION_SUMMARY_PREFIX, COMPACTION_SUMMARY_SUFFIX,
+    ContentField, MessageRecord,
+};
+pub use session_file::{Durability, SessionFile};
+pub use store::{SessionStore, SessionSummary, encode_cwd, summarize};
+pub use tree::{EntryRef, SessionTree};

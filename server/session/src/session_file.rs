@@ -1,0 +1,313 @@
+//! An open session: its tree in memory and the locked file behind it.
+//!
+//! Appends are queued in memory and written by [`SessionFile::flush`] in one write and one sync, in
+//! the order they were made, so a crash loses at most what was not flushed yet and never tears an
+//! earlier line. The OS lock (taken at open, released on drop) keeps a second writer out.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use reins_ai::Message;
+use serde_json::{Map, Value};
+
+use crate::context::SessionContext;
+use crate::error::SessionError;
+use crate::format::{Entry, EntryKind, EntryTag, Header};
+use crate::store::{file_name, open_locked};
+use crate::time::{new_entry_id, new_session_id, now_iso};
+use crate::tree::SessionTree;
+
+pub struct SessionFile {
+    tree: SessionTree,
+    file: File,
+    /// Bytes of the tree's appended lines already in the file.
+    flushed: usize,
+    /// The file's length after the last good write, to undo a failed one.
+    file_len: u64,
+    /// The file's last line has no newline yet.
+    needs_newline: bool,
+    durability: Durability,
+}
+
+/// How far [`SessionFile::flush`] makes its lines durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Write and sync to the disk: survives a crash of the machine. The default.
+    #[default]
+    Sync,
+    /// Write only: survives a crash or kill of the process (the OS holds the data), not a power
+    /// loss; a flush costs microseconds instead of a disk sync.
+    Write,
+}
+
+impl SessionFile {
+    /// Opens and locks an existing session file. A torn last line is cut off; an older version is
+    /// migrated and the file rewritten.
+    pub fn open(path: &Path) -> Result<SessionFile, SessionError> {
+        let mut file = open_locked(path, false)?;
+        let mut bytes = Vec::with_capacity(file.metadata().map_or(0, |meta| meta.len() as usize));
+        file.read_to_end(&mut bytes).map_err(|error| SessionError::io(path, error))?;
+        let mut file_len = bytes.len() as u64;
+        let mut tree = SessionTree::from_bytes(path, bytes)?;
+        if tree.load.migrated {
+            tracing::info!("{}: migrating the session to version 3", path.display());
+            file = rewrite(path, &tree.to_jsonl())?;
+            file_len = file.metadata().map_err(|error| SessionError::io(path, error))?.len();
+            tree = SessionTree::from_bytes(path, tree.to_jsonl().into_bytes())?;
+        } else if let Some(torn_at) = tree.load.torn_at {
+            file.set_len(torn_at as u64)
+                .and_then(|()| file.sync_data())
+                .map_err(|error| SessionError::io(path, error))?;
+            file_len = torn_at as u64;
+        }
+        let needs_newline = tree.load.needs_newline && tree.load.torn_at.is_none();
+        Ok(SessionFile { tree, file, flushed: 0, file_len, needs_newline, durability: Durability::Sync })
+    }
+
+    /// Writes a new file in `dir` for `tree` (its header and entries), synced and locked.
+    /// The new file is synced unless `durability` says to only write it.
+    pub(crate) fn create(
+        dir: &Path,
+        header: Header,
+        durability: Durability,
+        build: impl FnOnce(&mut SessionTree) -> Result<(), SessionError>,
+    ) -> Result<SessionFile, SessionError> {
+        std::fs::create_dir_all(dir).map_err(|error| SessionError::io(dir, error))?;
+        let path = dir.join(file_name(&header));
+        let mut tree = SessionTree::empty(path.clone(), header);
+        build(&mut tree)?;
+        let mut header_line = tree.header().to_line().into_bytes();
+        header_line.push(b'\n');
+        let mut file = open_locked(&path, true)?;
+        // Two writes rather than one copy of what may be tens of megabytes; the file is new and
+        // nobody reads it before this returns.
+        file.write_all(&header_line)
+            .and_then(|()| file.write_all(tree.tail()))
+            .map_err(|error| SessionError::io(&path, error))?;
+        if durability == Durability::Sync {
+            file.sync_data().map_err(|error| SessionError::io(&path, error))?;
+            sync_dir(dir);
+        }
+        let flushed = tree.tail().len();
+        Ok(SessionFile {
+            tree,
+            file,
+            flushed,
+            file_len: (header_line.len() + flushed) as u64,
+            needs_newline: false,
+            durability,
+        })
+    }
+
+    pub fn set_durability(&mut self, durability: Durability) {
+        self.durability = durability;
+    }
+
+    pub fn tree(&self) -> &SessionTree {
+        &self.tree
+    }
+
+    pub fn path(&self) -> &Path {
+        self.tree.path()
+    }
+
+    pub fn id(&self) -> &str {
+        &self.tree.header().id
+    }
+
+    pub fn leaf(&self) -> Option<&str> {
+        self.tree.leaf()
+    }
+
+    /// The context at the current leaf.
+    pub fn context(&self) -> Result<SessionContext, SessionError> {
+        self.tree.context()
+    }
+
+    /// Queues an entry as a child of the current leaf, which moves to it. Returns its id.
+    pub fn append(&mut self, kind: EntryKind) -> Result<String, SessionError> {
+        let parent = self.tree.leaf().map(str::to_string);
+        self.append_at(kind, parent.as_deref(), Map::new())
+    }
+
+    /// Queues an entry as a child of `parent` (`None`: a new root) with `extra` fields.
+    pub fn append_at(
+        &mut self,
+        kind: EntryKind,
+        parent: Option<&str>,
+        extra: Map<String, Value>,
+    ) -> Result<String, SessionError> {
+        let id = new_entry_id(|id| self.tree.contains(id));
+        let entry = Entry { id: id.clone(), parent_id: parent.map(str::to_string), timestamp: now_iso(), kind, extra };
+        self.tree.push(&entry)?;
+        Ok(id)
+    }
+
+    pub fn append_message(&mut self, message: &Message) -> Result<String, SessionError> {
+        self.append(EntryKind::message(message))
+    }
+
+    /// Writes every queued entry, in order, with one write and one sync.
+    pub fn flush(&mut self) -> Result<(), SessionError> {
+        let pending = &self.tree.tail()[self.flushed..];
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let path = self.tree.path().to_path_buf();
+        let result = if self.needs_newline {
+            let mut bytes = Vec::with_capacity(pending.len() + 1);
+            bytes.push(b'\n');
+            bytes.extend_from_slice(pending);
+            self.file.write_all(&bytes)
+        } else {
+            self.file.write_all(pending)
+        }
+        .and_then(|()| match self.durability {
+            Durability::Sync => self.file.sync_data(),
+            Durability::Write => Ok(()),
+        });
+        if let Err(error) = result {
+            // Cut back to the last good line so a later flush does not land after a torn one.
+            let _ = self.file.set_len(self.file_len);
+            return Err(SessionError::io(&path, error));
+        }
+        self.file_len += (pending.len() + usize::from(self.needs_newline)) as u64;
+        self.flushed = self.tree.tail().len();
+        self.needs_newline = false;
+        Ok(())
+    }
+
+    /// Moves the position to `entry_id` and flushes. With a summary of the branch being left, a
+    /// `branch_summary` entry is appended there (and becomes the leaf); without, a `leaf` entry
+    /// records the move so that it survives a reload.
+    pub fn navigate(&mut self, entry_id: &str, summary: Option<String>) -> Result<(), SessionError> {
+        self.tree.index_of(entry_id)?;
+        match summary {
+            Some(summary) => {
+                let kind = EntryKind::BranchSummary { from_id: entry_id.to_string(), summary };
+                self.append_at(kind, Some(entry_id), Map::new())?;
+            }
+            None if self.tree.leaf() == Some(entry_id) => return Ok(()),
+            None => {
+                let kind = EntryKind::Leaf { target_id: entry_id.to_string() };
+                self.append_at(kind, Some(entry_id), Map::new())?;
+            }
+        }
+        self.flush()
+    }
+
+    /// Sets (or with `None`, clears) the label of `entry_id`.
+    pub fn label(&mut self, entry_id: &str, label: Option<&str>) -> Result<String, SessionError> {
+        self.tree.index_of(entry_id)?;
+        self.append(EntryKind::Label { target_id: entry_id.to_string(), label: label.map(str::to_string) })
+    }
+
+    /// Names the session (an empty name clears it).
+    pub fn set_name(&mut self, name: &str) -> Result<String, SessionError> {
+        self.append(EntryKind::SessionInfo { name: Some(name.trim().to_string()) })
+    }
+
+    /// Appends a compaction entry: the model's `summary` replaces everything before
+    /// `first_kept_entry_id` in the contexts built below it.
+    pub fn compact(
+        &mut self,
+        summary: String,
+        first_kept_entry_id: &str,
+        tokens_before: u64,
+        details: Option<Value>,
+    ) -> Result<String, SessionError> {
+        self.tree.index_of(first_kept_entry_id)?;
+        let mut extra = Map::new();
+        if let Some(details) = details {
+            extra.insert("details".into(), details);
+        }
+        let kind =
+            EntryKind::Compaction { summary, first_kept_entry_id: first_kept_entry_id.to_string(), tokens_before };
+        let parent = self.tree.leaf().map(str::to_string);
+        self.append_at(kind, parent.as_deref(), extra)
+    }
+
+    /// A new session file next to this one holding the path from the root to `entry_id` (and the
+    /// labels of those entries), with `parentSession` pointing here. Its leaf is `entry_id`; it is
+    /// written with this file's durability.
+    pub fn fork(&self, entry_id: &str) -> Result<SessionFile, SessionError> {
+        let source = &self.tree;
+        let path_indices = source.path_indices(source.index_of(entry_id)?);
+        let header = Header::new(
+            new_session_id(),
+            now_iso(),
+            source.header().cwd.clone(),
+            Some(self.path().to_string_lossy().into_owned()),
+        );
+        let dir = self.path().parent().map(Path::to_path_buf).unwrap_or_default();
+        SessionFile::create(&dir, header, self.durability, |fork| {
+            fork.reserve(path_indices.iter().map(|&at| source.line_bytes(at).len() + 1).sum(), path_indices.len());
+            let mut parent: Option<&str> = None;
+            for &at in &path_indices {
+                // Labels are written again below from their resolved state, as pi does.
+                let tag = source.tag(at);
+                if tag == EntryTag::Label {
+                    continue;
+                }
+                let target = if tag == EntryTag::Leaf { source.target_of(at) } else { None };
+                let original_parent = source.parent_at(at).map(|index| source.id_at(index));
+                // A skipped label may have been a parent; the chain continues from the last kept entry.
+                let parent_id = original_parent.filter(|id| fork.contains(id)).or(parent);
+                fork.push_line(source.line_bytes(at), source.id_at(at), parent_id, tag, target.as_deref())?;
+                parent = Some(source.id_at(at));
+            }
+            for &at in &path_indices {
+                let id = source.id_at(at);
+                let Some(label) = source.label(id).filter(|_| fork.contains(id)) else { continue };
+                let entry = Entry {
+                    id: new_entry_id(|candidate| fork.contains(candidate)),
+                    parent_id: fork.leaf().map(str::to_string),
+                    timestamp: now_iso(),
+                    kind: EntryKind::Label { target_id: id.to_string(), label: Some(label.to_string()) },
+                    extra: Map::new(),
+                };
+                fork.push(&entry)?;
+            }
+            Ok(())
+        })
+    }
+}
+
+impl Drop for SessionFile {
+    fn drop(&mut self) {
+        if let Err(error) = self.flush() {
+            tracing::warn!("{error}; the last entries of the session were not saved");
+        }
+    }
+}
+
+impl std::fmt::Debug for SessionFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionFile").field("tree", &self.tree).field("flushed", &self.flushed).finish()
+    }
+}
+
+/// Replaces `path` with `text` through a synced temporary file and a rename (so a crash leaves the
+/// old or the new file, never half of one) and returns the new file, locked.
+fn rewrite(path: &Path, text: &str) -> Result<File, SessionError> {
+    let temporary: PathBuf = path.with_extension("jsonl.migrating");
+    let write = || -> std::io::Result<()> {
+        let mut file = File::create(&temporary)?;
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&temporary, path)
+    };
+    write().map_err(|error| SessionError::io(path, error))?;
+    if let Some(dir) = path.parent() {
+        sync_dir(dir);
+    }
+    open_locked(path, false)
+}
+
+/// Makes a new or renamed file's directory entry durable; best effort (not every OS allows it).
+fn sync_dir(dir: &Path) {
+    if let Ok(dir) = File::open(dir) {
+        let _ = dir.sync_all();
+    }
+}

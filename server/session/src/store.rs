@@ -1,0 +1,203 @@
+//! Session files on disk: where they live, how they are listed and found, and the one writer per
+//! file.
+//!
+//! Files live at `<sessions_dir>/<encoded cwd>/<timestamp>_<uuid>.jsonl`, the cwd encoded as pi
+//! encodes it, so a reins store pointed at pi's sessions directory sees pi's sessions.
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use crate::error::SessionError;
+use crate::format::{EntryTag, Header};
+use crate::session_file::{Durability, SessionFile};
+use crate::time::{new_session_id, now_iso};
+use crate::tree::SessionTree;
+
+/// The sessions of all workspaces, under one directory.
+#[derive(Debug, Clone)]
+pub struct SessionStore {
+    sessions_dir: PathBuf,
+}
+
+/// One session as a listing shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionSummary {
+    pub id: String,
+    pub path: PathBuf,
+    pub cwd: String,
+    pub name: Option<String>,
+    /// The text of the first user message, if there is one.
+    pub first_user_message: Option<String>,
+    pub entry_count: usize,
+    pub modified: SystemTime,
+    pub parent_session: Option<String>,
+}
+
+impl SessionStore {
+    pub fn new(sessions_dir: impl Into<PathBuf>) -> SessionStore {
+        SessionStore { sessions_dir: sessions_dir.into() }
+    }
+
+    pub fn sessions_dir(&self) -> &Path {
+        &self.sessions_dir
+    }
+
+    /// The directory holding the sessions of workspace `cwd`: `/home/a/p` → `--home-a-p--`.
+    pub fn dir_for(&self, cwd: &Path) -> PathBuf {
+        self.sessions_dir.join(encode_cwd(cwd))
+    }
+
+    /// Creates and locks a new session file for `cwd`, its header written and synced.
+    pub fn create(&self, cwd: &Path, parent_session: Option<&Path>) -> Result<SessionFile, SessionError> {
+        let header = Header::new(
+            new_session_id(),
+            now_iso(),
+            cwd.to_string_lossy().into_owned(),
+            parent_session.map(|path| path.to_string_lossy().into_owned()),
+        );
+        SessionFile::create(&self.dir_for(cwd), header, Durability::Sync, |_| Ok(()))
+    }
+
+    /// The sessions of `cwd`, most recently modified first. Files that are not sessions are skipped.
+    pub fn list(&self, cwd: &Path) -> Result<Vec<SessionSummary>, SessionError> {
+        let dir = self.dir_for(cwd);
+        let mut sessions: Vec<SessionSummary> =
+            session_files(&dir)?.iter().filter_map(|path| summarize(path).ok()).collect();
+        sessions.sort_by(|a, b| b.modified.cmp(&a.modified).then_with(|| b.path.cmp(&a.path)));
+        Ok(sessions)
+    }
+
+    /// The path of the most recently modified session of `cwd`.
+    pub fn most_recent(&self, cwd: &Path) -> Result<Option<PathBuf>, SessionError> {
+        let dir = self.dir_for(cwd);
+        let mut newest: Option<(SystemTime, PathBuf)> = None;
+        for path in session_files(&dir)? {
+            if !has_session_header(&path) {
+                continue;
+            }
+            let modified = modified(&path)?;
+            if newest.as_ref().is_none_or(|(time, best)| (modified, &path) > (*time, best)) {
+                newest = Some((modified, path));
+            }
+        }
+        Ok(newest.map(|(_, path)| path))
+    }
+
+    /// Finds a session by path, or by its id (or an unambiguous prefix of it) among the sessions of
+    /// `cwd` first and then of every workspace.
+    pub fn find(&self, id_or_path: &str, cwd: &Path) -> Result<PathBuf, SessionError> {
+        let as_path = Path::new(id_or_path);
+        if as_path.is_file() {
+            return Ok(as_path.to_path_buf());
+        }
+        let mut dirs = vec![self.dir_for(cwd)];
+        if let Ok(read) = std::fs::read_dir(&self.sessions_dir) {
+            dirs.extend(read.filter_map(Result::ok).map(|entry| entry.path()).filter(|path| path.is_dir()));
+        }
+        for dir in dirs {
+            let matches: Vec<PathBuf> = session_files(&dir)?
+                .into_iter()
+                .filter(|path| file_session_id(path).is_some_and(|id| id.starts_with(id_or_path)))
+                .collect();
+            match matches.len() {
+                0 => continue,
+                1 => return Ok(matches.into_iter().next().unwrap_or_default()),
+                n => {
+                    return Err(SessionError::Invalid(format!(
+                        "{n} sessions in {} start with {id_or_path:?}; give more of the id",
+                        dir.display()
+                    )));
+                }
+            }
+        }
+        Err(SessionError::NotFound { query: id_or_path.to_string(), dir: self.dir_for(cwd) })
+    }
+
+    /// Opens (and locks) a session by path or id, as [`SessionStore::find`] finds it.
+    pub fn open(&self, id_or_path: &str, cwd: &Path) -> Result<SessionFile, SessionError> {
+        SessionFile::open(&self.find(id_or_path, cwd)?)
+    }
+}
+
+/// pi's directory name for a workspace: the leading separator dropped, `/`, `\` and `:` turned into
+/// `-`, wrapped in `--`.
+pub fn encode_cwd(cwd: &Path) -> String {
+    let text = cwd.to_string_lossy();
+    let trimmed = text.strip_prefix(['/', '\\']).unwrap_or(&text);
+    let encoded: String = trimmed.chars().map(|c| if matches!(c, '/' | '\\' | ':') { '-' } else { c }).collect();
+    format!("--{encoded}--")
+}
+
+/// `2024-12-03T14:00:00.000Z` → `2024-12-03T14-00-00-000Z`, as pi names files.
+pub(crate) fn file_name(header: &Header) -> String {
+    format!("{}_{}.jsonl", header.timestamp.replace([':', '.'], "-"), header.id)
+}
+
+fn file_session_id(path: &Path) -> Option<&str> {
+    let stem = path.file_stem()?.to_str()?;
+    Some(stem.split_once('_').map_or(stem, |(_, id)| id))
+}
+
+fn session_files(dir: &Path) -> Result<Vec<PathBuf>, SessionError> {
+    let read = match std::fs::read_dir(dir) {
+        Ok(read) => read,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) => return Err(SessionError::io(dir, error)),
+    };
+    let mut files: Vec<PathBuf> = read
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+fn modified(path: &Path) -> Result<SystemTime, SessionError> {
+    std::fs::metadata(path).and_then(|meta| meta.modified()).map_err(|error| SessionError::io(path, error))
+}
+
+fn has_session_header(path: &Path) -> bool {
+    use std::io::{BufRead, BufReader};
+    let Ok(file) = File::open(path) else { return false };
+    let mut first = String::new();
+    BufReader::new(file).read_line(&mut first).is_ok() && Header::parse(first.trim()).is_ok()
+}
+
+/// Reads a session for a listing (without locking it).
+pub fn summarize(path: &Path) -> Result<SessionSummary, SessionError> {
+    let tree = SessionTree::load(path)?;
+    let first_user_message = tree
+        .iter()
+        .filter(|entry| entry.tag == EntryTag::Message)
+        .filter_map(|entry| tree.entry(entry.id).ok()?.message())
+        .find(|record| record.role == "user" && !record.plain_text().is_empty())
+        .map(|record| record.plain_text());
+    let header = tree.header();
+    Ok(SessionSummary {
+        id: header.id.clone(),
+        path: path.to_path_buf(),
+        cwd: header.cwd.clone(),
+        name: tree.name().map(str::to_string),
+        first_user_message,
+        entry_count: tree.len(),
+        modified: modified(path)?,
+        parent_session: header.parent_session.clone(),
+    })
+}
+
+/// Opens `path` for appending and takes the OS lock on it, or says who holds it.
+pub(crate) fn open_locked(path: &Path, create_new: bool) -> Result<File, SessionError> {
+    let file = OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create_new(create_new)
+        .open(path)
+        .map_err(|error| SessionError::io(path, error))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(SessionError::Locked { path: path.to_path_buf() }),
+        Err(std::fs::TryLockError::Error(error)) => Err(SessionError::io(path, error)),
+    }
+}

@@ -1,0 +1,423 @@
+//! A session file indexed in memory as a tree of entries.
+//!
+//! The tree keeps the file's bytes once and, per entry, only its id, its parent, its kind and
+//! where its line is; entries are parsed in full only when asked for (building a context parses
+//! just the path). That keeps a 100,000-entry file fast to open and its memory close to the file
+//! size, and writes every line pi wrote back byte for byte.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use crate::error::SessionError;
+use crate::format::{CURRENT_VERSION, ContextLine, Entry, EntryKind, EntryTag, Envelope, Header};
+use crate::migrate::migrate;
+
+const NO_PARENT: u32 = u32::MAX;
+
+pub struct SessionTree {
+    path: PathBuf,
+    header: Header,
+    /// The file as read (or as migrated); lines appended since live in `tail`.
+    base: Box<[u8]>,
+    tail: Vec<u8>,
+    nodes: Vec<Node>,
+    by_id: HashMap<Box<str>, u32>,
+    /// Current label per entry index.
+    labels: HashMap<u32, String>,
+    name: Option<String>,
+    leaf: Option<u32>,
+    pub(crate) load: LoadReport,
+}
+
+/// What loading found that the writer must know before it appends.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct LoadReport {
+    /// Byte offset of a torn (unparseable, unterminated) last line, to be cut off.
+    pub torn_at: Option<usize>,
+    /// The last line is complete but has no newline: the next write starts with one.
+    pub needs_newline: bool,
+    /// The file was an older version and `base` holds it migrated: the file must be rewritten.
+    pub migrated: bool,
+}
+
+struct Node {
+    id: Box<str>,
+    start: u64,
+    len: u32,
+    parent: u32,
+    tag: EntryTag,
+}
+
+/// One entry as the index knows it, borrowed from the tree.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EntryRef<'a> {
+    pub id: &'a str,
+    pub parent_id: Option<&'a str>,
+    pub tag: EntryTag,
+}
+
+impl SessionTree {
+    /// Reads and indexes a session file without locking it (for listing and viewing).
+    pub fn load(path: &Path) -> Result<SessionTree, SessionError> {
+        let bytes = std::fs::read(path).map_err(|error| SessionError::io(path, error))?;
+        SessionTree::from_bytes(path, bytes)
+    }
+
+    /// Indexes the bytes of a session file; `path` is only for messages.
+    pub fn from_bytes(path: &Path, bytes: Vec<u8>) -> Result<SessionTree, SessionError> {
+        let header_end = bytes.iter().position(|&b| b == b'\n').unwrap_or(bytes.len());
+        let header_line = std::str::from_utf8(&bytes[..header_end])
+            .map_err(|_| SessionError::format(path, 1, "the header is not UTF-8"))?;
+        let header = Header::parse(header_line.trim()).map_err(|reason| SessionError::format(path, 1, reason))?;
+        if header.version < CURRENT_VERSION {
+            return SessionTree::from_old_version(path, &bytes, header.version);
+        }
+        let mut tree = SessionTree::empty(path.to_path_buf(), header);
+        tree.load.needs_newline = header_end == bytes.len();
+        tree.index(&bytes, header_end + 1);
+        tree.base = bytes.into_boxed_slice();
+        Ok(tree)
+    }
+
+    fn from_old_version(path: &Path, bytes: &[u8], version: u64) -> Result<SessionTree, SessionError> {
+        let mut lines: Vec<Map<String, Value>> = Vec::new();
+        for (number, line) in bytes.split(|&b| b == b'\n').enumerate() {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            match serde_json::from_slice::<Value>(line) {
+                Ok(Value::Object(map)) => lines.push(map),
+                _ => tracing::warn!("{}:{}: skipping a line that is not a JSON object", path.display(), number + 1),
+            }
+        }
+        migrate(&mut lines, version);
+        let mut migrated = String::new();
+        for line in &lines {
+            migrated.push_str(&Value::Object(line.clone()).to_string());
+            migrated.push('\n');
+        }
+        let mut tree = SessionTree::from_bytes(path, migrated.into_bytes())?;
+        tree.load.migrated = true;
+        Ok(tree)
+    }
+
+    fn index(&mut self, bytes: &[u8], mut start: usize) {
+        let mut unresolved: Vec<(u32, String)> = Vec::new();
+        let mut line_number = 1;
+        while start < bytes.len() {
+            line_number += 1;
+            let end = bytes[start..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |at| start + at);
+            let line = &bytes[start..end];
+            let is_last = end == bytes.len();
+            if !line.iter().all(u8::is_ascii_whitespace) {
+                match serde_json::from_slice::<Envelope>(line) {
+                    Ok(envelope) => {
+                        self.add_indexed(&envelope, start, line, &mut unresolved);
+                        if is_last {
+                            self.load.needs_newline = true;
+                        }
+                    }
+                    Err(error) if is_last => {
+                        tracing::warn!(
+                            "{}:{line_number}: skipping a torn last line ({error}); it will be cut off before the next write",
+                            self.path.display()
+                        );
+                        self.load.torn_at = Some(start);
+                    }
+                    Err(error) => {
+                        tracing::warn!("{}:{line_number}: skipping a malformed line: {error}", self.path.display());
+                    }
+                }
+            }
+            start = end + 1;
+        }
+        for (index, parent_id) in unresolved {
+            match self.by_id.get(parent_id.as_str()) {
+                Some(&parent) if parent != index => self.nodes[index as usize].parent = parent,
+                _ => tracing::warn!("{}: entry {} has an unknown parent {parent_id}", self.path.display(), index),
+            }
+        }
+    }
+
+    fn add_indexed(&mut self, envelope: &Envelope, start: usize, line: &[u8], unresolved: &mut Vec<(u32, String)>) {
+        let Some(id) = envelope.id.as_deref() else {
+            tracing::warn!("{}: skipping an entry without an id", self.path.display());
+            return;
+        };
+        let index = self.nodes.len() as u32;
+        let parent = match envelope.parent_id.as_deref() {
+            None => NO_PARENT,
+            Some(parent_id) => match self.by_id.get(parent_id) {
+                Some(&parent) => parent,
+                None => {
+                    unresolved.push((index, parent_id.to_string()));
+                    NO_PARENT
+                }
+            },
+        };
+        let tag = EntryTag::from_type(&envelope.kind);
+        self.nodes.push(Node { id: id.into(), start: start as u64, len: line.len() as u32, parent, tag });
+        self.by_id.insert(id.into(), index);
+        let target = envelope.target_id.as_deref().and_then(|target| self.by_id.get(target).copied());
+        self.after_add(index, line, target);
+    }
+
+    /// Keeps labels, name and leaf current after entry `index` was added.
+    fn after_add(&mut self, index: u32, line: &[u8], target: Option<u32>) {
+        let tag = self.nodes[index as usize].tag;
+        self.leaf = Some(index);
+        match tag {
+            EntryTag::Label | EntryTag::SessionInfo => {
+                let fields: ContextLine = serde_json::from_slice(line).unwrap_or_default();
+                if tag == EntryTag::SessionInfo {
+                    self.name = fields.name.map(|name| name.trim().to_string()).filter(|name| !name.is_empty());
+                } else if let Some(target) = target {
+                    match fields.label.filter(|label| !label.is_empty()) {
+                        Some(label) => self.labels.insert(target, label),
+                        None => self.labels.remove(&target),
+                    };
+                }
+            }
+            EntryTag::Leaf => {
+                let parent = self.nodes[index as usize].parent;
+                self.leaf = target.or((parent != NO_PARENT).then_some(parent));
+            }
+            _ => {}
+        }
+    }
+
+    /// A tree with a header and no entries yet, for a file about to be written.
+    pub(crate) fn empty(path: PathBuf, header: Header) -> SessionTree {
+        SessionTree {
+            path,
+            header,
+            base: Box::default(),
+            tail: Vec::new(),
+            nodes: Vec::new(),
+            by_id: HashMap::new(),
+            labels: HashMap::new(),
+            name: None,
+            leaf: None,
+            load: LoadReport::default(),
+        }
+    }
+
+    /// Makes room for `entries` more entries of `bytes` bytes in all.
+    pub(crate) fn reserve(&mut self, bytes: usize, entries: usize) {
+        self.tail.reserve_exact(bytes);
+        self.nodes.reserve_exact(entries);
+        self.by_id.reserve(entries);
+    }
+
+    /// Adds an entry in memory, after the lines already there; the caller writes it.
+    pub(crate) fn push(&mut self, entry: &Entry) -> Result<(), SessionError> {
+        let target = match &entry.kind {
+            EntryKind::Label { target_id, .. } | EntryKind::Leaf { target_id } => Some(target_id.as_str()),
+            _ => None,
+        };
+        self.push_line(entry.to_line().as_bytes(), &entry.id, entry.parent_id.as_deref(), entry.kind.tag(), target)
+    }
+
+    /// Adds a line whose id, parent, kind and target the caller already knows.
+    pub(crate) fn push_line(
+        &mut self,
+        line: &[u8],
+        id: &str,
+        parent_id: Option<&str>,
+        tag: EntryTag,
+        target_id: Option<&str>,
+    ) -> Result<(), SessionError> {
+        if self.by_id.contains_key(id) {
+            return Err(SessionError::Invalid(format!("{}: entry id {id} is taken", self.path.display())));
+        }
+        let parent = match parent_id {
+            None => NO_PARENT,
+            Some(parent_id) => self.index_of(parent_id)?,
+        };
+        let target = target_id.map(|target| self.index_of(target)).transpose()?;
+        let start = self.base.len() + self.tail.len();
+        self.tail.extend_from_slice(line);
+        self.tail.push(b'\n');
+        let index = self.nodes.len() as u32;
+        self.nodes.push(Node { id: id.into(), start: start as u64, len: line.len() as u32, parent, tag });
+        self.by_id.insert(id.into(), index);
+        self.after_add(index, line, target);
+        Ok(())
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The number of entries (the header is not one).
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The current position: the last entry, or the target of a trailing `leaf` entry.
+    pub fn leaf(&self) -> Option<&str> {
+        self.leaf.map(|index| &*self.nodes[index as usize].id)
+    }
+
+    /// The session's name from its latest `session_info` entry.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    pub fn label(&self, id: &str) -> Option<&str> {
+        self.by_id.get(id).and_then(|index| self.labels.get(index)).map(String::as_str)
+    }
+
+    pub fn contains(&self, id: &str) -> bool {
+        self.by_id.contains_key(id)
+    }
+
+    pub fn get(&self, id: &str) -> Option<EntryRef<'_>> {
+        self.by_id.get(id).map(|&index| self.entry_ref(index))
+    }
+
+    /// Every entry in file order.
+    pub fn iter(&self) -> impl Iterator<Item = EntryRef<'_>> {
+        (0..self.nodes.len() as u32).map(|index| self.entry_ref(index))
+    }
+
+    /// The direct children of `id`, in file order (`None`: the roots).
+    pub fn children(&self, id: Option<&str>) -> Vec<&str> {
+        let parent = match id {
+            Some(id) => match self.by_id.get(id) {
+                Some(&index) => index,
+                None => return Vec::new(),
+            },
+            None => NO_PARENT,
+        };
+        self.nodes.iter().filter(|node| node.parent == parent).map(|node| &*node.id).collect()
+    }
+
+    /// The ids from `id` up to the root, `id` first.
+    pub fn path_to_root(&self, id: &str) -> Result<Vec<&str>, SessionError> {
+        let path = self.path_indices(self.index_of(id)?);
+        Ok(path.iter().rev().map(|&index| &*self.nodes[index as usize].id).collect())
+    }
+
+    /// The entry's line exactly as in the file.
+    pub fn line(&self, id: &str) -> Option<&str> {
+        let &index = self.by_id.get(id)?;
+        std::str::from_utf8(self.line_bytes(index)).ok()
+    }
+
+    /// The entry parsed in full.
+    pub fn entry(&self, id: &str) -> Result<Entry, SessionError> {
+        let index = self.index_of(id)?;
+        self.parse_entry(index)
+    }
+
+    /// The entries from the root to `id`, parsed in full.
+    pub fn path_entries(&self, id: &str) -> Result<Vec<Entry>, SessionError> {
+        let path = self.path_indices(self.index_of(id)?);
+        path.into_iter().map(|index| self.parse_entry(index)).collect()
+    }
+
+    /// The header and every entry, as the file would hold them now.
+    pub fn to_jsonl(&self) -> String {
+        let mut out = self.header.to_line();
+        out.push('\n');
+        for index in 0..self.nodes.len() as u32 {
+            out.push_str(&String::from_utf8_lossy(self.line_bytes(index)));
+            out.push('\n');
+        }
+        out
+    }
+
+    pub(crate) fn parse_entry(&self, index: u32) -> Result<Entry, SessionError> {
+        let line = std::str::from_utf8(self.line_bytes(index))
+            .map_err(|_| SessionError::Invalid(format!("{}: entry is not UTF-8", self.path.display())))?;
+        Entry::parse(line).map_err(|reason| {
+            SessionError::Invalid(format!("{}: entry {}: {reason}", self.path.display(), self.nodes[index as usize].id))
+        })
+    }
+
+    pub(crate) fn index_of(&self, id: &str) -> Result<u32, SessionError> {
+        self.by_id
+            .get(id)
+            .copied()
+            .ok_or_else(|| SessionError::UnknownEntry { path: self.path.clone(), id: id.to_string() })
+    }
+
+    pub(crate) fn leaf_index(&self) -> Option<u32> {
+        self.leaf
+    }
+
+    /// The target of a `label` or `leaf` entry, read from its line.
+    pub(crate) fn target_of(&self, index: u32) -> Option<String> {
+        let envelope: Envelope = serde_json::from_slice(self.line_bytes(index)).ok()?;
+        envelope.target_id.map(|target| target.into_owned())
+    }
+
+    pub(crate) fn parent_at(&self, index: u32) -> Option<u32> {
+        let parent = self.nodes[index as usize].parent;
+        (parent != NO_PARENT).then_some(parent)
+    }
+
+    pub(crate) fn tag(&self, index: u32) -> EntryTag {
+        self.nodes[index as usize].tag
+    }
+
+    pub(crate) fn id_at(&self, index: u32) -> &str {
+        &self.nodes[index as usize].id
+    }
+
+    /// Indices from the root to `index`. A cycle (a corrupt file) ends the walk.
+    pub(crate) fn path_indices(&self, index: u32) -> Vec<u32> {
+        let mut path = Vec::new();
+        let mut current = index;
+        while current != NO_PARENT && path.len() <= self.nodes.len() {
+            path.push(current);
+            current = self.nodes[current as usize].parent;
+        }
+        path.reverse();
+        path
+    }
+
+    pub(crate) fn line_bytes(&self, index: u32) -> &[u8] {
+        let node = &self.nodes[index as usize];
+        let start = node.start as usize;
+        let end = start + node.len as usize;
+        if start < self.base.len() {
+            &self.base[start..end]
+        } else {
+            &self.tail[start - self.base.len()..end - self.base.len()]
+        }
+    }
+
+    /// Bytes appended since load, for the writer.
+    pub(crate) fn tail(&self) -> &[u8] {
+        &self.tail
+    }
+
+    fn entry_ref(&self, index: u32) -> EntryRef<'_> {
+        let node = &self.nodes[index as usize];
+        let parent_id = (node.parent != NO_PARENT).then(|| &*self.nodes[node.parent as usize].id);
+        EntryRef { id: &node.id, parent_id, tag: node.tag }
+    }
+}
+
+impl std::fmt::Debug for SessionTree {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionTree")
+            .field("path", &self.path)
+            .field("id", &self.header.id)
+            .field("entries", &self.nodes.len())
+            .field("leaf", &self.leaf())
+            .finish()
+    }
+}

@@ -1,0 +1,149 @@
+//! Sessions written by pi 0.73.1 (see fixtures/pi/README.md): every line survives a parse/write
+//! round trip, and the context reins builds at a leaf is what pi sent to the model there.
+
+use std::path::{Path, PathBuf};
+
+use reins_ai::{Content, Message};
+use reins_session::{Entry, Header, SessionTree};
+use serde_json::Value;
+
+const FIXTURES: [&str; 6] = ["plain", "tools", "named", "forked", "compacted", "navigated"];
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pi").join(format!("{name}.jsonl"))
+}
+
+/// Parses every line of `name`, writes it back, and checks the JSON is the same.
+fn check_round_trip(name: &str) {
+    let text = std::fs::read_to_string(fixture(name)).unwrap();
+    let mut lines = text.lines();
+    let header_line = lines.next().unwrap();
+    let header = Header::parse(header_line).unwrap();
+    assert_json_eq(header_line, &header.to_line());
+    for line in lines {
+        let entry = Entry::parse(line).unwrap();
+        assert!(!matches!(entry.kind, reins_session::EntryKind::Unknown(_)), "{name}: unknown kind in {line}");
+        let written = entry.to_line();
+        assert_json_eq(line, &written);
+        assert_eq!(Entry::parse(&written).unwrap(), entry);
+    }
+}
+
+fn assert_json_eq(left: &str, right: &str) {
+    let left: Value = serde_json::from_str(left).unwrap();
+    let right: Value = serde_json::from_str(right).unwrap();
+    assert_eq!(left, right);
+}
+
+/// One line per message, in a form both sides can be brought to: role, text, tool call ids.
+fn render_ours(messages: &[Message]) -> Vec<String> {
+    messages
+        .iter()
+        .map(|message| match message {
+            Message::User(user) => format!("user: {}", join_text(&user.content)),
+            Message::Assistant(assistant) => {
+                let ids: Vec<&str> = assistant.tool_calls().map(|call| call.id.as_str()).collect();
+                format!("assistant: {} {ids:?}", assistant.text())
+            }
+            Message::ToolResult(result) => format!("tool {}: {}", result.tool_call_id, result.text()),
+        })
+        .collect()
+}
+
+fn join_text(content: &[Content]) -> String {
+    content
+        .iter()
+        .filter_map(|block| match block {
+            Content::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The same rendering of OpenAI chat-completions messages as pi sent them.
+fn render_request(messages: &[Value]) -> Vec<String> {
+    let text = |content: &Value| match content {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts.iter().filter_map(|part| part["text"].as_str()).collect(),
+        _ => String::new(),
+    };
+    messages
+        .iter()
+        .map(|message| match message["role"].as_str().unwrap() {
+            "user" => format!("user: {}", text(&message["content"])),
+            "assistant" => {
+                let ids: Vec<&str> = message["tool_calls"]
+                    .as_array()
+                    .map(|calls| calls.iter().map(|call| call["id"].as_str().unwrap()).collect())
+                    .unwrap_or_default();
+                format!("assistant: {} {ids:?}", text(&message["content"]))
+            }
+            "tool" => format!("tool {}: {}", message["tool_call_id"].as_str().unwrap(), text(&message["content"])),
+            other => panic!("unexpected role {other}"),
+        })
+        .collect()
+}
+
+/// Builds the context at the recorded leaf and compares it with pi's request.
+fn check_context(name: &str) {
+    let expected: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture(name).with_extension("context.json")).unwrap()).unwrap();
+    let tree = SessionTree::load(&fixture(name)).unwrap();
+    let context = tree.context_for(expected["leaf"].as_str().unwrap()).unwrap();
+    assert_eq!(render_ours(&context.messages), render_request(expected["messages"].as_array().unwrap()), "{name}");
+}
+
+#[test]
+fn every_pi_fixture_round_trips() {
+    for name in FIXTURES {
+        check_round_trip(name);
+    }
+}
+
+#[test]
+fn context_matches_what_pi_sent() {
+    for name in FIXTURES {
+        check_context(name);
+    }
+}
+
+#[test]
+fn plain_context_holds_the_first_exchange() {
+    let tree = SessionTree::load(&fixture("plain")).unwrap();
+    let context = tree.context().unwrap();
+    expect_test::expect![[r#"
+        [
+            "user: my name is ACai, my lucky number is 7",
+            "assistant: Nice to meet you, ACai. []",
+            "user: what is my name and lucky number?",
+            "assistant: Your name is ACai and your lucky number is 7. []",
+        ]
+    "#]]
+    .assert_debug_eq(&render_ours(&context.messages));
+    let model = context.model.unwrap();
+    assert_eq!((model.provider.as_str(), model.model_id.as_str()), ("scripted", "scripted-model"));
+    assert_eq!(context.thinking_level.as_deref(), Some("off"));
+}
+
+#[test]
+fn named_session_has_its_name() {
+    let tree = SessionTree::load(&fixture("named")).unwrap();
+    assert_eq!(tree.name(), Some("fixture session"));
+    // pi clamps `high` to `off` for a model without reasoning, and writes no change.
+    assert_eq!(tree.context().unwrap().thinking_level.as_deref(), Some("off"));
+}
+
+#[test]
+fn forked_session_points_at_its_parent() {
+    let tree = SessionTree::load(&fixture("forked")).unwrap();
+    let parent = tree.header().parent_session.as_deref().unwrap();
+    assert!(parent.starts_with("/work/fixture-home/agent/sessions/--work-fixture-workspace--/"), "{parent}");
+}
+
+#[test]
+fn compacted_context_starts_with_the_summary() {
+    let tree = SessionTree::load(&fixture("compacted")).unwrap();
+    let messages = tree.context().unwrap().messages;
+    let first = render_ours(&messages[..1]).remove(0);
+    assert!(first.starts_with("user: The conversation history before this point was compacted"), "{first}");
+}

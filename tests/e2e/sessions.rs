@@ -1,0 +1,172 @@
+//! End-to-end tests of sessions: `reins run --continue/--session/--fork`, `reins sessions`, and
+//! what a killed process leaves on disk.
+
+mod support;
+
+use std::time::Duration;
+
+use scripted_llm::{Reply, ScriptedServer};
+use serde_json::{Value, json};
+use support::{reins, reins_command, reins_home, reins_run, transcript, workspace};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+fn sessions_json(run: &support::Run) -> Value {
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", run.stdout))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn continue_remembers_the_previous_exchange() {
+    let dir = workspace(&[]);
+    let server = ScriptedServer::start(vec![
+        Reply::text("Nice to meet you, ACai."),
+        Reply::text("Your name is ACai and your lucky number is 7."),
+    ])
+    .await;
+    let first = reins_run(&server, dir.path(), &["--continue", "my name is ACai, my lucky number is 7"]).await;
+    assert_eq!(first.code, Some(0), "stderr: {}", first.stderr);
+    let second = reins_run(&server, dir.path(), &["--continue", "what is my name and lucky number?"]).await;
+    assert_eq!(second.code, Some(0), "stderr: {}", second.stderr);
+    assert_eq!(second.stdout, "Your name is ACai and your lucky number is 7.\n");
+
+    let requests = server.chat_requests();
+    expect_test::expect![[r#"
+        system: <system prompt>
+        user: "my name is ACai, my lucky number is 7"
+        assistant: "Nice to meet you, ACai."
+        user: "what is my name and lucky number?""#]]
+    .assert_eq(&transcript(&requests[1].body));
+
+    let list = sessions_json(&reins(None, dir.path(), &["sessions", "list", "--json"]).await);
+    let list = list.as_array().unwrap();
+    assert_eq!(list.len(), 1, "{list:?}");
+    assert_eq!(list[0]["firstMessage"], "my name is ACai, my lucky number is 7");
+    assert!(list[0]["entryCount"].as_u64().unwrap() >= 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fork_starts_from_an_earlier_entry_and_keeps_the_original() {
+    let dir = workspace(&[]);
+    let server = ScriptedServer::start(vec![Reply::text("A1"), Reply::text("A2"), Reply::text("A2 on the fork")]).await;
+    assert_eq!(reins_run(&server, dir.path(), &["Q1"]).await.code, Some(0));
+    assert_eq!(reins_run(&server, dir.path(), &["--continue", "Q2"]).await.code, Some(0));
+
+    let list = sessions_json(&reins(None, dir.path(), &["sessions", "list", "--json"]).await);
+    let original = list[0]["id"].as_str().unwrap().to_string();
+    let tree = sessions_json(&reins(None, dir.path(), &["sessions", "tree", &original, "--json"]).await);
+    let nodes = tree["nodes"].as_array().unwrap();
+    let answer_one = nodes.iter().find(|n| n["role"] == "assistant" && n["preview"] == "A1").unwrap();
+    let entry = answer_one["id"].as_str().unwrap();
+    assert_eq!(tree["leaf"], nodes.last().unwrap()["id"]);
+
+    let forked = reins_run(&server, dir.path(), &["--session", &original, "--fork", entry, "Q2 again"]).await;
+    assert_eq!(forked.code, Some(0), "stderr: {}", forked.stderr);
+    expect_test::expect![[r#"
+        system: <system prompt>
+        user: "Q1"
+        assistant: "A1"
+        user: "Q2 again""#]]
+    .assert_eq(&transcript(&server.chat_requests()[2].body));
+
+    let list = sessions_json(&reins(None, dir.path(), &["sessions", "list", "--json"]).await);
+    assert_eq!(list.as_array().unwrap().len(), 2);
+    let fork = list.as_array().unwrap().iter().find(|s| s["id"] != original.as_str()).unwrap();
+    assert!(fork["parentSession"].as_str().unwrap().ends_with(".jsonl"));
+    // The original still ends where it ended.
+    let tree = sessions_json(&reins(None, dir.path(), &["sessions", "tree", &original, "--json"]).await);
+    let leaf = tree["leaf"].as_str().unwrap();
+    let leaf_node = tree["nodes"].as_array().unwrap().iter().find(|n| n["id"] == leaf).unwrap();
+    assert_eq!(leaf_node["preview"], "A2");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_session_keeps_nothing_and_a_locked_session_is_refused() {
+    let dir = workspace(&[]);
+    let server = ScriptedServer::start(vec![
+        Reply::text("ephemeral"),
+        Reply::text("kept"),
+        Reply::text("slow answer").with_delay_ms(1500),
+    ])
+    .await;
+    assert_eq!(reins_run(&server, dir.path(), &["--no-session", "hi"]).await.code, Some(0));
+    assert!(!reins_home(dir.path()).join("sessions").exists());
+
+    assert_eq!(reins_run(&server, dir.path(), &["hi"]).await.code, Some(0));
+    let list = sessions_json(&reins(None, dir.path(), &["sessions", "list", "--json"]).await);
+    let id = list[0]["id"].as_str().unwrap().to_string();
+
+    // A first process holds the session while the model is slow; a second one must not append.
+    let mut holder = reins_command(Some(&server.base_url()), dir.path(), &["run", "--session", &id, "take your time"])
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let second = reins_run(&server, dir.path(), &["--session", &id, "me too"]).await;
+    assert_eq!(second.code, Some(1));
+    assert!(second.stderr.contains("another") || second.stderr.contains("lock"), "{}", second.stderr);
+    assert!(holder.wait().await.unwrap().success());
+}
+
+/// Kills `reins run` at many points of a long run; every file must still open, and hold every
+/// turn whose `turn_end` the process had printed (the save point comes before the event).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_run_loses_at_most_the_turn_in_progress() {
+    let dir = workspace(&[("notes.txt", "one\ntwo\nthree\n")]);
+    let turns = 12;
+    for attempt in 0..10u64 {
+        let script: Vec<Reply> = (0..turns)
+            .map(|turn| {
+                Reply::tool_call(
+                    format!("c{attempt}_{turn}"),
+                    "read",
+                    json!({"path": "notes.txt", "offset": 1 + turn % 3}),
+                )
+                .with_chunk_delay_ms(3)
+            })
+            .chain([Reply::text("done")])
+            .collect();
+        let server = ScriptedServer::start(script).await;
+        let mut child = reins_command(Some(&server.base_url()), dir.path(), &["run", "--json", "--yes", "read it"])
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        // Kill at a different point each time: after 0..N turn_end events, mid-turn.
+        let kill_after = attempt as usize % turns;
+        let mut lines = BufReader::new(stdout).lines();
+        let mut turn_ends = 0;
+        let mut session_messages = 0;
+        while let Ok(Some(line)) = lines.next_line().await {
+            let event: Value = serde_json::from_str(&line).unwrap();
+            if event["type"] == "turn_end" {
+                turn_ends += 1;
+                session_messages = 1 + 2 * turn_ends; // the prompt, then a call and a result per turn
+                if turn_ends > kill_after {
+                    break;
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(attempt % 4 * 7)).await;
+        child.start_kill().unwrap();
+        let _ = child.wait().await;
+
+        let list = sessions_json(&reins(None, dir.path(), &["sessions", "list", "--json"]).await);
+        let newest = &list[0];
+        let tree = sessions_json(
+            &reins(None, dir.path(), &["sessions", "tree", newest["path"].as_str().unwrap(), "--json"]).await,
+        );
+        let messages = tree["nodes"].as_array().unwrap().iter().filter(|n| n["kind"] == "message").count();
+        assert!(
+            messages >= session_messages,
+            "attempt {attempt}: {messages} messages on disk, {session_messages} saved"
+        );
+
+        // The file still opens for writing and can be continued.
+        server.push(Reply::text("resumed"));
+        let resumed = reins_run(&server, dir.path(), &["--session", newest["id"].as_str().unwrap(), "go on"]).await;
+        assert_eq!(resumed.code, Some(0), "attempt {attempt}: {}", resumed.stderr);
+        let last_request = server.chat_requests().pop().unwrap();
+        let body = &last_request.body["messages"];
+        let calls = body.as_array().unwrap().iter().filter(|m| m["tool_calls"].is_array()).count();
+        let results = body.as_array().unwrap().iter().filter(|m| m["role"] == "tool").count();
+        assert_eq!(calls, results, "attempt {attempt}: every call has its result");
+    }
+}

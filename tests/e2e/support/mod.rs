@@ -1,0 +1,126 @@
+//! Helpers shared by the end-to-end tests: run the real binary against a scripted server in a
+//! temp workspace, and read what it printed and what the server received.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::Stdio;
+
+use scripted_llm::ScriptedServer;
+use serde_json::Value;
+
+/// A key that must never show up in anything reins prints.
+pub const CANARY_KEY: &str = "sk-canary-7f3a9c1e55d04b2b";
+
+pub struct Run {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// stdout parsed as JSON lines; panics if any line is not JSON.
+    pub fn events(&self) -> Vec<Value> {
+        self.stdout
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}")))
+            .collect()
+    }
+
+    pub fn event_types(&self) -> String {
+        self.events().iter().map(|e| e["type"].as_str().unwrap_or("?").to_string()).collect::<Vec<_>>().join("\n")
+    }
+}
+
+/// Runs `reins run ARGS` in `workspace` against `server`, with no controlling terminal (setsid),
+/// so approvals cannot block on a prompt.
+pub async fn reins_run(server: &ScriptedServer, workspace: &Path, args: &[&str]) -> Run {
+    reins_run_with(Some(&server.base_url()), workspace, args).await
+}
+
+pub async fn reins_run_with(base_url: Option<&str>, workspace: &Path, args: &[&str]) -> Run {
+    let mut full = vec!["run"];
+    full.extend_from_slice(args);
+    reins(base_url, workspace, &full).await
+}
+
+/// Runs `reins ARGS` to the end; asserts the API key shows nowhere in what it printed.
+pub async fn reins(base_url: Option<&str>, workspace: &Path, args: &[&str]) -> Run {
+    let output = reins_command(base_url, workspace, args).output().await.expect("run reins");
+    let run = Run {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    };
+    assert!(!run.stdout.contains(CANARY_KEY) && !run.stderr.contains(CANARY_KEY), "the API key leaked");
+    run
+}
+
+/// `reins ARGS` in `workspace`, with no controlling terminal (setsid, so approvals cannot block
+/// on a prompt), a clean environment and `REINS_HOME` inside the workspace.
+pub fn reins_command(base_url: Option<&str>, workspace: &Path, args: &[&str]) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new("setsid");
+    command
+        .arg("--wait")
+        .arg(env!("CARGO_BIN_EXE_reins"))
+        .args(args)
+        .current_dir(workspace)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", workspace)
+        .env("REINS_HOME", reins_home(workspace))
+        .env("OPENAI_API_KEY", CANARY_KEY)
+        .env("REINS_MODEL", "scripted-model")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    if let Some(url) = base_url {
+        command.env("OPENAI_BASE_URL", url);
+    }
+    command
+}
+
+pub fn reins_home(workspace: &Path) -> std::path::PathBuf {
+    workspace.join(".reins-home-for-test")
+}
+
+pub fn workspace(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (path, content) in files {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+    dir
+}
+
+/// The messages of a recorded request, as `role: summary` lines.
+pub fn transcript(body: &Value) -> String {
+    let mut lines = Vec::new();
+    for message in body["messages"].as_array().unwrap() {
+        let role = message["role"].as_str().unwrap();
+        let mut line = format!("{role}:");
+        if role == "system" {
+            line.push_str(" <system prompt>");
+        } else if let Some(text) = message["content"].as_str() {
+            line.push_str(&format!(" {text:?}"));
+        } else if let Some(parts) = message["content"].as_array() {
+            for part in parts {
+                line.push_str(&format!(" {:?}", part["text"].as_str().unwrap_or("<non-text>")));
+            }
+        }
+        for call in message["tool_calls"].as_array().into_iter().flatten() {
+            line.push_str(&format!(
+                " call {} {}({})",
+                call["id"].as_str().unwrap(),
+                call["function"]["name"].as_str().unwrap(),
+                call["function"]["arguments"].as_str().unwrap()
+            ));
+        }
+        if let Some(id) = message["tool_call_id"].as_str() {
+            line.push_str(&format!(" [for {id}]"));
+        }
+        lines.push(line);
+    }
+    lines.join("\n")
+}

@@ -3,17 +3,21 @@
 //! Nothing here knows about tools' behaviour, sessions or editors; a provider turns a [`Request`]
 //! into [`StreamEvent`]s and one [`AssistantMessage`].
 
+mod anthropic;
 mod message;
 mod model;
 mod openai;
 mod provider;
 mod retry;
 mod sse;
+mod transport;
 
+pub use anthropic::{Anthropic, REDACTED_THINKING_PREFIX};
 pub use message::{
     AssistantMessage, Content, Cost, Message, ProviderError, ProviderErrorKind, StopReason, Timestamp, ToolCall,
     ToolResultMessage, Usage, UserMessage, now_ms,
 };
-pub use model::{Model, Prices};
-pub use openai::{ClientOptions, OpenAiCompatible};
+pub use model::{Compat, Model, Prices};
+pub use openai::OpenAiCompatible;
 pub use provider::{ApiKey, EventSink, Provider, Request, StreamEvent, ToolSpec};
+pub use transport::ClientOptions;

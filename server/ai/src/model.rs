@@ -19,6 +19,21 @@ pub struct Model {
     /// Whether the model streams reasoning.
     #[serde(default)]
     pub reasoning: bool,
+    /// How this model's API departs from the common Chat Completions shape. Left out of JSON
+    /// when there is nothing to say.
+    #[serde(default, skip_serializing_if = "Compat::is_plain")]
+    pub compat: Compat,
+}
+
+/// Per-model quirks of OpenAI-compatible APIs, kept as data so the request builder has no
+/// per-provider branches. The default is the shape every compatible server accepts.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Compat {
+    /// Send the system prompt with the `developer` role (OpenAI's reasoning models).
+    pub developer_role: bool,
+    /// Name the output limit `max_completion_tokens`; OpenAI's reasoning models reject `max_tokens`.
+    pub max_completion_tokens: bool,
 }
 
 /// US dollars per million tokens.
@@ -29,6 +44,13 @@ pub struct Prices {
     pub output: f64,
     pub cache_read: f64,
     pub cache_write: f64,
+}
+
+impl Compat {
+    /// No quirks: the common shape.
+    pub fn is_plain(&self) -> bool {
+        *self == Compat::default()
+    }
 }
 
 impl Prices {

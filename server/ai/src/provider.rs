@@ -33,7 +33,7 @@ pub struct ToolSpec {
 /// Incremental output while a message streams. `index` is the content block's position in the
 /// final [`AssistantMessage::content`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(tag = "kind", rename_all = "snake_case", rename_all_fields = "camelCase")]
 pub enum StreamEvent {
     Text {
         index: usize,

@@ -24,6 +24,7 @@ fn model(base_url: &str) -> Model {
         max_output: 4096,
         prices: Prices { input: 2.0, output: 8.0, cache_read: 0.5, cache_write: 0.0 },
         reasoning: false,
+        compat: Default::default(),
     }
 }
 
@@ -307,6 +308,17 @@ async fn connection_refused_names_the_url() {
     let error = message.error.unwrap();
     assert_eq!(error.kind, reins_ai::ProviderErrorKind::Connection);
     assert!(error.message.contains(&format!("{base_url}/chat/completions")), "{}", error.message);
+}
+
+#[tokio::test]
+async fn an_unusable_base_url_fails_at_once_without_retries() {
+    let started = std::time::Instant::now();
+    let options =
+        ClientOptions { base_delay: Duration::from_secs(5), max_delay: Duration::from_secs(5), ..fast_options() };
+    let (message, _) = stream_with(&provider(options), &request("not a url"), &CancellationToken::new()).await;
+    let error = message.error.unwrap();
+    assert!(error.message.contains("not a usable URL"), "{}", error.message);
+    assert!(started.elapsed() < Duration::from_secs(5), "it was retried");
 }
 
 #[tokio::test]

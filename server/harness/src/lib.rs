@@ -1,21 +1,30 @@
-//! The product runtime shared by the LSP server and the CLI: settings, the system prompt,
+//! The product runtime shared by the LSP server and the CLI: settings (config files, the
+//! environment, editor settings), the model registry and the provider router, the system prompt,
 //! approval policy, live sessions kept on disk, compaction, and errors with stable codes.
 
 mod approval;
+mod auth;
+mod config;
 mod error;
 mod prompt;
+mod registry;
+mod router;
 mod runtime;
 mod sessions;
 mod settings;
 mod summary;
 
 pub use approval::{ApprovalGate, ApprovalPolicy, Approver, Policy};
+pub use auth::{AuthKeys, KEY_COMMAND_TIMEOUT, mask, read_auth_file, run_key_command};
+pub use config::{ConfigDiagnostic, ConfigLayer, LayerKind, Source};
 pub use error::HarnessError;
 pub use prompt::{CONTEXT_FILE_NAMES, ContextFile, PromptInputs, build_system_prompt};
+pub use registry::{Api, FALLBACK_PROVIDER, ModelEntry, ProviderInfo, Registry};
+pub use router::Router;
 pub use runtime::{
     Compacted, CompactionSettings, Harness, HarnessEvent, HarnessEventSink, HarnessOptions, RunId, RunStarted,
     SessionId,
 };
-pub use sessions::{SessionInfo, SessionTreeView, TreeNode};
-pub use settings::{DEFAULT_BASE_URL, DEFAULT_MODEL, Settings};
+pub use sessions::{SessionInfo, SessionTreeView, TreeNode, total_usage};
+pub use settings::{DEFAULT_BASE_URL, DEFAULT_MODEL, KeySource, Settings};
 pub use summary::{FileActivity, render_transcript};

@@ -279,9 +279,9 @@ impl Harness {
         let harness = self.clone();
         let task_session = session.clone();
         tokio::spawn(async move {
-            let outcome = harness.run_to_end(&task_session, message, emit).await;
-            *lock(&task_session.running) = None;
-            if let Some(outcome) = outcome {
+            // Cleared even if the run panics, so the session does not stay busy for ever.
+            let _idle = IdleOnDrop(&task_session.running);
+            if let Some(outcome) = harness.run_to_end(&task_session, message, emit).await {
                 let _ = done_tx.send(outcome);
             }
         });
@@ -388,7 +388,10 @@ impl Harness {
     fn go_live_from_file(&self, mut file: SessionFile) -> SessionId {
         file.set_durability(Durability::Write);
         let context = file.context().unwrap_or_default();
-        let model = self.options.settings.resolve_model(context.model.as_ref().map(|model| model.model_id.as_str()));
+        let model = match &context.model {
+            Some(recorded) => self.options.settings.resolve_recorded(&recorded.provider, &recorded.model_id),
+            None => self.options.settings.resolve_model(None),
+        };
         let id = file.id().to_string();
         self.go_live(id, Some(file), model, context.messages)
     }
@@ -484,6 +487,15 @@ impl LiveSession {
 
     fn has_path(&self, path: &std::path::Path) -> bool {
         self.file.as_ref().is_some_and(|file| lock(file).path() == path)
+    }
+}
+
+/// Marks a session idle when its run's task ends, however it ends.
+struct IdleOnDrop<'a>(&'a Mutex<Option<RunId>>);
+
+impl Drop for IdleOnDrop<'_> {
+    fn drop(&mut self) {
+        *lock(self.0) = None;
     }
 }
 

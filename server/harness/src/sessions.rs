@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::UNIX_EPOCH;
 
 use reins_agent::AgentEvent;
-use reins_ai::{Content, Message};
+use reins_ai::{Content, Message, Usage};
 use reins_session::{Durability, EntryKind, SessionFile, SessionSummary, SessionTree};
 use serde::Serialize;
 
@@ -24,6 +24,8 @@ pub struct SessionInfo {
     pub modified: u64,
     /// Forked from this session file.
     pub parent_session: Option<String>,
+    /// Tokens and cost of every model call in the file, on every branch: what the session cost.
+    pub usage: Usage,
 }
 
 impl From<SessionSummary> for SessionInfo {
@@ -35,9 +37,42 @@ impl From<SessionSummary> for SessionInfo {
             first_message: summary.first_user_message.map(|text| preview(&text, 200)),
             entry_count: summary.entry_count,
             modified: summary.modified.duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0),
+            usage: total_usage(&summary.path),
             parent_session: summary.parent_session,
         }
     }
+}
+
+/// Adds up the usage of the assistant messages in a session file. Reads the file line by line
+/// and decodes only the lines that carry usage; a file that cannot be read totals zero.
+pub fn total_usage(path: &std::path::Path) -> Usage {
+    let mut total = Usage::default();
+    let Ok(text) = std::fs::read_to_string(path) else { return total };
+    for line in text.lines().filter(|line| line.contains("\"usage\"") && line.contains("\"assistant\"")) {
+        let Ok(entry) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        let message = &entry["message"];
+        if message["role"] != "assistant" {
+            continue;
+        }
+        let usage = &message["usage"];
+        let tokens = |key: &str| usage[key].as_u64().unwrap_or(0);
+        let dollars = |key: &str| usage["cost"][key].as_f64().unwrap_or(0.0);
+        total.add(&Usage {
+            input: tokens("input"),
+            output: tokens("output"),
+            cache_read: tokens("cacheRead"),
+            cache_write: tokens("cacheWrite"),
+            total_tokens: tokens("totalTokens"),
+            cost: reins_ai::Cost {
+                input: dollars("input"),
+                output: dollars("output"),
+                cache_read: dollars("cacheRead"),
+                cache_write: dollars("cacheWrite"),
+                total: dollars("total"),
+            },
+        });
+    }
+    total
 }
 
 /// A session's whole tree, for a tree view.
@@ -67,7 +102,7 @@ pub struct TreeNode {
 
 impl SessionTreeView {
     pub fn of(session_id: &str, tree: &SessionTree) -> Self {
-        let nodes = tree
+        let nodes: Vec<TreeNode> = tree
             .iter()
             .filter_map(|entry| tree.entry(entry.id).ok())
             .filter(|entry| !matches!(entry.kind, EntryKind::Label { .. } | EntryKind::Leaf { .. }))
@@ -84,12 +119,12 @@ impl SessionTreeView {
                 }
             })
             .collect();
-        SessionTreeView {
-            session_id: session_id.to_string(),
-            name: tree.name().map(str::to_string),
-            leaf: tree.leaf().map(str::to_string),
-            nodes,
-        }
+        // Labels and `leaf` entries are not shown, so the position is the nearest shown entry.
+        let leaf = tree.leaf().and_then(|leaf| {
+            let path = tree.path_to_root(leaf).ok()?;
+            path.into_iter().find(|id| nodes.iter().any(|node| node.id == *id)).map(str::to_string)
+        });
+        SessionTreeView { session_id: session_id.to_string(), name: tree.name().map(str::to_string), leaf, nodes }
     }
 }
 

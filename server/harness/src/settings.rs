@@ -1,9 +1,19 @@
-//! Settings from the environment: where the model is served, which model, where reins keeps its
-//! data. (Config files come with the providers issue; until then the environment is the config.)
+//! The effective settings: the user's `config.toml`, a trusted project's `.reins/config.toml`,
+//! the environment, then the editor's settings — later sources win — plus API keys from the
+//! environment, the auth file or a command. Every value remembers where it came from, and every
+//! bad setting becomes a [`ConfigDiagnostic`] while the rest applies.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use reins_ai::{ApiKey, Model, Prices};
+use reins_ai::{ApiKey, Compat, Model, Prices};
+
+use crate::approval::ApprovalPolicy;
+use crate::auth::{self, AuthKeys};
+use crate::config::{ConfigDiagnostic, ConfigLayer, LayerKind, Source, trim_url};
+use crate::registry::{Api, FALLBACK_PROVIDER, ProviderInfo, Registry, blank_entry};
+use crate::runtime::CompactionSettings;
 
 /// Ollama's OpenAI-compatible endpoint: the endpoint when nothing is configured, so reins works
 /// with a local model and no key.
@@ -12,24 +22,82 @@ pub const DEFAULT_MODEL: &str = "qwen2.5-coder:7b";
 
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// OpenAI-compatible base URL, with the version segment.
+    /// The OpenAI-compatible endpoint for models the registry does not know, with `/v1`.
     pub base_url: String,
     /// False when `base_url` is the built-in default rather than the user's choice.
     pub base_url_configured: bool,
+    /// The key for `base_url`.
     pub api_key: ApiKey,
+    /// The default model's address (`provider/id` or a bare id).
     pub model: String,
-    /// `config.toml`, `trusted-workspaces`, global `AGENTS.md`, `SYSTEM.md`.
+    /// `config.toml`, `auth.json`, `trusted-workspaces`, global `AGENTS.md`, `SYSTEM.md`.
     pub config_dir: PathBuf,
     /// Sessions and other state.
     pub data_dir: PathBuf,
+    /// Built-in providers and models, with the user's additions and endpoints applied.
+    pub registry: Registry,
+    pub approval: ApprovalPolicy,
+    pub compaction: CompactionSettings,
+    pub max_turns: Option<u32>,
+    /// Where each setting in force came from, by key (`model`, `approval.bash`,
+    /// `providers.anthropic.base_url`, `providers.anthropic.api_key`).
+    pub origins: BTreeMap<String, Source>,
+    /// Where each provider's key comes from.
+    pub keys: BTreeMap<String, KeySource>,
+    /// What was wrong in the config; those settings were ignored.
+    pub diagnostics: Vec<ConfigDiagnostic>,
+    /// The sources below the editor's settings, kept to lay new editor settings over.
+    base: Arc<Base>,
 }
 
+/// Where a provider's key comes from. `Debug` never shows a key.
+#[derive(Debug, Clone)]
+pub enum KeySource {
+    Key(ApiKey, Source),
+    /// Run when the provider is first used.
+    Command(String),
+    None,
+}
+
+/// Everything read once at load: the file layers, the environment, the auth file.
+#[derive(Default)]
+struct Base {
+    config_dir: PathBuf,
+    data_dir: PathBuf,
+    layers: Vec<(Source, ConfigLayer)>,
+    /// The environment variables reins reads, looked up once.
+    env: BTreeMap<String, String>,
+    auth: Option<(PathBuf, AuthKeys)>,
+    diagnostics: Vec<ConfigDiagnostic>,
+}
+
+/// Shows the variables' names only: their values include keys.
+impl std::fmt::Debug for Base {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Base")
+            .field("layers", &self.layers.len())
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("auth", &self.auth)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Variables read whatever the config says.
+const FIXED_VARS: &[&str] = &["OPENAI_BASE_URL", "OPENAI_API_KEY", "REINS_MODEL"];
+
 impl Settings {
-    /// Reads `OPENAI_BASE_URL`, `OPENAI_API_KEY`, `REINS_MODEL` and `REINS_HOME` (else the XDG
-    /// directories) through `var`, so tests need not touch the process environment.
+    /// The user's config file, the environment (`OPENAI_BASE_URL`, `OPENAI_API_KEY`,
+    /// `REINS_MODEL`, each provider's key and base URL variables, `REINS_HOME` else the XDG
+    /// directories) and the auth file, read through `var` so tests need not touch the process
+    /// environment. No project config: see [`Settings::load`].
     pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Self {
+        Self::load(var, None)
+    }
+
+    /// Like [`Settings::from_env`], plus `<project>/.reins/config.toml` when the project is
+    /// trusted (an untrusted project's config is ignored entirely).
+    pub fn load(var: impl Fn(&str) -> Option<String>, project: Option<&Path>) -> Self {
         let non_empty = |name: &str| var(name).filter(|v| !v.trim().is_empty());
-        let configured_url = non_empty("OPENAI_BASE_URL");
         let (config_dir, data_dir) = match non_empty("REINS_HOME") {
             Some(home) => (PathBuf::from(&home), PathBuf::from(home)),
             None => {
@@ -39,119 +107,326 @@ impl Settings {
                 (config.join("reins"), data.join("reins"))
             }
         };
-        Settings {
-            base_url_configured: configured_url.is_some(),
-            base_url: configured_url
-                .map(|url| url.trim_end_matches('/').to_string())
-                .unwrap_or_else(|| DEFAULT_BASE_URL.to_string()),
-            api_key: ApiKey::new(non_empty("OPENAI_API_KEY").unwrap_or_default()),
-            model: non_empty("REINS_MODEL").unwrap_or_else(|| DEFAULT_MODEL.to_string()),
-            config_dir,
-            data_dir,
+        let mut base = Base { config_dir, data_dir, ..Base::default() };
+        let user_file = base.config_dir.join("config.toml");
+        if let Some((layer, diagnostics)) = ConfigLayer::from_file(&user_file, LayerKind::User) {
+            base.layers.push((Source::File(user_file), layer));
+            base.diagnostics.extend(diagnostics);
         }
+        if let Some(root) = project {
+            let project_file = root.join(".reins").join("config.toml");
+            if is_trusted(&base.config_dir, root) {
+                if let Some((layer, diagnostics)) = ConfigLayer::from_file(&project_file, LayerKind::Project) {
+                    base.layers.push((Source::File(project_file), layer));
+                    base.diagnostics.extend(diagnostics);
+                }
+            } else if project_file.exists() {
+                base.diagnostics.push(ConfigDiagnostic {
+                    origin: project_file.display().to_string(),
+                    line: None,
+                    key: "(file)".into(),
+                    message: format!(
+                        "ignored: this workspace is not trusted (list it in {} to apply it)",
+                        base.config_dir.join("trusted-workspaces").display()
+                    ),
+                });
+            }
+        }
+        // Every variable any provider or layer names, looked up now: later recomputations (new
+        // editor settings) read this snapshot, never the process environment.
+        let registry = Registry::default();
+        let mut names: Vec<String> = FIXED_VARS.iter().map(|name| name.to_string()).collect();
+        for provider in &registry.providers {
+            names.extend(provider.base_url_env.iter().chain(&provider.api_key_env).cloned());
+        }
+        for (_, layer) in &base.layers {
+            names.extend(layer.providers.values().filter_map(|provider| provider.api_key_env.clone()));
+        }
+        base.env = names.into_iter().filter_map(|name| non_empty(&name).map(|value| (name, value))).collect();
+        match auth::read_auth_file(&base.config_dir) {
+            Ok(auth) => base.auth = auth,
+            Err(message) => base.diagnostics.push(ConfigDiagnostic {
+                origin: base.config_dir.join("auth.json").display().to_string(),
+                line: None,
+                key: "(file)".into(),
+                message,
+            }),
+        }
+        compose(Arc::new(base), None)
+    }
+
+    /// These settings with the editor's settings (`initializationOptions`, or the object
+    /// `didChangeConfiguration` sends: camelCase JSON, optionally under `reins`) laid on top,
+    /// replacing any editor settings applied before. Bad values land in `diagnostics`.
+    pub fn with_editor_settings(&self, value: &serde_json::Value) -> Settings {
+        let (layer, diagnostics) = ConfigLayer::from_json(value);
+        let mut settings = compose(self.base.clone(), Some(layer));
+        settings.diagnostics.extend(diagnostics);
+        settings
     }
 
     /// A workspace is trusted when it, or a directory above it, is listed (one absolute path a
-    /// line) in `<config_dir>/trusted-workspaces`. Trust lets the project's `.reins/` prompt
-    /// overrides apply.
+    /// line) in `<config_dir>/trusted-workspaces`. Trust lets the project's `.reins/` config and
+    /// prompt overrides apply.
     pub fn is_trusted(&self, workspace_root: &Path) -> bool {
-        let Ok(list) = std::fs::read_to_string(self.config_dir.join("trusted-workspaces")) else {
-            return false;
-        };
-        list.lines()
-            .map(str::trim)
-            .filter(|line| !line.is_empty() && !line.starts_with('#'))
-            .any(|line| workspace_root.starts_with(line))
+        is_trusted(&self.config_dir, workspace_root)
     }
 
-    /// The model to use, from `--model` or `REINS_MODEL`: known ids get their window and prices.
+    /// The model `id` names (`provider/id` or bare), else the configured default.
     pub fn resolve_model(&self, id: Option<&str>) -> Model {
-        let id = id.unwrap_or(&self.model);
-        let (window, max_output, prices, reasoning) = known_model(id).unwrap_or((128_000, 16_384, [0.0; 4], false));
-        Model {
-            id: id.to_string(),
-            provider: provider_name(&self.base_url).to_string(),
-            base_url: self.base_url.clone(),
-            context_window: window,
-            max_output,
-            prices: Prices { input: prices[0], output: prices[1], cache_read: prices[2], cache_write: prices[3] },
-            reasoning,
+        self.registry.resolve(id.unwrap_or(&self.model), &self.base_url)
+    }
+
+    /// The model a session file recorded: `provider` is trusted only when reins knows it.
+    pub fn resolve_recorded(&self, provider: &str, id: &str) -> Model {
+        if provider == FALLBACK_PROVIDER || self.registry.provider(provider).is_some() {
+            self.resolve_model(Some(&format!("{provider}/{id}")))
+        } else {
+            self.resolve_model(Some(id))
         }
     }
-}
 
-/// A few well-known models, so costs are right before the model registry lands:
-/// (context window, max output, [input, output, cache read, cache write] $/Mtok, reasons).
-fn known_model(id: &str) -> Option<(u64, u64, [f64; 4], bool)> {
-    Some(match id {
-        "gpt-4.1" => (1_047_576, 32_768, [2.0, 8.0, 0.5, 0.0], false),
-        "gpt-4.1-mini" => (1_047_576, 32_768, [0.4, 1.6, 0.1, 0.0], false),
-        "gpt-4o" => (128_000, 16_384, [2.5, 10.0, 1.25, 0.0], false),
-        "gpt-4o-mini" => (128_000, 16_384, [0.15, 0.6, 0.075, 0.0], false),
-        "deepseek-chat" => (128_000, 8_192, [0.27, 1.10, 0.07, 0.0], false),
-        "deepseek-reasoner" => (128_000, 65_536, [0.55, 2.19, 0.14, 0.0], true),
-        _ => return None,
-    })
-}
-
-fn provider_name(base_url: &str) -> &'static str {
-    if base_url.contains("api.openai.com") {
-        "openai"
-    } else if base_url.contains("deepseek.com") {
-        "deepseek"
-    } else if base_url.contains("openrouter.ai") {
-        "openrouter"
-    } else if base_url.contains(":11434") {
-        "ollama"
-    } else {
-        "openai-compatible"
+    /// Where the key for `provider` comes from (the fallback endpoint's key may have been set
+    /// directly in `api_key`).
+    pub fn key_source(&self, provider: &str) -> KeySource {
+        if provider == FALLBACK_PROVIDER && !self.api_key.is_empty() {
+            let source = self.keys.get(FALLBACK_PROVIDER).and_then(|key| match key {
+                KeySource::Key(_, source) => Some(source.clone()),
+                _ => None,
+            });
+            return KeySource::Key(self.api_key.clone(), source.unwrap_or(Source::Editor));
+        }
+        self.keys.get(provider).cloned().unwrap_or(KeySource::None)
     }
+
+    /// The key for `provider`, running its `api_key_command` if that is where it comes from.
+    /// An empty key means none is configured (fine for local servers).
+    pub fn api_key_for(&self, provider: &str) -> Result<ApiKey, String> {
+        match self.key_source(provider) {
+            KeySource::Key(key, _) => Ok(key),
+            KeySource::Command(command) => auth::run_key_command(&command, auth::KEY_COMMAND_TIMEOUT)
+                .map_err(|reason| format!("no API key for {provider}: {reason}")),
+            KeySource::None => Ok(ApiKey::default()),
+        }
+    }
+
+    /// Where a setting came from (`default` when nothing set it).
+    pub fn origin(&self, key: &str) -> Source {
+        self.origins.get(key).cloned().unwrap_or(Source::Default)
+    }
+}
+
+/// Lays the sources over the defaults in order: files, environment, editor settings.
+fn compose(base: Arc<Base>, editor: Option<ConfigLayer>) -> Settings {
+    let mut settings = Settings {
+        base_url: DEFAULT_BASE_URL.to_string(),
+        base_url_configured: false,
+        api_key: ApiKey::default(),
+        model: DEFAULT_MODEL.to_string(),
+        config_dir: base.config_dir.clone(),
+        data_dir: base.data_dir.clone(),
+        registry: Registry::default(),
+        approval: ApprovalPolicy::default(),
+        compaction: CompactionSettings::default(),
+        max_turns: None,
+        origins: BTreeMap::new(),
+        keys: BTreeMap::new(),
+        diagnostics: base.diagnostics.clone(),
+        base: base.clone(),
+    };
+    let mut key_env: BTreeMap<String, (String, Source)> = BTreeMap::new();
+    let mut key_command: BTreeMap<String, (String, Source)> = BTreeMap::new();
+    let mut literal_keys: BTreeMap<String, ApiKey> = BTreeMap::new();
+    for (source, layer) in &base.layers {
+        apply_layer(&mut settings, layer, source, &mut key_env, &mut key_command);
+    }
+    apply_env(&mut settings, &base.env);
+    if let Some(layer) = &editor {
+        apply_layer(&mut settings, layer, &Source::Editor, &mut key_env, &mut key_command);
+        literal_keys.extend(layer.providers.iter().filter_map(|(name, p)| Some((name.clone(), p.api_key.clone()?))));
+        if let Some(key) = &layer.api_key {
+            literal_keys.insert(FALLBACK_PROVIDER.to_string(), key.clone());
+        }
+    }
+
+    let names: Vec<String> = settings
+        .registry
+        .providers
+        .iter()
+        .map(|provider| provider.name.clone())
+        .chain([FALLBACK_PROVIDER.to_string()])
+        .collect();
+    for name in names {
+        let builtin_env = match name.as_str() {
+            FALLBACK_PROVIDER => Some("OPENAI_API_KEY".to_string()),
+            _ => settings.registry.provider(&name).and_then(|provider| provider.api_key_env.clone()),
+        };
+        let env_name = key_env.get(&name).map(|(var, _)| var.clone()).or(builtin_env);
+        let auth = base.auth.as_ref();
+        let source = if let Some(key) = literal_keys.get(&name) {
+            KeySource::Key(key.clone(), Source::Editor)
+        } else if let Some((var, value)) = env_name.as_ref().and_then(|var| Some((var, base.env.get(var)?))) {
+            KeySource::Key(ApiKey::new(value.clone()), Source::Env(var.clone()))
+        } else if let Some((path, key)) = auth.and_then(|(path, keys)| Some((path, keys.get(&name)?))) {
+            KeySource::Key(key.clone(), Source::AuthFile(path.clone()))
+        } else if let Some((command, _)) = key_command.get(&name) {
+            KeySource::Command(command.clone())
+        } else {
+            KeySource::None
+        };
+        settings.keys.insert(name, source);
+    }
+    // The fallback endpoint speaks OpenAI's protocol under OpenAI's variables: without a key of
+    // its own it uses the `openai` provider's.
+    if matches!(settings.keys.get(FALLBACK_PROVIDER), Some(KeySource::None) | None) {
+        let openai = settings.keys.get("openai").cloned().unwrap_or(KeySource::None);
+        settings.keys.insert(FALLBACK_PROVIDER.to_string(), openai);
+    }
+    if let Some(KeySource::Key(key, _)) = settings.keys.get(FALLBACK_PROVIDER) {
+        settings.api_key = key.clone();
+    }
+    settings
+}
+
+fn apply_layer(
+    settings: &mut Settings,
+    layer: &ConfigLayer,
+    source: &Source,
+    key_env: &mut BTreeMap<String, (String, Source)>,
+    key_command: &mut BTreeMap<String, (String, Source)>,
+) {
+    let set = |settings: &mut Settings, key: String| {
+        settings.origins.insert(key, source.clone());
+    };
+    if let Some(model) = &layer.model {
+        settings.model = model.clone();
+        set(settings, "model".into());
+    }
+    if let Some(url) = &layer.base_url {
+        settings.base_url = url.clone();
+        settings.base_url_configured = true;
+        set(settings, "base_url".into());
+    }
+    for (tool, policy) in &layer.approval {
+        settings.approval.set(tool, *policy);
+        set(settings, format!("approval.{tool}"));
+    }
+    if let Some(auto) = layer.compaction_auto {
+        settings.compaction.auto = auto;
+        set(settings, "compaction.auto".into());
+    }
+    if let Some(tokens) = layer.reserve_tokens {
+        settings.compaction.reserve_tokens = tokens;
+        set(settings, "compaction.reserve_tokens".into());
+    }
+    if let Some(tokens) = layer.keep_recent_tokens {
+        settings.compaction.keep_recent_tokens = tokens;
+        set(settings, "compaction.keep_recent_tokens".into());
+    }
+    if let Some(turns) = layer.max_turns {
+        settings.max_turns = Some(turns);
+        set(settings, "limits.max_turns".into());
+    }
+    for (name, provider) in &layer.providers {
+        if name == FALLBACK_PROVIDER {
+            if let Some(url) = &provider.base_url {
+                settings.base_url = url.clone();
+                settings.base_url_configured = true;
+                set(settings, "base_url".into());
+            }
+        } else {
+            let mut info = settings.registry.provider(name).cloned().unwrap_or_else(|| new_provider(name, ""));
+            if let Some(api) = provider.api {
+                info.api = api;
+            }
+            if let Some(url) = &provider.base_url {
+                info.base_url = url.clone();
+                set(settings, format!("providers.{name}.base_url"));
+            }
+            settings.registry.upsert_provider(info);
+        }
+        if let Some(var) = &provider.api_key_env {
+            key_env.insert(name.clone(), (var.clone(), source.clone()));
+        }
+        if let Some(command) = &provider.api_key_command {
+            key_command.insert(name.clone(), (command.clone(), source.clone()));
+        }
+    }
+    for model in &layer.models {
+        let provider = model.provider.clone().unwrap_or_else(|| FALLBACK_PROVIDER.to_string());
+        if provider != FALLBACK_PROVIDER && settings.registry.provider(&provider).is_none() {
+            let url = model.base_url.clone().unwrap_or_else(|| settings.base_url.clone());
+            let mut info = new_provider(&provider, &url);
+            info.api = model.api.unwrap_or(Api::OpenAi);
+            settings.registry.upsert_provider(info);
+            set(settings, format!("providers.{provider}.base_url"));
+        }
+        let mut entry =
+            settings.registry.model(&provider, &model.id).cloned().unwrap_or_else(|| blank_entry(&provider, &model.id));
+        entry.base_url = model.base_url.clone().or(entry.base_url);
+        entry.context_window = model.context_window.unwrap_or(entry.context_window);
+        entry.max_output = model.max_output.unwrap_or(entry.max_output);
+        let [input, output, cache_read, cache_write] = model.prices;
+        let old = entry.prices.clone();
+        entry.prices = Prices {
+            input: input.unwrap_or(old.input),
+            output: output.unwrap_or(old.output),
+            cache_read: cache_read.unwrap_or(old.cache_read),
+            cache_write: cache_write.unwrap_or(old.cache_write),
+        };
+        entry.reasoning = model.reasoning.unwrap_or(entry.reasoning);
+        entry.compat = Compat {
+            developer_role: model.developer_role.unwrap_or(entry.compat.developer_role),
+            max_completion_tokens: model.max_completion_tokens.unwrap_or(entry.compat.max_completion_tokens),
+        };
+        set(settings, format!("models.{provider}/{}", model.id));
+        settings.registry.upsert_model(entry);
+    }
+}
+
+/// `REINS_MODEL`, `OPENAI_BASE_URL` and every provider's base URL variable.
+fn apply_env(settings: &mut Settings, env: &BTreeMap<String, String>) {
+    if let Some(model) = env.get("REINS_MODEL") {
+        settings.model = model.trim().to_string();
+        settings.origins.insert("model".into(), Source::Env("REINS_MODEL".into()));
+    }
+    if let Some(url) = env.get("OPENAI_BASE_URL") {
+        settings.base_url = trim_url(url);
+        settings.base_url_configured = true;
+        settings.origins.insert("base_url".into(), Source::Env("OPENAI_BASE_URL".into()));
+    }
+    let mut changed = Vec::new();
+    for provider in &mut settings.registry.providers {
+        let Some(var) = &provider.base_url_env else { continue };
+        if let Some(url) = env.get(var) {
+            provider.base_url = trim_url(url);
+            changed.push((format!("providers.{}.base_url", provider.name), Source::Env(var.clone())));
+        }
+    }
+    settings.origins.extend(changed);
+}
+
+fn new_provider(name: &str, base_url: &str) -> ProviderInfo {
+    ProviderInfo {
+        name: name.to_string(),
+        api: Api::OpenAi,
+        base_url: base_url.to_string(),
+        base_url_env: None,
+        api_key_env: None,
+        local: false,
+    }
+}
+
+fn is_trusted(config_dir: &Path, workspace_root: &Path) -> bool {
+    let Ok(list) = std::fs::read_to_string(config_dir.join("trusted-workspaces")) else {
+        return false;
+    };
+    list.lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .any(|line| workspace_root.starts_with(line))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn settings(vars: &[(&str, &str)]) -> Settings {
-        let vars: Vec<(String, String)> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        Settings::from_env(|name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
-    }
-
-    #[test]
-    fn defaults_to_local_ollama_and_xdg_dirs() {
-        let s = settings(&[("HOME", "/home/u")]);
-        assert_eq!(s.base_url, DEFAULT_BASE_URL);
-        assert!(!s.base_url_configured);
-        assert!(s.api_key.is_empty());
-        assert_eq!(s.config_dir, PathBuf::from("/home/u/.config/reins"));
-        assert_eq!(s.data_dir, PathBuf::from("/home/u/.local/share/reins"));
-        assert_eq!(s.resolve_model(None).provider, "ollama");
-    }
-
-    #[test]
-    fn environment_overrides() {
-        let s = settings(&[
-            ("OPENAI_BASE_URL", "https://api.openai.com/v1/"),
-            ("OPENAI_API_KEY", "sk-test"),
-            ("REINS_MODEL", "gpt-4.1"),
-            ("REINS_HOME", "/data/reins"),
-        ]);
-        assert_eq!(s.base_url, "https://api.openai.com/v1");
-        assert!(s.base_url_configured);
-        assert_eq!(s.config_dir, PathBuf::from("/data/reins"));
-        let model = s.resolve_model(None);
-        assert_eq!((model.provider.as_str(), model.context_window, model.prices.output), ("openai", 1_047_576, 8.0));
-        assert_eq!(s.resolve_model(Some("my-local")).context_window, 128_000);
-        assert!(!format!("{s:?}").contains("sk-test"));
-    }
-
-    #[test]
-    fn trust_comes_from_the_list_and_covers_subdirectories() {
-        let tmp = tempfile::tempdir().unwrap();
-        std::fs::write(tmp.path().join("trusted-workspaces"), "# mine\n/home/u/work\n").unwrap();
-        let s = settings(&[("REINS_HOME", tmp.path().to_str().unwrap())]);
-        assert!(s.is_trusted(Path::new("/home/u/work/proj")));
-        assert!(!s.is_trusted(Path::new("/home/u/workshop")));
-        assert!(!s.is_trusted(Path::new("/tmp/clone")));
-    }
-}
+#[path = "settings_tests.rs"]
+mod tests;

@@ -6,10 +6,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use reins_agent::{AgentEvent, Limits, TurnEndReason};
-use reins_ai::{ClientOptions, Content, Message, OpenAiCompatible, ProviderError};
+use reins_ai::{ClientOptions, Content, Message, ProviderError};
 use reins_harness::{
-    ApprovalPolicy, CompactionSettings, Harness, HarnessError, HarnessEvent, HarnessEventSink, HarnessOptions,
-    SessionId, Settings,
+    ApprovalPolicy, Harness, HarnessError, HarnessEvent, HarnessEventSink, HarnessOptions, Router, SessionId, Settings,
 };
 use reins_tools::{FsWorkspace, Workspace};
 
@@ -96,11 +95,11 @@ pub fn main(args: RunArgs) -> ExitCode {
 }
 
 async fn run(args: RunArgs) -> ExitCode {
-    let settings = Settings::from_env(|name| std::env::var(name).ok());
     let root = match args.cwd.clone().map(Ok).unwrap_or_else(std::env::current_dir) {
         Ok(root) => root,
         Err(err) => return fail(&format!("cannot read the current directory: {err}")),
     };
+    let settings = load_settings(&root);
     let workspace: Arc<dyn Workspace> = match FsWorkspace::new(vec![root]) {
         Ok(workspace) => Arc::new(workspace),
         Err(err) => return fail(&err.to_string()),
@@ -111,19 +110,20 @@ async fn run(args: RunArgs) -> ExitCode {
         let human = HumanOutput::new();
         Arc::new(move |event: HarnessEvent| human.show(&event.event))
     };
-    let (base_url, configured) = (settings.base_url.clone(), settings.base_url_configured);
+    let model = settings.resolve_model(args.model.as_deref());
+    let configured = settings.base_url_configured || model.base_url != settings.base_url;
     let persist = args.session != SessionChoice::None;
     let harness = Harness::new(HarnessOptions {
-        provider: Arc::new(OpenAiCompatible::new(settings.api_key.clone(), ClientOptions::default())),
-        settings,
+        provider: Arc::new(Router::new(settings.clone(), ClientOptions::default())),
         workspace,
         approver: Arc::new(TerminalApprover),
-        policy: if args.yes { ApprovalPolicy::approve_all() } else { ApprovalPolicy::default() },
-        limits: Limits { max_turns: args.max_turns.unwrap_or(50), ..Limits::default() },
+        policy: if args.yes { ApprovalPolicy::approve_all() } else { settings.approval.clone() },
+        limits: Limits { max_turns: args.max_turns.or(settings.max_turns).unwrap_or(50), ..Limits::default() },
         events,
         date: today(),
         persist,
-        compaction: CompactionSettings::default(),
+        compaction: settings.compaction.clone(),
+        settings,
     });
 
     let started = choose_session(&harness, &args.session).and_then(|session| {
@@ -154,7 +154,7 @@ async fn run(args: RunArgs) -> ExitCode {
         }
         TurnEndReason::Error => {
             let message = match last_provider_error(&outcome.messages) {
-                Some(error) => HarnessError::from_provider(error, &base_url, configured).to_string(),
+                Some(error) => HarnessError::from_provider(error, &model.base_url, configured).to_string(),
                 None => outcome.error.unwrap_or_else(|| "the run failed".into()),
             };
             fail(&message)
@@ -164,6 +164,16 @@ async fn run(args: RunArgs) -> ExitCode {
         TurnEndReason::Deadline => fail("stopped: the run's time limit passed"),
         TurnEndReason::ToolObservations => fail("stopped after tool results without a final answer"),
     }
+}
+
+/// The settings for a workspace: config files (the project's only when trusted), the
+/// environment, the auth file. Config problems are reported, and the rest applies.
+pub fn load_settings(root: &std::path::Path) -> Settings {
+    let settings = Settings::load(|name| std::env::var(name).ok(), Some(root));
+    for diagnostic in &settings.diagnostics {
+        eprintln!("reins: config: {diagnostic}");
+    }
+    settings
 }
 
 fn choose_session(harness: &Harness, choice: &SessionChoice) -> Result<SessionId, HarnessError> {

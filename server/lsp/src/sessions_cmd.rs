@@ -8,10 +8,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use reins_agent::Limits;
-use reins_ai::{ClientOptions, OpenAiCompatible};
-use reins_harness::{
-    ApprovalPolicy, CompactionSettings, Harness, HarnessOptions, SessionInfo, SessionTreeView, Settings,
-};
+use reins_ai::ClientOptions;
+use reins_harness::{Harness, HarnessOptions, Router, SessionInfo, SessionTreeView};
 use reins_tools::FsWorkspace;
 
 use crate::terminal::TerminalApprover;
@@ -68,23 +66,23 @@ pub fn main(args: SessionsArgs) -> ExitCode {
 }
 
 fn run(args: &SessionsArgs) -> Result<String, String> {
-    let settings = Settings::from_env(|name| std::env::var(name).ok());
     let root = match &args.cwd {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?,
     };
+    let settings = crate::run::load_settings(&root);
     let workspace = FsWorkspace::new(vec![root]).map_err(|e| e.to_string())?;
     let harness = Harness::new(HarnessOptions {
-        provider: Arc::new(OpenAiCompatible::new(settings.api_key.clone(), ClientOptions::default())),
-        settings,
+        provider: Arc::new(Router::new(settings.clone(), ClientOptions::default())),
         workspace: Arc::new(workspace),
         approver: Arc::new(TerminalApprover),
-        policy: ApprovalPolicy::default(),
+        policy: settings.approval.clone(),
         limits: Limits::default(),
         events: Arc::new(|_| {}),
         date: String::new(),
         persist: true,
-        compaction: CompactionSettings::default(),
+        compaction: settings.compaction.clone(),
+        settings,
     });
     let to_json = |value: serde_json::Result<String>| value.map(|text| text + "\n").map_err(|e| e.to_string());
     match &args.command {
@@ -103,7 +101,7 @@ fn render_list(list: &[SessionInfo]) -> String {
     if list.is_empty() {
         return "no sessions in this workspace yet\n".into();
     }
-    let mut out = String::from("ID        MODIFIED (UTC)     ENTRIES  NAME / FIRST MESSAGE\n");
+    let mut out = String::from("ID        MODIFIED (UTC)     ENTRIES     TOKENS      COST  NAME / FIRST MESSAGE\n");
     for session in list {
         let modified = humantime::format_rfc3339_seconds(
             std::time::UNIX_EPOCH + std::time::Duration::from_millis(session.modified),
@@ -112,7 +110,13 @@ fn render_list(list: &[SessionInfo]) -> String {
         let modified = modified.get(..16).unwrap_or(&modified).replace('T', " ");
         let title = session.name.clone().or_else(|| session.first_message.clone()).unwrap_or_default();
         let id: String = session.id.chars().take(8).collect();
-        out.push_str(&format!("{id:<8}  {modified:<17}  {:>7}  {title}\n", session.entry_count));
+        let usage = &session.usage;
+        let tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
+        let cost = format!("${:.4}", usage.cost.total);
+        out.push_str(&format!(
+            "{id:<8}  {modified:<17}  {:>7}  {tokens:>9}  {cost:>8}  {title}\n",
+            session.entry_count
+        ));
     }
     out
 }
@@ -183,6 +187,27 @@ mod tests {
             *   e5 assistant: ok
         "#]]
         .assert_eq(&render_tree(&tree));
+    }
+
+    #[test]
+    fn list_shows_tokens_and_cost() {
+        let mut usage = reins_ai::Usage { input: 1200, output: 80, cache_read: 300, ..Default::default() };
+        usage.cost.total = 0.01234;
+        let session = SessionInfo {
+            id: "0123456789abcdef".into(),
+            path: "/s.jsonl".into(),
+            name: None,
+            first_message: Some("hello".into()),
+            entry_count: 4,
+            modified: 0,
+            parent_session: None,
+            usage,
+        };
+        expect![[r#"
+            ID        MODIFIED (UTC)     ENTRIES     TOKENS      COST  NAME / FIRST MESSAGE
+            01234567  1970-01-01 00:00         4       1580   $0.0123  hello
+        "#]]
+        .assert_eq(&render_list(&[session]));
     }
 
     #[test]

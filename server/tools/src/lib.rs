@@ -18,7 +18,7 @@ use std::sync::Arc;
 use reins_agent::{Tool, ToolError};
 
 pub use bash::BashTool;
-pub use edit::EditTool;
+pub use edit::{Applied, Edit, EditTool, apply_edits};
 pub use find::FindTool;
 pub use fs::FsWorkspace;
 pub use grep::GrepTool;

@@ -152,9 +152,12 @@ fn one_failing_edit_applies_none() {
             {"oldText": "c = 3", "newText": "c = 30"}
         ]}"#,
         expect![[r#"
-            error: edits[1]: could not find oldText in a.py. The most similar part of the file is line 1 (shown with line numbers, which are not part of the file):
+            error: edits[1]: could not find oldText in a.py. The most similar part of the file is line 1 (though not very similar), shown with line numbers, which are not part of the file:
                 1 | a = 1
                 2 | b = 2
+            What differs (- your oldText, + the file):
+            - c = 3
+            + a = 1
 
             Read a.py again and copy oldText exactly as it is now, including whitespace and indentation.
             None of the edits were applied."#]],
@@ -167,12 +170,15 @@ fn not_found_shows_the_closest_region() {
         "import os\n\ndef load(path):\n    with open(path) as f:\n        return f.read()\n\ndef save(path, text):\n    with open(path, 'w') as f:\n        f.write(text)\n",
         r#"{"path": "a.py", "edits": [{"oldText": "def save(path, data):\n    with open(path, 'w') as f:", "newText": "x"}]}"#,
         expect![[r#"
-            error: could not find oldText in a.py. The most similar part of the file is lines 7-8 (shown with line numbers, which are not part of the file):
+            error: could not find oldText in a.py. The most similar part of the file is lines 7-8 (no other region comes close), shown with line numbers, which are not part of the file:
                 5 |         return f.read()
                 6 | 
                 7 | def save(path, text):
                 8 |     with open(path, 'w') as f:
                 9 |         f.write(text)
+            What differs (- your oldText, + the file):
+            - def save(path, data):
+            + def save(path, text):
 
             Read a.py again and copy oldText exactly as it is now, including whitespace and indentation."#]],
     );
@@ -321,8 +327,11 @@ fn a_loose_old_text_must_end_a_line_when_its_trailing_space_was_dropped() {
         "foo(a,b)\n",
         r#"{"path": "a.py", "edits": [{"oldText": "foo(a, ", "newText": "foo(a, c"}]}"#,
         expect![[r#"
-            error: could not find oldText in a.py. The most similar part of the file is line 1 (shown with line numbers, which are not part of the file):
+            error: could not find oldText in a.py. The most similar part of the file is line 1 (no other region comes close), shown with line numbers, which are not part of the file:
                 1 | foo(a,b)
+            What differs (- your oldText, + the file):
+            - foo(a, 
+            + foo(a,b)
 
             Read a.py again and copy oldText exactly as it is now, including whitespace and indentation."#]],
     );
@@ -529,4 +538,90 @@ fn schema_tells_the_model_the_rules() {
           ],
           "type": "object"
         }"#]].assert_eq(&serde_json::to_string_pretty(&spec.parameters).unwrap());
+}
+
+#[test]
+fn reindents_new_text_to_the_files_tabs() {
+    check_edit(
+        "func f() {\n\tif ok {\n\t\trun()\n\t}\n}\n",
+        r#"{"path": "a.py", "edits": [{"oldText": "if ok {\n    run()\n}", "newText": "if ok {\n    run()\n    stop()\n}"}]}"#,
+        expect![[r#"
+            func f() {
+            	if ok {
+            		run()
+            		stop()
+            	}
+            }
+            note: matched after ignoring indentation; newText was re-indented to the file's indentation
+        "#]],
+    );
+}
+
+#[test]
+fn strips_line_numbers_copied_from_a_listing() {
+    check_edit(
+        "a = 1\nb = 2\n",
+        r#"{"path": "a.py", "edits": [{"oldText": "   1→a = 1\n   2→b = 2", "newText": "   1→a = 1\n   2→b = 3"}]}"#,
+        expect![[r#"
+            a = 1
+            b = 3
+            note: matched after removing line-number prefixes copied from read output
+        "#]],
+    );
+}
+
+#[test]
+fn reads_escapes_written_literally_only_when_the_literal_fails() {
+    check_edit(
+        "x = 1\ny = 2\n",
+        r#"{"path": "a.py", "edits": [{"oldText": "x = 1\\ny = 2", "newText": "x = 1\\ny = 3"}]}"#,
+        expect![[r#"
+            x = 1
+            y = 3
+            note: matched after reading \n, \t and \" written literally as the characters they stand for
+        "#]],
+    );
+}
+
+#[test]
+fn lands_past_stale_context_keeping_the_files_version_of_it() {
+    check_edit(
+        "limit = 10\nrun(limit)\n",
+        r#"{"path": "a.py", "edits": [{"oldText": "limit = 5\nrun(limit)", "newText": "limit = 5\nrun_twice(limit)"}]}"#,
+        expect![[r#"
+            limit = 10
+            run_twice(limit)
+            note: matched although 1 of oldText's unchanged context lines differ from the file (line 1 reads "limit = 10", not "limit = 5"); the lines you changed matched exactly, and the file's own version of the context lines was kept
+        "#]],
+    );
+}
+
+#[test]
+fn refuses_a_stale_changed_line_with_a_diff_against_the_closest_region() {
+    check_edit(
+        "x = 1\ny = 2\n",
+        r#"{"path": "a.py", "edits": [{"oldText": "x = 1\ny = 3", "newText": "x = 1\ny = 4"}]}"#,
+        expect![[r#"
+            error: could not find oldText in a.py. The most similar part of the file is lines 1-2 (no other region comes close), shown with line numbers, which are not part of the file:
+                1 | x = 1
+                2 | y = 2
+            What differs (- your oldText, + the file):
+            - y = 3
+            + y = 2
+
+            Read a.py again and copy oldText exactly as it is now, including whitespace and indentation."#]],
+    );
+}
+
+#[test]
+fn mixed_line_endings_stay_per_line() {
+    check_edit(
+        "a = 1\nb = 2\r\nc = 3\n",
+        r#"{"path": "a.py", "edits": [{"oldText": "a = 1\nb = 2\nc = 3", "newText": "a = 10\nb = 20\nc = 30"}]}"#,
+        expect![[r#"
+            a = 10
+            b = 20\r
+            c = 30
+        "#]],
+    );
 }

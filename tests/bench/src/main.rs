@@ -10,7 +10,11 @@
 // this binary is a report, and stdout is where it goes.
 #![allow(clippy::print_stdout)]
 
+mod edit_corpus;
+mod lsp;
 mod peer;
+mod review;
+mod sessions;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -91,6 +95,10 @@ async fn run() -> i32 {
         }
         Err(why) => println!("\npi agent not measured: {why}"),
     }
+    failed |= sessions::measure();
+    failed |= lsp::measure(&reins).await;
+    failed |= edit_corpus::report();
+    failed |= review::measure();
     if std::env::var_os("BENCH_STRICT").is_none() {
         failed = false;
     }

@@ -1,12 +1,14 @@
-//! A scripted OpenAI-compatible server on 127.0.0.1 for tests, demos and benchmarks.
+//! A scripted OpenAI-compatible (and Anthropic) server on 127.0.0.1 for tests, demos and benchmarks.
 //!
 //! [`ScriptedServer`] answers `POST …/chat/completions` by playing the next [`Reply`] of its
 //! script (streamed as chunked SSE, or as one JSON completion when the request does not stream),
+//! answers `POST …/v1/messages` with the same replies in the Anthropic Messages API format,
 //! answers `GET …/models`, and records every request. HTTP is hand-rolled so that the wire can
 //! misbehave on purpose: cut mid-body, stall, send keep-alive comments or error payloads.
 
 mod http;
 mod render;
+mod render_anthropic;
 mod reply;
 mod server;
 

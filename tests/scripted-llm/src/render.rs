@@ -113,11 +113,11 @@ fn chunk(shape: &RequestShape, delta: Value, finish_reason: Option<String>) -> V
     })
 }
 
-fn tool_call_id(id: &str, position: usize) -> String {
+pub fn tool_call_id(id: &str, position: usize) -> String {
     if id.is_empty() { format!("call_{position}") } else { id.to_string() }
 }
 
-fn usage(reply: &Reply, shape: &RequestShape) -> ScriptedUsage {
+pub fn usage(reply: &Reply, shape: &RequestShape) -> ScriptedUsage {
     if let Some(usage) = reply.usage {
         return usage;
     }
@@ -129,6 +129,7 @@ fn usage(reply: &Reply, shape: &RequestShape) -> ScriptedUsage {
         prompt_tokens: shape.prompt_chars.div_ceil(4) as u64,
         completion_tokens: completion_chars.div_ceil(4) as u64,
         cached_tokens: 0,
+        cache_write_tokens: 0,
     }
 }
 
@@ -142,7 +143,7 @@ fn usage_json(usage: ScriptedUsage) -> Value {
 }
 
 /// Splits text into pieces of `size` chars (never inside a char).
-fn pieces(text: &str, size: usize) -> Vec<String> {
+pub fn pieces(text: &str, size: usize) -> Vec<String> {
     let size = size.max(1);
     let chars: Vec<char> = text.chars().collect();
     chars.chunks(size).map(|piece| piece.iter().collect()).collect()

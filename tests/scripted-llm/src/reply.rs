@@ -17,6 +17,10 @@ pub struct Reply {
     pub thinking: String,
     /// Send reasoning as `reasoning` instead of `reasoning_content`.
     pub reasoning_field: bool,
+    /// Anthropic mode: the thinking block's signature; `scripted-signature` when absent.
+    pub thinking_signature: Option<String>,
+    /// Anthropic mode: the data of a `redacted_thinking` block sent before the thinking.
+    pub redacted_thinking: Option<String>,
     pub tool_calls: Vec<ScriptedToolCall>,
     /// Every tool call reuses `index: 0` with a new id (a quirk of some servers).
     pub reuse_index_zero: bool,
@@ -64,6 +68,9 @@ pub struct ScriptedUsage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub cached_tokens: u64,
+    /// Prompt tokens written to the cache (Anthropic's `cache_creation_input_tokens`); part of
+    /// `prompt_tokens` like `cached_tokens`.
+    pub cache_write_tokens: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -84,6 +91,8 @@ impl Default for Reply {
             text: String::new(),
             thinking: String::new(),
             reasoning_field: false,
+            thinking_signature: None,
+            redacted_thinking: None,
             tool_calls: Vec::new(),
             reuse_index_zero: false,
             usage: None,
@@ -178,7 +187,25 @@ impl Reply {
     }
 
     pub fn with_usage(mut self, prompt_tokens: u64, completion_tokens: u64, cached_tokens: u64) -> Self {
-        self.usage = Some(ScriptedUsage { prompt_tokens, completion_tokens, cached_tokens });
+        self.usage = Some(ScriptedUsage { prompt_tokens, completion_tokens, cached_tokens, cache_write_tokens: 0 });
+        self
+    }
+
+    /// Sets the prompt tokens written to the cache (after `with_usage`, which it amends).
+    pub fn with_cache_write(mut self, tokens: u64) -> Self {
+        self.usage.get_or_insert_with(ScriptedUsage::default).cache_write_tokens = tokens;
+        self
+    }
+
+    /// Anthropic mode: the signature sent with the thinking block.
+    pub fn with_thinking_signature(mut self, signature: impl Into<String>) -> Self {
+        self.thinking_signature = Some(signature.into());
+        self
+    }
+
+    /// Anthropic mode: a `redacted_thinking` block carrying `data`, before any thinking.
+    pub fn with_redacted_thinking(mut self, data: impl Into<String>) -> Self {
+        self.redacted_thinking = Some(data.into());
         self
     }
 
@@ -226,6 +253,12 @@ impl Reply {
     /// Ends the stream with `data: {"error": {"message": …}}` after the content.
     pub fn with_stream_error(mut self, message: impl Into<String>) -> Self {
         self.stream_error = Some(serde_json::json!({ "message": message.into(), "type": "server_error" }));
+        self
+    }
+
+    /// Ends the stream with an error payload of type `kind` (Anthropic mode: `overloaded_error`).
+    pub fn with_typed_stream_error(mut self, kind: impl Into<String>, message: impl Into<String>) -> Self {
+        self.stream_error = Some(serde_json::json!({ "message": message.into(), "type": kind.into() }));
         self
     }
 

@@ -1,5 +1,5 @@
-//! The server: accepts connections on 127.0.0.1, answers each chat-completions request with the
-//! next scripted reply, and records every request for assertions.
+//! The server: accepts connections on 127.0.0.1, answers each chat-completions (OpenAI) or
+//! messages (Anthropic) request with the next scripted reply, and records every request.
 
 use std::collections::VecDeque;
 use std::io;
@@ -15,6 +15,7 @@ use tokio::task::{JoinHandle, JoinSet};
 
 use crate::http::{self, HttpRequest};
 use crate::render::{self, RequestShape, StreamEvent};
+use crate::render_anthropic;
 use crate::reply::Reply;
 
 /// A running scripted server; dropping it stops the server and closes its connections.
@@ -85,6 +86,17 @@ impl ScriptedServer {
     /// The recorded chat-completions requests only.
     pub fn chat_requests(&self) -> Vec<RecordedRequest> {
         self.requests().into_iter().filter(|request| request.path.ends_with("/chat/completions")).collect()
+    }
+
+    /// `http://127.0.0.1:PORT`, the base URL an Anthropic client appends `/v1/messages` to (the
+    /// Anthropic SDKs' `ANTHROPIC_BASE_URL` has no version segment).
+    pub fn anthropic_base_url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    /// The recorded Anthropic Messages API requests only.
+    pub fn messages_requests(&self) -> Vec<RecordedRequest> {
+        self.requests().into_iter().filter(|request| request.path.ends_with("/v1/messages")).collect()
     }
 
     /// Appends a reply to the script while the server runs.
@@ -169,6 +181,10 @@ async fn respond(writer: &mut OwnedWriteHalf, shared: &Shared, request: &Recorde
                 write_json(writer, 500, &[], &body).await
             }
         },
+        ("POST", path) if path.ends_with("/v1/messages") => match next_reply(shared) {
+            Some(reply) => play_anthropic(writer, &reply, &request.body).await,
+            None => write_json(writer, 500, &[], &render_anthropic::error_body(500, "script exhausted")).await,
+        },
         ("GET", path) if path.ends_with("/models") => {
             let body = json!({
                 "object": "list",
@@ -211,6 +227,45 @@ async fn play(writer: &mut OwnedWriteHalf, reply: &Reply, request_body: &Value) 
     if request_body.get("stream").and_then(Value::as_bool) != Some(true) {
         return write_json(writer, 200, &[], &render::completion(reply, &shape)).await;
     }
+    let events = render::stream_events(reply, &shape).into_iter().map(|event| match event {
+        StreamEvent::Chunk(value) => (None, value.to_string()),
+        StreamEvent::Done => (None, "[DONE]".to_string()),
+    });
+    write_sse(writer, reply, events.collect()).await
+}
+
+/// Plays a reply to an Anthropic Messages API request (`POST …/v1/messages`).
+async fn play_anthropic(writer: &mut OwnedWriteHalf, reply: &Reply, request_body: &Value) -> io::Result<AfterResponse> {
+    sleep_ms(reply.delay_ms).await;
+    if let Some(error) = &reply.error {
+        let body = error.body.clone().unwrap_or_else(|| render_anthropic::error_body(error.status, &error.message));
+        let headers: Vec<(&str, String)> =
+            error.retry_after.map(|seconds| ("Retry-After", seconds.to_string())).into_iter().collect();
+        return write_json(writer, error.status, &headers, &body).await;
+    }
+    let system_chars = request_body.get("system").map_or(0, |system| system.to_string().len());
+    let shape = RequestShape {
+        model: request_body.get("model").and_then(Value::as_str).unwrap_or("scripted").to_string(),
+        include_usage: true,
+        prompt_chars: render::prompt_chars(request_body) + system_chars,
+    };
+    if request_body.get("stream").and_then(Value::as_bool) != Some(true) {
+        return write_json(writer, 200, &[], &render_anthropic::message(reply, &shape)).await;
+    }
+    let events = render_anthropic::stream_events(reply, &shape)
+        .into_iter()
+        .map(|(name, data)| (Some(name), data.to_string()))
+        .collect();
+    write_sse(writer, reply, events).await
+}
+
+/// Writes `events` (an optional `event:` name and the `data:` text) as a chunked SSE body,
+/// misbehaving as the reply asks: delays, keep-alive comments, odd line ends, a cut.
+async fn write_sse(
+    writer: &mut OwnedWriteHalf,
+    reply: &Reply,
+    events: Vec<(Option<&str>, String)>,
+) -> io::Result<AfterResponse> {
     let headers = [
         ("Content-Type", "text/event-stream".to_string()),
         ("Cache-Control", "no-cache".to_string()),
@@ -218,8 +273,8 @@ async fn play(writer: &mut OwnedWriteHalf, reply: &Reply, request_body: &Value) 
     ];
     http::write_head(writer, 200, &headers).await?;
     let line_end = if reply.crlf { "\r\n" } else { "\n" };
-    let field = if reply.no_space { "data:" } else { "data: " };
-    for (sent, event) in render::stream_events(reply, &shape).into_iter().enumerate() {
+    let separator = if reply.no_space { ":" } else { ": " };
+    for (sent, (name, payload)) in events.into_iter().enumerate() {
         if reply.cut_after_chunks == Some(sent) {
             // Closing without the last chunk leaves the chunked body incomplete: a real cut.
             return Ok(AfterResponse::Close);
@@ -230,11 +285,12 @@ async fn play(writer: &mut OwnedWriteHalf, reply: &Reply, request_body: &Value) 
         if reply.keep_alive {
             http::write_chunk(writer, format!(": keep-alive{line_end}{line_end}").as_bytes()).await?;
         }
-        let payload = match event {
-            StreamEvent::Chunk(value) => value.to_string(),
-            StreamEvent::Done => "[DONE]".to_string(),
-        };
-        http::write_chunk(writer, format!("{field}{payload}{line_end}{line_end}").as_bytes()).await?;
+        let mut frame = String::new();
+        if let Some(name) = name {
+            frame.push_str(&format!("event{separator}{name}{line_end}"));
+        }
+        frame.push_str(&format!("data{separator}{payload}{line_end}{line_end}"));
+        http::write_chunk(writer, frame.as_bytes()).await?;
     }
     http::write_last_chunk(writer).await?;
     Ok(AfterResponse::KeepOpen)

@@ -7,6 +7,9 @@ use tokio::net::TcpStream;
 
 use crate::{Reply, ScriptedServer};
 
+/// The Anthropic mode, over the same raw client.
+mod anthropic;
+
 /// A raw HTTP exchange: the response head and its (de-chunked) body.
 struct RawResponse {
     head: String,

@@ -131,6 +131,7 @@ pub fn model() -> Model {
         max_output: 4_000,
         prices: Prices::default(),
         reasoning: false,
+        compat: Default::default(),
     }
 }
 

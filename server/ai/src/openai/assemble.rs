@@ -14,6 +14,7 @@ use crate::message::{
 use crate::model::Model;
 use crate::provider::{EventSink, StreamEvent};
 use crate::sse::SseEvent;
+use crate::transport::{Assemble, Step};
 
 /// Builds one assistant message from a stream of SSE events.
 pub struct Assembler<'a> {
@@ -25,15 +26,6 @@ pub struct Assembler<'a> {
     finish_reason: Option<String>,
     done: bool,
     on_event: EventSink<'a>,
-}
-
-/// What the caller does after an event.
-#[derive(Debug)]
-pub enum Step {
-    Continue,
-    /// `[DONE]` arrived: stop reading.
-    Done,
-    Failed(ProviderError),
 }
 
 enum Block {
@@ -209,6 +201,16 @@ impl<'a> Assembler<'a> {
     }
 }
 
+impl Assemble for Assembler<'_> {
+    fn on_event(&mut self, event: &SseEvent) -> Step {
+        Assembler::on_event(self, event)
+    }
+
+    fn is_complete(&self) -> bool {
+        Assembler::is_complete(self)
+    }
+}
+
 impl Block {
     fn into_content(self) -> Content {
         match self {
@@ -286,6 +288,7 @@ mod tests {
             max_output: 100,
             prices: Prices { input: 1.0, output: 2.0, cache_read: 0.5, cache_write: 0.0 },
             reasoning: true,
+            compat: Default::default(),
         }
     }
 
@@ -299,7 +302,7 @@ mod tests {
             match assembler.on_event(&SseEvent { event: None, data: data.to_string() }) {
                 Step::Continue => {}
                 Step::Done => break,
-                Step::Failed(error) => {
+                Step::Failed(error) | Step::Retry(error) => {
                     failure = Some(error);
                     break;
                 }
@@ -379,10 +382,10 @@ mod tests {
                 &finish("tool_calls"),
             ],
             expect![[r#"
-                {"kind":"tool_call","index":0,"id":"a","name":"read","arguments_delta":""}
-                {"kind":"tool_call","index":1,"id":"b","name":"ls","arguments_delta":"{}"}
-                {"kind":"tool_call","index":0,"id":"a","name":"read","arguments_delta":"{\"path\":"}
-                {"kind":"tool_call","index":0,"id":"a","name":"read","arguments_delta":"\"a\"}"}
+                {"kind":"tool_call","index":0,"id":"a","name":"read","argumentsDelta":""}
+                {"kind":"tool_call","index":1,"id":"b","name":"ls","argumentsDelta":"{}"}
+                {"kind":"tool_call","index":0,"id":"a","name":"read","argumentsDelta":"{\"path\":"}
+                {"kind":"tool_call","index":0,"id":"a","name":"read","argumentsDelta":"\"a\"}"}
                 complete=true stop=ToolUse error=None
                 [{"type":"toolCall","id":"a","name":"read","arguments":{"path":"a"}},{"type":"toolCall","id":"b","name":"ls","arguments":{}}]
                 usage in=0 out=0 cache_read=0 total=0 cost=0.000000"#]],
@@ -398,8 +401,8 @@ mod tests {
                 &finish("stop"),
             ],
             expect![[r#"
-                {"kind":"tool_call","index":0,"id":"a","name":"read","arguments_delta":"{\"p\":1}"}
-                {"kind":"tool_call","index":1,"id":"b","name":"ls","arguments_delta":"{}"}
+                {"kind":"tool_call","index":0,"id":"a","name":"read","argumentsDelta":"{\"p\":1}"}
+                {"kind":"tool_call","index":1,"id":"b","name":"ls","argumentsDelta":"{}"}
                 complete=true stop=ToolUse error=None
                 [{"type":"toolCall","id":"a","name":"read","arguments":{"p":1}},{"type":"toolCall","id":"b","name":"ls","arguments":{}}]
                 usage in=0 out=0 cache_read=0 total=0 cost=0.000000"#]],
@@ -417,8 +420,8 @@ mod tests {
                 &finish("tool_calls"),
             ],
             expect![[r#"
-                {"kind":"tool_call","index":0,"id":"a","name":"edit","arguments_delta":"{\"path\": \"a"}
-                {"kind":"tool_call","index":1,"id":"call_1","name":"ls","arguments_delta":"{\"path\":\".\"}"}
+                {"kind":"tool_call","index":0,"id":"a","name":"edit","argumentsDelta":"{\"path\": \"a"}
+                {"kind":"tool_call","index":1,"id":"call_1","name":"ls","argumentsDelta":"{\"path\":\".\"}"}
                 complete=true stop=ToolUse error=None
                 [{"type":"toolCall","id":"a","name":"edit","arguments":"{\"path\": \"a"},{"type":"toolCall","id":"call_1","name":"ls","arguments":{"path":"."}}]
                 usage in=0 out=0 cache_read=0 total=0 cost=0.000000"#]],

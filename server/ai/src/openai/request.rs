@@ -11,12 +11,14 @@ use crate::provider::Request;
 
 /// The streaming request body for `request`.
 pub fn chat_request(request: &Request) -> ChatRequest<'_> {
+    let compat = &request.model.compat;
     ChatRequest {
         model: &request.model.id,
         messages: messages(request),
         stream: true,
         stream_options: StreamOptions { include_usage: true },
-        max_tokens: request.max_tokens,
+        max_tokens: request.max_tokens.filter(|_| !compat.max_completion_tokens),
+        max_completion_tokens: request.max_tokens.filter(|_| compat.max_completion_tokens),
         tools: request
             .tools
             .iter()
@@ -35,7 +37,12 @@ pub fn chat_request(request: &Request) -> ChatRequest<'_> {
 fn messages(request: &Request) -> Vec<WireMessage> {
     let mut out = Vec::with_capacity(request.messages.len() + 1);
     if !request.system_prompt.is_empty() {
-        out.push(WireMessage::System { content: request.system_prompt.clone() });
+        let content = request.system_prompt.clone();
+        out.push(if request.model.compat.developer_role {
+            WireMessage::Developer { content }
+        } else {
+            WireMessage::System { content }
+        });
     }
     // Tool messages must follow their assistant message directly, so images from tool results
     // (which a `tool` message cannot carry) wait in a user message after the run of results.
@@ -149,6 +156,7 @@ mod tests {
             max_output: 100,
             prices: Prices::default(),
             reasoning: false,
+            compat: Default::default(),
         }
     }
 
@@ -299,5 +307,20 @@ mod tests {
         expect![[r#"[{"content":[{"text":"what is this?","type":"text"},{"image_url":{"url":"data:image/png;base64,AAAA"},"type":"image_url"}],"role":"user"},{"content":null,"role":"assistant","tool_calls":[{"function":{"arguments":"{}","name":"read"},"id":"c1","type":"function"}]},{"content":"an image","role":"tool","tool_call_id":"c1"},{"content":[{"text":"Images from the tool results above:","type":"text"},{"image_url":{"url":"data:image/png;base64,AAAA"},"type":"image_url"}],"role":"user"}]"#]]
         .assert_eq(&value["messages"].to_string());
         assert!(value.get("tools").is_none() && value.get("max_tokens").is_none());
+    }
+
+    #[test]
+    fn compat_renames_the_system_role_and_the_output_limit() {
+        let mut request = Request {
+            model: model(),
+            system_prompt: "Be brief.".into(),
+            messages: vec![Message::user("hi")],
+            tools: Vec::new(),
+            max_tokens: Some(100),
+        };
+        request.model.compat = crate::model::Compat { developer_role: true, max_completion_tokens: true };
+        let value: Value = serde_json::from_str(&body(&request)).unwrap();
+        expect![[r#"{"content":"Be brief.","role":"developer"}"#]].assert_eq(&value["messages"][0].to_string());
+        assert_eq!((value.get("max_tokens"), value["max_completion_tokens"].as_u64()), (None, Some(100)));
     }
 }

@@ -18,6 +18,9 @@ pub struct ChatRequest<'a> {
     pub stream_options: StreamOptions,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
+    /// Instead of `max_tokens` where the model's `compat` asks for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_completion_tokens: Option<u64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<WireTool<'a>>,
 }
@@ -31,6 +34,10 @@ pub struct StreamOptions {
 #[serde(tag = "role", rename_all = "lowercase")]
 pub enum WireMessage {
     System {
+        content: String,
+    },
+    /// The system prompt for models that want it under this role.
+    Developer {
         content: String,
     },
     User {

@@ -1,10 +1,13 @@
 //! Finding an edit's `oldText` in a file: exactly first, then under one forgiving normalisation at
-//! a time (mildest first), and — when nothing matches — the region of the file that looks most
-//! like it, so the model can see what it got wrong.
+//! a time, mildest first, stopping at the first that finds anything (a non-unique find is then
+//! refused, never resolved by trying a looser one).
 //!
 //! Everything here works on LF-only text without a BOM; `apply` takes care of the file's bytes.
 
+use std::borrow::Cow;
 use std::ops::Range;
+
+use super::{needle, reindent, stale};
 
 /// How a match was found. The loose kinds are reported to the model and the reviewer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -12,21 +15,24 @@ pub(crate) enum Normalisation {
     Exact,
     TrailingWhitespace,
     Typography,
+    LineNumbers,
+    Escapes,
+    Indentation,
+    BlankLines,
+    StaleContext,
 }
 
-/// Where `oldText` occurs, as byte ranges of the searched text, and how it was found.
+/// Where `oldText` occurs and how it was found, with the edit's texts as the splice must see
+/// them (line-number prefixes or escapes removed when that is how it matched).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Matches {
+pub(crate) struct Found<'a> {
     pub normalisation: Normalisation,
     /// Non-overlapping, in file order; empty when nothing matched.
     pub spans: Vec<Range<usize>>,
-}
-
-/// The lines of the file that most resemble an unmatched `oldText` (1-based, inclusive).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Region {
-    pub first_line: usize,
-    pub last_line: usize,
+    pub old: Cow<'a, str>,
+    pub new: Cow<'a, str>,
+    /// What to tell the model about a loose landing; `None` for an exact one.
+    pub note: Option<String>,
 }
 
 /// A text rewritten by a normalisation, with the way back: `origin[i]` is the offset in the
@@ -38,66 +44,139 @@ struct Normalised {
 }
 
 impl Normalisation {
-    /// The loose normalisations, mildest first.
-    const LOOSE: [Normalisation; 2] = [Normalisation::TrailingWhitespace, Normalisation::Typography];
-
-    /// For notes: "matched after ignoring trailing whitespace".
-    pub(crate) fn describe(self) -> String {
-        match self {
-            Normalisation::Exact => "matched exactly".to_string(),
-            loose => format!("matched after {}", loose.ignoring()),
-        }
-    }
-
     /// What the normalisation overlooks, as a phrase: "ignoring trailing whitespace".
     pub(crate) fn ignoring(self) -> &'static str {
         match self {
             Normalisation::Exact => "comparing exactly",
             Normalisation::TrailingWhitespace => "ignoring trailing whitespace",
             Normalisation::Typography => "treating typographic quotes, dashes and Unicode spaces as their ASCII forms",
+            Normalisation::LineNumbers => "removing line-number prefixes copied from read output",
+            Normalisation::Escapes => r#"reading \n, \t and \" written literally as the characters they stand for"#,
+            Normalisation::Indentation => "ignoring indentation",
+            Normalisation::BlankLines => "ignoring blank lines",
+            Normalisation::StaleContext => "allowing unchanged context lines to differ",
         }
     }
 
-    fn apply(self, source: &str) -> Normalised {
+    /// The note for a landing: "matched after ignoring trailing whitespace".
+    fn describe(self) -> String {
         match self {
-            Normalisation::Exact => map_chars(source, |ch| ch),
+            Normalisation::Indentation => {
+                "matched after ignoring indentation; newText was re-indented to the file's indentation".to_string()
+            }
+            other => format!("matched after {}", other.ignoring()),
+        }
+    }
+
+    /// Normalisations that rewrite the file and oldText alike, character by character.
+    fn normalise(self, source: &str) -> Normalised {
+        match self {
             Normalisation::TrailingWhitespace => strip_trailing_whitespace(source),
             Normalisation::Typography => map_chars(source, ascii_typography),
+            Normalisation::Indentation => strip_indentation(source),
+            Normalisation::BlankLines => drop_blank_lines(source),
+            _ => map_chars(source, |ch| ch),
         }
     }
 }
 
-/// Finds `needle` in `haystack`: every exact occurrence if there is one, else every occurrence
-/// under the first loose normalisation that finds any.
-pub(crate) fn find(haystack: &str, needle: &str) -> Matches {
-    let exact: Vec<Range<usize>> = haystack.match_indices(needle).map(|(at, _)| at..at + needle.len()).collect();
+/// Finds `old` in `haystack` under the mildest normalisation that finds it at all.
+pub(crate) fn find<'a>(haystack: &str, old: &'a str, new: &'a str) -> Found<'a> {
+    let found = |normalisation: Normalisation, spans: Vec<Range<usize>>| Found {
+        normalisation,
+        spans,
+        old: Cow::Borrowed(old),
+        new: Cow::Borrowed(new),
+        note: (normalisation != Normalisation::Exact).then(|| normalisation.describe()),
+    };
+    let exact = find_exact(haystack, old);
     if !exact.is_empty() {
-        return Matches { normalisation: Normalisation::Exact, spans: exact };
+        return found(Normalisation::Exact, exact);
     }
-    for normalisation in Normalisation::LOOSE {
-        let spans = find_normalised(haystack, needle, normalisation);
+    for normalisation in [Normalisation::TrailingWhitespace, Normalisation::Typography] {
+        let spans = find_normalised(haystack, old, normalisation);
         if !spans.is_empty() {
-            return Matches { normalisation, spans };
+            return found(normalisation, spans);
         }
     }
-    Matches { normalisation: Normalisation::Exact, spans: Vec::new() }
+    // Rewrites of the model's texts alone, matched exactly against the untouched file.
+    let rewrites = [
+        (Normalisation::LineNumbers, needle::strip_line_numbers(old, new)),
+        (Normalisation::Escapes, needle::unescape(old, new)),
+    ];
+    for (normalisation, rewritten) in rewrites {
+        let Some((old, new)) = rewritten else { continue };
+        let spans = find_exact(haystack, &old);
+        if !spans.is_empty() {
+            let note = Some(normalisation.describe());
+            return Found { normalisation, spans, old: Cow::Owned(old), new: Cow::Owned(new), note };
+        }
+    }
+    let indented = find_indented(haystack, old, new);
+    if !indented.is_empty() {
+        return found(Normalisation::Indentation, indented);
+    }
+    let unblanked = find_normalised(haystack, old, Normalisation::BlankLines);
+    if !unblanked.is_empty() {
+        return found(Normalisation::BlankLines, unblanked);
+    }
+    if let Some(stale) = stale::find(haystack, old, new) {
+        return Found {
+            normalisation: Normalisation::StaleContext,
+            spans: stale.spans,
+            old: Cow::Borrowed(old),
+            new: Cow::Borrowed(new),
+            note: Some(stale.note),
+        };
+    }
+    found(Normalisation::Exact, Vec::new())
+}
+
+fn find_exact(haystack: &str, needle: &str) -> Vec<Range<usize>> {
+    haystack.match_indices(needle).map(|(at, _)| at..at + needle.len()).collect()
 }
 
 fn find_normalised(haystack: &str, needle: &str, normalisation: Normalisation) -> Vec<Range<usize>> {
-    let needle_norm = normalisation.apply(needle).text;
-    if needle_norm.is_empty() {
+    let needle_norm = normalisation.normalise(needle).text;
+    if needle_norm.trim().is_empty() {
         return Vec::new();
     }
     // A needle whose last line lost trailing whitespace must end where a line ends; otherwise
     // "foo(a, " would match the start of "foo(a,b)" and the splice would land mid-line.
     let must_end_line = normalisation == Normalisation::TrailingWhitespace
         && needle.ends_with(|ch: char| ch.is_whitespace() && ch != '\n');
-    let hay = normalisation.apply(haystack);
+    let hay = normalisation.normalise(haystack);
     hay.text
         .match_indices(needle_norm.as_str())
         .map(|(at, _)| at..at + needle_norm.len())
         .filter(|span| !must_end_line || span.end == hay.text.len() || hay.text.as_bytes()[span.end] == b'\n')
         .map(|span| hay.source_range(haystack, span))
+        .collect()
+}
+
+/// Matches ignoring each line's leading whitespace, then keeps the places whose indentation
+/// differs from oldText's by one consistent shift or change of style (which `reindent` can
+/// carry over to newText). Spans start at the beginning of their first line, indentation included.
+fn find_indented(haystack: &str, old: &str, new: &str) -> Vec<Range<usize>> {
+    let needle_norm = strip_indentation(old).text;
+    if needle_norm.trim().is_empty() {
+        return Vec::new();
+    }
+    let hay = strip_indentation(haystack);
+    let old_lines: Vec<&str> = old.split_inclusive('\n').collect();
+    hay.text
+        .match_indices(needle_norm.as_str())
+        .filter(|(at, _)| *at == 0 || hay.text.as_bytes()[at - 1] == b'\n')
+        .map(|(at, _)| {
+            let range = hay.source_range(haystack, at..at + needle_norm.len());
+            let line_start = haystack[..range.start].rfind('\n').map_or(0, |lf| lf + 1);
+            line_start..range.end
+        })
+        .filter(|span| {
+            let matched: Vec<&str> = haystack[span.clone()].split_inclusive('\n').collect();
+            let pairs: Vec<(&str, &str)> = old_lines.iter().copied().zip(matched).collect();
+            reindent::IndentMap::infer(&pairs, old, new, haystack).is_some()
+        })
         .collect()
 }
 
@@ -109,105 +188,66 @@ impl Normalised {
         let last_len = source[last..].chars().next().map_or(0, char::len_utf8);
         start..last + last_len
     }
+
+    fn push(&mut self, ch: char, source_at: usize) {
+        self.text.push(ch);
+        self.origin.extend(std::iter::repeat_n(source_at, ch.len_utf8()));
+    }
+
+    fn with_capacity(capacity: usize) -> Self {
+        Normalised { text: String::with_capacity(capacity), origin: Vec::with_capacity(capacity) }
+    }
 }
 
-fn strip_trailing_whitespace(source: &str) -> Normalised {
-    let mut out = Normalised { text: String::with_capacity(source.len()), origin: Vec::with_capacity(source.len()) };
+/// Calls `keep` with each line's content (without its `\n`) and the content's offset, and pushes
+/// what it returns followed by the line's `\n`, unless it returns `None` (the line is dropped).
+fn map_lines(source: &str, keep: impl Fn(&str) -> Option<Range<usize>>) -> Normalised {
+    let mut out = Normalised::with_capacity(source.len());
     let mut line_start = 0;
     for line in source.split_inclusive('\n') {
         let content = line.strip_suffix('\n').unwrap_or(line);
-        for (at, ch) in content.trim_end().char_indices() {
-            out.push(ch, line_start + at);
-        }
-        if content.len() < line.len() {
-            out.push('\n', line_start + content.len());
+        if let Some(kept) = keep(content) {
+            for (at, ch) in content[kept.clone()].char_indices() {
+                out.push(ch, line_start + kept.start + at);
+            }
+            if content.len() < line.len() {
+                out.push('\n', line_start + content.len());
+            }
         }
         line_start += line.len();
     }
     out
 }
 
+fn strip_trailing_whitespace(source: &str) -> Normalised {
+    map_lines(source, |content| Some(0..content.trim_end().len()))
+}
+
+fn strip_indentation(source: &str) -> Normalised {
+    map_lines(source, |content| Some(content.len() - content.trim_start_matches([' ', '\t']).len()..content.len()))
+}
+
+fn drop_blank_lines(source: &str) -> Normalised {
+    map_lines(source, |content| (!content.trim().is_empty()).then_some(0..content.len()))
+}
+
 fn map_chars(source: &str, map: fn(char) -> char) -> Normalised {
-    let mut out = Normalised { text: String::with_capacity(source.len()), origin: Vec::with_capacity(source.len()) };
+    let mut out = Normalised::with_capacity(source.len());
     for (at, ch) in source.char_indices() {
         out.push(map(ch), at);
     }
     out
 }
 
-impl Normalised {
-    fn push(&mut self, ch: char, source_at: usize) {
-        self.text.push(ch);
-        self.origin.extend(std::iter::repeat_n(source_at, ch.len_utf8()));
-    }
-}
-
 /// Smart quotes, dashes and Unicode spaces as the ASCII a model tends to type instead.
-fn ascii_typography(ch: char) -> char {
+pub(crate) fn ascii_typography(ch: char) -> char {
     match ch {
-        '\u{2018}' | '\u{2019}' | '\u{201A}' | '\u{201B}' => '\'',
-        '\u{201C}' | '\u{201D}' | '\u{201E}' | '\u{201F}' => '"',
-        '\u{2010}'..='\u{2015}' => '-',
+        '\u{2018}' | '\u{2019}' | '\u{201A}' | '\u{201B}' | '\u{2032}' => '\'',
+        '\u{201C}' | '\u{201D}' | '\u{201E}' | '\u{201F}' | '\u{2033}' => '"',
+        '\u{2010}'..='\u{2015}' | '\u{2212}' => '-',
         '\u{00A0}' | '\u{2000}'..='\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}' => ' ',
         other => other,
     }
-}
-
-/// The window of the file's lines most similar to `needle`'s lines, compared line by line
-/// (ignoring indentation and trailing whitespace). `None` when either has no lines.
-pub(crate) fn closest_region(haystack: &str, needle: &str) -> Option<Region> {
-    // Scoring more than this many lines of a long oldText adds cost and little precision.
-    const MAX_SCORED_LINES: usize = 30;
-    let needle_lines: Vec<&str> = needle.trim_end_matches('\n').lines().collect();
-    let file_lines: Vec<&str> = haystack.lines().collect();
-    if needle_lines.is_empty() || file_lines.is_empty() {
-        return None;
-    }
-    let width = needle_lines.len().min(file_lines.len());
-    let scored: Vec<Bigrams> = needle_lines.iter().take(width.min(MAX_SCORED_LINES)).map(|l| bigrams(l)).collect();
-    let file: Vec<Bigrams> = file_lines.iter().map(|l| bigrams(l)).collect();
-    let mut best = (f64::MIN, 0);
-    for start in 0..=file_lines.len() - width {
-        let score: f64 = scored.iter().zip(&file[start..]).map(|(a, b)| similarity(a, b)).sum();
-        if score > best.0 {
-            best = (score, start);
-        }
-    }
-    Some(Region { first_line: best.1 + 1, last_line: best.1 + width })
-}
-
-/// A line as a sorted multiset of character pairs, padded so one-character lines have some.
-type Bigrams = Vec<(char, char)>;
-
-fn bigrams(line: &str) -> Bigrams {
-    let trimmed = line.trim();
-    if trimmed.is_empty() {
-        return Vec::new();
-    }
-    let padded: Vec<char> = std::iter::once(' ').chain(trimmed.chars()).chain(std::iter::once(' ')).collect();
-    let mut pairs: Bigrams = padded.windows(2).map(|w| (w[0], w[1])).collect();
-    pairs.sort_unstable();
-    pairs
-}
-
-/// Dice coefficient of two bigram multisets: 1 for equal lines, 0 for nothing in common.
-fn similarity(a: &Bigrams, b: &Bigrams) -> f64 {
-    if a.is_empty() && b.is_empty() {
-        return 1.0;
-    }
-    let (mut i, mut j, mut common) = (0, 0, 0usize);
-    while i < a.len() && j < b.len() {
-        match a[i].cmp(&b[j]) {
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
-            std::cmp::Ordering::Equal => {
-                common += 1;
-                i += 1;
-                j += 1;
-            }
-        }
-    }
-    (2 * common) as f64 / (a.len() + b.len()) as f64
 }
 
 #[cfg(test)]
@@ -215,9 +255,9 @@ mod tests {
     use super::*;
 
     fn check_find(haystack: &str, needle: &str, expected: &str) {
-        let matches = find(haystack, needle);
-        let spans: Vec<&str> = matches.spans.iter().map(|span| &haystack[span.clone()]).collect();
-        assert_eq!(format!("{:?} {:?}", matches.normalisation, spans), expected);
+        let found = find(haystack, needle, "");
+        let spans: Vec<&str> = found.spans.iter().map(|span| &haystack[span.clone()]).collect();
+        assert_eq!(format!("{:?} {:?}", found.normalisation, spans), expected);
     }
 
     #[test]
@@ -229,9 +269,18 @@ mod tests {
     }
 
     #[test]
-    fn closest_region_prefers_the_most_similar_window() {
-        let file = "fn a() {\n    one();\n}\n\nfn b() {\n    two();\n}\n";
-        assert_eq!(closest_region(file, "fn b() {\n    too();\n"), Some(Region { first_line: 5, last_line: 6 }));
-        assert_eq!(closest_region("", "x"), None);
+    fn indentation_spans_start_at_the_line_and_need_a_consistent_shift() {
+        check_find(
+            "fn f() {\n\tif x {\n\t\ty();\n\t}\n}\n",
+            "if x {\n    y();\n}",
+            r#"Indentation ["\tif x {\n\t\ty();\n\t}"]"#,
+        );
+        // `b` is one level deeper than `a` in the file but at the same level in oldText.
+        check_find("  a\n    b\n", "a\nb", r#"Exact []"#);
+    }
+
+    #[test]
+    fn blank_lines_are_ignored_last_among_the_normalisations() {
+        check_find("a\n\nb\nc\n", "a\nb\n", r#"BlankLines ["a\n\nb\n"]"#);
     }
 }

@@ -5,7 +5,12 @@
 //! happens; `execute` applies what the gate allowed and tells the model what landed, as a diff.
 
 mod apply;
+mod hint;
 mod matching;
+mod needle;
+mod reindent;
+mod splice;
+mod stale;
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -21,7 +26,7 @@ use similar::{Algorithm, TextDiff};
 use crate::workspace::{Workspace, WorkspaceError};
 use crate::{display_path, workspace_error};
 
-use apply::apply_edits;
+pub use apply::{Applied, apply_edits};
 
 /// Arguments of `edit`.
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]

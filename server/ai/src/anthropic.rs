@@ -1,0 +1,94 @@
+//! The Anthropic Messages API provider: one streaming `POST {base_url}/v1/messages` per model call.
+//!
+//! `base_url` has no version segment, as `ANTHROPIC_BASE_URL` in Anthropic's SDKs. Retries,
+//! timeouts, cancellation and key redaction are the shared [`Transport`]'s; this module builds the
+//! body and headers and assembles the named SSE events. Everything per model (id, endpoint,
+//! output limit, prices, whether it reasons) comes with each [`Request`]'s `model`, so one
+//! instance per API key serves every Anthropic model of a registry.
+
+mod assemble;
+mod request;
+mod wire;
+
+use async_trait::async_trait;
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use tokio_util::bytes::Bytes;
+use tokio_util::sync::CancellationToken;
+
+use self::assemble::Assembler;
+use crate::message::{AssistantMessage, ProviderError, ProviderErrorKind};
+use crate::openai::http_error;
+use crate::provider::{ApiKey, EventSink, Provider, Request};
+use crate::transport::{Call, ClientOptions, Transport};
+
+/// The API version this client speaks.
+const API_VERSION: &str = "2023-06-01";
+/// Thinking budget for reasoning models unless set with [`Anthropic::with_thinking_budget`].
+const DEFAULT_THINKING_BUDGET: u64 = 4096;
+/// reins' [`crate::Content`] has no redacted-thinking block, so one is kept as a `Thinking` block
+/// with empty text whose `signature` is this prefix followed by the block's opaque `data`; it is
+/// sent back as `redacted_thinking`, as the API requires.
+pub const REDACTED_THINKING_PREFIX: &str = "redacted_thinking:";
+
+/// A Messages API client; one per API key, shared by all calls and models.
+#[derive(Debug)]
+pub struct Anthropic {
+    transport: Transport,
+    thinking_budget: u64,
+}
+
+impl Anthropic {
+    pub fn new(api_key: ApiKey, options: ClientOptions) -> Self {
+        Self { transport: Transport::new(api_key, options), thinking_budget: DEFAULT_THINKING_BUDGET }
+    }
+
+    /// Tokens reasoning models may think for per call; capped at half the call's `max_tokens`,
+    /// and thinking is left off when that is below the API's minimum of 1024.
+    pub fn with_thinking_budget(mut self, tokens: u64) -> Self {
+        self.thinking_budget = tokens;
+        self
+    }
+
+    fn headers(&self) -> Result<HeaderMap, ProviderError> {
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(HeaderName::from_static("anthropic-version"), HeaderValue::from_static(API_VERSION));
+        let api_key = self.transport.api_key();
+        if !api_key.is_empty() {
+            let mut value = HeaderValue::from_str(api_key.expose()).map_err(|_| {
+                ProviderError::new(ProviderErrorKind::Auth, "the API key has characters an HTTP header cannot carry")
+            })?;
+            value.set_sensitive(true);
+            headers.insert(HeaderName::from_static("x-api-key"), value);
+        }
+        Ok(headers)
+    }
+}
+
+#[async_trait]
+impl Provider for Anthropic {
+    async fn stream(&self, request: &Request, on_event: EventSink<'_>, cancel: &CancellationToken) -> AssistantMessage {
+        let url = format!("{}/v1/messages", request.model.base_url.trim_end_matches('/'));
+        tracing::debug!(url, model = request.model.id, messages = request.messages.len(), "messages request");
+        let mut assembler = Assembler::new(on_event);
+        let body = serde_json::to_vec(&request::messages_request(request, self.thinking_budget));
+        let outcome = match (body, self.headers()) {
+            // Anthropic's error body `{"type": "error", "error": {"type", "message"}}` has the
+            // `error.message` the OpenAI reader looks for, and the same "prompt is too long".
+            (Ok(body), Ok(headers)) => {
+                let call = Call { url: &url, headers, body: Bytes::from(body), http_error };
+                self.transport.stream(&call, &mut assembler, cancel).await
+            }
+            (Err(error), _) => {
+                Err(ProviderError::new(ProviderErrorKind::Protocol, format!("cannot encode the request: {error}")))
+            }
+            (_, Err(error)) => Err(error),
+        };
+        let mut message = assembler.into_message(&request.model, outcome.err());
+        if let Some(error) = &mut message.error {
+            error.message = self.transport.redact(&error.message);
+            tracing::debug!(url, kind = ?error.kind, status = error.status, "model call failed: {}", error.message);
+        }
+        message
+    }
+}

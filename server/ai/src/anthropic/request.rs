@@ -1,0 +1,294 @@
+//! Translates a reins [`Request`] into a Messages API request body.
+//!
+//! The API wants user and assistant turns, so tool results become `tool_result` blocks of a user
+//! message, and consecutive same-role messages are merged into one. Two cache breakpoints make
+//! long sessions cheap: the system prompt, and the last block of the last user message (so the
+//! whole conversation so far is a cached prefix for the next turn).
+
+use serde_json::Value;
+
+use super::REDACTED_THINKING_PREFIX;
+use super::wire::{
+    Block, CacheControl, EPHEMERAL, ImageSource, MessagesRequest, Role, ThinkingConfig, WireMessage, WireTool,
+};
+use crate::message::{AssistantMessage, Content, Message, ToolResultMessage};
+use crate::model::Model;
+use crate::provider::Request;
+
+/// The output limit when neither the request nor the model gives one (the API requires one).
+const DEFAULT_MAX_TOKENS: u64 = 4096;
+/// The API's smallest thinking budget.
+const MIN_THINKING_BUDGET: u64 = 1024;
+
+/// The streaming request body for `request`; `thinking_budget` applies to reasoning models.
+pub fn messages_request(request: &Request, thinking_budget: u64) -> MessagesRequest<'_> {
+    let model = &request.model;
+    let max_tokens = match request.max_tokens.unwrap_or(model.max_output) {
+        0 => DEFAULT_MAX_TOKENS,
+        tokens => tokens,
+    };
+    let system = match request.system_prompt.is_empty() {
+        true => Vec::new(),
+        false => vec![Block::Text { text: request.system_prompt.clone(), cache_control: Some(EPHEMERAL) }],
+    };
+    MessagesRequest {
+        model: &model.id,
+        max_tokens,
+        stream: true,
+        system,
+        messages: messages(request),
+        tools: request
+            .tools
+            .iter()
+            .map(|tool| WireTool { name: &tool.name, description: &tool.description, input_schema: &tool.parameters })
+            .collect(),
+        thinking: thinking(model, max_tokens, thinking_budget),
+    }
+}
+
+/// Thinking takes its budget out of `max_tokens`, so at most half of it goes to thinking; when
+/// that is below the API's minimum, the call goes without thinking.
+fn thinking(model: &Model, max_tokens: u64, budget: u64) -> Option<ThinkingConfig> {
+    let budget = budget.min(max_tokens / 2);
+    (model.reasoning && budget >= MIN_THINKING_BUDGET)
+        .then_some(ThinkingConfig { kind: "enabled", budget_tokens: budget })
+}
+
+fn messages(request: &Request) -> Vec<WireMessage> {
+    let mut out: Vec<WireMessage> = Vec::with_capacity(request.messages.len());
+    for message in &request.messages {
+        let (role, blocks) = match message {
+            Message::User(user) => (Role::User, user.content.iter().filter_map(user_block).collect()),
+            Message::Assistant(assistant) => (Role::Assistant, assistant_blocks(assistant, &request.model)),
+            Message::ToolResult(result) => (Role::User, vec![tool_result_block(result)]),
+        };
+        push(&mut out, role, blocks);
+    }
+    if let Some(last_user) = out.iter_mut().rev().find(|message| message.role == Role::User)
+        && let Some(block) = last_user.content.last_mut()
+    {
+        set_cache_control(block, EPHEMERAL);
+    }
+    out
+}
+
+/// Appends to the previous message when it has the same role (tool results after tool results,
+/// a user note after tool results), since the API merges them anyway and older versions refused
+/// two in a row; an empty message is left out (the API rejects it).
+fn push(out: &mut Vec<WireMessage>, role: Role, blocks: Vec<Block>) {
+    if blocks.is_empty() {
+        return;
+    }
+    match out.last_mut() {
+        Some(last) if last.role == role => last.content.extend(blocks),
+        _ => out.push(WireMessage { role, content: blocks }),
+    }
+}
+
+/// Text and images; empty text is dropped because the API rejects empty text blocks.
+fn user_block(block: &Content) -> Option<Block> {
+    match block {
+        Content::Text { text } if !text.is_empty() => Some(Block::Text { text: text.clone(), cache_control: None }),
+        Content::Image { data, mime_type } => Some(Block::Image {
+            source: ImageSource { kind: "base64", media_type: mime_type.clone(), data: data.clone() },
+            cache_control: None,
+        }),
+        _ => None,
+    }
+}
+
+/// Thinking goes back only to the model that wrote it and only when signed (the API verifies
+/// signatures); redacted thinking goes back as the opaque block it came as.
+fn assistant_blocks(message: &AssistantMessage, model: &Model) -> Vec<Block> {
+    let same_model = message.provider == model.provider && message.model == model.id;
+    message
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            Content::Text { text } if !text.is_empty() => Some(Block::Text { text: text.clone(), cache_control: None }),
+            Content::Thinking { thinking, signature: Some(signature) } if same_model && !signature.is_empty() => {
+                Some(match signature.strip_prefix(REDACTED_THINKING_PREFIX) {
+                    Some(data) => Block::RedactedThinking { data: data.to_string() },
+                    None => Block::Thinking { thinking: thinking.clone(), signature: signature.clone() },
+                })
+            }
+            Content::ToolCall(call) => Some(Block::ToolUse {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                input: input_object(&call.arguments),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `input` must be an object. Arguments that could not be parsed are kept as their raw text;
+/// they go back as `{}` (the tool result that follows says what was wrong with them).
+fn input_object(arguments: &Value) -> Value {
+    match arguments {
+        Value::Object(_) => arguments.clone(),
+        Value::String(raw) => match serde_json::from_str::<Value>(raw) {
+            Ok(parsed @ Value::Object(_)) => parsed,
+            _ => Value::Object(Default::default()),
+        },
+        _ => Value::Object(Default::default()),
+    }
+}
+
+fn tool_result_block(result: &ToolResultMessage) -> Block {
+    Block::ToolResult {
+        tool_use_id: result.tool_call_id.clone(),
+        content: result.content.iter().filter_map(user_block).collect(),
+        is_error: result.is_error,
+        cache_control: None,
+    }
+}
+
+fn set_cache_control(block: &mut Block, value: CacheControl) {
+    match block {
+        Block::Text { cache_control, .. }
+        | Block::Image { cache_control, .. }
+        | Block::ToolResult { cache_control, .. } => *cache_control = Some(value),
+        // Not in user messages; thinking blocks cannot carry a breakpoint.
+        Block::Thinking { .. } | Block::RedactedThinking { .. } | Block::ToolUse { .. } => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use expect_test::{Expect, expect};
+    use serde_json::json;
+
+    use super::*;
+    use crate::message::{StopReason, ToolCall, UserMessage};
+    use crate::model::Prices;
+
+    fn model(reasoning: bool, max_output: u64) -> Model {
+        Model {
+            id: "claude-test".into(),
+            provider: "anthropic".into(),
+            base_url: "http://127.0.0.1:1".into(),
+            context_window: 200_000,
+            max_output,
+            prices: Prices::default(),
+            reasoning,
+            compat: Default::default(),
+        }
+    }
+
+    fn request(messages: Vec<Message>) -> Request {
+        Request {
+            model: model(false, 1000),
+            system_prompt: String::new(),
+            messages,
+            tools: Vec::new(),
+            max_tokens: None,
+        }
+    }
+
+    fn assistant(provider: &str, content: Vec<Content>) -> Message {
+        Message::Assistant(AssistantMessage {
+            content,
+            provider: provider.into(),
+            model: "claude-test".into(),
+            stop_reason: StopReason::ToolUse,
+            ..AssistantMessage::default()
+        })
+    }
+
+    /// The `messages` array, one compact JSON message per line.
+    fn check_messages(request: &Request, expected: Expect) {
+        let body = serde_json::to_value(messages_request(request, 4096)).unwrap();
+        let lines: Vec<String> =
+            body["messages"].as_array().unwrap().iter().map(|message| message.to_string()).collect();
+        expected.assert_eq(&lines.join("\n"));
+    }
+
+    fn check_thinking(reasoning: bool, max_output: u64, budget: u64, expected: Expect) {
+        let request = Request { model: model(reasoning, max_output), ..request(Vec::new()) };
+        let body = serde_json::to_value(messages_request(&request, budget)).unwrap();
+        expected.assert_eq(&format!("max_tokens={} thinking={}", body["max_tokens"], body["thinking"]));
+    }
+
+    #[test]
+    fn thinking_budget_fits_inside_max_tokens_or_is_left_out() {
+        check_thinking(
+            true,
+            64_000,
+            4096,
+            expect![[r#"max_tokens=64000 thinking={"budget_tokens":4096,"type":"enabled"}"#]],
+        );
+        check_thinking(
+            true,
+            4096,
+            4096,
+            expect![[r#"max_tokens=4096 thinking={"budget_tokens":2048,"type":"enabled"}"#]],
+        );
+        check_thinking(true, 1500, 4096, expect![[r#"max_tokens=1500 thinking=null"#]]);
+        check_thinking(false, 64_000, 4096, expect![[r#"max_tokens=64000 thinking=null"#]]);
+        check_thinking(false, 0, 4096, expect![[r#"max_tokens=4096 thinking=null"#]]);
+    }
+
+    #[test]
+    fn thinking_goes_back_signed_to_the_same_model_only_and_redacted_as_data() {
+        let thinking = vec![
+            Content::Thinking { thinking: "unsigned".into(), signature: None },
+            Content::Thinking { thinking: "signed".into(), signature: Some("sig".into()) },
+            Content::Thinking { thinking: String::new(), signature: Some(format!("{REDACTED_THINKING_PREFIX}opaque")) },
+            Content::text(""),
+            Content::text("answer"),
+        ];
+        check_messages(
+            &request(vec![
+                Message::user("q"),
+                assistant("anthropic", thinking.clone()),
+                Message::user("again"),
+                assistant("openai", thinking),
+            ]),
+            expect![[r#"
+                {"content":[{"text":"q","type":"text"}],"role":"user"}
+                {"content":[{"signature":"sig","thinking":"signed","type":"thinking"},{"data":"opaque","type":"redacted_thinking"},{"text":"answer","type":"text"}],"role":"assistant"}
+                {"content":[{"cache_control":{"type":"ephemeral"},"text":"again","type":"text"}],"role":"user"}
+                {"content":[{"text":"answer","type":"text"}],"role":"assistant"}"#]],
+        );
+    }
+
+    #[test]
+    fn tool_results_merge_with_images_errors_and_a_following_user_note() {
+        let image = Content::Image { data: "AAAA".into(), mime_type: "image/png".into() };
+        let result = |id: &str, content: Vec<Content>, is_error: bool| {
+            Message::ToolResult(ToolResultMessage {
+                tool_call_id: id.into(),
+                tool_name: "read".into(),
+                content,
+                is_error,
+                details: None,
+                timestamp: 0,
+            })
+        };
+        check_messages(
+            &request(vec![
+                Message::User(UserMessage { content: vec![Content::text("look"), image.clone()], timestamp: 0 }),
+                assistant(
+                    "anthropic",
+                    vec![
+                        Content::ToolCall(ToolCall {
+                            id: "t1".into(),
+                            name: "read".into(),
+                            arguments: json!({"p": 1}),
+                        }),
+                        Content::ToolCall(ToolCall { id: "t2".into(), name: "read".into(), arguments: json!("{bad") }),
+                    ],
+                ),
+                result("t1", vec![Content::text("text"), image], false),
+                result("t2", vec![Content::text("error: bad JSON")], true),
+                Message::user("and then?"),
+                assistant("anthropic", Vec::new()),
+            ]),
+            expect![[r#"
+                {"content":[{"text":"look","type":"text"},{"source":{"data":"AAAA","media_type":"image/png","type":"base64"},"type":"image"}],"role":"user"}
+                {"content":[{"id":"t1","input":{"p":1},"name":"read","type":"tool_use"},{"id":"t2","input":{},"name":"read","type":"tool_use"}],"role":"assistant"}
+                {"content":[{"content":[{"text":"text","type":"text"},{"source":{"data":"AAAA","media_type":"image/png","type":"base64"},"type":"image"}],"is_error":false,"tool_use_id":"t1","type":"tool_result"},{"content":[{"text":"error: bad JSON","type":"text"}],"is_error":true,"tool_use_id":"t2","type":"tool_result"},{"cache_control":{"type":"ephemeral"},"text":"and then?","type":"text"}],"role":"user"}"#]],
+        );
+    }
+}

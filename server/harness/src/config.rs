@@ -1,0 +1,623 @@
+//! Config layers: what one source — the user's `config.toml`, a trusted project's
+//! `.reins/config.toml`, or the editor's settings (JSON, camelCase) — sets, read key by key so
+//! that one bad value is reported with its file, line and key and the rest still applies.
+//!
+//! Keys are snake_case in TOML and camelCase in JSON; both spellings are accepted everywhere.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use reins_ai::ApiKey;
+use toml::de::{DeTable, DeValue};
+
+use crate::approval::Policy;
+use crate::registry::Api;
+
+/// Where a setting came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    Default,
+    File(PathBuf),
+    Env(String),
+    /// The editor's `initializationOptions` or `didChangeConfiguration`.
+    Editor,
+    AuthFile(PathBuf),
+    Command,
+}
+
+/// Which kind of source a layer is; it decides what the layer may set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LayerKind {
+    /// `config.toml` in the user's config dir: anything but a literal key.
+    User,
+    /// A trusted project's `.reins/config.toml`: no keys, key variables or key commands.
+    Project,
+    /// The editor's settings: keys, but no key commands or key variables (a workspace's editor
+    /// settings may come from the repository).
+    Editor,
+}
+
+/// A problem with one setting; the setting is ignored and everything else applies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigDiagnostic {
+    /// The file, or `editor settings`.
+    pub origin: String,
+    pub line: Option<usize>,
+    /// The key's path, such as `approval.bash` or `models[1].context_window`.
+    pub key: String,
+    pub message: String,
+}
+
+/// What one source sets; `None` and empty maps leave the value below in force.
+#[derive(Debug, Clone, Default)]
+pub struct ConfigLayer {
+    pub model: Option<String>,
+    /// The OpenAI-compatible endpoint for models the registry does not know.
+    pub base_url: Option<String>,
+    pub api_key: Option<ApiKey>,
+    pub approval: BTreeMap<String, Policy>,
+    pub compaction_auto: Option<bool>,
+    pub reserve_tokens: Option<u64>,
+    pub keep_recent_tokens: Option<u64>,
+    pub max_turns: Option<u32>,
+    pub providers: BTreeMap<String, ProviderLayer>,
+    pub models: Vec<ModelLayer>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ProviderLayer {
+    pub api: Option<Api>,
+    pub base_url: Option<String>,
+    pub api_key_env: Option<String>,
+    pub api_key_command: Option<String>,
+    pub api_key: Option<ApiKey>,
+}
+
+/// A `[[models]]` entry: extends the registry, or overrides the fields it sets of a known model.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelLayer {
+    pub id: String,
+    pub provider: Option<String>,
+    pub api: Option<Api>,
+    pub base_url: Option<String>,
+    pub context_window: Option<u64>,
+    pub max_output: Option<u64>,
+    /// input, output, cache read, cache write ($ per million tokens).
+    pub prices: [Option<f64>; 4],
+    pub reasoning: Option<bool>,
+    pub developer_role: Option<bool>,
+    pub max_completion_tokens: Option<bool>,
+}
+
+/// A parsed value with the line it is on (TOML only).
+#[derive(Debug)]
+struct Node {
+    value: Value,
+    line: Option<usize>,
+}
+
+#[derive(Debug)]
+enum Value {
+    Str(String),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    List(Vec<Node>),
+    Table(Vec<(String, Node)>),
+    Other(&'static str),
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Default => f.write_str("default"),
+            Source::File(path) => write!(f, "{}", path.display()),
+            Source::Env(name) => write!(f, "env {name}"),
+            Source::Editor => f.write_str("editor settings"),
+            Source::AuthFile(path) => write!(f, "{}", path.display()),
+            Source::Command => f.write_str("api_key_command"),
+        }
+    }
+}
+
+impl fmt::Display for ConfigDiagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{line}: {}: {}", self.origin, self.key, self.message),
+            None => write!(f, "{}: {}: {}", self.origin, self.key, self.message),
+        }
+    }
+}
+
+impl ConfigLayer {
+    /// Reads a TOML config file's text. A syntax error skips only what the parser could not
+    /// recover.
+    pub fn from_toml(path: &Path, text: &str, kind: LayerKind) -> (Self, Vec<ConfigDiagnostic>) {
+        let origin = path.display().to_string();
+        let lines = LineIndex::new(text);
+        let (table, errors) = DeTable::parse_recoverable(text);
+        let mut diagnostics: Vec<ConfigDiagnostic> = errors
+            .iter()
+            .map(|error| ConfigDiagnostic {
+                origin: origin.clone(),
+                line: error.span().map(|span| lines.line(span.start)),
+                key: "(syntax)".into(),
+                message: error.message().trim().to_string(),
+            })
+            .collect();
+        let root = toml_table(table.get_ref(), &lines);
+        let mut reader = Reader { origin, kind, diagnostics: &mut diagnostics };
+        let layer = reader.layer(&root);
+        (layer, diagnostics)
+    }
+
+    /// Reads the editor's settings object (`{"reins": {…}}` or the object itself).
+    pub fn from_json(value: &serde_json::Value) -> (Self, Vec<ConfigDiagnostic>) {
+        let value = value.get("reins").unwrap_or(value);
+        let mut diagnostics = Vec::new();
+        if value.is_null() {
+            return (Self::default(), diagnostics);
+        }
+        let root = json_node(value);
+        let mut reader =
+            Reader { origin: "editor settings".into(), kind: LayerKind::Editor, diagnostics: &mut diagnostics };
+        let layer = reader.layer(&root);
+        (layer, diagnostics)
+    }
+
+    /// Reads a config file; a missing file is an empty layer.
+    pub fn from_file(path: &Path, kind: LayerKind) -> Option<(Self, Vec<ConfigDiagnostic>)> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Some(Self::from_toml(path, &text, kind)),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+            Err(error) => Some((
+                Self::default(),
+                vec![ConfigDiagnostic {
+                    origin: path.display().to_string(),
+                    line: None,
+                    key: "(file)".into(),
+                    message: format!("cannot read: {error}"),
+                }],
+            )),
+        }
+    }
+}
+
+/// Reads the keys of one layer, reporting each bad one.
+struct Reader<'a> {
+    origin: String,
+    kind: LayerKind,
+    diagnostics: &'a mut Vec<ConfigDiagnostic>,
+}
+
+impl Reader<'_> {
+    fn layer(&mut self, root: &Node) -> ConfigLayer {
+        let mut layer = ConfigLayer::default();
+        let Some(entries) = self.table("", root) else { return layer };
+        for (key, node) in entries {
+            match canonical(key).as_str() {
+                "model" => layer.model = self.string(key, node),
+                "base_url" => layer.base_url = self.string(key, node).map(|url| trim_url(&url)),
+                "api_key" => layer.api_key = self.key(key, node),
+                "approval" => {
+                    for (tool, value) in self.table(key, node).unwrap_or_default() {
+                        if let Some(policy) = self.policy(&format!("{key}.{tool}"), value) {
+                            layer.approval.insert(tool.clone(), policy);
+                        }
+                    }
+                }
+                "compaction" => {
+                    for (field, value) in self.table(key, node).unwrap_or_default() {
+                        let path = format!("{key}.{field}");
+                        match canonical(field).as_str() {
+                            "auto" => layer.compaction_auto = self.boolean(&path, value),
+                            "reserve_tokens" => layer.reserve_tokens = self.uint(&path, value),
+                            "keep_recent_tokens" => layer.keep_recent_tokens = self.uint(&path, value),
+                            _ => self.unknown(&path, value),
+                        }
+                    }
+                }
+                "limits" => {
+                    for (field, value) in self.table(key, node).unwrap_or_default() {
+                        let path = format!("{key}.{field}");
+                        match canonical(field).as_str() {
+                            "max_turns" => match self.uint(&path, value).map(u32::try_from) {
+                                Some(Ok(turns)) if turns > 0 => layer.max_turns = Some(turns),
+                                Some(_) => self.error(&path, value, "expected a number of turns from 1 up"),
+                                None => {}
+                            },
+                            _ => self.unknown(&path, value),
+                        }
+                    }
+                }
+                "providers" => {
+                    for (name, value) in self.table(key, node).unwrap_or_default() {
+                        let provider = self.provider(&format!("{key}.{name}"), value);
+                        layer.providers.insert(name.clone(), provider);
+                    }
+                }
+                "models" => match &node.value {
+                    Value::List(items) => {
+                        for (index, item) in items.iter().enumerate() {
+                            if let Some(model) = self.model(&format!("{key}[{index}]"), item) {
+                                layer.models.push(model);
+                            }
+                        }
+                    }
+                    _ => self.error(key, node, "expected a list of model tables ([[models]])"),
+                },
+                _ => self.unknown(key, node),
+            }
+        }
+        layer
+    }
+
+    fn provider(&mut self, path: &str, node: &Node) -> ProviderLayer {
+        let mut provider = ProviderLayer::default();
+        for (field, value) in self.table(path, node).unwrap_or_default() {
+            let key = format!("{path}.{field}");
+            match canonical(field).as_str() {
+                "api" => provider.api = self.api(&key, value),
+                "base_url" => provider.base_url = self.string(&key, value).map(|url| trim_url(&url)),
+                "api_key" => provider.api_key = self.key(&key, value),
+                "api_key_env" | "api_key_command" if self.kind != LayerKind::User => {
+                    let message = match self.kind {
+                        LayerKind::Project => {
+                            "a project's config cannot choose API keys; set it in your own config.toml"
+                        }
+                        _ => "editor settings cannot name key variables or run commands; set it in config.toml",
+                    };
+                    self.error(&key, value, message);
+                }
+                "api_key_env" => provider.api_key_env = self.string(&key, value),
+                "api_key_command" => provider.api_key_command = self.string(&key, value),
+                _ => self.unknown(&key, value),
+            }
+        }
+        provider
+    }
+
+    fn model(&mut self, path: &str, node: &Node) -> Option<ModelLayer> {
+        let entries = self.table(path, node)?;
+        let mut model = ModelLayer::default();
+        for (field, value) in entries {
+            let key = format!("{path}.{field}");
+            match canonical(field).as_str() {
+                "id" => model.id = self.string(&key, value).unwrap_or_default(),
+                "provider" => model.provider = self.string(&key, value),
+                "api" => model.api = self.api(&key, value),
+                "base_url" => model.base_url = self.string(&key, value).map(|url| trim_url(&url)),
+                "context_window" => model.context_window = self.uint(&key, value),
+                "max_output" => model.max_output = self.uint(&key, value),
+                "reasoning" => model.reasoning = self.boolean(&key, value),
+                "developer_role" => model.developer_role = self.boolean(&key, value),
+                "max_completion_tokens" => model.max_completion_tokens = self.boolean(&key, value),
+                "prices" => {
+                    for (name, price) in self.table(&key, value).unwrap_or_default() {
+                        let price_key = format!("{key}.{name}");
+                        let slot = match canonical(name).as_str() {
+                            "input" => 0,
+                            "output" => 1,
+                            "cache_read" => 2,
+                            "cache_write" => 3,
+                            _ => {
+                                self.unknown(&price_key, price);
+                                continue;
+                            }
+                        };
+                        model.prices[slot] = self.float(&price_key, price);
+                    }
+                }
+                _ => self.unknown(&key, value),
+            }
+        }
+        if model.id.trim().is_empty() {
+            self.error(path, node, "a model needs an `id`; this entry was skipped");
+            return None;
+        }
+        Some(model)
+    }
+
+    fn key(&mut self, path: &str, node: &Node) -> Option<ApiKey> {
+        if self.kind != LayerKind::Editor {
+            self.error(
+                path,
+                node,
+                "API keys do not belong in config files; use an environment variable, auth.json (mode 0600) \
+                 or providers.<name>.api_key_command",
+            );
+            return None;
+        }
+        self.string(path, node).map(ApiKey::new)
+    }
+
+    fn policy(&mut self, path: &str, node: &Node) -> Option<Policy> {
+        match self.string(path, node)?.as_str() {
+            "ask" => Some(Policy::Ask),
+            "auto" => Some(Policy::Auto),
+            "deny" => Some(Policy::Deny),
+            other => {
+                self.error(path, node, &format!("expected \"ask\", \"auto\" or \"deny\", found {other:?}"));
+                None
+            }
+        }
+    }
+
+    fn api(&mut self, path: &str, node: &Node) -> Option<Api> {
+        match self.string(path, node)?.as_str() {
+            "openai" => Some(Api::OpenAi),
+            "anthropic" => Some(Api::Anthropic),
+            other => {
+                self.error(path, node, &format!("expected \"openai\" or \"anthropic\", found {other:?}"));
+                None
+            }
+        }
+    }
+
+    fn string(&mut self, path: &str, node: &Node) -> Option<String> {
+        match &node.value {
+            Value::Str(text) if !text.trim().is_empty() => Some(text.trim().to_string()),
+            Value::Str(_) => {
+                self.error(path, node, "is empty");
+                None
+            }
+            _ => self.mismatch(path, node, "a string"),
+        }
+    }
+
+    fn uint(&mut self, path: &str, node: &Node) -> Option<u64> {
+        match node.value {
+            Value::Int(n) if n >= 0 => Some(n as u64),
+            _ => self.mismatch(path, node, "a whole number, 0 or more"),
+        }
+    }
+
+    fn float(&mut self, path: &str, node: &Node) -> Option<f64> {
+        match node.value {
+            Value::Int(n) if n >= 0 => Some(n as f64),
+            Value::Float(x) if x >= 0.0 && x.is_finite() => Some(x),
+            _ => self.mismatch(path, node, "a number, 0 or more"),
+        }
+    }
+
+    fn boolean(&mut self, path: &str, node: &Node) -> Option<bool> {
+        match node.value {
+            Value::Bool(b) => Some(b),
+            _ => self.mismatch(path, node, "true or false"),
+        }
+    }
+
+    fn table<'n>(&mut self, path: &str, node: &'n Node) -> Option<&'n [(String, Node)]> {
+        match &node.value {
+            Value::Table(entries) => Some(entries),
+            _ => self.mismatch(path, node, "a table"),
+        }
+    }
+
+    fn mismatch<T>(&mut self, path: &str, node: &Node, expected: &str) -> Option<T> {
+        let found = match &node.value {
+            Value::Str(_) => "a string",
+            Value::Int(_) => "an integer",
+            Value::Float(_) => "a float",
+            Value::Bool(_) => "a boolean",
+            Value::List(_) => "a list",
+            Value::Table(_) => "a table",
+            Value::Other(kind) => kind,
+        };
+        self.error(path, node, &format!("expected {expected}, found {found}"));
+        None
+    }
+
+    fn unknown(&mut self, path: &str, node: &Node) {
+        self.error(path, node, "unknown key; it was ignored");
+    }
+
+    fn error(&mut self, path: &str, node: &Node, message: &str) {
+        self.diagnostics.push(ConfigDiagnostic {
+            origin: self.origin.clone(),
+            line: node.line,
+            key: if path.is_empty() { "(root)".into() } else { path.to_string() },
+            message: message.to_string(),
+        });
+    }
+}
+
+/// `baseUrl` → `base_url`; snake_case stays as it is.
+fn canonical(key: &str) -> String {
+    let mut out = String::with_capacity(key.len() + 4);
+    for c in key.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('_');
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+pub(crate) fn trim_url(url: &str) -> String {
+    url.trim().trim_end_matches('/').to_string()
+}
+
+/// Byte offset → 1-based line.
+struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    fn new(text: &str) -> Self {
+        let starts = std::iter::once(0).chain(text.match_indices('\n').map(|(at, _)| at + 1)).collect();
+        Self { starts }
+    }
+
+    fn line(&self, offset: usize) -> usize {
+        self.starts.partition_point(|&start| start <= offset)
+    }
+}
+
+fn toml_table(table: &DeTable<'_>, lines: &LineIndex) -> Node {
+    let mut keyed: Vec<_> = table.iter().collect();
+    // In the order they are written, so diagnostics come out in file order.
+    keyed.sort_by_key(|(key, _)| key.span().start);
+    let entries = keyed
+        .into_iter()
+        .map(|(key, value)| {
+            let mut node = toml_node(value.get_ref(), value.span().start, lines);
+            // A key's line is where the key is written (a table's header, for tables).
+            node.line = Some(lines.line(key.span().start));
+            (key.get_ref().to_string(), node)
+        })
+        .collect();
+    Node { value: Value::Table(entries), line: Some(1) }
+}
+
+fn toml_node(value: &DeValue<'_>, offset: usize, lines: &LineIndex) -> Node {
+    let line = Some(lines.line(offset));
+    let value = match value {
+        DeValue::String(text) => Value::Str(text.to_string()),
+        DeValue::Integer(n) => match i64::from_str_radix(&n.as_str().replace('_', ""), n.radix()) {
+            Ok(n) => Value::Int(n),
+            Err(_) => Value::Other("an integer out of range"),
+        },
+        DeValue::Float(x) => match x.as_str().replace('_', "").parse::<f64>() {
+            Ok(x) => Value::Float(x),
+            Err(_) => Value::Other("an unreadable float"),
+        },
+        DeValue::Boolean(b) => Value::Bool(*b),
+        DeValue::Datetime(_) => Value::Other("a date"),
+        DeValue::Array(items) => {
+            Value::List(items.iter().map(|item| toml_node(item.get_ref(), item.span().start, lines)).collect())
+        }
+        DeValue::Table(table) => return Node { line, ..toml_table(table, lines) },
+    };
+    Node { value, line }
+}
+
+fn json_node(value: &serde_json::Value) -> Node {
+    use serde_json::Value as Json;
+    let value = match value {
+        Json::String(text) => Value::Str(text.clone()),
+        Json::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(n), _) => Value::Int(n),
+            (None, Some(x)) => Value::Float(x),
+            _ => Value::Other("a number out of range"),
+        },
+        Json::Bool(b) => Value::Bool(*b),
+        Json::Array(items) => Value::List(items.iter().map(json_node).collect()),
+        Json::Object(fields) => Value::Table(fields.iter().map(|(k, v)| (k.clone(), json_node(v))).collect()),
+        Json::Null => Value::Other("null"),
+    };
+    Node { value, line: None }
+}
+
+#[cfg(test)]
+mod tests {
+    use expect_test::expect;
+
+    use super::*;
+
+    /// The diagnostics of a user config file, one a line.
+    fn diagnostics(kind: LayerKind, text: &str) -> String {
+        let (_, diagnostics) = ConfigLayer::from_toml(Path::new("/home/u/.config/reins/config.toml"), text, kind);
+        diagnostics.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
+    }
+
+    #[test]
+    fn reads_every_section() {
+        let text = r#"
+model = "anthropic/claude-sonnet-4-5"
+base_url = "http://127.0.0.1:8080/v1/"
+
+[approval]
+bash = "deny"
+edit = "auto"
+
+[compaction]
+auto = false
+reserve_tokens = 1000
+keep_recent_tokens = 2000
+
+[limits]
+max_turns = 7
+
+[providers.lab]
+base_url = "http://10.0.0.2:8000/v1"
+api_key_env = "LAB_KEY"
+api_key_command = "pass show lab"
+
+[[models]]
+id = "big"
+provider = "lab"
+context_window = 32768
+prices = { input = 1, output = 2.5 }
+developer_role = true
+"#;
+        let (layer, diagnostics) = ConfigLayer::from_toml(Path::new("c.toml"), text, LayerKind::User);
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        assert_eq!(layer.model.as_deref(), Some("anthropic/claude-sonnet-4-5"));
+        assert_eq!(layer.base_url.as_deref(), Some("http://127.0.0.1:8080/v1"));
+        assert_eq!(layer.approval.get("bash"), Some(&Policy::Deny));
+        assert_eq!((layer.compaction_auto, layer.reserve_tokens, layer.max_turns), (Some(false), Some(1000), Some(7)));
+        let lab = &layer.providers["lab"];
+        assert_eq!(
+            (lab.api_key_env.as_deref(), lab.api_key_command.as_deref()),
+            (Some("LAB_KEY"), Some("pass show lab"))
+        );
+        assert_eq!(layer.models[0].prices, [Some(1.0), Some(2.5), None, None]);
+        assert_eq!(layer.models[0].developer_role, Some(true));
+    }
+
+    #[test]
+    fn bad_values_name_file_line_and_key_and_the_rest_loads() {
+        let text = "model = \"m\"\n[approval]\nbash = \"sometimes\"\nedit = \"auto\"\n[limits]\nmax_turns = \"ten\"\n\
+                    [[models]]\nprovider = \"x\"\n[compaction]\nreserve = 3\n";
+        expect![[r#"
+            /home/u/.config/reins/config.toml:3: approval.bash: expected "ask", "auto" or "deny", found "sometimes"
+            /home/u/.config/reins/config.toml:6: limits.max_turns: expected a whole number, 0 or more, found a string
+            /home/u/.config/reins/config.toml:7: models[0]: a model needs an `id`; this entry was skipped
+            /home/u/.config/reins/config.toml:10: compaction.reserve: unknown key; it was ignored"#]]
+        .assert_eq(&diagnostics(LayerKind::User, text));
+        let (layer, _) = ConfigLayer::from_toml(Path::new("c.toml"), text, LayerKind::User);
+        assert_eq!((layer.model.as_deref(), layer.approval.get("edit")), (Some("m"), Some(&Policy::Auto)));
+    }
+
+    #[test]
+    fn a_syntax_error_is_reported_with_its_line() {
+        expect![[
+            r#"/home/u/.config/reins/config.toml:2: (syntax): string values must be quoted, expected literal string"#
+        ]]
+        .assert_eq(&diagnostics(LayerKind::User, "model = \"m\"\nbase_url = http://x\n"));
+    }
+
+    #[test]
+    fn keys_are_refused_where_they_do_not_belong() {
+        let text = "api_key = \"sk-1\"\n[providers.openai]\napi_key_env = \"X\"\napi_key_command = \"cat k\"\n";
+        expect![[r#"
+            /home/u/.config/reins/config.toml:1: api_key: API keys do not belong in config files; use an environment variable, auth.json (mode 0600) or providers.<name>.api_key_command
+            /home/u/.config/reins/config.toml:3: providers.openai.api_key_env: a project's config cannot choose API keys; set it in your own config.toml
+            /home/u/.config/reins/config.toml:4: providers.openai.api_key_command: a project's config cannot choose API keys; set it in your own config.toml"#]]
+        .assert_eq(&diagnostics(LayerKind::Project, text));
+        assert!(!diagnostics(LayerKind::Project, text).contains("sk-1"));
+    }
+
+    #[test]
+    fn editor_settings_are_camel_case_json() {
+        let (layer, diagnostics) = ConfigLayer::from_json(&serde_json::json!({"reins": {
+            "baseUrl": "http://h/v1", "apiKey": "k", "approval": {"bash": "deny"},
+            "limits": {"maxTurns": 3}, "providers": {"anthropic": {"baseUrl": "http://a", "apiKeyCommand": "x"}}
+        }}));
+        assert_eq!(
+            (layer.base_url.as_deref(), layer.api_key.map(|k| k.expose().to_string())),
+            (Some("http://h/v1"), Some("k".into()))
+        );
+        assert_eq!((layer.max_turns, layer.providers["anthropic"].base_url.as_deref()), (Some(3), Some("http://a")));
+        assert_eq!(
+            diagnostics.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            [
+                "editor settings: providers.anthropic.apiKeyCommand: editor settings cannot name key variables or run commands; set it in config.toml"
+            ]
+        );
+    }
+}

@@ -1,0 +1,226 @@
+//! Tests of config precedence, trust, keys and diagnostics.
+
+use expect_test::expect;
+
+use super::*;
+use crate::approval::Policy;
+
+/// Settings from these variables, with `REINS_HOME` at `home` when given.
+fn settings_in(home: Option<&Path>, project: Option<&Path>, vars: &[(&str, &str)]) -> Settings {
+    let mut vars: Vec<(String, String)> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    if let Some(home) = home {
+        vars.push(("REINS_HOME".into(), home.display().to_string()));
+    }
+    Settings::load(|name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()), project)
+}
+
+fn settings(vars: &[(&str, &str)]) -> Settings {
+    settings_in(None, None, vars)
+}
+
+/// A REINS_HOME with `config.toml` and a project with `.reins/config.toml`; `trusted` lists the
+/// project in `trusted-workspaces`.
+fn setup(user: &str, project: &str, trusted: bool) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let root = tmp.path().join("project");
+    std::fs::create_dir_all(root.join(".reins")).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(home.join("config.toml"), user).unwrap();
+    std::fs::write(root.join(".reins/config.toml"), project).unwrap();
+    if trusted {
+        std::fs::write(home.join("trusted-workspaces"), format!("{}\n", root.display())).unwrap();
+    }
+    (tmp, home, root)
+}
+
+fn show_diagnostics(settings: &Settings, tmp: &Path) -> String {
+    let prefix = format!("{}/", tmp.display());
+    settings.diagnostics.iter().map(|d| d.to_string().replace(&prefix, "")).collect::<Vec<_>>().join("\n")
+}
+
+#[test]
+fn defaults_to_local_ollama_and_xdg_dirs() {
+    let s = settings(&[("HOME", "/home/u")]);
+    assert_eq!(s.base_url, DEFAULT_BASE_URL);
+    assert!(!s.base_url_configured);
+    assert!(s.api_key.is_empty());
+    assert_eq!(s.config_dir, PathBuf::from("/home/u/.config/reins"));
+    assert_eq!(s.data_dir, PathBuf::from("/home/u/.local/share/reins"));
+    let model = s.resolve_model(None);
+    assert_eq!((model.provider.as_str(), model.base_url.as_str()), ("openai-compatible", DEFAULT_BASE_URL));
+    assert!(s.diagnostics.is_empty());
+}
+
+#[test]
+fn environment_overrides() {
+    let s = settings(&[
+        ("OPENAI_BASE_URL", "https://api.openai.com/v1/"),
+        ("OPENAI_API_KEY", "sk-test"),
+        ("REINS_MODEL", "gpt-4.1"),
+        ("REINS_HOME", "/data/reins"),
+        ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/"),
+    ]);
+    assert_eq!(s.base_url, "https://api.openai.com/v1");
+    assert!(s.base_url_configured);
+    assert_eq!(s.config_dir, PathBuf::from("/data/reins"));
+    let model = s.resolve_model(None);
+    assert_eq!((model.provider.as_str(), model.context_window, model.prices.output), ("openai", 1_047_576, 8.0));
+    assert_eq!(s.resolve_model(Some("my-local")).context_window, 128_000);
+    assert_eq!(s.resolve_model(Some("claude-sonnet-4-5")).base_url, "http://127.0.0.1:9");
+    assert_eq!(s.api_key_for("openai").unwrap().expose(), "sk-test");
+    assert_eq!(s.api_key_for("openai-compatible").unwrap().expose(), "sk-test");
+    assert!(s.api_key_for("anthropic").unwrap().is_empty());
+    assert!(!format!("{s:?}").contains("sk-test"));
+}
+
+#[test]
+fn a_recorded_model_resolves_by_its_provider_when_known() {
+    let s = settings(&[("OPENAI_BASE_URL", "http://127.0.0.1:7/v1")]);
+    let recorded =
+        [("anthropic", "claude-x"), ("openai-compatible", "gpt-4.1"), ("ollama-old", "qwen")].map(|(provider, id)| {
+            let m = s.resolve_recorded(provider, id);
+            format!("{}/{} {}", m.provider, m.id, m.base_url)
+        });
+    assert_eq!(
+        recorded,
+        [
+            "anthropic/claude-x https://api.anthropic.com",
+            "openai-compatible/gpt-4.1 http://127.0.0.1:7/v1",
+            "openai-compatible/qwen http://127.0.0.1:7/v1"
+        ]
+    );
+}
+
+#[test]
+fn trust_comes_from_the_list_and_covers_subdirectories() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("trusted-workspaces"), "# mine\n/home/u/work\n").unwrap();
+    let s = settings(&[("REINS_HOME", tmp.path().to_str().unwrap())]);
+    assert!(s.is_trusted(Path::new("/home/u/work/proj")));
+    assert!(!s.is_trusted(Path::new("/home/u/workshop")));
+    assert!(!s.is_trusted(Path::new("/tmp/clone")));
+}
+
+#[test]
+fn precedence_is_user_file_project_env_editor() {
+    let user = "model = \"from-user\"\nbase_url = \"http://user/v1\"\n[approval]\nbash = \"deny\"\nedit = \"deny\"\n\
+                [limits]\nmax_turns = 5\n[compaction]\nreserve_tokens = 100\n";
+    let project = "model = \"from-project\"\n[approval]\nedit = \"auto\"\n[limits]\nmax_turns = 9\n";
+    let (tmp, home, root) = setup(user, project, true);
+    let s = settings_in(Some(&home), Some(&root), &[("OPENAI_BASE_URL", "http://env/v1")]);
+    assert!(s.diagnostics.is_empty(), "{:?}", s.diagnostics);
+    let summary = |s: &Settings| {
+        format!(
+            "model={} ({}) base_url={} ({}) bash={:?} ({}) edit={:?} ({}) max_turns={:?} ({}) reserve={} ({})",
+            s.model,
+            s.origin("model"),
+            s.base_url,
+            s.origin("base_url"),
+            s.approval.for_tool("bash"),
+            s.origin("approval.bash"),
+            s.approval.for_tool("edit"),
+            s.origin("approval.edit"),
+            s.max_turns,
+            s.origin("limits.max_turns"),
+            s.compaction.reserve_tokens,
+            s.origin("compaction.reserve_tokens"),
+        )
+        .replace(&format!("{}/", tmp.path().display()), "")
+    };
+    expect![[r#"model=from-project (project/.reins/config.toml) base_url=http://env/v1 (env OPENAI_BASE_URL) bash=Deny (home/config.toml) edit=Auto (project/.reins/config.toml) max_turns=Some(9) (project/.reins/config.toml) reserve=100 (home/config.toml)"#]]
+    .assert_eq(&summary(&s));
+    let editor = s.with_editor_settings(&serde_json::json!({"model": "from-editor", "approval": {"bash": "ask"}}));
+    expect![[r#"model=from-editor (editor settings) base_url=http://env/v1 (env OPENAI_BASE_URL) bash=Ask (editor settings) edit=Auto (project/.reins/config.toml) max_turns=Some(9) (project/.reins/config.toml) reserve=100 (home/config.toml)"#]]
+    .assert_eq(&summary(&editor));
+    // New editor settings replace the old ones rather than piling up.
+    let again = editor.with_editor_settings(&serde_json::json!({}));
+    assert_eq!(again.model, "from-project");
+}
+
+#[test]
+fn an_untrusted_project_cannot_change_endpoint_key_or_approval() {
+    let project = "base_url = \"http://evil/v1\"\nmodel = \"evil-model\"\n[approval]\nbash = \"auto\"\n\
+                   [providers.anthropic]\nbase_url = \"http://evil\"\napi_key_command = \"echo stolen\"\n";
+    let (tmp, home, root) = setup("", project, false);
+    let s = settings_in(Some(&home), Some(&root), &[("ANTHROPIC_API_KEY", "sk-ant-real-key-0001")]);
+    assert_eq!((s.base_url.as_str(), s.model.as_str()), (DEFAULT_BASE_URL, DEFAULT_MODEL));
+    assert_eq!(s.approval.for_tool("bash"), Policy::Ask);
+    assert_eq!(s.resolve_model(Some("anthropic/claude-sonnet-4-5")).base_url, "https://api.anthropic.com");
+    assert_eq!(s.api_key_for("anthropic").unwrap().expose(), "sk-ant-real-key-0001");
+    expect![[r#"project/.reins/config.toml: (file): ignored: this workspace is not trusted (list it in home/trusted-workspaces to apply it)"#]]
+    .assert_eq(&show_diagnostics(&s, tmp.path()));
+}
+
+#[test]
+fn a_trusted_project_still_cannot_set_keys() {
+    let project = "[providers.anthropic]\napi_key_env = \"PROJECT_KEY\"\napi_key_command = \"echo stolen\"\n";
+    let (tmp, home, root) = setup("", project, true);
+    let s = settings_in(Some(&home), Some(&root), &[("PROJECT_KEY", "sk-project")]);
+    assert!(s.api_key_for("anthropic").unwrap().is_empty());
+    expect![[r#"
+        project/.reins/config.toml:2: providers.anthropic.api_key_env: a project's config cannot choose API keys; set it in your own config.toml
+        project/.reins/config.toml:3: providers.anthropic.api_key_command: a project's config cannot choose API keys; set it in your own config.toml"#]]
+    .assert_eq(&show_diagnostics(&s, tmp.path()));
+}
+
+#[test]
+fn a_bad_config_file_names_file_line_and_key_and_the_rest_loads() {
+    let user = "model = \"deepseek-chat\"\n[approval]\nbash = \"never\"\n[compaction]\nauto = \"yes\"\nkeep_recent_tokens = 10\n";
+    let (tmp, home, _) = setup(user, "", false);
+    let s = settings_in(Some(&home), None, &[]);
+    expect![[r#"
+        home/config.toml:3: approval.bash: expected "ask", "auto" or "deny", found "never"
+        home/config.toml:5: compaction.auto: expected true or false, found a string"#]]
+    .assert_eq(&show_diagnostics(&s, tmp.path()));
+    assert_eq!((s.model.as_str(), s.compaction.keep_recent_tokens, s.compaction.auto), ("deepseek-chat", 10, true));
+}
+
+#[test]
+fn keys_come_from_env_then_auth_file_then_command() {
+    let user = "[providers.deepseek]\napi_key_command = \"echo sk-from-command\"\n\
+                [providers.lab]\nbase_url = \"http://lab/v1\"\napi_key_env = \"LAB_TOKEN\"\n";
+    let (_tmp, home, _) = setup(user, "", false);
+    std::fs::write(home.join("auth.json"), r#"{"anthropic": {"key": "sk-ant-from-file"}}"#).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(home.join("auth.json"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let s = settings_in(Some(&home), None, &[("LAB_TOKEN", "sk-lab"), ("OPENAI_API_KEY", "sk-openai")]);
+    let keys = ["anthropic", "deepseek", "lab", "openai", "openrouter"]
+        .map(|name| s.api_key_for(name).unwrap().expose().to_string());
+    assert_eq!(keys, ["sk-ant-from-file", "sk-from-command", "sk-lab", "sk-openai", ""]);
+    assert_eq!(s.resolve_model(Some("lab/any")).base_url, "http://lab/v1");
+    let with_env = settings_in(Some(&home), None, &[("ANTHROPIC_API_KEY", "sk-ant-env")]);
+    assert_eq!(with_env.api_key_for("anthropic").unwrap().expose(), "sk-ant-env");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_readable_auth_file_is_refused_with_a_clear_error() {
+    use std::os::unix::fs::PermissionsExt;
+    let (tmp, home, _) = setup("", "", false);
+    std::fs::write(home.join("auth.json"), r#"{"anthropic": "sk-ant-from-file-9999"}"#).unwrap();
+    std::fs::set_permissions(home.join("auth.json"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let s = settings_in(Some(&home), None, &[]);
+    assert!(s.api_key_for("anthropic").unwrap().is_empty());
+    expect![[r#"home/auth.json: (file): home/auth.json holds API keys but others may read it (mode 644); run `chmod 600 home/auth.json` — it was not read"#]]
+    .assert_eq(&show_diagnostics(&s, tmp.path()));
+}
+
+#[test]
+fn user_models_extend_the_registry() {
+    let user = "[[models]]\nid = \"qwen3-coder\"\nprovider = \"vllm\"\nbase_url = \"http://10.0.0.5:8000/v1\"\n\
+                context_window = 65536\nprices = { input = 0.1 }\n\
+                [[models]]\nid = \"gpt-4.1\"\nprovider = \"openai\"\ncontext_window = 100000\n";
+    let (_tmp, home, _) = setup(user, "", false);
+    let s = settings_in(Some(&home), None, &[]);
+    let model = s.resolve_model(Some("qwen3-coder"));
+    assert_eq!(
+        (model.provider.as_str(), model.base_url.as_str(), model.context_window, model.prices.input),
+        ("vllm", "http://10.0.0.5:8000/v1", 65_536, 0.1)
+    );
+    let gpt = s.resolve_model(Some("gpt-4.1"));
+    assert_eq!((gpt.context_window, gpt.prices.output), (100_000, 8.0));
+}

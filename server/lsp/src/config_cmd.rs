@@ -1,0 +1,136 @@
+//! `reins config check`: the effective configuration, each value with where it came from, keys
+//! masked, and every problem found in the config files.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use reins_harness::{FALLBACK_PROVIDER, KeySource, Policy, Settings, mask};
+
+#[derive(Debug, Default, PartialEq)]
+pub struct ConfigArgs {
+    pub cwd: Option<PathBuf>,
+}
+
+/// Tools whose approval policy is always shown.
+const TOOLS: &[&str] = &["read", "ls", "grep", "find", "edit", "write", "bash"];
+
+impl ConfigArgs {
+    pub fn parse(args: impl Iterator<Item = OsString>) -> Result<Self, String> {
+        use lexopt::prelude::*;
+        let mut parser = lexopt::Parser::from_args(args);
+        let err = |e: lexopt::Error| e.to_string();
+        let (mut words, mut out) = (Vec::new(), ConfigArgs::default());
+        while let Some(arg) = parser.next().map_err(err)? {
+            match arg {
+                Long("cwd") | Short('C') => out.cwd = Some(parser.value().map_err(err)?.into()),
+                Value(word) => words.push(word.string().map_err(err)?),
+                _ => return Err(arg.unexpected().to_string()),
+            }
+        }
+        match words.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+            ["check"] => Ok(out),
+            _ => Err("usage: reins config check [--cwd DIR]".into()),
+        }
+    }
+}
+
+pub fn main(args: ConfigArgs) -> ExitCode {
+    let root = match args.cwd.clone().map(Ok).unwrap_or_else(std::env::current_dir) {
+        Ok(root) => root,
+        Err(err) => {
+            eprintln!("reins: cannot read the current directory: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // Diagnostics are part of the report here, not warnings on stderr.
+    let settings = Settings::load(|name| std::env::var(name).ok(), Some(&root));
+    let text = report(&settings);
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes()).and_then(|_| stdout.flush());
+    if settings.diagnostics.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+}
+
+/// One `key  value  (source)` line per setting, then the problems.
+pub fn report(settings: &Settings) -> String {
+    let mut lines: Vec<(String, String, String)> = Vec::new();
+    let row = |key: &str, value: String| (key.to_string(), value, settings.origin(key).to_string());
+    lines.push(row("model", settings.model.clone()));
+    lines.push(row("base_url", settings.base_url.clone()));
+    let mut tools: Vec<String> = TOOLS.iter().map(|tool| tool.to_string()).collect();
+    for tool in settings.origins.keys().filter_map(|key| key.strip_prefix("approval.")) {
+        if !tools.iter().any(|known| known == tool) {
+            tools.push(tool.to_string());
+        }
+    }
+    for tool in tools {
+        let policy = match settings.approval.for_tool(&tool) {
+            Policy::Ask => "ask",
+            Policy::Auto => "auto",
+            Policy::Deny => "deny",
+        };
+        lines.push(row(&format!("approval.{tool}"), policy.to_string()));
+    }
+    lines.push(row("compaction.auto", settings.compaction.auto.to_string()));
+    lines.push(row("compaction.reserve_tokens", settings.compaction.reserve_tokens.to_string()));
+    lines.push(row("compaction.keep_recent_tokens", settings.compaction.keep_recent_tokens.to_string()));
+    lines.push(row("limits.max_turns", settings.max_turns.map_or("50".to_string(), |turns| turns.to_string())));
+    for provider in &settings.registry.providers {
+        lines.push(row(&format!("providers.{}.base_url", provider.name), provider.base_url.clone()));
+    }
+    let names = settings.registry.providers.iter().map(|provider| provider.name.as_str()).chain([FALLBACK_PROVIDER]);
+    for name in names {
+        let (value, origin) = match settings.key_source(name) {
+            KeySource::Key(key, source) => (mask(&key), source.to_string()),
+            KeySource::Command(_) => ("<from api_key_command>".to_string(), "config".to_string()),
+            KeySource::None => ("<none>".to_string(), "-".to_string()),
+        };
+        lines.push((format!("providers.{name}.api_key"), value, origin));
+    }
+    for key in settings.origins.keys().filter(|key| key.starts_with("models.")) {
+        lines.push(row(key, "custom entry".to_string()));
+    }
+    let key_width = lines.iter().map(|(key, _, _)| key.len()).max().unwrap_or(0);
+    let value_width = lines.iter().map(|(_, value, _)| value.chars().count()).max().unwrap_or(0).min(40);
+    let mut out = String::new();
+    for (key, value, origin) in &lines {
+        out.push_str(&format!("{key:<key_width$}  {value:<value_width$}  ({origin})\n"));
+    }
+    if settings.diagnostics.is_empty() {
+        out.push_str("\nno problems found\n");
+    } else {
+        out.push_str(&format!("\n{} problem(s):\n", settings.diagnostics.len()));
+        for diagnostic in &settings.diagnostics {
+            out.push_str(&format!("  {diagnostic}\n"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_masked_and_sources_named() {
+        let vars = [
+            ("HOME", "/nonexistent"),
+            ("ANTHROPIC_API_KEY", "sk-ant-api03-abcdefghijklmnop"),
+            ("OPENAI_API_KEY", "short"),
+            ("REINS_MODEL", "claude-sonnet-4-5"),
+        ];
+        let settings = Settings::from_env(|name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string()));
+        let text = report(&settings);
+        let line = |key: &str| text.lines().find(|line| line.starts_with(&format!("{key} "))).unwrap_or("").to_string();
+        let squeeze = |line: String| line.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(squeeze(line("model")), "model claude-sonnet-4-5 (env REINS_MODEL)");
+        assert_eq!(
+            squeeze(line("providers.anthropic.api_key")),
+            "providers.anthropic.api_key sk-…mnop (env ANTHROPIC_API_KEY)"
+        );
+        assert_eq!(squeeze(line("providers.openai.api_key")), "providers.openai.api_key <set> (env OPENAI_API_KEY)");
+        assert_eq!(squeeze(line("approval.bash")), "approval.bash ask (default)");
+        assert!(!text.contains("abcdefghijklmnop") && text.ends_with("no problems found\n"));
+    }
+}

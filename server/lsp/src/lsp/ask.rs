@@ -1,0 +1,154 @@
+//! The chat message `reins.ask` sends: the user's question followed by the selection — path,
+//! line range, language, the selected text, and the diagnostics inside it — so the model knows
+//! exactly what the user is looking at. `reins.chat.send`'s `context` uses the same block.
+
+use tower_lsp_server::ls_types::{Diagnostic, DiagnosticSeverity, NumberOrString, Range};
+
+/// The question when `reins.ask` comes without one (a client that cannot prompt ran the plain
+/// "Ask agent about selection" action).
+pub const DEFAULT_QUESTION: &str = "Tell me about this code: what it does, and anything that looks wrong.";
+
+/// A piece of a document, ready to quote to the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Selection {
+    /// Relative to the workspace root when inside it.
+    pub path: String,
+    pub range: Range,
+    pub language_id: String,
+    pub text: String,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// The message text for a question about `selections`.
+pub fn message(question: &str, selections: &[Selection]) -> String {
+    let mut out = question.trim().to_string();
+    for selection in selections {
+        out.push_str("\n\n");
+        out.push_str(&quote(selection));
+    }
+    out
+}
+
+/// `path` lines `a-b` (`language`), the text in a fence, then the diagnostics, one a line.
+pub fn quote(selection: &Selection) -> String {
+    let (first, last) = line_span(selection.range);
+    let lines = if first == last { format!("line {first}") } else { format!("lines {first}-{last}") };
+    let language =
+        if selection.language_id.is_empty() { String::new() } else { format!(" ({})", selection.language_id) };
+    let fence = fence_for(&selection.text);
+    let mut out = format!("Selection: {} {lines}{language}\n{fence}{}\n", selection.path, selection.language_id);
+    out.push_str(&selection.text);
+    if !selection.text.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str(&fence);
+    if !selection.diagnostics.is_empty() {
+        out.push_str("\nDiagnostics in the selection:");
+        for diagnostic in &selection.diagnostics {
+            out.push_str("\n- ");
+            out.push_str(&diagnostic_line(diagnostic));
+        }
+    }
+    out
+}
+
+/// The 1-based first and last lines a range covers. A range that ends at the start of a line
+/// (a whole-line selection) does not cover that line.
+pub fn line_span(range: Range) -> (u32, u32) {
+    let first = range.start.line + 1;
+    let mut last = range.end.line + 1;
+    if range.end.character == 0 && range.end.line > range.start.line {
+        last -= 1;
+    }
+    (first, last.max(first))
+}
+
+/// Whether a diagnostic lies (at least partly) inside `range`.
+pub fn overlaps(diagnostic: &Diagnostic, range: Range) -> bool {
+    let d = diagnostic.range;
+    (d.start.line, d.start.character) <= (range.end.line, range.end.character)
+        && (d.end.line, d.end.character) >= (range.start.line, range.start.character)
+}
+
+fn diagnostic_line(diagnostic: &Diagnostic) -> String {
+    let severity = match diagnostic.severity {
+        Some(DiagnosticSeverity::ERROR) => "error",
+        Some(DiagnosticSeverity::WARNING) => "warning",
+        Some(DiagnosticSeverity::INFORMATION) => "info",
+        Some(DiagnosticSeverity::HINT) => "hint",
+        _ => "diagnostic",
+    };
+    let code = match &diagnostic.code {
+        Some(NumberOrString::Number(code)) => format!("[{code}] "),
+        Some(NumberOrString::String(code)) => format!("[{code}] "),
+        None => String::new(),
+    };
+    let source = diagnostic.source.as_deref().map(|source| format!(" ({source})")).unwrap_or_default();
+    let message = diagnostic.message.lines().collect::<Vec<_>>().join(" ");
+    format!("line {}: {severity}: {code}{message}{source}", diagnostic.range.start.line + 1)
+}
+
+/// A code fence longer than any run of backticks in the text.
+fn fence_for(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    "`".repeat(longest.max(2) + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use expect_test::expect;
+    use tower_lsp_server::ls_types::Position;
+
+    use super::*;
+
+    fn range(start: (u32, u32), end: (u32, u32)) -> Range {
+        Range { start: Position::new(start.0, start.1), end: Position::new(end.0, end.1) }
+    }
+
+    #[test]
+    fn a_selection_is_quoted_with_its_path_lines_language_and_diagnostics() {
+        let diagnostic = Diagnostic {
+            range: range((3, 4), (3, 6)),
+            severity: Some(DiagnosticSeverity::ERROR),
+            code: Some(NumberOrString::String("E0308".into())),
+            source: Some("rustc".into()),
+            message: "mismatched types\nexpected u32".into(),
+            ..Diagnostic::default()
+        };
+        let selection = Selection {
+            path: "src/lib.rs".into(),
+            range: range((2, 0), (5, 0)),
+            language_id: "rust".into(),
+            text: "fn answer() -> u32 {\n    \"42\"\n}\n".into(),
+            diagnostics: vec![diagnostic],
+        };
+        expect![[r#"
+            Why does this not compile?
+
+            Selection: src/lib.rs lines 3-5 (rust)
+            ```rust
+            fn answer() -> u32 {
+                "42"
+            }
+            ```
+            Diagnostics in the selection:
+            - line 4: error: [E0308] mismatched types expected u32 (rustc)"#]]
+        .assert_eq(&message(" Why does this not compile?\n", &[selection]));
+    }
+
+    #[test]
+    fn line_spans_and_overlaps() {
+        assert_eq!(line_span(range((0, 2), (0, 5))), (1, 1));
+        assert_eq!(line_span(range((1, 0), (3, 0))), (2, 3));
+        assert_eq!(line_span(range((1, 0), (3, 1))), (2, 4));
+        let at = |line| Diagnostic { range: range((line, 0), (line, 3)), ..Diagnostic::default() };
+        assert!(overlaps(&at(2), range((1, 0), (3, 0))));
+        assert!(!overlaps(&at(5), range((1, 0), (3, 0))));
+    }
+
+    #[test]
+    fn fences_outgrow_backticks_in_the_text() {
+        assert_eq!(fence_for("no ticks"), "```");
+        assert_eq!(fence_for("a ```` b"), "`````");
+    }
+}

@@ -1,0 +1,202 @@
+//! Carrying out a parsed [`Command`]: each returns at once with its result; runs go on in the
+//! background and report through `reins/event`. Also [`guarded`], which keeps a panicking
+//! handler from taking the server down.
+
+use std::future::Future;
+use std::path::Path;
+
+use reins_ai::Content;
+use reins_tools::Workspace;
+use ropey::Rope;
+use serde_json::{Value, json};
+use tower_lsp_server::jsonrpc::Result;
+use tower_lsp_server::ls_types::{Diagnostic, Range};
+
+use crate::lsp::ask::{self, Selection};
+use crate::lsp::commands::{Ask, ChatSend, Command, ModelSet};
+use crate::lsp::documents::{self, PositionEncoding};
+use crate::lsp::server::State;
+use crate::lsp::{from_proto, lock, to_proto};
+
+/// Runs a handler's work in its own task: if it panics, the panic is logged and the request is
+/// answered with an internal error, and the server goes on serving.
+pub async fn guarded<T, F>(what: &str, work: F) -> Result<T>
+where
+    F: Future<Output = Result<T>> + Send + 'static,
+    T: Send + 'static,
+{
+    match tokio::spawn(work).await {
+        Ok(result) => result,
+        Err(err) => {
+            tracing::error!("the handler for {what} failed: {err}");
+            Err(to_proto::internal_error(what))
+        }
+    }
+}
+
+pub async fn execute(state: &State, command: Command) -> Result<Value> {
+    let harness = state.harness()?;
+    let empty = || Ok(json!({}));
+    match command {
+        Command::ChatSend(send) => chat_send(state, send).await,
+        Command::ChatSteer(steer) => {
+            harness.steer(&steer.session_id, steer.text).map_err(to_proto::harness_error).and_then(|()| empty())
+        }
+        Command::ChatFollowUp(follow) => {
+            harness.follow_up(&follow.session_id, follow.text).map_err(to_proto::harness_error).and_then(|()| empty())
+        }
+        Command::ChatCancel(session) => {
+            let cancelled = harness.cancel(&session.session_id).map_err(to_proto::harness_error)?;
+            Ok(json!({ "cancelled": cancelled }))
+        }
+        Command::Ask(ask) => ask_about_selection(state, ask).await,
+        Command::SessionNew(new) => Ok(json!({ "sessionId": state.new_session(new.name)? })),
+        Command::SessionList => {
+            let sessions = harness.list_sessions().map_err(to_proto::harness_error)?;
+            Ok(json!({ "sessions": sessions }))
+        }
+        Command::SessionOpen(session) => {
+            let session_id = harness.open_session(&session.session_id).map_err(to_proto::harness_error)?;
+            Ok(json!({ "sessionId": session_id }))
+        }
+        Command::SessionMessages(session) => {
+            let messages = harness.messages(&session.session_id).map_err(to_proto::harness_error)?;
+            Ok(json!({ "sessionId": session.session_id, "messages": messages }))
+        }
+        Command::SessionTree(session) => {
+            let tree = harness.tree(&session.session_id).map_err(to_proto::harness_error)?;
+            to_proto::json(&tree)
+        }
+        Command::SessionFork(entry) => {
+            let session_id = harness.fork(&entry.session_id, &entry.entry_id).map_err(to_proto::harness_error)?;
+            Ok(json!({ "sessionId": session_id }))
+        }
+        Command::SessionNavigate(navigate) => {
+            harness
+                .navigate(&navigate.session_id, &navigate.entry_id, navigate.summarize)
+                .await
+                .map_err(to_proto::harness_error)?;
+            empty()
+        }
+        Command::SessionLabel(label) => {
+            harness
+                .label(&label.session_id, &label.entry_id, label.label.as_deref())
+                .map_err(to_proto::harness_error)?;
+            empty()
+        }
+        Command::SessionRename(rename) => {
+            harness.rename(&rename.session_id, &rename.name).map_err(to_proto::harness_error)?;
+            empty()
+        }
+        Command::SessionCompact(session) => {
+            let compacted = harness.compact(&session.session_id).await.map_err(to_proto::harness_error)?;
+            Ok(json!({ "tokensBefore": compacted.tokens_before, "tokensAfter": compacted.tokens_after }))
+        }
+        Command::ModelList => Err(to_proto::error(
+            "invalid_state",
+            "listing models needs the harness's model registry, which this build does not have yet",
+        )),
+        Command::ModelSet(set) => model_set(state, set),
+    }
+}
+
+async fn chat_send(state: &State, send: ChatSend) -> Result<Value> {
+    if send.text.trim().is_empty() {
+        return Err(to_proto::invalid_argument("reins.chat.send: text is empty; type a message first"));
+    }
+    let mut selections = Vec::new();
+    for context in send.context {
+        selections.push(selection(state, &context.uri, context.range, Vec::new()).await?);
+    }
+    let text = ask::message(&send.text, &selections);
+    state.start_run(send.session_id, vec![Content::text(text)])
+}
+
+async fn ask_about_selection(state: &State, ask: Ask) -> Result<Value> {
+    if ask.range.start == ask.range.end {
+        return Err(to_proto::invalid_argument("reins.ask: the range is empty; select the code to ask about"));
+    }
+    let question = ask.question.filter(|question| !question.trim().is_empty());
+    let diagnostics = ask.diagnostics.into_iter().filter(|diagnostic| ask::overlaps(diagnostic, ask.range)).collect();
+    let selection = selection(state, &ask.uri, Some(ask.range), diagnostics).await?;
+    let text = ask::message(question.as_deref().unwrap_or(ask::DEFAULT_QUESTION), &[selection]);
+    state.start_run(ask.session_id, vec![Content::text(text)])
+}
+
+fn model_set(state: &State, set: ModelSet) -> Result<Value> {
+    let harness = state.harness()?;
+    if set.model.trim().is_empty() {
+        return Err(to_proto::invalid_argument("reins.model.set: model is empty"));
+    }
+    let model = match set.session_id {
+        Some(session_id) => harness.set_model(&session_id, &set.model).map_err(to_proto::harness_error)?,
+        None => {
+            let mut config = state.config.write().unwrap_or_else(|poison| poison.into_inner());
+            config.settings.model = set.model.clone();
+            config.settings.resolve_model(Some(&set.model))
+        }
+    };
+    Ok(json!({ "model": model }))
+}
+
+/// A piece of a document: from the open buffer when there is one, else from the disk (inside
+/// the workspace only).
+async fn selection(state: &State, uri: &str, range: Option<Range>, diagnostics: Vec<Diagnostic>) -> Result<Selection> {
+    let parsed = from_proto::uri(uri)?;
+    let path = from_proto::file_path(&parsed);
+    let open = {
+        let documents = lock(&state.documents);
+        let document =
+            documents.get(parsed.as_str()).or_else(|| path.as_deref().and_then(|path| documents.by_path(path)));
+        document.map(|document| (document.rope.clone(), document.language_id.clone(), documents.encoding))
+    };
+    let (rope, language_id, encoding) = match open {
+        Some(open) => open,
+        None => {
+            let path = path
+                .as_deref()
+                .ok_or_else(|| to_proto::invalid_argument(format!("{uri} is not open and not a file")))?;
+            let file =
+                state.workspace.read_text(path).await.map_err(|err| to_proto::invalid_argument(err.to_string()))?;
+            (Rope::from_str(&file.text), String::new(), PositionEncoding::Utf16)
+        }
+    };
+    let range = range.unwrap_or_else(|| Range {
+        start: Default::default(),
+        end: documents::position_of(&rope, rope.len_chars(), encoding),
+    });
+    let start = documents::char_index(&rope, range.start, encoding);
+    let end = documents::char_index(&rope, range.end, encoding).max(start);
+    Ok(Selection {
+        path: display_path(state, path.as_deref(), uri),
+        range,
+        language_id,
+        text: rope.slice(start..end).to_string(),
+        diagnostics,
+    })
+}
+
+/// The path relative to the workspace root when inside it; the URI for non-files.
+fn display_path(state: &State, path: Option<&Path>, uri: &str) -> String {
+    let Some(path) = path else { return uri.to_string() };
+    let cwd = state.workspace.cwd();
+    match path.strip_prefix(&cwd) {
+        Ok(relative) => relative.display().to_string(),
+        Err(_) => path.display().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panicking_handler_becomes_an_internal_error() {
+        let answer: Result<()> = guarded("reins.test", async { panic!("boom") }).await;
+        let err = answer.unwrap_err();
+        assert_eq!(err.code, tower_lsp_server::jsonrpc::ErrorCode::InternalError);
+        assert_eq!(err.data.unwrap()["code"], "internal");
+        let fine: Result<u8> = guarded("reins.test", async { Ok(7) }).await;
+        assert_eq!(fine.unwrap(), 7);
+    }
+}

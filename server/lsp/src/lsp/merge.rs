@@ -1,0 +1,278 @@
+//! Rebasing a proposed edit onto a buffer the user changed after it was proposed: a line-based
+//! three-way merge that applies the proposal's changes where the user did not touch, and refuses
+//! (with the place) where both changed the same lines, so user typing is never overwritten.
+
+use std::ops::Range;
+use std::time::Duration;
+
+use super::diff::{LineChange, line_changes, split_lines};
+
+/// How long each of the two diffs may search for a small diff; a coarser one only means more
+/// conflicts, never a wrong merge.
+const DIFF_DEADLINE: Duration = Duration::from_millis(500);
+
+/// Where the proposal and the user's changes meet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conflict {
+    /// The lines of the current text (from 0, end excluded) the user changed where the proposal
+    /// changes too; empty where the user deleted lines.
+    pub lines: Range<usize>,
+    /// For the model: what changed where, in 1-based line numbers.
+    pub description: String,
+}
+
+/// Which side of the merge a change comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Proposal,
+    User,
+}
+
+/// A change of either side, in lines of the base text.
+struct SideChange {
+    side: Side,
+    change: LineChange,
+}
+
+/// `current` with the changes `proposed` made to `base`, when none of them touches lines the
+/// user changed from `base` to `current`. Changes on adjacent lines merge; the same change made
+/// on both sides is kept once; line breaks are kept as each side wrote them.
+pub fn rebase(base: &str, proposed: &str, current: &str) -> Result<String, Conflict> {
+    let base_lines = split_lines(base);
+    let proposed_lines = split_lines(proposed);
+    let current_lines = split_lines(current);
+    let mut changes: Vec<SideChange> = line_changes(&base_lines, &proposed_lines, DIFF_DEADLINE)
+        .into_iter()
+        .map(|change| SideChange { side: Side::Proposal, change })
+        .chain(
+            line_changes(&base_lines, &current_lines, DIFF_DEADLINE)
+                .into_iter()
+                .map(|change| SideChange { side: Side::User, change }),
+        )
+        .collect();
+    changes.sort_by_key(|side_change| (side_change.change.old.start, side_change.change.old.end));
+
+    let mut merged = String::with_capacity(current.len());
+    let mut conflicts: Vec<Conflict> = Vec::new();
+    // Lines of base copied so far, and how far the current text's line numbers run ahead of base's.
+    let mut base_at = 0;
+    let mut current_shift: isize = 0;
+    let mut rest = changes.as_slice();
+    while let Some(first) = rest.first() {
+        // A cluster: changes of either side that overlap, transitively.
+        let mut span = first.change.old.clone();
+        let mut count = 1;
+        while let Some(next) = rest.get(count)
+            && overlaps(&span, &next.change.old)
+        {
+            span.start = span.start.min(next.change.old.start);
+            span.end = span.end.max(next.change.old.end);
+            count += 1;
+        }
+        let (cluster, after) = rest.split_at(count);
+        rest = after;
+
+        merged.extend(base_lines[base_at..span.start].iter().copied());
+        base_at = span.end;
+        let proposal = side_text(&base_lines, &proposed_lines, span.clone(), cluster, Side::Proposal);
+        let user = side_text(&base_lines, &current_lines, span.clone(), cluster, Side::User);
+        let user_line_count = user_lines_in(cluster, span.len());
+        let current_start = (span.start as isize + current_shift) as usize;
+        current_shift += user_line_count as isize - span.len() as isize;
+
+        let touched_by_user = cluster.iter().any(|side_change| side_change.side == Side::User);
+        let touched_by_proposal = cluster.iter().any(|side_change| side_change.side == Side::Proposal);
+        if !touched_by_user {
+            merged.push_str(&proposal);
+        } else if !touched_by_proposal || proposal == user {
+            merged.push_str(&user);
+        } else {
+            conflicts.push(conflict(current_start..current_start + user_line_count, span));
+        }
+    }
+    merged.extend(base_lines[base_at..].iter().copied());
+
+    let mut conflicts = conflicts.into_iter();
+    match conflicts.next() {
+        None => Ok(merged),
+        Some(mut first) => {
+            let more = conflicts.len();
+            if more > 0 {
+                first.description.push_str(&format!(" ({more} more place(s) conflict too)"));
+            }
+            Err(first)
+        }
+    }
+}
+
+/// Whether two changes (ranges of base lines, empty for an insertion) touch the same lines.
+/// Changes on adjacent lines do not; an insertion conflicts with a change around it, and with
+/// another insertion at the same place, whose order nobody can tell.
+fn overlaps(a: &Range<usize>, b: &Range<usize>) -> bool {
+    match (a.is_empty(), b.is_empty()) {
+        (true, true) => a.start == b.start,
+        (true, false) => b.start < a.start && a.start < b.end,
+        (false, true) => a.start < b.start && b.start < a.end,
+        (false, false) => a.start < b.end && b.start < a.end,
+    }
+}
+
+/// One side's text for base lines `span`: base lines, with that side's changes in the cluster
+/// applied.
+fn side_text(base: &[&str], side_lines: &[&str], span: Range<usize>, cluster: &[SideChange], side: Side) -> String {
+    let mut text = String::new();
+    let mut at = span.start;
+    for side_change in cluster.iter().filter(|side_change| side_change.side == side) {
+        let change = &side_change.change;
+        text.extend(base[at..change.old.start].iter().copied());
+        text.extend(side_lines[change.new.clone()].iter().copied());
+        at = change.old.end;
+    }
+    text.extend(base[at..span.end].iter().copied());
+    text
+}
+
+/// How many lines of the current text the user's version of `span_len` base lines has.
+fn user_lines_in(cluster: &[SideChange], span_len: usize) -> usize {
+    let user_changes = cluster.iter().filter(|side_change| side_change.side == Side::User);
+    user_changes
+        .fold(span_len, |lines, side_change| lines + side_change.change.new.len() - side_change.change.old.len())
+}
+
+fn conflict(lines: Range<usize>, base_span: Range<usize>) -> Conflict {
+    let user = match lines.len() {
+        0 => format!("deleted the lines before line {} of the current text", lines.start + 1),
+        _ => format!("changed {} of the current text", describe_lines(&lines)),
+    };
+    let proposal = match base_span.len() {
+        0 => format!("inserts lines before line {}", base_span.start + 1),
+        _ => format!("changes {}", describe_lines(&base_span)),
+    };
+    let description = format!(
+        "the file changed after the edit was proposed: the user {user}, where the edit {proposal} of the text it \
+         was made from"
+    );
+    Conflict { lines, description }
+}
+
+/// "line 4" or "lines 4-6", 1-based, for a non-empty range.
+fn describe_lines(lines: &Range<usize>) -> String {
+    match lines.len() {
+        1 => format!("line {}", lines.start + 1),
+        _ => format!("lines {}-{}", lines.start + 1, lines.end),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use expect_test::{Expect, expect};
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Renders the rebase of `proposed` onto `current` (both made from `base`): the merged text,
+    /// or the conflict with its lines.
+    fn check_rebase(base: &str, proposed: &str, current: &str, expected: Expect) {
+        let rendered = match rebase(base, proposed, current) {
+            Ok(merged) => format!("clean: {merged:?}"),
+            Err(Conflict { lines, description }) => format!("conflict at {lines:?}: {description}"),
+        };
+        expected.assert_eq(&rendered);
+    }
+
+    #[test]
+    fn user_typing_elsewhere_merges_cleanly() {
+        check_rebase("a\nb\nc\nd\n", "a\nB\nc\nd\n", "a\nb\nc\nd!\n", expect![[r#"clean: "a\nB\nc\nd!\n""#]]);
+    }
+
+    #[test]
+    fn user_editing_the_same_lines_conflicts() {
+        check_rebase(
+            "a\nb\nc\nd\n",
+            "a\nB\nc\nd\n",
+            "a\nbee\nc\nd\n",
+            expect![
+                "conflict at 1..2: the file changed after the edit was proposed: the user changed line 2 of the current text, where the edit changes line 2 of the text it was made from"
+            ],
+        );
+        check_rebase(
+            "a\nb\nc\nd\n",
+            "a\nB\nC\nd\n",
+            "a\nc\nd\n",
+            expect![
+                "conflict at 1..2: the file changed after the edit was proposed: the user changed line 2 of the current text, where the edit changes lines 2-3 of the text it was made from"
+            ],
+        );
+        check_rebase(
+            "a\nb\nc\nd\n",
+            "a\nB\nc\nd\n",
+            "a\nd\n",
+            expect![
+                "conflict at 1..1: the file changed after the edit was proposed: the user deleted the lines before line 2 of the current text, where the edit changes lines 2-3 of the text it was made from"
+            ],
+        );
+        // Two insertions at one place: nobody can tell which goes first.
+        check_rebase(
+            "a\nb\nc\n",
+            "a\nnew\nb\nc\n",
+            "a\nother\nb\nc\n",
+            expect![
+                "conflict at 1..2: the file changed after the edit was proposed: the user changed line 2 of the current text, where the edit inserts lines before line 2 of the text it was made from"
+            ],
+        );
+    }
+
+    #[test]
+    fn lines_the_user_inserted_above_shift_the_proposal() {
+        check_rebase("a\nb\nc\n", "a\nb\nC\n", "top\nmore\na\nb\nc\n", expect![[r#"clean: "top\nmore\na\nb\nC\n""#]]);
+    }
+
+    #[test]
+    fn changes_on_adjacent_lines_merge() {
+        check_rebase("a\nb\nc\n", "a\nB\nc\n", "a\nb\nC\n", expect![[r#"clean: "a\nB\nC\n""#]]);
+        check_rebase("a\nb\nc\n", "a\nnew\nb\nc\n", "a\nB\nc\n", expect![[r#"clean: "a\nnew\nB\nc\n""#]]);
+        check_rebase("a\nb\nc\n", "a\nb\nnew\nc\n", "a\nB\nc\n", expect![[r#"clean: "a\nB\nnew\nc\n""#]]);
+    }
+
+    #[test]
+    fn line_breaks_are_kept_as_written() {
+        check_rebase(
+            "a\r\nb\r\nc\r\n",
+            "a\r\nB\r\nc\r\n",
+            "a\r\nb\r\nc\r\nd\r\n",
+            expect![[r#"clean: "a\r\nB\r\nc\r\nd\r\n""#]],
+        );
+        check_rebase("a\rb\rc", "a\rB\rc", "A\rb\rc", expect![[r#"clean: "A\rB\rc""#]]);
+    }
+
+    #[test]
+    fn the_same_change_on_both_sides_is_kept_once() {
+        check_rebase("a\nb\nc\n", "a\nB\nc\nd\n", "a\nB\nc\n", expect![[r#"clean: "a\nB\nc\nd\n""#]]);
+        check_rebase("a\nb\n", "a\nx\nb\n", "a\nx\nb\n", expect![[r#"clean: "a\nx\nb\n""#]]);
+    }
+
+    #[test]
+    fn without_user_changes_the_proposal_applies_as_is() {
+        check_rebase("a\nb", "a\nb\nc", "a\nb", expect![[r#"clean: "a\nb\nc""#]]);
+        check_rebase("", "new\n", "", expect![[r#"clean: "new\n""#]]);
+        check_rebase("a\n", "a\n", "a\nb\n", expect![[r#"clean: "a\nb\n""#]]);
+    }
+
+    const LINES: &[&str] = &["a\n", "b\n", "c\r\n", "d\r", "é😀\n", "x"];
+
+    fn text() -> impl Strategy<Value = String> {
+        prop::collection::vec(prop::sample::select(LINES), 0..12).prop_map(|lines| lines.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 500, failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// With one side unchanged, the rebase is the other side, whatever the texts.
+        #[test]
+        fn an_unchanged_side_gives_the_other(base in text(), other in text()) {
+            prop_assert_eq!(rebase(&base, &other, &base), Ok(other.clone()));
+            prop_assert_eq!(rebase(&base, &base, &other), Ok(other.clone()));
+            prop_assert_eq!(rebase(&base, &other, &other), Ok(other));
+        }
+    }
+}

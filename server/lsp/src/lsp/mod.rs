@@ -1,0 +1,152 @@
+//! `reins lsp`: the language server, on stdio or (`--listen 127.0.0.1:PORT`) one TCP client.
+//!
+//! stdout carries LSP frames and nothing else; logs go to stderr through `tracing`.
+
+mod approval;
+mod ask;
+mod code_actions;
+mod commands;
+mod config;
+// Added by the edit-review helper until the wiring uses them; the lead keeps or moves these lines.
+#[allow(dead_code)]
+mod diff;
+mod dispatch;
+mod documents;
+mod events;
+mod from_proto;
+#[allow(dead_code)]
+mod merge;
+mod provider;
+mod server;
+mod to_proto;
+mod transport;
+mod workspace;
+
+use std::ffi::OsString;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use reins_tools::FsWorkspace;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tower_lsp_server::{LspService, Server as Transport};
+
+use self::server::Server;
+
+/// Buffer of the in-memory pipes between the wire and the framework.
+const PIPE_BYTES: usize = 256 * 1024;
+
+#[derive(Debug, Default, PartialEq)]
+pub struct LspArgs {
+    /// Serve one TCP client at this address instead of stdio.
+    pub listen: Option<SocketAddr>,
+}
+
+impl LspArgs {
+    pub fn parse(args: impl Iterator<Item = OsString>) -> Result<Self, String> {
+        use lexopt::prelude::*;
+        let mut parser = lexopt::Parser::from_args(args);
+        let mut out = LspArgs::default();
+        let err = |e: lexopt::Error| e.to_string();
+        while let Some(arg) = parser.next().map_err(err)? {
+            match arg {
+                // Some clients append --stdio; stdio is the default anyway.
+                Long("stdio") => {}
+                Long("listen") => {
+                    let value = parser.value().map_err(err)?.string().map_err(err)?;
+                    let address = value
+                        .parse()
+                        .map_err(|_| format!("--listen {value:?} is not an address like 127.0.0.1:9257"))?;
+                    out.listen = Some(address);
+                }
+                _ => return Err(arg.unexpected().to_string()),
+            }
+        }
+        Ok(out)
+    }
+}
+
+pub fn main(args: LspArgs) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("reins: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let served = runtime.block_on(async move {
+        match args.listen {
+            None => serve(tokio::io::stdin(), tokio::io::stdout()).await,
+            Some(address) => {
+                let listener = tokio::net::TcpListener::bind(address)
+                    .await
+                    .map_err(|err| format!("cannot listen on {address}: {err}"))?;
+                let bound = listener.local_addr().map_err(|err| err.to_string())?;
+                // On stderr, so a script that started the server with port 0 can find it.
+                eprintln!("reins: listening on {bound}");
+                let (stream, peer) = listener.accept().await.map_err(|err| format!("accept failed: {err}"))?;
+                tracing::info!("serving {peer}");
+                let (read, write) = stream.into_split();
+                serve(read, write).await
+            }
+        }
+    });
+    // Runs and progress tasks may still hold the runtime; the client is gone, so they go too.
+    runtime.shutdown_background();
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("reins: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Serves one client. The framework reads and writes through in-memory pipes, with
+/// [`transport`] in front of it on the real streams.
+async fn serve(
+    input: impl AsyncRead + Unpin + Send + 'static,
+    output: impl AsyncWrite + Unpin + Send + 'static,
+) -> Result<(), String> {
+    // The current directory until the client names its workspace folders.
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let fallback = FsWorkspace::new(vec![cwd])
+        .or_else(|_| FsWorkspace::new(vec![PathBuf::from("/")]))
+        .map_err(|err| format!("cannot open the workspace: {err}"))?;
+    let (service, socket) = LspService::build(move |client| Server::new(client, fallback))
+        .custom_method("reins/debug/documentText", Server::document_text)
+        .finish();
+    let (to_framework, framework_input) = tokio::io::duplex(PIPE_BYTES);
+    let (framework_output, from_framework) = tokio::io::duplex(PIPE_BYTES);
+    let (errors_tx, errors_rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(transport::filter_input(input, to_framework, errors_tx));
+    let writer = tokio::spawn(transport::merge_output(from_framework, errors_rx, output));
+    Transport::new(framework_input, framework_output, socket).serve(service).await;
+    // The framework dropped its end of the output pipe; let the last frames reach the client.
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), writer).await;
+    Ok(())
+}
+
+/// A poisoned lock only means another thread panicked mid-update; the data is still usable.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<LspArgs, String> {
+        LspArgs::parse(args.iter().map(OsString::from))
+    }
+
+    #[test]
+    fn stdio_is_accepted_and_listen_takes_an_address() {
+        assert_eq!(parse(&[]).unwrap(), LspArgs::default());
+        assert_eq!(parse(&["--stdio"]).unwrap(), LspArgs::default());
+        assert_eq!(parse(&["--listen", "127.0.0.1:9257"]).unwrap().listen, Some("127.0.0.1:9257".parse().unwrap()));
+        assert!(parse(&["--listen", "nine"]).unwrap_err().contains("not an address"));
+        assert!(parse(&["--bogus"]).is_err());
+    }
+}

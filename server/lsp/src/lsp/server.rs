@@ -1,0 +1,290 @@
+//! The language server: LSP handlers that hand work to the owners of state and return.
+//!
+//! Document changes are applied synchronously at the top of their handlers, before any `.await`,
+//! so they take effect in arrival order whatever the dispatcher interleaves. Nothing here awaits
+//! the editor: agent runs, progress and `workspace/applyEdit` live in spawned tasks. Every
+//! handler runs guarded, so a panic becomes an error answer and the server keeps serving.
+
+use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+
+use reins_agent::Limits;
+use reins_ai::Content;
+use reins_harness::{ApprovalPolicy, CompactionSettings, Harness, HarnessOptions};
+use reins_tools::{FsWorkspace, Workspace};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tower_lsp_server::jsonrpc::Result;
+use tower_lsp_server::ls_types::{
+    CodeActionParams, CodeActionProviderCapability, CodeActionResponse, DidChangeConfigurationParams,
+    DidChangeTextDocumentParams, DidChangeWorkspaceFoldersParams, DidCloseTextDocumentParams,
+    DidOpenTextDocumentParams, ExecuteCommandOptions, ExecuteCommandParams, InitializeParams, InitializeResult,
+    InitializedParams, MessageType, OneOf, PositionEncodingKind, ServerCapabilities, ServerInfo,
+    TextDocumentSyncCapability, TextDocumentSyncKind, TextDocumentSyncOptions, WorkspaceFoldersServerCapabilities,
+    WorkspaceServerCapabilities,
+};
+use tower_lsp_server::{Client, LanguageServer};
+
+use crate::lsp::approval::SettingsApprover;
+use crate::lsp::code_actions;
+use crate::lsp::commands::{self, Command};
+use crate::lsp::config::{ClientSettings, Config};
+use crate::lsp::documents::{Documents, PositionEncoding};
+use crate::lsp::events::Events;
+use crate::lsp::provider::SwitchableProvider;
+use crate::lsp::workspace::EditorWorkspace;
+use crate::lsp::{dispatch, from_proto, lock, to_proto};
+
+pub struct Server {
+    state: Arc<State>,
+}
+
+/// Everything the handlers share.
+pub struct State {
+    pub client: Client,
+    pub documents: Arc<Mutex<Documents>>,
+    pub workspace: Arc<EditorWorkspace>,
+    pub config: Arc<RwLock<Config>>,
+    pub provider: Arc<SwitchableProvider>,
+    pub events: Events,
+    pub work_done_progress: Arc<AtomicBool>,
+    pub harness: OnceLock<Arc<Harness>>,
+}
+
+/// The params of `reins/debug/documentText`.
+#[derive(Debug, Deserialize)]
+pub struct DocumentTextParams {
+    pub uri: String,
+}
+
+impl Server {
+    /// A server whose workspace is `fallback` until the client names its folders.
+    pub fn new(client: Client, fallback: FsWorkspace) -> Self {
+        let documents = Arc::new(Mutex::new(Documents::default()));
+        let workspace = EditorWorkspace::new(documents.clone(), client.clone(), fallback);
+        let config = Config::from_env();
+        let provider = Arc::new(SwitchableProvider::new(&config.settings));
+        let config = Arc::new(RwLock::new(config));
+        let work_done_progress = Arc::new(AtomicBool::new(false));
+        let events = Events::start(client.clone(), config.clone(), work_done_progress.clone());
+        let state = State {
+            client,
+            documents,
+            workspace: Arc::new(workspace),
+            config,
+            provider,
+            events,
+            work_done_progress,
+            harness: OnceLock::new(),
+        };
+        Self { state: Arc::new(state) }
+    }
+
+    /// `reins/debug/documentText {uri}` → `{version, text}`: the server's copy of an open
+    /// buffer, for tests that check document sync. Documented in protocol-docs as a debug method.
+    pub async fn document_text(&self, params: DocumentTextParams) -> Result<Value> {
+        let uri = from_proto::uri(&params.uri)?;
+        let documents = lock(&self.state.documents);
+        match documents.get(uri.as_str()) {
+            Some(document) => Ok(json!({ "version": document.version, "text": document.text() })),
+            None => Err(to_proto::invalid_argument(format!("{} is not open", params.uri))),
+        }
+    }
+
+    /// Runs a synchronous piece of a notification handler, logging a panic instead of
+    /// unwinding into the dispatcher.
+    fn sync_guarded(&self, what: &str, work: impl FnOnce(&State)) {
+        if std::panic::catch_unwind(AssertUnwindSafe(|| work(&self.state))).is_err() {
+            tracing::error!("the {what} handler panicked; the server keeps running");
+        }
+    }
+}
+
+impl LanguageServer for Server {
+    async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
+        let state = self.state.clone();
+        dispatch::guarded("initialize", async move { state.initialize(params) }).await
+    }
+
+    async fn initialized(&self, _: InitializedParams) {}
+
+    async fn shutdown(&self) -> Result<()> {
+        Ok(())
+    }
+
+    async fn did_open(&self, params: DidOpenTextDocumentParams) {
+        self.sync_guarded("didOpen", |state| {
+            let document = params.text_document;
+            let path = from_proto::file_path(&document.uri);
+            let uri = document.uri.as_str().to_string();
+            lock(&state.documents).open(uri, path, document.language_id, document.version, &document.text);
+        });
+    }
+
+    async fn did_change(&self, params: DidChangeTextDocumentParams) {
+        self.sync_guarded("didChange", |state| {
+            let document = params.text_document;
+            lock(&state.documents).change(document.uri.as_str(), document.version, &params.content_changes);
+        });
+    }
+
+    async fn did_close(&self, params: DidCloseTextDocumentParams) {
+        self.sync_guarded("didClose", |state| lock(&state.documents).close(params.text_document.uri.as_str()));
+    }
+
+    async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
+        self.sync_guarded("didChangeConfiguration", |state| match ClientSettings::parse(&params.settings) {
+            Ok(settings) => {
+                let mut config = state.config.write().unwrap_or_else(|poison| poison.into_inner());
+                config.apply(settings);
+                state.provider.switch(&config.settings);
+            }
+            Err(message) => {
+                tracing::warn!("{message}");
+                let client = state.client.clone();
+                tokio::spawn(async move { client.show_message(MessageType::WARNING, message).await });
+            }
+        });
+    }
+
+    async fn did_change_workspace_folders(&self, params: DidChangeWorkspaceFoldersParams) {
+        self.sync_guarded("didChangeWorkspaceFolders", |state| {
+            let removed: Vec<PathBuf> =
+                params.event.removed.iter().filter_map(|folder| from_proto::file_path(&folder.uri)).collect();
+            let mut roots: Vec<PathBuf> =
+                state.workspace.roots().into_iter().filter(|root| !removed.contains(root)).collect();
+            roots.extend(params.event.added.iter().filter_map(|folder| from_proto::file_path(&folder.uri)));
+            state.workspace.set_roots(roots);
+        });
+    }
+
+    async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
+        dispatch::guarded("textDocument/codeAction", async move { Ok(Some(code_actions::for_range(&params))) }).await
+    }
+
+    async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<Value>> {
+        let state = self.state.clone();
+        let what = params.command.clone();
+        dispatch::guarded(&what, async move {
+            let command = Command::parse(&params.command, params.arguments)?;
+            dispatch::execute(&state, command).await.map(Some)
+        })
+        .await
+    }
+}
+
+impl State {
+    pub fn harness(&self) -> Result<&Arc<Harness>> {
+        self.harness.get().ok_or_else(|| to_proto::error("invalid_state", "the server is not initialized yet"))
+    }
+
+    fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
+        let offered = params.capabilities.general.as_ref().and_then(|general| general.position_encodings.as_ref());
+        let utf8 = offered.is_some_and(|encodings| encodings.contains(&PositionEncodingKind::UTF8));
+        lock(&self.documents).encoding = if utf8 { PositionEncoding::Utf8 } else { PositionEncoding::Utf16 };
+        let progress = params.capabilities.window.as_ref().and_then(|window| window.work_done_progress);
+        self.work_done_progress.store(progress == Some(true), Ordering::Relaxed);
+
+        #[allow(deprecated)] // rootUri is the fallback for clients without workspace folders.
+        let roots: Vec<PathBuf> = match (&params.workspace_folders, &params.root_uri) {
+            (Some(folders), _) if !folders.is_empty() => {
+                folders.iter().filter_map(|folder| from_proto::file_path(&folder.uri)).collect()
+            }
+            (_, Some(root)) => from_proto::file_path(root).into_iter().collect(),
+            _ => Vec::new(),
+        };
+        self.workspace.set_roots(roots);
+
+        let settings = {
+            let mut config = self.config.write().unwrap_or_else(|poison| poison.into_inner());
+            let client_settings = ClientSettings::parse(params.initialization_options.as_ref().unwrap_or(&Value::Null))
+                .map_err(to_proto::invalid_argument)?;
+            config.apply(client_settings);
+            self.provider.switch(&config.settings);
+            config.settings.clone()
+        };
+        let harness = Harness::new(HarnessOptions {
+            settings,
+            workspace: self.workspace.clone(),
+            provider: self.provider.clone(),
+            approver: Arc::new(SettingsApprover { config: self.config.clone() }),
+            // Every changing tool goes to the approver, which answers from the live settings.
+            policy: ApprovalPolicy::default(),
+            limits: Limits::default(),
+            events: self.events.sink(),
+            date: today(),
+            persist: true,
+            compaction: CompactionSettings::default(),
+        });
+        if self.harness.set(harness).is_err() {
+            return Err(to_proto::error("invalid_state", "initialize was already called"));
+        }
+
+        let encoding = if utf8 { PositionEncodingKind::UTF8 } else { PositionEncodingKind::UTF16 };
+        Ok(InitializeResult {
+            capabilities: ServerCapabilities {
+                position_encoding: Some(encoding),
+                text_document_sync: Some(TextDocumentSyncCapability::Options(TextDocumentSyncOptions {
+                    open_close: Some(true),
+                    change: Some(TextDocumentSyncKind::INCREMENTAL),
+                    ..TextDocumentSyncOptions::default()
+                })),
+                code_action_provider: Some(CodeActionProviderCapability::Simple(true)),
+                execute_command_provider: Some(ExecuteCommandOptions {
+                    commands: commands::COMMANDS.iter().map(|command| command.to_string()).collect(),
+                    ..ExecuteCommandOptions::default()
+                }),
+                workspace: Some(WorkspaceServerCapabilities {
+                    workspace_folders: Some(WorkspaceFoldersServerCapabilities {
+                        supported: Some(true),
+                        change_notifications: Some(OneOf::Left(true)),
+                    }),
+                    file_operations: None,
+                }),
+                ..ServerCapabilities::default()
+            },
+            server_info: Some(ServerInfo {
+                name: "reins".to_string(),
+                version: Some(env!("CARGO_PKG_VERSION").to_string()),
+            }),
+            offset_encoding: None,
+        })
+    }
+
+    /// Starts a run with `content` in `session_id` (a new session when absent) and watches its
+    /// task, so a run that dies without an outcome is still reported.
+    pub fn start_run(&self, session_id: Option<String>, content: Vec<Content>) -> Result<Value> {
+        let harness = self.harness()?;
+        let session_id = match session_id {
+            Some(id) => id,
+            None => self.new_session(None)?,
+        };
+        let started = harness.send(&session_id, content).map_err(to_proto::harness_error)?;
+        let events = self.events.clone();
+        let (session_id, run_id) = (started.session_id.clone(), started.run_id.clone());
+        let done = started.done;
+        tokio::spawn(async move {
+            let clean = done.await.is_ok();
+            events.run_finished(session_id, run_id, clean);
+        });
+        Ok(json!({ "sessionId": started.session_id, "runId": started.run_id }))
+    }
+
+    /// A new session, with the model the client configured.
+    pub fn new_session(&self, name: Option<String>) -> Result<String> {
+        let harness = self.harness()?;
+        let session_id = harness.new_session(name).map_err(to_proto::harness_error)?;
+        let model = self.config.read().unwrap_or_else(|poison| poison.into_inner()).settings.model.clone();
+        if model != harness.settings().model {
+            harness.set_model(&session_id, &model).map_err(to_proto::harness_error)?;
+        }
+        Ok(session_id)
+    }
+}
+
+/// Today's date, `YYYY-MM-DD`, in UTC.
+fn today() -> String {
+    humantime::format_rfc3339(std::time::SystemTime::now()).to_string().chars().take(10).collect()
+}

@@ -1,0 +1,77 @@
+//! Edit review figures: how long a proposal of 10 scattered edits in a 20,000-line file takes to
+//! become hunks and `TextEdit`s, against its 10 ms target.
+//!
+//! The diff module lives in the `reins` binary crate, which has no library to link, so it is
+//! compiled into this bench from its source file.
+
+use std::time::{Duration, Instant};
+
+// The bench uses only part of the module.
+#[allow(dead_code)]
+#[path = "../../../server/lsp/src/lsp/diff.rs"]
+mod diff;
+
+/// Stands in for the server's `documents` module, where `diff.rs` finds the position encoding.
+mod documents {
+    #[allow(dead_code)]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum PositionEncoding {
+        Utf16,
+        Utf8,
+    }
+}
+
+const FILE_LINES: usize = 20_000;
+const EDITS: usize = 10;
+const RUNS: usize = 21;
+const TARGET: Duration = Duration::from_millis(10);
+
+/// Prints the figure and its target; true when the target is missed.
+pub fn measure() -> bool {
+    let (old, new) = proposal();
+    let mut samples = Vec::with_capacity(RUNS);
+    let mut hunk_count = 0;
+    for _ in 0..RUNS {
+        let start = Instant::now();
+        let hunks = diff::hunks(&old, &new, documents::PositionEncoding::Utf16, Duration::from_secs(1));
+        let edits = diff::text_edits(&hunks);
+        samples.push(start.elapsed());
+        hunk_count = edits.len();
+    }
+    samples.sort();
+    let median = samples[samples.len() / 2];
+    println!("\nedit review ({FILE_LINES} lines, {EDITS} scattered edits)");
+    println!("  hunks + TextEdits          {:>9.2} ms  ({hunk_count} hunks)", median.as_secs_f64() * 1000.0);
+    let checks = [("proposal ready under 10 ms", median < TARGET), ("one hunk per edit", hunk_count == EDITS)];
+    println!("\nedit review targets:");
+    for (name, ok) in checks {
+        println!("  [{}] {name}", if ok { "ok" } else { "MISSED" });
+    }
+    checks.iter().any(|(_, ok)| !ok)
+}
+
+/// A source-like file and the same file with `EDITS` edits spread through it: renamed words,
+/// inserted lines and deleted lines, with a few non-ASCII characters to count in UTF-16.
+fn proposal() -> (String, String) {
+    let line = |n: usize| format!("    let value_{n} = compute({n}, \"text é 中 {n}\"); // step {n}\n");
+    let every = FILE_LINES / EDITS;
+    let mut old = String::new();
+    let mut new = String::new();
+    for n in 0..FILE_LINES {
+        let original = line(n);
+        old.push_str(&original);
+        if n % every != every / 2 {
+            new.push_str(&original);
+            continue;
+        }
+        match (n / every) % 3 {
+            0 => new.push_str(&original.replace("compute", "evaluate")),
+            1 => {
+                new.push_str(&original);
+                new.push_str("    tracing::debug!(\"checked 😀\");\n");
+            }
+            _ => {}
+        }
+    }
+    (old, new)
+}

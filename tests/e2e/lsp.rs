@@ -1,0 +1,462 @@
+//! End-to-end tests of `reins lsp`: the real binary over stdio (and TCP), the LSP test client,
+//! and a scripted OpenAI-compatible server on 127.0.0.1, in a temp workspace.
+
+#[path = "lsp/docs.rs"]
+mod docs;
+#[path = "lsp/sync.rs"]
+mod sync;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use expect_test::expect;
+use lsp_client::{LspClient, file_uri};
+use scripted_llm::{Reply, ScriptedServer};
+use serde_json::{Value, json};
+
+/// A key that must never show up in anything reins prints.
+const CANARY_KEY: &str = "sk-canary-lsp-0c9d22f1";
+const WAIT: Duration = Duration::from_secs(20);
+
+/// A running `reins lsp` with its workspace and model server.
+pub struct Session {
+    pub client: LspClient,
+    pub dir: tempfile::TempDir,
+    pub server: ScriptedServer,
+}
+
+impl Session {
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn uri(&self, relative: &str) -> String {
+        file_uri(&self.root().join(relative))
+    }
+
+    /// `didOpen` of a workspace file with `text` (which need not match the disk).
+    pub async fn open(&self, relative: &str, language: &str, text: &str) {
+        let uri = self.uri(relative);
+        self.client
+            .notify(
+                "textDocument/didOpen",
+                json!({"textDocument": {"uri": uri, "languageId": language, "version": 1, "text": text}}),
+            )
+            .await;
+    }
+
+    /// The `reins/event` notifications of one run, events only, once its `agent_end` arrived.
+    pub async fn run_events(&self, run_id: &str) -> Vec<Value> {
+        let done = self
+            .client
+            .wait_for(WAIT, |n| {
+                n["method"] == "reins/event"
+                    && n["params"]["runId"] == run_id
+                    && n["params"]["event"]["type"] == "agent_end"
+            })
+            .await;
+        done.unwrap_or_else(|err| panic!("run {run_id} did not end: {err}"));
+        self.client
+            .notifications()
+            .into_iter()
+            .filter(|n| n["method"] == "reins/event" && n["params"]["runId"] == run_id)
+            .map(|n| n["params"]["event"].clone())
+            .collect()
+    }
+}
+
+/// Starts the server in a workspace holding `files`, against a scripted model playing `replies`,
+/// initialized with `options` laid over `{baseUrl}`.
+pub async fn start(files: &[(&str, &str)], replies: Vec<Reply>, options: Value) -> Session {
+    let dir = tempfile::tempdir().unwrap();
+    for (path, content) in files {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+    let server = ScriptedServer::start(replies).await;
+    let client = LspClient::spawn(reins_lsp(dir.path(), &["--stdio"])).unwrap();
+    let mut init = json!({"baseUrl": server.base_url(), "model": "scripted-model"});
+    for (key, value) in options.as_object().cloned().unwrap_or_default() {
+        init[key] = value;
+    }
+    let result = client.initialize(dir.path(), init, &["utf-16"]).await.unwrap();
+    assert_eq!(result["capabilities"]["positionEncoding"], "utf-16");
+    Session { client, dir, server }
+}
+
+/// `reins lsp ARGS` in `workspace`, with a clean environment.
+pub fn reins_lsp(workspace: &Path, args: &[&str]) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_reins"));
+    command
+        .arg("lsp")
+        .args(args)
+        .current_dir(workspace)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", workspace)
+        .env("REINS_HOME", workspace.join(".reins-home-for-test"))
+        .env("OPENAI_API_KEY", CANARY_KEY)
+        .env("REINS_LOG", "warn");
+    command
+}
+
+/// Event types with runs of `message_update` collapsed to one (how many arrive is timing).
+fn event_types(events: &[Value]) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    for event in events {
+        let kind = event["type"].as_str().unwrap_or("?");
+        if kind == "message_update" && out.last() == Some(&"message_update") {
+            continue;
+        }
+        out.push(kind);
+    }
+    out.join("\n")
+}
+
+/// The concatenated text deltas of a run.
+fn streamed_text(events: &[Value]) -> String {
+    events
+        .iter()
+        .filter(|e| e["type"] == "message_update" && e["delta"]["kind"] == "text")
+        .map(|e| e["delta"]["delta"].as_str().unwrap())
+        .collect()
+}
+
+/// The text of the last user message of a recorded model request.
+fn last_user_text(body: &Value) -> String {
+    let message = body["messages"].as_array().unwrap().iter().rev().find(|m| m["role"] == "user").unwrap();
+    match &message["content"] {
+        Value::String(text) => text.clone(),
+        parts => parts.as_array().unwrap().iter().filter_map(|p| p["text"].as_str()).collect(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_streams_events_to_agent_end_with_progress() {
+    let answer = "Hello from the scripted model, streamed in small pieces.";
+    let lsp = start(&[], vec![Reply::text(answer).with_chunk_chars(4)], json!({})).await;
+
+    let started = lsp.client.command("reins.chat.send", json!({"text": "say hello"})).await.unwrap();
+    let run_id = started["runId"].as_str().unwrap().to_string();
+    assert!(started["sessionId"].is_string());
+    let events = lsp.run_events(&run_id).await;
+    expect![[r#"
+        agent_start
+        message_start
+        message_end
+        turn_start
+        message_start
+        message_update
+        message_end
+        turn_end
+        agent_end"#]]
+    .assert_eq(&event_types(&events));
+    assert_eq!(streamed_text(&events), answer);
+    assert_eq!(events.last().unwrap()["reason"], "final_answer");
+
+    // seq goes up by one per notification on the connection.
+    let seqs: Vec<u64> = lsp
+        .client
+        .notifications()
+        .iter()
+        .filter(|n| n["method"] == "reins/event")
+        .map(|n| n["params"]["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+
+    // $/progress: a server-created token, begin with the prompt, end with the outcome.
+    let token = format!("reins/run/{run_id}");
+    let created = lsp.client.server_requests();
+    assert!(created.iter().any(|r| r["method"] == "window/workDoneProgress/create" && r["params"]["token"] == token));
+    lsp.client.wait_for(WAIT, |n| n["method"] == "$/progress" && n["params"]["value"]["kind"] == "end").await.unwrap();
+    let progress: Vec<String> = lsp
+        .client
+        .notifications()
+        .iter()
+        .filter(|n| n["method"] == "$/progress" && n["params"]["token"] == token)
+        .map(|n| format!("{} {}", n["params"]["value"]["kind"], n["params"]["value"]["message"]))
+        .collect();
+    assert_eq!(progress, [r#""begin" "say hello""#, r#""end" "done""#]);
+    assert_eq!(lsp.client.shutdown().await, Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_deltas_are_coalesced_without_losing_a_character() {
+    let answer: String = (0..300).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+    let reply = Reply { chunk_delay_ms: 2, ..Reply::text(answer.clone()).with_chunk_chars(1) };
+    let lsp = start(&[], vec![reply], json!({})).await;
+    let begun = std::time::Instant::now();
+    let started = lsp.client.command("reins.chat.send", json!({"text": "stream"})).await.unwrap();
+    let events = lsp.run_events(started["runId"].as_str().unwrap()).await;
+    let elapsed = begun.elapsed().as_secs_f64();
+    assert_eq!(streamed_text(&events), answer);
+    let updates = events.iter().filter(|e| e["type"] == "message_update").count();
+    // 300 deltas arrived; at most ~30 notifications a second (plus one at each edge) went out.
+    let allowed = (elapsed * 30.0).ceil() as usize + 2;
+    assert!(updates <= allowed && updates < 300, "{updates} updates in {elapsed:.2}s (allowed {allowed})");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_on_a_selection_sends_the_buffer_selection_path_and_diagnostics() {
+    let disk = "fn answer() -> u32 {\n    41\n}\n";
+    let buffer = "// unsaved\nfn answer() -> u32 {\n    \"42\"\n}\n";
+    let lsp = start(
+        &[("src/lib.rs", disk)],
+        vec![Reply::tool_call("c1", "read", json!({"path": "src/lib.rs"})), Reply::text("It returns a string.")],
+        json!({}),
+    )
+    .await;
+    lsp.open("src/lib.rs", "rust", buffer).await;
+    let uri = lsp.uri("src/lib.rs");
+    let diagnostic = json!({"range": {"start": {"line": 2, "character": 4}, "end": {"line": 2, "character": 8}},
+        "severity": 1, "source": "rustc", "message": "mismatched types"});
+    let actions = lsp
+        .client
+        .request(
+            "textDocument/codeAction",
+            json!({"textDocument": {"uri": uri}, "range": {"start": {"line": 1, "character": 0}, "end": {"line": 4, "character": 0}},
+                "context": {"diagnostics": [diagnostic]}}),
+        )
+        .await
+        .unwrap();
+    let explain = actions.as_array().unwrap().iter().find(|a| a["title"] == "Agent: explain this").unwrap();
+    let command = &explain["command"];
+    assert_eq!(command["command"], "reins.ask");
+    let started = lsp.client.command("reins.ask", command["arguments"][0].clone()).await.unwrap();
+    let events = lsp.run_events(started["runId"].as_str().unwrap()).await;
+    assert_eq!(events.last().unwrap()["reason"], "final_answer");
+
+    let requests = lsp.server.chat_requests();
+    expect![[r#"
+        Explain what this code does and how it works.
+
+        Selection: src/lib.rs lines 2-4 (rust)
+        ```rust
+        fn answer() -> u32 {
+            "42"
+        }
+        ```
+        Diagnostics in the selection:
+        - line 3: error: mismatched types (rustc)"#]]
+    .assert_eq(&last_user_text(&requests[0].body));
+    // The agent's read tool sees the open buffer, not the disk.
+    let tool_message = requests[1].body["messages"].as_array().unwrap().iter().find(|m| m["role"] == "tool").unwrap();
+    assert!(tool_message["content"].to_string().contains("unsaved"), "{tool_message}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_stops_a_streaming_run() {
+    let slow = Reply { chunk_delay_ms: 30, ..Reply::text("word ".repeat(200)).with_chunk_chars(5) };
+    let lsp = start(&[], vec![slow], json!({})).await;
+    let started = lsp.client.command("reins.chat.send", json!({"text": "talk a lot"})).await.unwrap();
+    let (session_id, run_id) = (started["sessionId"].clone(), started["runId"].as_str().unwrap().to_string());
+    lsp.client
+        .wait_for(WAIT, |n| n["params"]["runId"] == run_id && n["params"]["event"]["type"] == "message_update")
+        .await
+        .unwrap();
+    let cancelled = lsp.client.command("reins.chat.cancel", json!({"sessionId": session_id})).await.unwrap();
+    assert_eq!(cancelled, json!({"cancelled": true}));
+    let events = lsp.run_events(&run_id).await;
+    assert_eq!(events.last().unwrap()["reason"], "aborted");
+    assert!(streamed_text(&events).len() < 1000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_while_busy_is_refused_with_the_busy_code() {
+    let slow = Reply { chunk_delay_ms: 30, ..Reply::text("word ".repeat(100)).with_chunk_chars(5) };
+    let lsp = start(&[], vec![slow], json!({})).await;
+    let started = lsp.client.command("reins.chat.send", json!({"text": "first"})).await.unwrap();
+    let session_id = started["sessionId"].clone();
+    let err =
+        lsp.client.command("reins.chat.send", json!({"text": "second", "sessionId": session_id})).await.unwrap_err();
+    assert_eq!((err.code, err.data_code()), (-32803, Some("busy")));
+    assert!(err.message.contains("already in progress"), "{err}");
+    // Steering is what a busy session accepts.
+    lsp.client.command("reins.chat.steer", json!({"sessionId": session_id, "text": "hurry"})).await.unwrap();
+    lsp.client.command("reins.chat.cancel", json!({"sessionId": session_id})).await.unwrap();
+    lsp.run_events(started["runId"].as_str().unwrap()).await;
+    let idle =
+        lsp.client.command("reins.chat.steer", json!({"sessionId": session_id, "text": "late"})).await.unwrap_err();
+    assert_eq!(idle.data_code(), Some("invalid_state"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_gets_errors_and_the_server_keeps_answering() {
+    let lsp = start(&[], vec![], json!({})).await;
+    let check = |answer: Result<Value, lsp_client::RpcError>| match answer {
+        Ok(value) => format!("ok {value}"),
+        Err(err) => format!("{} {}", err.code, err.data_code().unwrap_or("-")),
+    };
+    // Not JSON at all: answered with a parse error (id null), and the connection survives.
+    lsp.client.send_frame(b"{this is not json").await;
+    // JSON, but not a JSON-RPC message.
+    lsp.client.send_frame(br#"{"hello": "world"}"#).await;
+    let unknown_method = lsp.client.request("reins/noSuchMethod", json!({})).await;
+    let unknown_command = lsp.client.command("reins.nope", json!({})).await;
+    let wrong_shape = lsp.client.command("reins.chat.send", json!({"text": 42})).await;
+    let not_an_object = lsp
+        .client
+        .request("workspace/executeCommand", json!({"command": "reins.chat.cancel", "arguments": ["s"]}))
+        .await;
+    let no_session = lsp.client.command("reins.session.messages", json!({"sessionId": "missing"})).await;
+    let empty = lsp.client.command("reins.chat.send", json!({"text": "  "})).await;
+    let results = [unknown_method, unknown_command, wrong_shape, not_an_object, no_session, empty].map(check);
+    assert_eq!(
+        results,
+        [
+            "-32601 -",
+            "-32602 invalid_argument",
+            "-32602 invalid_argument",
+            "-32602 invalid_argument",
+            "-32602 invalid_argument",
+            "-32602 invalid_argument"
+        ]
+    );
+    let orphans = lsp.client.orphan_errors();
+    let codes: Vec<&Value> = orphans.iter().map(|answer| &answer["error"]["code"]).collect();
+    assert_eq!(codes, [&json!(-32700), &json!(-32600)], "{orphans:?}");
+    // And the next request is served.
+    let created = lsp.client.command("reins.session.new", json!({"name": "after errors"})).await.unwrap();
+    let messages =
+        lsp.client.command("reins.session.messages", json!({"sessionId": created["sessionId"]})).await.unwrap();
+    assert_eq!(messages["messages"], json!([]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edits_are_refused_until_review_exists_and_applied_through_the_editor_when_auto() {
+    let write =
+        || Reply::tool_call("c1", "edit", json!({"path": "a.txt", "edits": [{"oldText": "one", "newText": "two"}]}));
+    // Default policy: ask, which this server cannot do yet; the model is told how to allow it.
+    let lsp = start(&[("a.txt", "one\n")], vec![write(), Reply::text("ok")], json!({})).await;
+    let started = lsp.client.command("reins.chat.send", json!({"text": "edit"})).await.unwrap();
+    lsp.run_events(started["runId"].as_str().unwrap()).await;
+    let tool = lsp.server.chat_requests()[1].body["messages"][3]["content"].to_string();
+    assert!(tool.contains("cannot review proposals yet; set approval to auto"), "{tool}");
+    assert_eq!(std::fs::read_to_string(lsp.root().join("a.txt")).unwrap(), "one\n");
+
+    // approval.edit = auto and the file open: the change goes to the editor as applyEdit.
+    let lsp =
+        start(&[("a.txt", "one\n")], vec![write(), Reply::text("ok")], json!({"approval": {"edit": "auto"}})).await;
+    lsp.open("a.txt", "plaintext", "one\r\n").await;
+    let started = lsp.client.command("reins.chat.send", json!({"text": "edit"})).await.unwrap();
+    let events = lsp.run_events(started["runId"].as_str().unwrap()).await;
+    let end = events.iter().find(|e| e["type"] == "tool_execution_end").unwrap();
+    assert_eq!(end["isError"], false, "{end}");
+    let apply = lsp.client.server_requests().into_iter().find(|r| r["method"] == "workspace/applyEdit").unwrap();
+    expect![[r#"{"documentChanges":[{"edits":[{"newText":"two\r\n","range":{"end":{"character":0,"line":1},"start":{"character":0,"line":0}}}],"textDocument":{"uri":"file:///ROOT/a.txt","version":1}}]}"#]]
+    .assert_eq(&apply["params"]["edit"].to_string().replace(&file_uri(lsp.root()), "file:///ROOT"));
+    // The disk is the editor's business: nothing was written behind its back.
+    assert_eq!(std::fs::read_to_string(lsp.root().join("a.txt")).unwrap(), "one\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configuration_changes_apply_to_the_next_model_call() {
+    let lsp = start(&[], vec![Reply::text("one"), Reply::text("two")], json!({})).await;
+    let first = lsp.client.command("reins.chat.send", json!({"text": "a"})).await.unwrap();
+    lsp.run_events(first["runId"].as_str().unwrap()).await;
+    lsp.client
+        .notify("workspace/didChangeConfiguration", json!({"settings": {"reins": {"model": "other-model"}}}))
+        .await;
+    let second = lsp.client.command("reins.chat.send", json!({"text": "b"})).await.unwrap();
+    lsp.run_events(second["runId"].as_str().unwrap()).await;
+    let models: Vec<Value> = lsp.server.chat_requests().iter().map(|r| r.body["model"].clone()).collect();
+    assert_eq!(models, [json!("scripted-model"), json!("other-model")]);
+    let set = lsp
+        .client
+        .command("reins.model.set", json!({"sessionId": first["sessionId"], "model": "third"}))
+        .await
+        .unwrap();
+    assert_eq!(set["model"]["id"], "third");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listen_serves_one_client_over_tcp() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = reins_lsp(dir.path(), &["--listen", "127.0.0.1:0"])
+        .env("REINS_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    use tokio::io::AsyncBufReadExt;
+    let mut stderr = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let address = loop {
+        let line = tokio::time::timeout(WAIT, stderr.next_line()).await.unwrap().unwrap().expect("reins exited");
+        if let Some(address) = line.strip_prefix("reins: listening on ") {
+            break address.to_string();
+        }
+    };
+    let stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let (read, write) = stream.into_split();
+    let client = LspClient::over(read, write);
+    let result = client.initialize(dir.path(), json!({}), &["utf-8", "utf-16"]).await.unwrap();
+    assert_eq!(result["capabilities"]["positionEncoding"], "utf-8");
+    let created = client.command("reins.session.new", json!({})).await.unwrap();
+    assert!(created["sessionId"].is_string());
+    let _ = client.request("shutdown", Value::Null).await;
+    client.notify("exit", Value::Null).await;
+    let status = tokio::time::timeout(WAIT, child.wait()).await.unwrap().unwrap();
+    assert!(status.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_list_fork_navigate_and_messages_round_trip() {
+    let lsp = start(&[], vec![Reply::text("first answer"), Reply::text("second answer")], json!({})).await;
+    let command = |name: &'static str, argument: Value| {
+        let client = &lsp.client;
+        async move { client.command(name, argument).await.unwrap_or_else(|err| panic!("{name}: {err}")) }
+    };
+    let texts = |messages: &Value| -> Vec<String> {
+        messages["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                let text: String = m["content"].as_array().unwrap().iter().filter_map(|c| c["text"].as_str()).collect();
+                format!("{}: {text}", m["role"].as_str().unwrap())
+            })
+            .collect()
+    };
+
+    let first = command("reins.chat.send", json!({"text": "one"})).await;
+    lsp.run_events(first["runId"].as_str().unwrap()).await;
+    let session = first["sessionId"].clone();
+    let tree = command("reins.session.tree", json!({"sessionId": session})).await;
+    let answer_entry =
+        tree["nodes"].as_array().unwrap().iter().find(|n| n["role"] == "assistant").unwrap()["id"].clone();
+    assert_eq!(tree["leaf"], answer_entry);
+
+    let second = command("reins.chat.send", json!({"text": "two", "sessionId": session})).await;
+    lsp.run_events(second["runId"].as_str().unwrap()).await;
+    let all = command("reins.session.messages", json!({"sessionId": session})).await;
+    assert_eq!(texts(&all), ["user: one", "assistant: first answer", "user: two", "assistant: second answer"]);
+
+    // A fork at the first answer holds the conversation up to there.
+    let fork = command("reins.session.fork", json!({"sessionId": session, "entryId": answer_entry})).await;
+    assert_ne!(fork["sessionId"], session);
+    let forked = command("reins.session.messages", json!({"sessionId": fork["sessionId"]})).await;
+    assert_eq!(texts(&forked), ["user: one", "assistant: first answer"]);
+
+    // Navigating back moves the original session's leaf; labels and names show in tree and list.
+    command("reins.session.navigate", json!({"sessionId": session, "entryId": answer_entry})).await;
+    let back = command("reins.session.messages", json!({"sessionId": session})).await;
+    assert_eq!(texts(&back), ["user: one", "assistant: first answer"]);
+    let tree = command("reins.session.tree", json!({"sessionId": session})).await;
+    assert_eq!(tree["leaf"], answer_entry);
+    command("reins.session.label", json!({"sessionId": session, "entryId": answer_entry, "label": "good point"})).await;
+    command("reins.session.rename", json!({"sessionId": session, "name": "numbers"})).await;
+    let tree = command("reins.session.tree", json!({"sessionId": session})).await;
+    let labelled = tree["nodes"].as_array().unwrap().iter().find(|n| n["id"] == answer_entry).unwrap();
+    assert_eq!(labelled["label"], "good point");
+
+    let list = command("reins.session.list", json!({})).await;
+    let mut names: Vec<String> =
+        list["sessions"].as_array().unwrap().iter().map(|s| format!("{} {}", s["name"], s["id"] == session)).collect();
+    names.sort();
+    assert_eq!(names, ["\"numbers\" true", "null false"]);
+    let opened = command("reins.session.open", json!({"sessionId": session})).await;
+    assert_eq!(opened["sessionId"], session);
+}

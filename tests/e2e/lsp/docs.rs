@@ -1,0 +1,236 @@
+//! The protocol docs are tested: every JSON example in `protocol-docs/` parses, every documented
+//! request is accepted by the server, every documented result and notification has the shape the
+//! server really produces.
+
+use std::path::PathBuf;
+
+use scripted_llm::Reply;
+use serde_json::{Value, json};
+
+use super::{WAIT, start};
+
+/// One marked example: `<!-- kind: name -->` followed by a ```json block.
+#[derive(Debug)]
+struct Example {
+    place: String,
+    kind: String,
+    name: String,
+    json: Value,
+}
+
+/// Commands that cannot succeed in this scripted setting; they must still be *accepted* (fail
+/// for a reason other than `invalid_argument`), and their documented result is not compared.
+const MAY_FAIL: &[&str] = &["reins.chat.steer", "reins.chat.followUp", "reins.model.list", "reins.session.compact"];
+
+fn examples() -> Vec<Example> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../protocol-docs");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let mut i = 0;
+        while i < lines.len() {
+            let line = lines[i].trim();
+            if let Some(marker) = line.strip_prefix("<!--").and_then(|rest| rest.strip_suffix("-->")) {
+                let marker = marker.trim();
+                let (kind, name) = marker.split_once(':').map_or((marker, ""), |(k, n)| (k.trim(), n.trim()));
+                let place = format!("{}:{}", file.file_name().unwrap().to_string_lossy(), i + 1);
+                assert_eq!(
+                    lines.get(i + 1).map(|l| l.trim()),
+                    Some("```json"),
+                    "{place}: a marker must be followed by a ```json block"
+                );
+                let end = (i + 2..lines.len())
+                    .find(|&j| lines[j].trim() == "```")
+                    .unwrap_or_else(|| panic!("{place}: unclosed block"));
+                let body = lines[i + 2..end].join("\n");
+                let json = serde_json::from_str(&body).unwrap_or_else(|err| panic!("{place}: not JSON: {err}\n{body}"));
+                out.push(Example { place, kind: kind.to_string(), name: name.to_string(), json });
+                i = end;
+            }
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Whether `actual` has the documented shape: the same keys in objects, the same JSON types;
+/// `null` stands for "may be absent or any value"; arrays compare their first elements.
+fn same_shape(documented: &Value, actual: &Value, path: &str) -> Result<(), String> {
+    match (documented, actual) {
+        (Value::Null, _) | (_, Value::Null) => Ok(()),
+        (Value::Object(doc), Value::Object(real)) => {
+            let mut doc_keys: Vec<&String> = doc.keys().collect();
+            let mut real_keys: Vec<&String> = real.keys().collect();
+            doc_keys.sort();
+            real_keys.sort();
+            if doc_keys != real_keys {
+                return Err(format!("{path}: documented keys {doc_keys:?}, the server sends {real_keys:?}"));
+            }
+            doc.iter().try_for_each(|(key, value)| same_shape(value, &real[key], &format!("{path}.{key}")))
+        }
+        (Value::Array(doc), Value::Array(real)) => {
+            // An element with a title (a code action) is compared with the one of that title.
+            let counterpart = |doc: &Value| match doc.get("title") {
+                Some(title) => real.iter().find(|item| item.get("title") == Some(title)),
+                None => real.first(),
+            };
+            match doc.first().map(|first| (first, counterpart(first))) {
+                Some((doc, Some(real))) => same_shape(doc, real, &format!("{path}[0]")),
+                Some((doc, None)) if doc.get("title").is_some() => {
+                    Err(format!("{path}: no element titled {}", doc["title"]))
+                }
+                _ => Ok(()),
+            }
+        }
+        (Value::String(_), Value::String(_))
+        | (Value::Bool(_), Value::Bool(_))
+        | (Value::Number(_), Value::Number(_)) => Ok(()),
+        _ => Err(format!("{path}: documented {documented}, the server sends {actual}")),
+    }
+}
+
+/// Replaces example ids and URIs with live ones.
+fn substitute(value: &Value, session_id: &str, entry_id: &str, uri: &str) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(key, value)| {
+                    let value = match key.as_str() {
+                        "sessionId" => json!(session_id),
+                        "entryId" => json!(entry_id),
+                        "uri" => json!(uri),
+                        _ => substitute(value, session_id, entry_id, uri),
+                    };
+                    (key.clone(), value)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(|v| substitute(v, session_id, entry_id, uri)).collect()),
+        other => other.clone(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_documented_example_matches_the_server() {
+    let examples = examples();
+    assert!(examples.len() > 30, "found only {} examples", examples.len());
+    let source = "// the answer\nfn answer() -> u32 {\n    \"42\"\n}\n";
+    let lsp = start(
+        &[("src/lib.rs", source)],
+        vec![Reply::tool_call("call_1", "read", json!({"path": "src/lib.rs"})), Reply::text("It reads a file.")],
+        json!({}),
+    )
+    .await;
+    lsp.open("src/lib.rs", "rust", source).await;
+    let uri = lsp.uri("src/lib.rs");
+
+    // A session with a finished run, so trees have entries and events have been seen.
+    let first = lsp.client.command("reins.chat.send", json!({"text": "hello"})).await.unwrap();
+    lsp.run_events(first["runId"].as_str().unwrap()).await;
+    let session_id = first["sessionId"].as_str().unwrap().to_string();
+    let tree = lsp.client.command("reins.session.tree", json!({"sessionId": session_id})).await.unwrap();
+    let entry_id = tree["nodes"].as_array().unwrap().iter().find(|n| n["role"] == "user").unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let mut results: std::collections::HashMap<String, Value> = Default::default();
+    for example in examples.iter().filter(|e| e.kind == "command" || e.kind == "request") {
+        let params = substitute(&example.json, &session_id, &entry_id, &uri);
+        let answer = if example.kind == "command" {
+            if ["reins.chat.send", "reins.ask"].contains(&example.name.as_str()) {
+                lsp.server.push(Reply::text("ok"));
+            }
+            lsp.client.command(&example.name, params).await
+        } else {
+            lsp.client.request(&example.name, params).await
+        };
+        match answer {
+            Ok(result) => {
+                if let Some(run_id) = result.get("runId").and_then(Value::as_str) {
+                    lsp.run_events(run_id).await;
+                }
+                results.insert(example.name.clone(), result);
+            }
+            Err(err) => {
+                assert!(
+                    MAY_FAIL.contains(&example.name.as_str()),
+                    "{}: {} was refused: {err}",
+                    example.place,
+                    example.name
+                );
+                assert_ne!(
+                    err.data_code(),
+                    Some("invalid_argument"),
+                    "{}: {} was not accepted: {err}",
+                    example.place,
+                    example.name
+                );
+            }
+        }
+    }
+
+    // A failing run, for the documented failure notifications.
+    lsp.server.push(Reply::http_error(401, "bad key"));
+    let failing = lsp.client.command("reins.chat.send", json!({"text": "fail"})).await.unwrap();
+    lsp.run_events(failing["runId"].as_str().unwrap()).await;
+    lsp.client.wait_for(WAIT, |n| n["method"] == "window/showMessage").await.unwrap();
+    lsp.client
+        .wait_for(WAIT, |n| {
+            n["method"] == "$/progress"
+                && n["params"]["token"] == format!("reins/run/{}", failing["runId"].as_str().unwrap())
+                && n["params"]["value"]["kind"] == "end"
+        })
+        .await
+        .unwrap();
+
+    let notifications = lsp.client.notifications();
+    let mut checked = 0;
+    for example in &examples {
+        let outcome = match example.kind.as_str() {
+            "result" | "response" => match results.get(&example.name) {
+                Some(actual) => same_shape(&example.json, actual, &example.name),
+                None if MAY_FAIL.contains(&example.name.as_str()) => continue,
+                None => Err(format!("{} was never answered", example.name)),
+            },
+            "notification" => {
+                let matches = |n: &&Value| {
+                    n["method"] == example.name.as_str()
+                        && n["params"]["event"]["type"] == example.json["event"]["type"]
+                        && n["params"]["event"]["delta"]["kind"] == example.json["event"]["delta"]["kind"]
+                        && n["params"]["value"]["kind"] == example.json["value"]["kind"]
+                };
+                match notifications.iter().find(matches) {
+                    Some(actual) => same_shape(&example.json, &actual["params"], &example.name),
+                    None => Err(format!("the server never sent a {} like this", example.name)),
+                }
+            }
+            "error" => {
+                let ok = example.json["code"].is_i64()
+                    && example.json["message"].is_string()
+                    && example.json["data"]["code"].is_string();
+                if ok { Ok(()) } else { Err("an error needs code, message and data.code".to_string()) }
+            }
+            "settings" => {
+                lsp.client.notify("workspace/didChangeConfiguration", json!({"settings": example.json})).await;
+                Ok(())
+            }
+            _ => continue,
+        };
+        outcome.unwrap_or_else(|err| panic!("{}: {err}", example.place));
+        checked += 1;
+    }
+    assert!(checked > 20, "only {checked} examples were checked");
+    // Documented settings were taken without complaint, and the server still answers.
+    assert!(
+        !lsp.client.notifications().iter().any(|n| n["method"] == "window/showMessage" && n["params"]["type"] == 2)
+    );
+    lsp.client.command("reins.session.list", json!({})).await.unwrap();
+}

@@ -1,0 +1,297 @@
+//! A small LSP client for tests and benchmarks.
+//!
+//! [`LspClient`] talks JSON-RPC with `Content-Length` framing over a child process's stdio (or
+//! any byte stream), matches responses to requests, records every notification and every request
+//! from the server, and answers those requests the way a simple editor would (progress tokens
+//! accepted, `workspace/applyEdit` applied). [`ClientDocument`] keeps the client's copy of a text
+//! and produces UTF-16 ranges for incremental changes.
+
+mod document;
+mod framing;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::process::{Child, Command};
+use tokio::sync::{Notify, oneshot};
+
+pub use document::ClientDocument;
+
+/// How long [`LspClient::request`] waits for an answer.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A JSON-RPC error answer (or a transport failure, with code 0).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    /// `data.code`: the server's stable error code.
+    pub fn data_code(&self) -> Option<&str> {
+        self.data.as_ref()?.get("code")?.as_str()
+    }
+}
+
+impl fmt::Display for RpcError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "error {}: {} (data {:?})", self.code, self.message, self.data)
+    }
+}
+
+type Writer = Box<dyn AsyncWrite + Unpin + Send>;
+type Answer = Result<Value, RpcError>;
+
+#[derive(Default)]
+struct Shared {
+    pending: Mutex<HashMap<i64, oneshot::Sender<Answer>>>,
+    /// `{method, params}` of every notification, in arrival order.
+    notifications: Mutex<Vec<Value>>,
+    /// Every request the server sent, `{id, method, params}`.
+    server_requests: Mutex<Vec<Value>>,
+    /// Answers to responses with a null id (the server could not read a message).
+    orphan_errors: Mutex<Vec<Value>>,
+    /// What `workspace/applyEdit` is answered with.
+    apply_edit_answer: Mutex<Option<Value>>,
+    arrived: Notify,
+}
+
+pub struct LspClient {
+    writer: Arc<tokio::sync::Mutex<Writer>>,
+    shared: Arc<Shared>,
+    next_id: AtomicI64,
+    child: Option<Child>,
+    reader: tokio::task::JoinHandle<()>,
+}
+
+impl LspClient {
+    /// Spawns `command` with piped stdio (stderr is inherited, so server logs show in test
+    /// output) and talks to it.
+    pub fn spawn(mut command: Command) -> std::io::Result<Self> {
+        command.stdin(Stdio::piped()).stdout(Stdio::piped()).kill_on_drop(true);
+        let mut child = command.spawn()?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(std::io::Error::other("the child has no piped stdio"));
+        };
+        let mut client = Self::over(stdout, stdin);
+        client.child = Some(child);
+        Ok(client)
+    }
+
+    /// A client over any pair of byte streams (a TCP connection).
+    pub fn over(
+        read: impl AsyncRead + Unpin + Send + 'static,
+        write: impl AsyncWrite + Unpin + Send + 'static,
+    ) -> Self {
+        let shared = Arc::new(Shared::default());
+        let writer: Arc<tokio::sync::Mutex<Writer>> = Arc::new(tokio::sync::Mutex::new(Box::new(write)));
+        let reader = tokio::spawn(read_loop(read, shared.clone(), writer.clone()));
+        Self { writer, shared, next_id: AtomicI64::new(1), child: None, reader }
+    }
+
+    /// Sends a request and waits for its answer.
+    pub async fn request(&self, method: &str, params: Value) -> Answer {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        lock(&self.shared.pending).insert(id, tx);
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
+        match tokio::time::timeout(REQUEST_TIMEOUT, rx).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(_)) => Err(transport_error(format!("the server closed the connection before answering {method}"))),
+            Err(_) => Err(transport_error(format!("no answer to {method} within {REQUEST_TIMEOUT:?}"))),
+        }
+    }
+
+    /// `workspace/executeCommand` with one object argument.
+    pub async fn command(&self, command: &str, argument: Value) -> Answer {
+        self.request("workspace/executeCommand", json!({"command": command, "arguments": [argument]})).await
+    }
+
+    pub async fn notify(&self, method: &str, params: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params})).await;
+    }
+
+    /// Sends `body` in a frame as it is (for malformed-message tests).
+    pub async fn send_frame(&self, body: &[u8]) {
+        self.write(&framing::frame(body)).await;
+    }
+
+    /// `initialize` with one workspace folder and `initializationOptions`, then `initialized`.
+    /// Offers only UTF-16 unless `encodings` says otherwise. Returns the initialize result.
+    pub async fn initialize(&self, root: &Path, options: Value, encodings: &[&str]) -> Answer {
+        let uri = file_uri(root);
+        let result = self
+            .request(
+                "initialize",
+                json!({
+                    "processId": null,
+                    "rootUri": uri,
+                    "workspaceFolders": [{"uri": uri, "name": "root"}],
+                    "initializationOptions": options,
+                    "capabilities": {
+                        "general": {"positionEncodings": encodings},
+                        "window": {"workDoneProgress": true},
+                        "workspace": {"applyEdit": true, "workspaceFolders": true},
+                    },
+                }),
+            )
+            .await?;
+        self.notify("initialized", json!({})).await;
+        Ok(result)
+    }
+
+    /// Every notification so far, `{method, params}`.
+    pub fn notifications(&self) -> Vec<Value> {
+        lock(&self.shared.notifications).clone()
+    }
+
+    /// Every request the server sent so far, `{id, method, params}`.
+    pub fn server_requests(&self) -> Vec<Value> {
+        lock(&self.shared.server_requests).clone()
+    }
+
+    /// Error answers the server sent with a null id (to messages it could not read).
+    pub fn orphan_errors(&self) -> Vec<Value> {
+        lock(&self.shared.orphan_errors).clone()
+    }
+
+    /// Sets the answer to `workspace/applyEdit` (default `{"applied": true}`).
+    pub fn answer_apply_edit_with(&self, answer: Value) {
+        *lock(&self.shared.apply_edit_answer) = Some(answer);
+    }
+
+    /// Waits until some notification satisfies `found`, and returns it.
+    pub async fn wait_for(&self, timeout: Duration, found: impl Fn(&Value) -> bool) -> Result<Value, String> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let arrived = self.shared.arrived.notified();
+            if let Some(hit) = lock(&self.shared.notifications).iter().find(|n| found(n)) {
+                return Ok(hit.clone());
+            }
+            if tokio::time::timeout_at(deadline, arrived).await.is_err() {
+                let methods: Vec<String> =
+                    self.notifications().iter().map(|n| n["method"].as_str().unwrap_or("?").to_string()).collect();
+                return Err(format!("timed out after {timeout:?}; notifications so far: {methods:?}"));
+            }
+        }
+    }
+
+    /// `shutdown`, `exit`, and the server's exit code.
+    pub async fn shutdown(mut self) -> Option<i32> {
+        let _ = self.request("shutdown", Value::Null).await;
+        self.notify("exit", Value::Null).await;
+        let child = self.child.as_mut()?;
+        match tokio::time::timeout(Duration::from_secs(10), child.wait()).await {
+            Ok(Ok(status)) => status.code(),
+            _ => None,
+        }
+    }
+
+    async fn send(&self, message: &Value) {
+        self.write(&framing::frame(message.to_string().as_bytes())).await;
+    }
+
+    async fn write(&self, bytes: &[u8]) {
+        let mut writer = self.writer.lock().await;
+        // A server that went away shows up as a missing answer, with a clearer message.
+        let _ = writer.write_all(bytes).await;
+        let _ = writer.flush().await;
+    }
+}
+
+impl Drop for LspClient {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+/// `file:///…` for a path (percent-encoding the few characters tests use).
+pub fn file_uri(path: &Path) -> String {
+    let mut uri = String::from("file://");
+    for c in path.to_string_lossy().chars() {
+        match c {
+            ' ' => uri.push_str("%20"),
+            '#' => uri.push_str("%23"),
+            '%' => uri.push_str("%25"),
+            '?' => uri.push_str("%3F"),
+            c => uri.push(c),
+        }
+    }
+    uri
+}
+
+async fn read_loop(read: impl AsyncRead + Unpin, shared: Arc<Shared>, writer: Arc<tokio::sync::Mutex<Writer>>) {
+    let mut reader = tokio::io::BufReader::new(read);
+    while let Ok(Some(body)) = framing::read_frame(&mut reader).await {
+        let Ok(message) = serde_json::from_slice::<Value>(&body) else { continue };
+        let method = message.get("method").and_then(Value::as_str).map(str::to_string);
+        let id = message.get("id").cloned().filter(|id| !id.is_null());
+        match (method, id) {
+            (Some(method), Some(id)) => {
+                lock(&shared.server_requests).push(json!({"id": id, "method": method, "params": message["params"]}));
+                let answer = answer_server_request(&shared, &method);
+                let reply = match answer {
+                    Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+                    Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
+                };
+                let mut writer = writer.lock().await;
+                let _ = writer.write_all(&framing::frame(reply.to_string().as_bytes())).await;
+                let _ = writer.flush().await;
+                drop(writer);
+                shared.arrived.notify_waiters();
+            }
+            (Some(method), None) => {
+                lock(&shared.notifications).push(json!({"method": method, "params": message["params"]}));
+                shared.arrived.notify_waiters();
+            }
+            (None, Some(id)) => {
+                let answer = match message.get("error") {
+                    Some(error) => Err(RpcError {
+                        code: error["code"].as_i64().unwrap_or(0),
+                        message: error["message"].as_str().unwrap_or("").to_string(),
+                        data: error.get("data").cloned(),
+                    }),
+                    None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
+                };
+                if let Some(tx) = id.as_i64().and_then(|id| lock(&shared.pending).remove(&id)) {
+                    let _ = tx.send(answer);
+                }
+            }
+            (None, None) => {
+                lock(&shared.orphan_errors).push(message);
+                shared.arrived.notify_waiters();
+            }
+        }
+    }
+    // The server closed its output: fail every waiting request.
+    lock(&shared.pending).clear();
+}
+
+fn answer_server_request(shared: &Shared, method: &str) -> Result<Value, Value> {
+    match method {
+        "window/workDoneProgress/create" | "client/registerCapability" | "client/unregisterCapability" => {
+            Ok(Value::Null)
+        }
+        "workspace/applyEdit" => Ok(lock(&shared.apply_edit_answer).clone().unwrap_or(json!({"applied": true}))),
+        "workspace/configuration" => Ok(json!([])),
+        "window/showMessageRequest" => Ok(Value::Null),
+        _ => Err(json!({"code": -32601, "message": format!("the test client does not handle {method}")})),
+    }
+}
+
+fn transport_error(message: String) -> RpcError {
+    RpcError { code: 0, message, data: None }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}

@@ -3,6 +3,10 @@
 
 #[path = "lsp/docs.rs"]
 mod docs;
+#[path = "lsp/review.rs"]
+mod review;
+#[path = "lsp/settings.rs"]
+mod settings;
 #[path = "lsp/sync.rs"]
 mod sync;
 
@@ -69,6 +73,11 @@ impl Session {
 /// Starts the server in a workspace holding `files`, against a scripted model playing `replies`,
 /// initialized with `options` laid over `{baseUrl}`.
 pub async fn start(files: &[(&str, &str)], replies: Vec<Reply>, options: Value) -> Session {
+    start_with(files, replies, options, json!({})).await
+}
+
+/// [`start`] with `workspace` laid over the client's workspace capabilities.
+pub async fn start_with(files: &[(&str, &str)], replies: Vec<Reply>, options: Value, workspace: Value) -> Session {
     let dir = tempfile::tempdir().unwrap();
     for (path, content) in files {
         let path = dir.path().join(path);
@@ -81,7 +90,7 @@ pub async fn start(files: &[(&str, &str)], replies: Vec<Reply>, options: Value) 
     for (key, value) in options.as_object().cloned().unwrap_or_default() {
         init[key] = value;
     }
-    let result = client.initialize(dir.path(), init, &["utf-16"]).await.unwrap();
+    let result = client.initialize_with(dir.path(), init, &["utf-16"], workspace).await.unwrap();
     assert_eq!(result["capabilities"]["positionEncoding"], "utf-16");
     Session { client, dir, server }
 }
@@ -325,18 +334,21 @@ async fn bad_input_gets_errors_and_the_server_keeps_answering() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn edits_are_refused_until_review_exists_and_applied_through_the_editor_when_auto() {
+async fn denied_edits_are_refused_and_auto_edits_reach_the_editor_as_minimal_edits() {
     let write =
         || Reply::tool_call("c1", "edit", json!({"path": "a.txt", "edits": [{"oldText": "one", "newText": "two"}]}));
-    // Default policy: ask, which this server cannot do yet; the model is told how to allow it.
-    let lsp = start(&[("a.txt", "one\n")], vec![write(), Reply::text("ok")], json!({})).await;
+    // approval.edit = deny: the model is told not to try again, and nothing is asked.
+    let lsp =
+        start(&[("a.txt", "one\n")], vec![write(), Reply::text("ok")], json!({"approval": {"edit": "deny"}})).await;
     let started = lsp.client.command("reins.chat.send", json!({"text": "edit"})).await.unwrap();
-    lsp.run_events(started["runId"].as_str().unwrap()).await;
+    let events = lsp.run_events(started["runId"].as_str().unwrap()).await;
+    assert!(!events.iter().any(|e| e["type"] == "edit_proposed"));
     let tool = lsp.server.chat_requests()[1].body["messages"][3]["content"].to_string();
-    assert!(tool.contains("cannot review proposals yet; set approval to auto"), "{tool}");
+    assert!(tool.contains("do not allow the `edit` tool"), "{tool}");
     assert_eq!(std::fs::read_to_string(lsp.root().join("a.txt")).unwrap(), "one\n");
 
-    // approval.edit = auto and the file open: the change goes to the editor as applyEdit.
+    // approval.edit = auto and the file open: the change goes to the editor as applyEdit, as
+    // the smallest edit that makes it (the line break stays untouched).
     let lsp =
         start(&[("a.txt", "one\n")], vec![write(), Reply::text("ok")], json!({"approval": {"edit": "auto"}})).await;
     lsp.open("a.txt", "plaintext", "one\r\n").await;
@@ -345,7 +357,7 @@ async fn edits_are_refused_until_review_exists_and_applied_through_the_editor_wh
     let end = events.iter().find(|e| e["type"] == "tool_execution_end").unwrap();
     assert_eq!(end["isError"], false, "{end}");
     let apply = lsp.client.server_requests().into_iter().find(|r| r["method"] == "workspace/applyEdit").unwrap();
-    expect![[r#"{"documentChanges":[{"edits":[{"newText":"two\r\n","range":{"end":{"character":0,"line":1},"start":{"character":0,"line":0}}}],"textDocument":{"uri":"file:///ROOT/a.txt","version":1}}]}"#]]
+    expect![[r#"{"documentChanges":[{"edits":[{"newText":"two","range":{"end":{"character":3,"line":0},"start":{"character":0,"line":0}}}],"textDocument":{"uri":"file:///ROOT/a.txt","version":1}}]}"#]]
     .assert_eq(&apply["params"]["edit"].to_string().replace(&file_uri(lsp.root()), "file:///ROOT"));
     // The disk is the editor's business: nothing was written behind its back.
     assert_eq!(std::fs::read_to_string(lsp.root().join("a.txt")).unwrap(), "one\n");

@@ -4,6 +4,7 @@
 
 mod approval;
 mod auth;
+mod compaction;
 mod config;
 mod error;
 mod prompt;

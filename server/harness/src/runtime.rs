@@ -6,24 +6,22 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 
-use async_trait::async_trait;
-use reins_agent::{Agent, AgentContext, AgentEvent, Gate, Hooks, Limits, Proposal, RunOutcome, Tool};
-use reins_ai::{Content, Message, Model, Provider, ProviderErrorKind, ToolCall, UserMessage, now_ms};
-use reins_session::{
-    Durability, EntryKind, SessionError, SessionFile, SessionStore, estimate_context_tokens, find_cut_point,
-};
+use reins_agent::{Agent, AgentContext, AgentEvent, Hooks, Limits, RunOutcome, Tool};
+use reins_ai::{Content, Message, Model, Provider, UserMessage, now_ms};
+use reins_session::{Durability, EntryKind, SessionError, SessionFile, SessionStore, estimate_tokens};
 use reins_tools::{Workspace, builtin_tools};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::{ApprovalGate, ApprovalPolicy, Approver};
+use crate::compaction::{AutoCompact, SessionHooks, branch_messages, compact_file, near_window, overflowed};
 use crate::error::HarnessError;
 use crate::prompt::{PromptInputs, build_system_prompt};
 use crate::sessions::{SessionInfo, SessionRecorder, SessionTreeView};
 use crate::settings::Settings;
-use crate::summary::{FileActivity, branch_summary, compaction_summary};
+use crate::summary::branch_summary;
 
 pub type SessionId = String;
 pub type RunId = String;
@@ -87,6 +85,8 @@ pub struct Compacted {
 
 pub struct Harness {
     options: HarnessOptions,
+    /// The settings in force: `options.settings` until [`Harness::set_settings`] replaces them.
+    settings: RwLock<Arc<Settings>>,
     store: SessionStore,
     sessions: Mutex<HashMap<SessionId, Arc<LiveSession>>>,
     counter: AtomicU64,
@@ -104,11 +104,27 @@ struct LiveSession {
 impl Harness {
     pub fn new(options: HarnessOptions) -> Arc<Self> {
         let store = SessionStore::new(options.settings.data_dir.join("sessions"));
-        Arc::new(Self { options, store, sessions: Mutex::new(HashMap::new()), counter: AtomicU64::new(0) })
+        let settings = RwLock::new(Arc::new(options.settings.clone()));
+        Arc::new(Self { options, settings, store, sessions: Mutex::new(HashMap::new()), counter: AtomicU64::new(0) })
     }
 
-    pub fn settings(&self) -> &Settings {
-        &self.options.settings
+    /// The settings in force.
+    pub fn settings(&self) -> Arc<Settings> {
+        self.settings.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Replaces the settings (the editor's settings changed): sessions started or opened from
+    /// now on take the new default model, models resolve through the new registry, and each live
+    /// session's model — the same provider and id — is resolved again, so a new endpoint or
+    /// window applies from its next turn. Approval policy, limits and compaction stay as the
+    /// harness was built.
+    pub fn set_settings(&self, settings: Settings) {
+        let settings = Arc::new(settings);
+        *self.settings.write().unwrap_or_else(PoisonError::into_inner) = settings.clone();
+        for session in lock(&self.sessions).values() {
+            let current = session.agent.context().model;
+            session.agent.set_model(settings.resolve_recorded(&current.provider, &current.id));
+        }
     }
 
     fn cwd(&self) -> PathBuf {
@@ -119,7 +135,7 @@ impl Harness {
 
     /// Starts a new, empty session with the configured model.
     pub fn new_session(&self, name: Option<String>) -> Result<SessionId, HarnessError> {
-        let model = self.options.settings.resolve_model(None);
+        let model = self.settings().resolve_model(None);
         if !self.options.persist {
             let id = format!("mem-{}-{:x}", self.next(), now_ms());
             return Ok(self.go_live(id, None, model, Vec::new()));
@@ -198,7 +214,7 @@ impl Harness {
     /// `summarize`, the model first writes a summary of the branch being left, which the new
     /// position's context carries.
     pub async fn navigate(&self, session_id: &str, entry_id: &str, summarize: bool) -> Result<(), HarnessError> {
-        let session = self.idle_session(session_id)?;
+        let (session, _claim) = self.claim(session_id)?;
         let file = session.file()?.clone();
         let left_behind = {
             let mut file = lock(&file);
@@ -241,7 +257,7 @@ impl Harness {
 
     /// Summarizes the older part of the conversation so that it fits the window again.
     pub async fn compact(&self, session_id: &str) -> Result<Compacted, HarnessError> {
-        let session = self.idle_session(session_id)?;
+        let (session, _claim) = self.claim(session_id)?;
         let model = session.agent.context().model;
         let file = session.file()?.clone();
         let compacted = compact_file(
@@ -296,6 +312,11 @@ impl Harness {
         message: Message,
         emit: reins_agent::EventSink,
     ) -> Option<RunOutcome> {
+        if let Some(file) = &session.file
+            && self.options.compaction.auto
+        {
+            self.compact_if_near_window(session, file, estimate_tokens(&message)).await;
+        }
         let mut outcome = session.agent.prompt(vec![message], emit.clone()).await.ok()?;
         if let Some(file) = &session.file {
             if overflowed(&outcome) {
@@ -326,6 +347,29 @@ impl Harness {
             }
         }
         Some(outcome)
+    }
+
+    /// Compacts before a run whose prompt would bring the context near the window; a failure is
+    /// logged and the run goes on uncompacted (the provider may still take it).
+    async fn compact_if_near_window(&self, session: &LiveSession, file: &Mutex<SessionFile>, prompt_tokens: u64) {
+        let context = session.agent.context();
+        if !near_window(&context, prompt_tokens, self.options.compaction.reserve_tokens) {
+            return;
+        }
+        let compacted = compact_file(
+            file,
+            self.options.provider.as_ref(),
+            &context.model,
+            self.options.compaction.keep_recent_tokens,
+            &CancellationToken::new(),
+        )
+        .await;
+        match compacted.and_then(|_| lock(file).context().map_err(session_error)) {
+            Ok(compacted) => {
+                let _ = session.agent.set_messages(compacted.messages);
+            }
+            Err(err) => tracing::warn!("automatic compaction failed; going on without it: {err}"),
+        }
     }
 
     /// Queues a message for the running run, delivered after its current tools finish.
@@ -372,7 +416,7 @@ impl Harness {
             return Err(HarnessError::InvalidArgument("the model id is empty".into()));
         }
         let session = self.session(session_id)?;
-        let model = self.options.settings.resolve_model(Some(model_id));
+        let model = self.settings().resolve_model(Some(model_id));
         if let Some(file) = &session.file {
             let mut file = lock(file);
             file.append(EntryKind::ModelChange { provider: model.provider.clone(), model_id: model.id.clone() })
@@ -388,9 +432,10 @@ impl Harness {
     fn go_live_from_file(&self, mut file: SessionFile) -> SessionId {
         file.set_durability(Durability::Write);
         let context = file.context().unwrap_or_default();
+        let settings = self.settings();
         let model = match &context.model {
-            Some(recorded) => self.options.settings.resolve_recorded(&recorded.provider, &recorded.model_id),
-            None => self.options.settings.resolve_model(None),
+            Some(recorded) => settings.resolve_recorded(&recorded.provider, &recorded.model_id),
+            None => settings.resolve_model(None),
         };
         let id = file.id().to_string();
         self.go_live(id, Some(file), model, context.messages)
@@ -408,11 +453,12 @@ impl Harness {
         let workspace = &self.options.workspace;
         let tools: Vec<Arc<dyn Tool>> = builtin_tools(workspace.clone());
         let root = workspace.cwd();
+        let settings = self.settings();
         let inputs = PromptInputs::discover(
             &root,
             &root,
-            &self.options.settings.config_dir,
-            self.options.settings.is_trusted(&root),
+            &settings.config_dir,
+            settings.is_trusted(&root),
             tools.iter().map(|tool| tool.spec()).collect(),
             self.options.date.clone(),
         );
@@ -447,12 +493,18 @@ impl Harness {
         })
     }
 
-    fn idle_session(&self, session_id: &str) -> Result<Arc<LiveSession>, HarnessError> {
+    /// Marks an idle session busy for an operation that awaits the model (navigating with a
+    /// summary, compacting), so that no run starts on the file meanwhile.
+    fn claim(&self, session_id: &str) -> Result<(Arc<LiveSession>, Claim), HarnessError> {
         let session = self.session(session_id)?;
-        if lock(&session.running).is_some() {
-            return Err(HarnessError::Busy);
+        {
+            let mut running = lock(&session.running);
+            if running.is_some() {
+                return Err(HarnessError::Busy);
+            }
+            *running = Some("maintenance".to_string());
         }
-        Ok(session)
+        Ok((session.clone(), Claim(session)))
     }
 
     fn running_session(&self, session_id: &str, what: &str) -> Result<Arc<LiveSession>, HarnessError> {
@@ -490,6 +542,15 @@ impl LiveSession {
     }
 }
 
+/// Releases a [`Harness::claim`]: the session is idle again however the operation ended.
+struct Claim(Arc<LiveSession>);
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        *lock(&self.0.running) = None;
+    }
+}
+
 /// Marks a session idle when its run's task ends, however it ends.
 struct IdleOnDrop<'a>(&'a Mutex<Option<RunId>>);
 
@@ -499,116 +560,7 @@ impl Drop for IdleOnDrop<'_> {
     }
 }
 
-/// The approval gate, plus automatic compaction between turns.
-struct SessionHooks {
-    gate: ApprovalGate,
-    auto_compact: Option<AutoCompact>,
-}
-
-struct AutoCompact {
-    file: Arc<Mutex<SessionFile>>,
-    provider: Arc<dyn Provider>,
-    settings: CompactionSettings,
-}
-
-#[async_trait]
-impl Hooks for SessionHooks {
-    async fn before_tool_call(&self, call: &ToolCall, proposal: Option<&Proposal>, cancel: &CancellationToken) -> Gate {
-        self.gate.before_tool_call(call, proposal, cancel).await
-    }
-
-    async fn prepare_next_turn(&self, context: &mut AgentContext) {
-        let Some(auto) = &self.auto_compact else { return };
-        let tokens = estimate_context_tokens(&context.messages) + context.system_prompt.len() as u64 / 4;
-        if tokens + auto.settings.reserve_tokens < context.model.context_window {
-            return;
-        }
-        let cancel = CancellationToken::new();
-        let compacted =
-            compact_file(&auto.file, auto.provider.as_ref(), &context.model, auto.settings.keep_recent_tokens, &cancel)
-                .await;
-        match compacted.and_then(|_| lock(&auto.file).context().map_err(session_error)) {
-            Ok(compacted) => context.messages = compacted.messages,
-            Err(err) => tracing::warn!("automatic compaction failed; going on without it: {err}"),
-        }
-    }
-}
-
-/// Compacts the session at its leaf: the model summarizes what lies before the cut point, and a
-/// `compaction` entry makes that summary stand in for it.
-async fn compact_file(
-    file: &Mutex<SessionFile>,
-    provider: &dyn Provider,
-    model: &Model,
-    keep_recent_tokens: u64,
-    cancel: &CancellationToken,
-) -> Result<Compacted, HarnessError> {
-    let (to_summarize, previous_summary, cut, tokens_before) = {
-        let mut file = lock(file);
-        file.flush().map_err(session_error)?;
-        let Some(leaf) = file.leaf().map(str::to_string) else {
-            return Err(HarnessError::Compaction("the session is empty".into()));
-        };
-        let path = file.tree().path_entries(&leaf).map_err(session_error)?;
-        let Some(cut) = find_cut_point(&path, keep_recent_tokens) else {
-            return Err(HarnessError::Compaction("there is nothing to compact yet".into()));
-        };
-        let previous = path.iter().rev().find_map(|entry| match &entry.kind {
-            EntryKind::Compaction { summary, first_kept_entry_id, .. } => {
-                Some((summary.clone(), first_kept_entry_id.clone()))
-            }
-            _ => None,
-        });
-        let start = previous
-            .as_ref()
-            .and_then(|(_, first_kept)| path.iter().position(|entry| &entry.id == first_kept))
-            .unwrap_or(0);
-        let end = path.iter().position(|entry| entry.id == cut.first_kept_entry_id).unwrap_or(path.len());
-        let messages: Vec<Message> = path[start..end.max(start)]
-            .iter()
-            .filter_map(|entry| entry.message().and_then(|record| record.into_message()))
-            .collect();
-        let tokens_before = estimate_context_tokens(&file.context().map_err(session_error)?.messages);
-        (messages, previous.map(|(summary, _)| summary), cut, tokens_before)
-    };
-    if to_summarize.is_empty() {
-        return Err(HarnessError::Compaction("there is nothing to compact yet".into()));
-    }
-    let summary = compaction_summary(provider, model, &to_summarize, previous_summary.as_deref(), cancel).await?;
-    let details = FileActivity::of(&to_summarize).to_details();
-    let mut file = lock(file);
-    file.compact(summary, &cut.first_kept_entry_id, tokens_before, Some(details)).map_err(session_error)?;
-    file.flush().map_err(session_error)?;
-    let tokens_after = estimate_context_tokens(&file.context().map_err(session_error)?.messages);
-    Ok(Compacted { tokens_before, tokens_after })
-}
-
-/// The messages on the current branch that `target` is not an ancestor of: what navigating to
-/// `target` leaves behind.
-fn branch_messages(tree: &reins_session::SessionTree, target: &str) -> Result<Vec<Message>, HarnessError> {
-    let Some(leaf) = tree.leaf() else { return Ok(Vec::new()) };
-    let kept: std::collections::HashSet<&str> = tree.path_to_root(target).map_err(session_error)?.into_iter().collect();
-    let mut left: Vec<Message> = Vec::new();
-    for id in tree.path_to_root(leaf).map_err(session_error)? {
-        if kept.contains(id) {
-            break;
-        }
-        if let Some(message) = tree.entry(id).ok().and_then(|entry| entry.message()).and_then(|r| r.into_message()) {
-            left.push(message);
-        }
-    }
-    left.reverse();
-    Ok(left)
-}
-
-fn overflowed(outcome: &RunOutcome) -> bool {
-    outcome.messages.iter().rev().any(|message| {
-        matches!(message, Message::Assistant(assistant)
-            if assistant.error.as_ref().is_some_and(|error| error.kind == ProviderErrorKind::ContextOverflow))
-    })
-}
-
-fn session_error(error: SessionError) -> HarnessError {
+pub(crate) fn session_error(error: SessionError) -> HarnessError {
     HarnessError::Session(error.to_string())
 }
 

@@ -11,6 +11,12 @@ use reins_harness::Approver;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::lsp::diff;
+use crate::lsp::documents::PositionEncoding;
+
+/// How long the diff of a proposal may search before settling for coarser hunks.
+const HUNK_DIFF_DEADLINE: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// Prints agent events for a person.
 pub struct HumanOutput {
     color: bool,
@@ -176,7 +182,8 @@ fn ask_on_tty(question: &str) -> Result<Answer, String> {
     Ok(Answer::No(reason.trim().to_string()))
 }
 
-/// The diff of a file change or the command line of a command, for the y/N question.
+/// The diff of a file change, hunk by hunk as the editor shows them, or the command line of a
+/// command, for the y/N question.
 pub fn render_proposal(proposal: &Proposal, color: bool) -> String {
     let paint = |line: &str, code: &str| if color { format!("\x1b[{code}m{line}\x1b[0m") } else { line.to_string() };
     match proposal {
@@ -184,23 +191,32 @@ pub fn render_proposal(proposal: &Proposal, color: bool) -> String {
             let path = change.path.display().to_string();
             let path = path.trim_start_matches('/');
             let before = change.before.as_deref().unwrap_or("");
-            let diff = similar::TextDiff::from_lines(before, &change.after);
-            let old_header = if change.before.is_some() { format!("a/{path}") } else { "/dev/null".into() };
-            let unified = diff.unified_diff().context_radius(3).header(&old_header, &format!("b/{path}")).to_string();
+            let old_header = if change.before.is_some() { format!("--- a/{path}") } else { "--- /dev/null".into() };
             let mut out = String::new();
             for note in &change.notes {
                 out.push_str(&paint(&format!("note: {note}"), "33"));
                 out.push('\n');
             }
-            for line in unified.lines() {
-                let code = match line.as_bytes().first() {
-                    Some(b'+') if !line.starts_with("+++") => "32",
-                    Some(b'-') if !line.starts_with("---") => "31",
-                    Some(b'@') => "36",
-                    _ => "0",
-                };
-                out.push_str(&paint(line, code));
+            out.push_str(&paint(&old_header, "1"));
+            out.push('\n');
+            out.push_str(&paint(&format!("+++ b/{path}"), "1"));
+            out.push('\n');
+            // The hunks an editor would offer one by one, each with its own context.
+            let hunks = diff::hunks(before, &change.after, PositionEncoding::Utf8, HUNK_DIFF_DEADLINE);
+            for hunk in &hunks {
+                out.push_str(&paint(&format!("hunk {}:", hunk.index), "1;36"));
                 out.push('\n');
+                let only = diff::apply_hunks(before, &hunks, &[hunk.index]);
+                for line in diff::unified_diff(path, before, &only).lines().skip(2) {
+                    let code = match line.as_bytes().first() {
+                        Some(b'+') => "32",
+                        Some(b'-') => "31",
+                        Some(b'@') => "36",
+                        _ => "0",
+                    };
+                    out.push_str(&paint(line, code));
+                    out.push('\n');
+                }
             }
             out
         }
@@ -234,10 +250,44 @@ mod tests {
             note: matched after ignoring trailing whitespace
             --- a/w/a.py
             +++ b/w/a.py
+            hunk 0:
             @@ -1,2 +1,2 @@
              x = 1
             -y = 2
             +y = 3
+        "#]]
+        .assert_eq(&render_proposal(&proposal, false));
+    }
+
+    #[test]
+    fn scattered_changes_render_as_numbered_hunks() {
+        let before: String = (1..=12).map(|n| format!("line {n}\n")).collect();
+        let after = before.replace("line 2\n", "line two\n").replace("line 11\n", "");
+        let proposal = Proposal::FileChange(FileChange {
+            path: PathBuf::from("/w/a.txt"),
+            before: Some(before),
+            after,
+            version: None,
+            notes: Vec::new(),
+        });
+        expect![[r#"
+            --- a/w/a.txt
+            +++ b/w/a.txt
+            hunk 0:
+            @@ -1,5 +1,5 @@
+             line 1
+            -line 2
+            +line two
+             line 3
+             line 4
+             line 5
+            hunk 1:
+            @@ -8,5 +8,4 @@
+             line 8
+             line 9
+             line 10
+            -line 11
+             line 12
         "#]]
         .assert_eq(&render_proposal(&proposal, false));
     }

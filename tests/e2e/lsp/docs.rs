@@ -20,7 +20,7 @@ struct Example {
 
 /// Commands that cannot succeed in this scripted setting; they must still be *accepted* (fail
 /// for a reason other than `invalid_argument`), and their documented result is not compared.
-const MAY_FAIL: &[&str] = &["reins.chat.steer", "reins.chat.followUp", "reins.model.list", "reins.session.compact"];
+const MAY_FAIL: &[&str] = &["reins.chat.steer", "reins.chat.followUp", "reins.session.compact"];
 
 fn examples() -> Vec<Example> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../protocol-docs");
@@ -96,25 +96,50 @@ fn same_shape(documented: &Value, actual: &Value, path: &str) -> Result<(), Stri
     }
 }
 
+/// Live ids and URIs that stand in for the examples' ones.
+struct Live<'a> {
+    session_id: &'a str,
+    entry_id: &'a str,
+    uri: &'a str,
+    /// The pending edit a command's `id` names.
+    edit_id: &'a str,
+}
+
 /// Replaces example ids and URIs with live ones.
-fn substitute(value: &Value, session_id: &str, entry_id: &str, uri: &str) -> Value {
+fn substitute(value: &Value, live: &Live<'_>) -> Value {
     match value {
         Value::Object(map) => Value::Object(
             map.iter()
                 .map(|(key, value)| {
                     let value = match key.as_str() {
-                        "sessionId" => json!(session_id),
-                        "entryId" => json!(entry_id),
-                        "uri" => json!(uri),
-                        _ => substitute(value, session_id, entry_id, uri),
+                        "sessionId" => json!(live.session_id),
+                        "entryId" => json!(live.entry_id),
+                        "uri" => json!(live.uri),
+                        "id" => json!(live.edit_id),
+                        _ => substitute(value, live),
                     };
                     (key.clone(), value)
                 })
                 .collect(),
         ),
-        Value::Array(items) => Value::Array(items.iter().map(|v| substitute(v, session_id, entry_id, uri)).collect()),
+        Value::Array(items) => Value::Array(items.iter().map(|v| substitute(v, live)).collect()),
         other => other.clone(),
     }
+}
+
+/// Starts a run in a new session whose model edits src/lib.rs, and waits for the proposal.
+/// Returns the run id and the pending edit's id.
+async fn pending_edit(lsp: &super::Session, old: &str, new: &str) -> (String, String) {
+    let edits = json!([{"oldText": old, "newText": new}]);
+    lsp.server.push(Reply::tool_call("call_2", "edit", json!({"path": "src/lib.rs", "edits": edits})));
+    let started = lsp.client.command("reins.chat.send", json!({"text": "edit it"})).await.unwrap();
+    let run_id = started["runId"].as_str().unwrap().to_string();
+    let proposed = lsp
+        .client
+        .wait_for(WAIT, |n| n["params"]["runId"] == run_id && n["params"]["event"]["type"] == "edit_proposed")
+        .await
+        .unwrap();
+    (run_id, proposed["params"]["event"]["edit"]["id"].as_str().unwrap().to_string())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -141,9 +166,18 @@ async fn every_documented_example_matches_the_server() {
         .unwrap()
         .to_string();
 
+    // Two pending edits of the open file, from two sessions: one to accept, one to reject. Each
+    // run's next model call, after the decision, gets one of the two replies pushed here.
+    let (accept_run, accept_id) = pending_edit(&lsp, "\"42\"", "42").await;
+    let (reject_run, reject_id) = pending_edit(&lsp, "// the answer", "// The answer").await;
+    lsp.server.push(Reply::text("ok"));
+    lsp.server.push(Reply::text("ok"));
+
     let mut results: std::collections::HashMap<String, Value> = Default::default();
     for example in examples.iter().filter(|e| e.kind == "command" || e.kind == "request") {
-        let params = substitute(&example.json, &session_id, &entry_id, &uri);
+        let edit_id = if example.name == "reins.edit.reject" { &reject_id } else { &accept_id };
+        let live = Live { session_id: &session_id, entry_id: &entry_id, uri: &uri, edit_id };
+        let params = substitute(&example.json, &live);
         let answer = if example.kind == "command" {
             if ["reins.chat.send", "reins.ask"].contains(&example.name.as_str()) {
                 lsp.server.push(Reply::text("ok"));
@@ -177,6 +211,11 @@ async fn every_documented_example_matches_the_server() {
         }
     }
 
+    // The decided edits' runs go on to their end (and `edit_resolved` of the accepted one
+    // follows the editor's answer to applyEdit).
+    lsp.run_events(&accept_run).await;
+    lsp.run_events(&reject_run).await;
+
     // A failing run, for the documented failure notifications.
     lsp.server.push(Reply::http_error(401, "bad key"));
     let failing = lsp.client.command("reins.chat.send", json!({"text": "fail"})).await.unwrap();
@@ -205,6 +244,7 @@ async fn every_documented_example_matches_the_server() {
                     n["method"] == example.name.as_str()
                         && n["params"]["event"]["type"] == example.json["event"]["type"]
                         && n["params"]["event"]["delta"]["kind"] == example.json["event"]["delta"]["kind"]
+                        && n["params"]["event"]["outcome"] == example.json["event"]["outcome"]
                         && n["params"]["value"]["kind"] == example.json["value"]["kind"]
                 };
                 match notifications.iter().find(matches) {

@@ -128,7 +128,17 @@ impl LspClient {
     /// `initialize` with one workspace folder and `initializationOptions`, then `initialized`.
     /// Offers only UTF-16 unless `encodings` says otherwise. Returns the initialize result.
     pub async fn initialize(&self, root: &Path, options: Value, encodings: &[&str]) -> Answer {
+        self.initialize_with(root, options, encodings, json!({})).await
+    }
+
+    /// [`LspClient::initialize`], with `workspace` laid over the client's workspace capabilities
+    /// (`{"workspaceEdit": {"documentChanges": true}}`).
+    pub async fn initialize_with(&self, root: &Path, options: Value, encodings: &[&str], workspace: Value) -> Answer {
         let uri = file_uri(root);
+        let mut workspace_capabilities = json!({"applyEdit": true, "workspaceFolders": true});
+        for (key, value) in workspace.as_object().cloned().unwrap_or_default() {
+            workspace_capabilities[key] = value;
+        }
         let result = self
             .request(
                 "initialize",
@@ -140,7 +150,7 @@ impl LspClient {
                     "capabilities": {
                         "general": {"positionEncodings": encodings},
                         "window": {"workDoneProgress": true},
-                        "workspace": {"applyEdit": true, "workspaceFolders": true},
+                        "workspace": workspace_capabilities,
                     },
                 }),
             )

@@ -1,13 +1,14 @@
-//! Code actions on a selection, for every LSP client: ask the agent about it, with or without a
-//! preset question. Each action is a `reins.ask` command carrying the range and the diagnostics
-//! the client reported inside it.
+//! Code actions for every LSP client: on a selection, ask the agent about it, with or without a
+//! preset question (a `reins.ask` command carrying the range and the diagnostics the client
+//! reported inside it); on the hunks of a pending edit, accept or reject it.
 
 use serde_json::{Value, json};
 use tower_lsp_server::ls_types::{
-    CodeAction, CodeActionKind, CodeActionOrCommand, CodeActionParams, Command, Diagnostic,
+    CodeAction, CodeActionKind, CodeActionOrCommand, CodeActionParams, Command, Diagnostic, Range,
 };
 
 use crate::lsp::ask;
+use crate::lsp::pending::{PendingEdit, Subject};
 
 /// (title, preset question, kind). The plain "Ask agent about selection" has no question: the
 /// Neovim plugin asks for one; other clients get [`ask::DEFAULT_QUESTION`].
@@ -71,6 +72,49 @@ pub fn for_range(params: &CodeActionParams) -> Vec<CodeActionOrCommand> {
         .collect()
 }
 
+/// "Accept agent edit", "Accept this hunk" (per hunk) and "Reject agent edit" for each pending
+/// edit with a hunk on the lines of `range` (an empty range is the cursor's line).
+pub fn for_pending(pending: &[PendingEdit], range: Range) -> Vec<CodeActionOrCommand> {
+    let mut actions = Vec::new();
+    for edit in pending {
+        let Subject::File(file) = &edit.subject else { continue };
+        let touched: Vec<usize> =
+            file.hunks.iter().filter(|hunk| lines_meet(hunk.range, range)).map(|hunk| hunk.index).collect();
+        if touched.is_empty() {
+            continue;
+        }
+        actions.push(review_action("Accept agent edit", "reins.edit.accept", json!({ "id": edit.id })));
+        for index in touched {
+            let argument = json!({ "id": edit.id, "hunks": [index] });
+            actions.push(review_action("Accept this hunk", "reins.edit.accept", argument));
+        }
+        actions.push(review_action("Reject agent edit", "reins.edit.reject", json!({ "id": edit.id })));
+    }
+    actions
+}
+
+fn review_action(title: &str, command: &str, argument: Value) -> CodeActionOrCommand {
+    CodeActionOrCommand::CodeAction(CodeAction {
+        title: title.to_string(),
+        kind: Some(CodeActionKind::QUICKFIX),
+        command: Some(Command {
+            title: title.to_string(),
+            command: command.to_string(),
+            arguments: Some(vec![argument]),
+        }),
+        ..CodeAction::default()
+    })
+}
+
+/// Whether two ranges share a line. A range that ends at the start of a line does not reach
+/// into it (unless it is empty: an insertion point or a cursor).
+fn lines_meet(a: Range, b: Range) -> bool {
+    let last_line = |range: Range| {
+        if range.end.character == 0 && range.end.line > range.start.line { range.end.line - 1 } else { range.end.line }
+    };
+    a.start.line <= last_line(b) && b.start.line <= last_line(a)
+}
+
 #[cfg(test)]
 mod tests {
     use tower_lsp_server::ls_types::{
@@ -123,6 +167,62 @@ mod tests {
                 "Agent: write tests for this (1 diagnostics)",
             ]
         );
+    }
+
+    /// The review actions for a request on `lines` (start, end; character 0) with one pending
+    /// edit whose hunks span these lines.
+    fn review_titles(hunk_lines: &[(u32, u32)], lines: (u32, u32)) -> Vec<String> {
+        use crate::lsp::pending::{FileSubject, HunkView};
+        let at = |start: u32, end: u32| Range { start: Position::new(start, 0), end: Position::new(end, 0) };
+        let hunks = hunk_lines
+            .iter()
+            .enumerate()
+            .map(|(index, (start, end))| HunkView {
+                index,
+                range: at(*start, *end),
+                old_text: "x".into(),
+                new_text: "y".into(),
+            })
+            .collect();
+        let edit = PendingEdit {
+            id: "e1".into(),
+            session_id: "s".into(),
+            run_id: "r".into(),
+            tool_call_id: "c".into(),
+            tool: "edit".into(),
+            subject: Subject::File(FileSubject {
+                uri: "file:///a".into(),
+                version: Some(1),
+                create: false,
+                hunks,
+                diff: String::new(),
+            }),
+            notes: Vec::new(),
+        };
+        for_pending(&[edit], at(lines.0, lines.1))
+            .into_iter()
+            .map(|action| match action {
+                CodeActionOrCommand::CodeAction(action) => {
+                    format!("{} {}", action.title, action.command.unwrap().arguments.unwrap()[0])
+                }
+                CodeActionOrCommand::Command(command) => command.title,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn pending_hunks_on_the_requested_lines_offer_accept_and_reject() {
+        assert_eq!(
+            review_titles(&[(1, 2), (5, 5)], (5, 5)),
+            [
+                r#"Accept agent edit {"id":"e1"}"#,
+                r#"Accept this hunk {"hunks":[1],"id":"e1"}"#,
+                r#"Reject agent edit {"id":"e1"}"#
+            ]
+        );
+        // Line 2 is where hunk 0 ends (character 0): not part of it.
+        assert!(review_titles(&[(1, 2), (5, 5)], (2, 2)).is_empty());
+        assert_eq!(review_titles(&[(1, 2), (5, 5)], (0, 9)).len(), 4);
     }
 
     #[test]

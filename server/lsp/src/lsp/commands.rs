@@ -27,6 +27,9 @@ pub const COMMANDS: &[&str] = &[
     "reins.session.compact",
     "reins.model.list",
     "reins.model.set",
+    "reins.edit.accept",
+    "reins.edit.reject",
+    "reins.edit.list",
 ];
 
 #[derive(Debug, PartialEq)]
@@ -48,6 +51,9 @@ pub enum Command {
     SessionCompact(SessionRef),
     ModelList,
     ModelSet(ModelSet),
+    EditAccept(EditAccept),
+    EditReject(EditReject),
+    EditList(EditList),
 }
 
 #[derive(Debug, PartialEq, Deserialize)]
@@ -144,6 +150,33 @@ pub struct ModelSet {
 }
 
 #[derive(Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EditAccept {
+    /// The pending edit's id.
+    pub id: String,
+    /// Only these hunks (by index); absent: all of them.
+    pub hunks: Option<Vec<usize>>,
+    /// Also let this tool run without asking for the rest of the session.
+    #[serde(default)]
+    pub allow_for_session: bool,
+}
+
+#[derive(Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EditReject {
+    pub id: String,
+    /// Told to the model.
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EditList {
+    /// Absent: the pending edits of every session.
+    pub session_id: Option<String>,
+}
+
+#[derive(Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct NoArguments {}
 
@@ -176,6 +209,9 @@ impl Command {
                 Command::ModelList
             }
             "reins.model.set" => Command::ModelSet(arg(command, arguments)?),
+            "reins.edit.accept" => Command::EditAccept(arg(command, arguments)?),
+            "reins.edit.reject" => Command::EditReject(arg(command, arguments)?),
+            "reins.edit.list" => Command::EditList(arg(command, arguments)?),
             _ => {
                 return Err(to_proto::invalid_argument(format!(
                     "unknown command {command:?}; the reins commands are: {}",
@@ -212,6 +248,15 @@ mod tests {
         );
         assert_eq!(check("reins.model.list", json!([])), "ModelList");
         assert_eq!(check("reins.session.new", json!([])), "SessionNew(SessionNew { name: None })");
+        assert_eq!(
+            check("reins.edit.accept", json!({"id": "e1", "hunks": [0, 2], "allowForSession": true})),
+            r#"EditAccept(EditAccept { id: "e1", hunks: Some([0, 2]), allow_for_session: true })"#
+        );
+        assert_eq!(check("reins.edit.list", json!([])), "EditList(EditList { session_id: None })");
+        assert_eq!(
+            check("reins.edit.reject", json!({"id": "e1", "hunks": [0]})),
+            r#"error -32602 "invalid_argument": reins.edit.reject: hunks: unknown field `hunks`, expected `id` or `reason`"#
+        );
     }
 
     #[test]

@@ -92,11 +92,11 @@ pub async fn execute(state: &State, command: Command) -> Result<Value> {
             let compacted = harness.compact(&session.session_id).await.map_err(to_proto::harness_error)?;
             Ok(json!({ "tokensBefore": compacted.tokens_before, "tokensAfter": compacted.tokens_after }))
         }
-        Command::ModelList => Err(to_proto::error(
-            "invalid_state",
-            "listing models needs the harness's model registry, which this build does not have yet",
-        )),
+        Command::ModelList => Ok(to_proto::model_list(&state.settings.current())),
         Command::ModelSet(set) => model_set(state, set),
+        Command::EditAccept(accept) => state.reviews.accept(&accept.id, accept.hunks, accept.allow_for_session),
+        Command::EditReject(reject) => state.reviews.reject(&reject.id, reject.reason),
+        Command::EditList(list) => to_proto::json(&state.reviews.list(list.session_id.as_deref())),
     }
 }
 
@@ -131,9 +131,9 @@ fn model_set(state: &State, set: ModelSet) -> Result<Value> {
     let model = match set.session_id {
         Some(session_id) => harness.set_model(&session_id, &set.model).map_err(to_proto::harness_error)?,
         None => {
-            let mut config = state.config.write().unwrap_or_else(|poison| poison.into_inner());
-            config.settings.model = set.model.clone();
-            config.settings.resolve_model(Some(&set.model))
+            let settings = state.settings.choose_model(set.model.trim());
+            harness.set_settings((*settings).clone());
+            settings.resolve_model(None)
         }
     };
     Ok(json!({ "model": model }))

@@ -94,11 +94,6 @@ impl Document {
     pub fn text(&self) -> String {
         self.rope.to_string()
     }
-
-    /// The position just past the last character: the end of a range covering the whole text.
-    pub fn end_position(&self, encoding: PositionEncoding) -> Position {
-        position_of(&self.rope, self.rope.len_chars(), encoding)
-    }
 }
 
 /// The char index of an LSP position. A line past the end clamps to the end of the text, and a

@@ -6,8 +6,8 @@
 //! sink, so the agent loop never waits for the editor and notifications leave in event order.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use reins_agent::{AgentEvent, TurnEndReason};
@@ -19,11 +19,11 @@ use tokio::time::Instant;
 use tower_lsp_server::Client;
 use tower_lsp_server::ls_types::notification::{Notification, Progress};
 use tower_lsp_server::ls_types::{
-    MessageType, NumberOrString, ProgressParams, ProgressParamsValue, WorkDoneProgress, WorkDoneProgressBegin,
-    WorkDoneProgressEnd, WorkDoneProgressReport,
+    Diagnostic, MessageType, NumberOrString, ProgressParams, ProgressParamsValue, Uri, WorkDoneProgress,
+    WorkDoneProgressBegin, WorkDoneProgressEnd, WorkDoneProgressReport,
 };
 
-use crate::lsp::config::Config;
+use crate::lsp::config::{self, ServerSettings};
 use crate::lsp::to_proto;
 
 /// At most this many text-delta notifications a second per run (one per interval).
@@ -49,6 +49,19 @@ pub enum Input {
         session_id: String,
         run_id: String,
         clean: bool,
+    },
+    /// An event of the edit review (`edit_proposed`, `edit_resolved`), sent in order with the
+    /// run's agent events.
+    Review {
+        session_id: String,
+        run_id: String,
+        event: Value,
+    },
+    /// The review diagnostics of one document (empty clears them).
+    Diagnostics {
+        uri: Uri,
+        diagnostics: Vec<Diagnostic>,
+        version: Option<i32>,
     },
 }
 
@@ -82,7 +95,7 @@ enum ProgressStep {
 
 struct Pump {
     client: Client,
-    config: Arc<RwLock<Config>>,
+    settings: Arc<ServerSettings>,
     work_done_progress: Arc<AtomicBool>,
     seq: u64,
     pending: HashMap<RunKey, PendingDelta>,
@@ -95,11 +108,11 @@ struct Pump {
 impl Events {
     /// Starts the event task. `work_done_progress` says whether the client takes `$/progress`
     /// (known after `initialize`).
-    pub fn start(client: Client, config: Arc<RwLock<Config>>, work_done_progress: Arc<AtomicBool>) -> Self {
+    pub fn start(client: Client, settings: Arc<ServerSettings>, work_done_progress: Arc<AtomicBool>) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         let pump = Pump {
             client,
-            config,
+            settings,
             work_done_progress,
             seq: 0,
             pending: HashMap::new(),
@@ -124,6 +137,14 @@ impl Events {
     pub fn run_finished(&self, session_id: String, run_id: String, clean: bool) {
         let _ = self.tx.send(Input::RunFinished { session_id, run_id, clean });
     }
+
+    pub fn review(&self, session_id: String, run_id: String, event: Value) {
+        let _ = self.tx.send(Input::Review { session_id, run_id, event });
+    }
+
+    pub fn diagnostics(&self, uri: Uri, diagnostics: Vec<Diagnostic>, version: Option<i32>) {
+        let _ = self.tx.send(Input::Diagnostics { uri, diagnostics, version });
+    }
 }
 
 impl Pump {
@@ -135,6 +156,14 @@ impl Pump {
                     Some(Input::Event(event)) => self.event(*event).await,
                     Some(Input::RunFinished { session_id, run_id, clean }) => {
                         self.run_finished((session_id, run_id), clean).await;
+                    }
+                    Some(Input::Review { session_id, run_id, event }) => {
+                        let key = (session_id, run_id);
+                        self.flush(&key).await;
+                        self.send_value(&key, event).await;
+                    }
+                    Some(Input::Diagnostics { uri, diagnostics, version }) => {
+                        self.client.publish_diagnostics(uri, diagnostics, version).await;
                     }
                     None => break,
                 },
@@ -194,13 +223,13 @@ impl Pump {
     }
 
     async fn send(&mut self, key: &RunKey, event: &AgentEvent) {
-        let event = match serde_json::to_value(event) {
-            Ok(event) => event,
-            Err(err) => {
-                tracing::error!("cannot serialize an agent event: {err}");
-                return;
-            }
-        };
+        match serde_json::to_value(event) {
+            Ok(event) => self.send_value(key, event).await,
+            Err(err) => tracing::error!("cannot serialize an agent event: {err}"),
+        }
+    }
+
+    async fn send_value(&mut self, key: &RunKey, event: Value) {
         self.seq += 1;
         let params = to_proto::event_params(&key.0, &key.1, self.seq, event);
         self.client.send_notification::<ReinsEvent>(params).await;
@@ -255,15 +284,13 @@ impl Pump {
             TurnEndReason::ToolObservations => "stopped after tool results without a final answer".to_string(),
             TurnEndReason::Error => {
                 let provider_error = messages.iter().rev().find_map(|message| match message {
-                    Message::Assistant(assistant) => assistant.error.as_ref(),
+                    Message::Assistant(assistant) => Some((assistant.error.as_ref()?, assistant.provider.as_str())),
                     _ => None,
                 });
                 match provider_error {
-                    Some(provider_error) => {
-                        let config = self.config.read().unwrap_or_else(|poison| poison.into_inner());
-                        let settings = &config.settings;
-                        HarnessError::from_provider(provider_error, &settings.base_url, settings.base_url_configured)
-                            .to_string()
+                    Some((provider_error, provider)) => {
+                        let (base_url, configured) = config::endpoint(&self.settings.current(), provider);
+                        HarnessError::from_provider(provider_error, &base_url, configured).to_string()
                     }
                     None => error.unwrap_or("the run failed").to_string(),
                 }

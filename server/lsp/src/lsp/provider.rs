@@ -1,53 +1,39 @@
-//! The provider behind every session of the server, swappable when the client changes its
-//! settings: a new endpoint or key applies from the next model call of every session.
+//! The provider behind every session of the server: the harness's [`Router`] (each request goes
+//! to its model's provider, with that provider's key), swapped for a new one when the client's
+//! settings change. Each call reads the router in force, so new keys and providers apply from the
+//! next model call; a call under way keeps the router it started with.
 
 use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
-use reins_ai::{AssistantMessage, ClientOptions, EventSink, OpenAiCompatible, Provider, Request};
-use reins_harness::Settings;
+use reins_ai::{AssistantMessage, ClientOptions, EventSink, Provider, Request};
+use reins_harness::{Router, Settings};
 use tokio_util::sync::CancellationToken;
 
-struct Current {
-    provider: Arc<OpenAiCompatible>,
-    base_url: String,
+pub struct LiveRouter {
+    current: RwLock<Arc<Router>>,
 }
 
-pub struct SwitchableProvider {
-    current: RwLock<Current>,
-}
-
-impl SwitchableProvider {
+impl LiveRouter {
     pub fn new(settings: &Settings) -> Self {
-        Self { current: RwLock::new(Self::build(settings)) }
+        Self { current: RwLock::new(Arc::new(Self::build(settings))) }
     }
 
-    pub fn switch(&self, settings: &Settings) {
-        let next = Self::build(settings);
+    /// Routes the next model calls by `settings`.
+    pub fn replace(&self, settings: &Settings) {
+        let next = Arc::new(Self::build(settings));
         *self.current.write().unwrap_or_else(|poison| poison.into_inner()) = next;
     }
 
-    fn build(settings: &Settings) -> Current {
-        Current {
-            provider: Arc::new(OpenAiCompatible::new(settings.api_key.clone(), ClientOptions::default())),
-            base_url: settings.base_url.clone(),
-        }
+    fn build(settings: &Settings) -> Router {
+        Router::new(settings.clone(), ClientOptions::default())
     }
 }
 
 #[async_trait]
-impl Provider for SwitchableProvider {
+impl Provider for LiveRouter {
     async fn stream(&self, request: &Request, on_event: EventSink<'_>, cancel: &CancellationToken) -> AssistantMessage {
-        let (provider, base_url) = {
-            let current = self.current.read().unwrap_or_else(|poison| poison.into_inner());
-            (current.provider.clone(), current.base_url.clone())
-        };
-        if request.model.base_url == base_url {
-            return provider.stream(request, on_event, cancel).await;
-        }
-        // Sessions resolved their model before the endpoint changed; the endpoint in force wins.
-        let mut request = request.clone();
-        request.model.base_url = base_url;
-        provider.stream(&request, on_event, cancel).await
+        let router = self.current.read().unwrap_or_else(|poison| poison.into_inner()).clone();
+        router.stream(request, on_event, cancel).await
     }
 }

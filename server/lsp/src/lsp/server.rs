@@ -8,11 +8,11 @@
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use reins_agent::Limits;
 use reins_ai::Content;
-use reins_harness::{ApprovalPolicy, CompactionSettings, Harness, HarnessOptions};
+use reins_harness::{Harness, HarnessOptions, Settings};
 use reins_tools::{FsWorkspace, Workspace};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -21,19 +21,20 @@ use tower_lsp_server::ls_types::{
     CodeActionParams, CodeActionProviderCapability, CodeActionResponse, DidChangeConfigurationParams,
     DidChangeTextDocumentParams, DidChangeWorkspaceFoldersParams, DidCloseTextDocumentParams,
     DidOpenTextDocumentParams, ExecuteCommandOptions, ExecuteCommandParams, InitializeParams, InitializeResult,
-    InitializedParams, MessageType, OneOf, PositionEncodingKind, ServerCapabilities, ServerInfo,
+    InitializedParams, MessageType, OneOf, PositionEncodingKind, ResourceOperationKind, ServerCapabilities, ServerInfo,
     TextDocumentSyncCapability, TextDocumentSyncKind, TextDocumentSyncOptions, WorkspaceFoldersServerCapabilities,
     WorkspaceServerCapabilities,
 };
 use tower_lsp_server::{Client, LanguageServer};
 
-use crate::lsp::approval::SettingsApprover;
+use crate::lsp::approval::{self, ReviewApprover};
 use crate::lsp::code_actions;
 use crate::lsp::commands::{self, Command};
-use crate::lsp::config::{ClientSettings, Config};
+use crate::lsp::config::{self, ServerSettings};
 use crate::lsp::documents::{Documents, PositionEncoding};
 use crate::lsp::events::Events;
-use crate::lsp::provider::SwitchableProvider;
+use crate::lsp::provider::LiveRouter;
+use crate::lsp::review::Reviews;
 use crate::lsp::workspace::EditorWorkspace;
 use crate::lsp::{dispatch, from_proto, lock, to_proto};
 
@@ -46,9 +47,13 @@ pub struct State {
     pub client: Client,
     pub documents: Arc<Mutex<Documents>>,
     pub workspace: Arc<EditorWorkspace>,
-    pub config: Arc<RwLock<Config>>,
-    pub provider: Arc<SwitchableProvider>,
+    pub settings: Arc<ServerSettings>,
+    pub provider: Arc<LiveRouter>,
+    /// What `initialize` found wrong in the settings, shown once the client is initialized.
+    pub startup_warning: Mutex<Option<String>>,
     pub events: Events,
+    /// The pending edits, waiting for the user.
+    pub reviews: Arc<Reviews>,
     pub work_done_progress: Arc<AtomicBool>,
     pub harness: OnceLock<Arc<Harness>>,
 }
@@ -63,19 +68,23 @@ impl Server {
     /// A server whose workspace is `fallback` until the client names its folders.
     pub fn new(client: Client, fallback: FsWorkspace) -> Self {
         let documents = Arc::new(Mutex::new(Documents::default()));
-        let workspace = EditorWorkspace::new(documents.clone(), client.clone(), fallback);
-        let config = Config::from_env();
-        let provider = Arc::new(SwitchableProvider::new(&config.settings));
-        let config = Arc::new(RwLock::new(config));
+        // Until `initialize` names the workspace and brings the client's settings.
+        let settings = Settings::from_env(env_var);
+        let provider = Arc::new(LiveRouter::new(&settings));
+        let settings = Arc::new(ServerSettings::new(settings));
         let work_done_progress = Arc::new(AtomicBool::new(false));
-        let events = Events::start(client.clone(), config.clone(), work_done_progress.clone());
+        let events = Events::start(client.clone(), settings.clone(), work_done_progress.clone());
+        let reviews = Arc::new(Reviews::new(documents.clone(), events.clone()));
+        let workspace = EditorWorkspace::new(documents.clone(), client.clone(), fallback, reviews.clone());
         let state = State {
             client,
             documents,
             workspace: Arc::new(workspace),
-            config,
+            settings,
             provider,
+            startup_warning: Mutex::new(None),
             events,
+            reviews,
             work_done_progress,
             harness: OnceLock::new(),
         };
@@ -108,7 +117,12 @@ impl LanguageServer for Server {
         dispatch::guarded("initialize", async move { state.initialize(params) }).await
     }
 
-    async fn initialized(&self, _: InitializedParams) {}
+    async fn initialized(&self, _: InitializedParams) {
+        let warning = lock(&self.state.startup_warning).take();
+        if let Some(warning) = warning {
+            self.state.client.show_message(MessageType::WARNING, warning).await;
+        }
+    }
 
     async fn shutdown(&self) -> Result<()> {
         Ok(())
@@ -135,16 +149,13 @@ impl LanguageServer for Server {
     }
 
     async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
-        self.sync_guarded("didChangeConfiguration", |state| match ClientSettings::parse(&params.settings) {
-            Ok(settings) => {
-                let mut config = state.config.write().unwrap_or_else(|poison| poison.into_inner());
-                config.apply(settings);
-                state.provider.switch(&config.settings);
-            }
-            Err(message) => {
-                tracing::warn!("{message}");
+        self.sync_guarded("didChangeConfiguration", |state| {
+            let (settings, previous) = state.settings.apply_editor_settings(&params.settings);
+            state.use_settings(&settings);
+            if let Some(warning) = config::warning(&settings, Some(&previous)) {
+                tracing::warn!("{warning}");
                 let client = state.client.clone();
-                tokio::spawn(async move { client.show_message(MessageType::WARNING, message).await });
+                tokio::spawn(async move { client.show_message(MessageType::WARNING, warning).await });
             }
         });
     }
@@ -161,7 +172,14 @@ impl LanguageServer for Server {
     }
 
     async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
-        dispatch::guarded("textDocument/codeAction", async move { Ok(Some(code_actions::for_range(&params))) }).await
+        let reviews = self.state.reviews.clone();
+        dispatch::guarded("textDocument/codeAction", async move {
+            let pending = reviews.on_uri(params.text_document.uri.as_str());
+            let mut actions = code_actions::for_pending(&pending, params.range);
+            actions.extend(code_actions::for_range(&params));
+            Ok(Some(actions))
+        })
+        .await
     }
 
     async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<Value>> {
@@ -186,6 +204,13 @@ impl State {
         lock(&self.documents).encoding = if utf8 { PositionEncoding::Utf8 } else { PositionEncoding::Utf16 };
         let progress = params.capabilities.window.as_ref().and_then(|window| window.work_done_progress);
         self.work_done_progress.store(progress == Some(true), Ordering::Relaxed);
+        let workspace_edit =
+            params.capabilities.workspace.as_ref().and_then(|workspace| workspace.workspace_edit.as_ref());
+        let document_changes = workspace_edit.and_then(|edit| edit.document_changes) == Some(true);
+        let create_files = workspace_edit
+            .and_then(|edit| edit.resource_operations.as_ref())
+            .is_some_and(|operations| operations.contains(&ResourceOperationKind::Create));
+        self.workspace.set_edit_support(document_changes, create_files);
 
         #[allow(deprecated)] // rootUri is the fallback for clients without workspace folders.
         let roots: Vec<PathBuf> = match (&params.workspace_folders, &params.root_uri) {
@@ -195,28 +220,30 @@ impl State {
             (_, Some(root)) => from_proto::file_path(root).into_iter().collect(),
             _ => Vec::new(),
         };
-        self.workspace.set_roots(roots);
 
-        let settings = {
-            let mut config = self.config.write().unwrap_or_else(|poison| poison.into_inner());
-            let client_settings = ClientSettings::parse(params.initialization_options.as_ref().unwrap_or(&Value::Null))
-                .map_err(to_proto::invalid_argument)?;
-            config.apply(client_settings);
-            self.provider.switch(&config.settings);
-            config.settings.clone()
-        };
+        let options = params.initialization_options.as_ref().unwrap_or(&Value::Null);
+        let loaded = config::load(env_var, roots.first().map(PathBuf::as_path));
+        self.workspace.set_roots(roots);
+        let settings = self.settings.initialize(loaded, options);
+        *lock(&self.startup_warning) = config::warning(&settings, None);
+        self.provider.replace(&settings);
+        let limits =
+            Limits { max_turns: settings.max_turns.unwrap_or(Limits::default().max_turns), ..Limits::default() };
         let harness = Harness::new(HarnessOptions {
-            settings,
+            settings: (*settings).clone(),
             workspace: self.workspace.clone(),
             provider: self.provider.clone(),
-            approver: Arc::new(SettingsApprover { config: self.config.clone() }),
-            // Every changing tool goes to the approver, which answers from the live settings.
-            policy: ApprovalPolicy::default(),
-            limits: Limits::default(),
-            events: self.events.sink(),
+            approver: Arc::new(ReviewApprover {
+                settings: self.settings.clone(),
+                reviews: self.reviews.clone(),
+                workspace: self.workspace.clone(),
+            }),
+            policy: approval::gate_policy(&settings.approval),
+            limits,
+            events: self.reviews.sink(self.events.sink()),
             date: today(),
             persist: true,
-            compaction: CompactionSettings::default(),
+            compaction: settings.compaction.clone(),
         });
         if self.harness.set(harness).is_err() {
             return Err(to_proto::error("invalid_state", "initialize was already called"));
@@ -272,16 +299,24 @@ impl State {
         Ok(json!({ "sessionId": started.session_id, "runId": started.run_id }))
     }
 
-    /// A new session, with the model the client configured.
+    /// A new session, with the default model of the settings in force.
     pub fn new_session(&self, name: Option<String>) -> Result<String> {
-        let harness = self.harness()?;
-        let session_id = harness.new_session(name).map_err(to_proto::harness_error)?;
-        let model = self.config.read().unwrap_or_else(|poison| poison.into_inner()).settings.model.clone();
-        if model != harness.settings().model {
-            harness.set_model(&session_id, &model).map_err(to_proto::harness_error)?;
-        }
-        Ok(session_id)
+        self.harness()?.new_session(name).map_err(to_proto::harness_error)
     }
+
+    /// Puts `settings` in force: the next model calls route by them, and the harness resolves
+    /// models (new sessions' default, `reins.model.set`, live sessions' endpoints) through them.
+    pub fn use_settings(&self, settings: &Settings) {
+        self.provider.replace(settings);
+        if let Some(harness) = self.harness.get() {
+            harness.set_settings(settings.clone());
+        }
+    }
+}
+
+/// The process environment, read by the settings.
+fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok()
 }
 
 /// Today's date, `YYYY-MM-DD`, in UTC.

@@ -1,0 +1,171 @@
+-- The connection to `reins lsp`: registers the server with vim.lsp.config/enable, starts it on
+-- demand (the chat panel needs it before any file is open), runs commands, and fans out
+-- `reins/event` notifications to the modules that listen.
+local config = require("reins.config")
+
+local M = {}
+
+M.name = "reins"
+
+local listeners = {}
+
+--- Calls `fn(params)` for every `reins/event` notification ({sessionId, runId, seq, event}).
+function M.on_event(fn)
+  table.insert(listeners, fn)
+end
+
+--- JSON nulls arrive as vim.NIL; the plugin treats them as absent fields.
+function M.denull(value)
+  if value == vim.NIL then
+    return nil
+  end
+  if type(value) == "table" then
+    for k, v in pairs(value) do
+      value[k] = M.denull(v)
+    end
+  end
+  return value
+end
+
+local function dispatch_event(_, params)
+  params = M.denull(params)
+  for _, fn in ipairs(listeners) do
+    local ok, err = pcall(fn, params)
+    if not ok then
+      vim.notify("reins: handling " .. tostring(params.event and params.event.type) .. ": " .. err, vim.log.levels.ERROR)
+    end
+  end
+end
+
+--- The workspace root for a buffer: the nearest root marker, else the current directory.
+function M.root(bufnr)
+  local root = vim.fs.root(bufnr or 0, config.options.root_markers)
+  return root or vim.fn.getcwd()
+end
+
+local function lsp_config()
+  local o = config.options
+  return {
+    cmd = o.cmd,
+    init_options = o.init_options,
+    filetypes = o.filetypes,
+    root_dir = function(bufnr, on_dir)
+      on_dir(M.root(bufnr))
+    end,
+    handlers = { ["reins/event"] = dispatch_event },
+  }
+end
+
+--- Registers and enables the server (Neovim 0.11+).
+function M.register()
+  vim.lsp.config(M.name, lsp_config())
+  vim.lsp.enable(M.name)
+end
+
+--- The running client for the current workspace, if any.
+function M.get()
+  local root = M.root(0)
+  local clients = vim.lsp.get_clients({ name = M.name })
+  for _, client in ipairs(clients) do
+    if client.root_dir == root then
+      return client
+    end
+  end
+  return clients[1]
+end
+
+--- The client, started now (without attaching a buffer) when none runs.
+function M.ensure()
+  local client = M.get()
+  if client then
+    return client
+  end
+  local cfg = vim.tbl_extend("force", lsp_config(), { name = M.name, root_dir = M.root(0) })
+  local ok, id = pcall(vim.lsp.start, cfg, { attach = false })
+  if not ok or not id then
+    vim.notify("reins: could not start `" .. table.concat(config.options.cmd, " ") .. "`: " .. tostring(id), vim.log.levels.ERROR)
+    return nil
+  end
+  return vim.lsp.get_client_by_id(id)
+end
+
+--- Attaches the client to a file buffer so the server sees its (unsaved) text.
+function M.attach(bufnr)
+  local client = M.ensure()
+  if client and vim.bo[bufnr].buftype == "" and not vim.lsp.buf_is_attached(bufnr, client.id) then
+    vim.lsp.buf_attach_client(bufnr, client.id)
+  end
+  return client
+end
+
+--- Calls `fn(client)` once the client has answered `initialize`.
+function M.with_client(fn)
+  local client = M.ensure()
+  if not client then
+    return
+  end
+  local waited = 0
+  local function try()
+    if client:is_stopped() then
+      vim.notify("reins: the server stopped; see :checkhealth reins and :LspLog", vim.log.levels.ERROR)
+    elseif client.initialized then
+      fn(client)
+    elseif waited > 15000 then
+      vim.notify("reins: the server did not answer `initialize` within 15 s", vim.log.levels.ERROR)
+    else
+      waited = waited + 20
+      vim.defer_fn(try, 20)
+    end
+  end
+  try()
+end
+
+--- The message of an LSP error answer, for a person.
+function M.error_text(err)
+  if type(err) == "table" then
+    return err.message or vim.inspect(err)
+  end
+  return tostring(err)
+end
+
+--- Runs a reins command with one object argument. `cb(err, result)`; without `cb`, errors are
+--- shown with vim.notify.
+function M.exec(command, arg, cb)
+  M.with_client(function(client)
+    if type(arg) == "table" and next(arg) == nil then
+      -- An empty Lua table would go out as `[]`; commands take an object.
+      arg = vim.empty_dict()
+    end
+    local params = { command = command, arguments = arg ~= nil and { arg } or {} }
+    client:request("workspace/executeCommand", params, function(err, result)
+      result = M.denull(result)
+      if cb then
+        cb(err, result)
+      elseif err then
+        vim.notify("reins: " .. command .. ": " .. M.error_text(err), vim.log.levels.ERROR)
+      end
+    end)
+  end)
+end
+
+--- Converts a (0-based row, byte col) position of a buffer to an LSP position in the client's
+--- encoding.
+function M.position(bufnr, row, col, encoding)
+  local line = vim.api.nvim_buf_get_lines(bufnr, row, row + 1, false)[1] or ""
+  col = math.min(col, #line)
+  return { line = row, character = vim.str_utfindex(line, encoding, col, false) }
+end
+
+--- Converts an LSP position to a byte column of that line.
+function M.byte_col(line, character, encoding)
+  if character == 0 then
+    return 0
+  end
+  local ok, col = pcall(vim.str_byteindex, line, encoding, character, false)
+  if not ok then
+    return #line
+  end
+  return math.min(col, #line)
+end
+
+return M

@@ -1,0 +1,57 @@
+-- Options of the plugin: the defaults, and the merged table every module reads.
+local M = {}
+
+M.defaults = {
+  -- How to start the server; `reins` on PATH unless told otherwise.
+  cmd = { "reins", "lsp" },
+  -- Sent as initializationOptions (see the server's settings.md): baseUrl, apiKey, model, approval.
+  init_options = {},
+  -- Markers that name the workspace root; the current directory when none is found.
+  root_markers = { ".git" },
+  -- Filetypes the server attaches to; nil means every file buffer.
+  filetypes = nil,
+  chat = {
+    layout = "split", -- "split" (a right split) or "float"
+    width = 0.38, -- of the editor's columns (split) or of the screen (float)
+    prompt_height = 5,
+    -- Milliseconds between two redraws of a streaming answer.
+    redraw_ms = 30,
+  },
+  review = {
+    layout = "inline", -- "inline" (in the buffer) or "diff" (a side-by-side diff tab)
+  },
+  -- Every key the plugin maps; set one to false to leave it unmapped.
+  keymaps = {
+    -- In the prompt window (normal and insert mode).
+    send = "<C-s>",
+    cancel = "<C-c>",
+    steer = "<C-g>",
+    new = "<C-n>",
+    -- In normal mode of the prompt window only.
+    send_normal = "<CR>",
+    -- In the chat window.
+    toggle = "<CR>", -- expand/collapse the thinking or tool call under the cursor
+    close = "q",
+    focus_prompt = "i",
+    -- While an edit is shown for review (buffer-local, removed after).
+    accept_hunk = "<leader>ra",
+    reject_hunk = "<leader>rr",
+    accept_all = "<leader>rA",
+    reject_all = "<leader>rR",
+    next_hunk = "]h",
+    prev_hunk = "[h",
+    -- In the :ReinsTree buffer.
+    tree_navigate = "<CR>",
+    tree_fork = "f",
+    tree_label = "l",
+  },
+}
+
+M.options = vim.deepcopy(M.defaults)
+
+function M.set(user)
+  M.options = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), user or {})
+  return M.options
+end
+
+return M

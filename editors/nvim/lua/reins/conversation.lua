@@ -1,0 +1,264 @@
+-- The conversation of each session as a list of blocks (headers, user text, assistant text,
+-- thinking, tool calls, proposals, notices), built from `reins/event`s while a run streams and
+-- from `reins.session.messages` when a session is resumed. The chat view renders these blocks.
+local M = {}
+
+--- Conversations by session id.
+M.sessions = {}
+
+--- A block changes its `rev` whenever its rendering may change, so the view re-renders only
+--- what changed.
+local function touch(block)
+  block.rev = (block.rev or 0) + 1
+end
+
+function M.get(session_id)
+  local conv = M.sessions[session_id]
+  if not conv then
+    conv = {
+      id = session_id,
+      name = nil,
+      blocks = {},
+      running = false,
+      tokens = 0,
+      cost = 0,
+      tools = {}, -- tool blocks by tool call id
+      message = nil, -- content index -> block, for the assistant message streaming now
+      last_role = nil,
+      changed = 0,
+    }
+    M.sessions[session_id] = conv
+  end
+  return conv
+end
+
+local function add(conv, block)
+  touch(block)
+  table.insert(conv.blocks, block)
+  return block
+end
+
+local function header(conv, role)
+  if conv.last_role ~= role then
+    conv.last_role = role
+    add(conv, { kind = "header", role = role })
+  end
+end
+
+local function text_of(content)
+  local parts = {}
+  for _, c in ipairs(content or {}) do
+    if c.type == "text" then
+      table.insert(parts, c.text)
+    elseif c.type == "image" then
+      table.insert(parts, "[image]")
+    end
+  end
+  return table.concat(parts, "\n")
+end
+
+local function tool_block(conv, id, name, args)
+  local block = conv.tools[id]
+  if not block then
+    block = add(conv, { kind = "tool", id = id, name = name, args_text = "", status = "preparing" })
+    conv.tools[id] = block
+  end
+  if args ~= nil then
+    block.args = args
+  end
+  return block
+end
+
+local function add_user(conv, message)
+  header(conv, "user")
+  local text = text_of(message.content)
+  conv.first_message = conv.first_message or vim.split(text, "\n", { plain = true })[1]
+  add(conv, { kind = "user", text = text })
+end
+
+--- The content blocks of an assistant message, final: replaces what the deltas built.
+local function settle_assistant(conv, message)
+  local streamed = conv.message or {}
+  for i, c in ipairs(message.content or {}) do
+    local block = streamed[i - 1]
+    if c.type == "text" then
+      if block and block.kind == "text" then
+        block.text = c.text
+        touch(block)
+      elseif c.text ~= "" then
+        add(conv, { kind = "text", text = c.text })
+      end
+    elseif c.type == "thinking" then
+      if block and block.kind == "thinking" then
+        block.text = c.thinking
+        touch(block)
+      elseif (c.thinking or "") ~= "" then
+        add(conv, { kind = "thinking", text = c.thinking })
+      end
+    elseif c.type == "toolCall" then
+      local tb = tool_block(conv, c.id, c.name, c.arguments)
+      if tb.status == "preparing" then
+        tb.status = "pending"
+      end
+      touch(tb)
+    end
+  end
+  if message.stopReason == "error" and message.errorMessage then
+    add(conv, { kind = "notice", level = "error", text = message.errorMessage })
+  end
+  conv.message = nil
+end
+
+local function on_delta(conv, delta)
+  conv.message = conv.message or {}
+  local block = conv.message[delta.index]
+  if delta.kind == "tool_call" then
+    block = block or tool_block(conv, delta.id, delta.name)
+    block.args_text = block.args_text .. (delta.argumentsDelta or "")
+  elseif not block then
+    block = add(conv, { kind = delta.kind, text = "" })
+  end
+  conv.message[delta.index] = block
+  if delta.kind ~= "tool_call" then
+    block.text = block.text .. delta.delta
+  end
+  touch(block)
+end
+
+local function result_text(result)
+  return text_of(result and result.content)
+end
+
+local function add_usage(conv, usage)
+  if usage then
+    conv.tokens = conv.tokens + (usage.totalTokens or 0)
+    conv.cost = conv.cost + ((usage.cost or {}).total or 0)
+  end
+end
+
+local function describe_edit(edit)
+  if edit.tool == "bash" then
+    return { kind = "proposal", id = edit.id, tool = "bash", command = edit.command, cwd = edit.cwd, status = "waiting" }
+  end
+  local path = edit.uri and vim.uri_to_fname(edit.uri) or "?"
+  return {
+    kind = "proposal",
+    id = edit.id,
+    tool = edit.tool,
+    path = vim.fn.fnamemodify(path, ":~:."),
+    hunks = #(edit.hunks or {}),
+    create = edit.create,
+    status = "waiting",
+  }
+end
+
+--- Applies one agent event to the session's conversation.
+function M.apply(session_id, event)
+  local conv = M.get(session_id)
+  local t = event.type
+  if t == "agent_start" then
+    conv.running = true
+    conv.error = nil
+  elseif t == "message_start" then
+    local role = event.message.role
+    if role == "user" then
+      add_user(conv, event.message)
+    elseif role == "assistant" then
+      header(conv, "assistant")
+      conv.message = {}
+    end
+  elseif t == "message_update" then
+    header(conv, "assistant")
+    on_delta(conv, event.delta)
+  elseif t == "message_end" then
+    if event.message.role == "assistant" then
+      settle_assistant(conv, event.message)
+    end
+  elseif t == "tool_execution_start" then
+    local block = tool_block(conv, event.toolCallId, event.toolName, event.args)
+    if block.status ~= "review" then
+      block.status = "running"
+    end
+    touch(block)
+  elseif t == "tool_execution_update" then
+    local block = tool_block(conv, event.toolCallId, event.toolName)
+    block.partial = (block.partial or "") .. (event.partial or "")
+    touch(block)
+  elseif t == "tool_execution_end" then
+    local block = tool_block(conv, event.toolCallId, event.toolName)
+    block.status = event.isError and "error" or "ok"
+    block.result = result_text(event.result)
+    touch(block)
+  elseif t == "agent_end" then
+    conv.running = false
+    conv.waiting = 0
+    add_usage(conv, event.usage)
+    if event.error then
+      add(conv, { kind = "notice", level = "error", text = event.error })
+    elseif event.reason == "aborted" then
+      add(conv, { kind = "notice", level = "warn", text = "cancelled" })
+    elseif event.reason ~= "final_answer" and event.reason ~= "tool_observations" then
+      add(conv, { kind = "notice", level = "warn", text = "stopped: " .. tostring(event.reason):gsub("_", " ") })
+    end
+    conv.message = nil
+  elseif t == "edit_proposed" then
+    -- The proposal shows on its tool call's line; a proposal without one gets a line of its own.
+    local proposal = describe_edit(event.edit)
+    local tb = event.edit.toolCallId and conv.tools[event.edit.toolCallId]
+    if tb then
+      tb.status = "review"
+      tb.proposal = proposal
+      touch(tb)
+    else
+      tb = add(conv, proposal)
+    end
+    conv.proposals = conv.proposals or {}
+    conv.proposals[event.edit.id] = { block = tb, proposal = proposal }
+    conv.waiting = (conv.waiting or 0) + 1
+  elseif t == "edit_resolved" then
+    local entry = conv.proposals and conv.proposals[event.id]
+    if entry then
+      entry.proposal.status = event.outcome
+      entry.proposal.reason = event.reason
+      entry.proposal.applied = event.hunks
+      touch(entry.block)
+      conv.proposals[event.id] = nil
+      conv.waiting = math.max((conv.waiting or 1) - 1, 0)
+    end
+  else
+    return false
+  end
+  conv.changed = conv.changed + 1
+  return true
+end
+
+--- Rebuilds a conversation from `reins.session.messages`.
+function M.load(session_id, messages)
+  local conv = M.get(session_id)
+  conv.blocks, conv.tools, conv.message, conv.last_role, conv.first_message = {}, {}, nil, nil, nil
+  conv.tokens, conv.cost, conv.running = 0, 0, false
+  for _, message in ipairs(messages or {}) do
+    if message.role == "user" then
+      add_user(conv, message)
+    elseif message.role == "assistant" then
+      header(conv, "assistant")
+      settle_assistant(conv, message)
+      add_usage(conv, message.usage)
+    elseif message.role == "toolResult" then
+      local block = tool_block(conv, message.toolCallId, message.toolName)
+      block.status = message.isError and "error" or "ok"
+      block.result = result_text(message)
+      touch(block)
+    end
+  end
+  conv.changed = conv.changed + 1
+  return conv
+end
+
+--- Forgets a conversation's blocks (a new session or a reload).
+function M.reset(session_id)
+  M.sessions[session_id] = nil
+  return M.get(session_id)
+end
+
+return M

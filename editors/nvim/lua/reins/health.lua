@@ -1,0 +1,79 @@
+-- `:checkhealth reins`: the binary, its version, whether the server runs and answers a command,
+-- and whether the configured model endpoint answers an HTTP request.
+local M = {}
+
+local function provider_url()
+  local init = require("reins.config").options.init_options or {}
+  local url = init.baseUrl or vim.env.OPENAI_BASE_URL or "http://127.0.0.1:11434/v1"
+  local key = init.apiKey or vim.env.OPENAI_API_KEY
+  return url, key
+end
+
+function M.check()
+  local health = vim.health
+  local config = require("reins.config").options
+  health.start("reins: binary")
+  local exe = config.cmd[1]
+  local path = vim.fn.exepath(exe)
+  if path == "" then
+    health.error(("`%s` is not executable"):format(exe), { "Install reins (cargo install --path server/lsp) or set `cmd` in setup{}" })
+  else
+    health.ok("found " .. path)
+    local out = vim.system({ path, "--version" }, { text = true }):wait(5000)
+    if out.code == 0 then
+      health.ok("version: " .. vim.trim(out.stdout or ""))
+    else
+      health.warn("`" .. exe .. " --version` failed: " .. vim.trim((out.stderr or "") .. (out.stdout or "")))
+    end
+  end
+  if vim.fn.has("nvim-0.11") == 0 then
+    health.error("Neovim 0.11 or newer is needed (vim.lsp.config / vim.lsp.enable)")
+  else
+    health.ok("Neovim " .. tostring(vim.version()))
+  end
+
+  health.start("reins: server")
+  local client = require("reins.client").get()
+  if not client then
+    health.warn("the server is not running in this Neovim (it starts with the first file buffer, :ReinsChat or :ReinsAsk)")
+  else
+    health.ok(("running (client id %d, root %s, position encoding %s)"):format(client.id, client.root_dir or "?", client.offset_encoding))
+    -- A cheap command that touches no model: it shows the server handles reins commands.
+    local result = client:request_sync("workspace/executeCommand", { command = "reins.session.list", arguments = { vim.empty_dict() } }, 5000)
+    if not result then
+      health.error("reins.session.list got no answer within 5 s")
+    elseif result.err then
+      health.error("reins.session.list failed: " .. (result.err.message or vim.inspect(result.err)))
+    else
+      health.ok(("answers commands (reins.session.list: %d sessions in this workspace)"):format(#((result.result or {}).sessions or {})))
+    end
+  end
+
+  health.start("reins: model provider")
+  local url, key = provider_url()
+  health.info("endpoint: " .. url .. " (from " .. ((config.init_options or {}).baseUrl and "init_options.baseUrl" or vim.env.OPENAI_BASE_URL and "$OPENAI_BASE_URL" or "the default, a local Ollama") .. ")")
+  if vim.fn.executable("curl") == 0 then
+    health.warn("curl is not installed: cannot check that the endpoint answers")
+    return
+  end
+  -- GET <baseUrl>/models: it costs no tokens. This checks that something answers at the
+  -- address (and, with a 401, that the key is refused); it does not run a completion.
+  local args = { "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5" }
+  if key and key ~= "" then
+    vim.list_extend(args, { "-H", "Authorization: Bearer " .. key })
+  end
+  table.insert(args, url:gsub("/$", "") .. "/models")
+  local out = vim.system(args, { text = true }):wait(7000)
+  local status = tonumber(vim.trim(out.stdout or "")) or 0
+  if status == 0 then
+    health.error("no answer from " .. url, { "Start the model server, or set baseUrl in init_options (or $OPENAI_BASE_URL)" })
+  elseif status == 401 or status == 403 then
+    health.error(("the endpoint refused the key (HTTP %d)"):format(status), { "Set apiKey in init_options or $OPENAI_API_KEY" })
+  elseif status >= 200 and status < 300 then
+    health.ok(("the endpoint answers (GET /models: HTTP %d)"):format(status))
+  else
+    health.warn(("the endpoint answers, but GET /models gave HTTP %d (some servers do not list models)"):format(status))
+  end
+end
+
+return M

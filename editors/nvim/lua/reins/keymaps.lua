@@ -1,0 +1,82 @@
+-- Buffer-local keymaps of the plugin's buffers, all taken from the `keymaps` option (a key set
+-- to false is not mapped).
+local config = require("reins.config")
+
+local M = {}
+
+local function map(buf, modes, key_name, fn, desc)
+  local key = config.options.keymaps[key_name]
+  if key then
+    vim.keymap.set(modes, key, fn, { buffer = buf, desc = "reins: " .. desc, nowait = true })
+  end
+end
+
+function M.prompt(buf)
+  local chat = require("reins.chat")
+  map(buf, { "n", "i" }, "send", function()
+    vim.cmd("stopinsert")
+    chat.send()
+  end, "send the prompt")
+  map(buf, "n", "send_normal", function()
+    chat.send()
+  end, "send the prompt")
+  map(buf, { "n", "i" }, "cancel", chat.cancel, "cancel the run")
+  map(buf, { "n", "i" }, "steer", function()
+    vim.cmd("stopinsert")
+    chat.steer()
+  end, "steer the run with the prompt")
+  map(buf, { "n", "i" }, "new", chat.new_session, "start a new session")
+  map(buf, "n", "close", chat.close, "close the chat")
+end
+
+function M.chat(buf)
+  local chat = require("reins.chat")
+  map(buf, "n", "toggle", chat.toggle_block, "expand or collapse")
+  map(buf, "n", "close", chat.close, "close the chat")
+  map(buf, "n", "focus_prompt", chat.focus_prompt, "write in the prompt")
+  map(buf, "n", "cancel", chat.cancel, "cancel the run")
+  map(buf, "n", "new", chat.new_session, "start a new session")
+  map(buf, "n", "accept_all", function()
+    require("reins.review").accept()
+  end, "accept the pending proposal")
+  map(buf, "n", "reject_all", function()
+    require("reins.review").reject_prompt()
+  end, "reject the pending proposal")
+end
+
+--- The review keys of a buffer showing a proposal; returns a function that removes them.
+function M.review(buf)
+  local review = require("reins.review")
+  local names = {
+    { "accept_hunk", review.accept_hunk, "accept the hunk under the cursor" },
+    { "reject_hunk", review.reject_hunk, "reject the hunk under the cursor" },
+    { "accept_all", review.accept, "accept the whole edit" },
+    { "reject_all", review.reject_prompt, "reject the edit (asks for a reason)" },
+    { "next_hunk", review.next_hunk, "next proposed hunk" },
+    { "prev_hunk", review.prev_hunk, "previous proposed hunk" },
+  }
+  local set = {}
+  for _, n in ipairs(names) do
+    local key = config.options.keymaps[n[1]]
+    if key then
+      vim.keymap.set("n", key, n[2], { buffer = buf, desc = "reins: " .. n[3], nowait = true })
+      table.insert(set, key)
+    end
+  end
+  return function()
+    if vim.api.nvim_buf_is_valid(buf) then
+      for _, key in ipairs(set) do
+        pcall(vim.keymap.del, "n", key, { buffer = buf })
+      end
+    end
+  end
+end
+
+function M.tree(buf, actions)
+  map(buf, "n", "tree_navigate", actions.navigate, "continue from this entry")
+  map(buf, "n", "tree_fork", actions.fork, "fork a new session from this entry")
+  map(buf, "n", "tree_label", actions.label, "label this entry")
+  map(buf, "n", "close", actions.close, "close the tree")
+end
+
+return M

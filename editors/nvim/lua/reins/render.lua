@@ -1,0 +1,313 @@
+-- Turns conversation blocks into buffer lines and highlights. Pure functions: a block in, lines
+-- and {line, col_start, col_end, group} highlights (0-based, relative to the block) out.
+local M = {}
+
+local keymaps = function()
+  return require("reins.config").options.keymaps
+end
+
+M.icons = {
+  preparing = "…",
+  pending = "·",
+  running = "⟳",
+  review = "⏸",
+  ok = "✓",
+  error = "✗",
+}
+
+local status_group = {
+  preparing = "ReinsToolRunning",
+  pending = "ReinsToolRunning",
+  running = "ReinsToolRunning",
+  review = "ReinsProposal",
+  ok = "ReinsToolOk",
+  error = "ReinsToolError",
+}
+
+local function split(text)
+  return vim.split(text or "", "\n", { plain = true })
+end
+
+local function one_line(text, max)
+  text = tostring(text or ""):gsub("%s+", " ")
+  if #text > max then
+    text = text:sub(1, max - 1) .. "…"
+  end
+  return text
+end
+
+--- What a tool call is about, in a few words: its path, command or pattern.
+function M.tool_subject(block)
+  local args = block.args
+  if type(args) ~= "table" then
+    local ok, decoded = pcall(vim.json.decode, block.args_text ~= "" and block.args_text or "{}")
+    args = ok and type(decoded) == "table" and decoded or {}
+  end
+  local subject = args.command or args.path or args.pattern or args.query or args.url
+  if not subject then
+    for _, v in pairs(args) do
+      if type(v) == "string" then
+        subject = v
+        break
+      end
+    end
+  end
+  return one_line(subject or "", 60), args
+end
+
+local function truncated(text, max_lines)
+  local ls = split((text or ""):gsub("\n$", ""))
+  if #ls > max_lines then
+    local rest = #ls - max_lines
+    ls = vim.list_slice(ls, 1, max_lines)
+    table.insert(ls, ("… %d more lines"):format(rest))
+  end
+  return ls
+end
+
+--- Adds `text`'s lines to an expanded tool body, behind a gutter so markdown leaves them alone.
+local function body(lines, hls, text, group)
+  for _, l in ipairs(type(text) == "table" and text or split(text)) do
+    table.insert(lines, "  │ " .. l)
+    table.insert(hls, { #lines - 1, 0, #"  │ ", "ReinsHint" })
+    if group then
+      table.insert(hls, { #lines - 1, #"  │ ", -1, group })
+    end
+  end
+end
+
+--- The arguments of a tool call, readable: `key: value` lines; an edit's old and new text as
+--- removed and added lines.
+local function args_body(lines, hls, args)
+  local keys = vim.tbl_keys(args)
+  -- What the call is about first, then the rest by name.
+  local first = { path = 1, command = 1, pattern = 1 }
+  table.sort(keys, function(a, b)
+    if (first[a] or 2) ~= (first[b] or 2) then
+      return (first[a] or 2) < (first[b] or 2)
+    end
+    return a < b
+  end)
+  for _, key in ipairs(keys) do
+    local v = args[key]
+    if key == "edits" and type(v) == "table" then
+      for i, e in ipairs(v) do
+        body(lines, hls, ("edit %d:"):format(i))
+        for _, l in ipairs(split(e.oldText)) do
+          body(lines, hls, "- " .. l, "ReinsRemoved")
+        end
+        for _, l in ipairs(split(e.newText)) do
+          body(lines, hls, "+ " .. l, "ReinsAdded")
+        end
+      end
+    elseif type(v) == "string" and not v:find("\n") then
+      body(lines, hls, key .. ": " .. v)
+    elseif type(v) == "string" then
+      body(lines, hls, key .. ":")
+      body(lines, hls, truncated(v, 20))
+    else
+      body(lines, hls, key .. ": " .. vim.json.encode(v))
+    end
+  end
+end
+
+local renderers = {}
+
+function renderers.header(block)
+  if block.role == "user" then
+    return { "## You" }, { { 0, 0, -1, "ReinsUser" } }
+  end
+  return { "## reins" }, { { 0, 0, -1, "ReinsAssistant" } }
+end
+
+function renderers.user(block)
+  return split(block.text), {}
+end
+
+function renderers.text(block)
+  return split(block.text), {}
+end
+
+function renderers.thinking(block)
+  local body = split((block.text or ""):gsub("^%s+", ""):gsub("%s+$", ""))
+  if not block.expanded then
+    local line = ("▸ Thinking · %d line%s"):format(#body, #body == 1 and "" or "s")
+    return { line }, { { 0, 0, -1, "ReinsThinking" } }
+  end
+  local lines, hls = { "▾ Thinking" }, { { 0, 0, -1, "ReinsThinking" } }
+  for _, l in ipairs(body) do
+    table.insert(lines, "  " .. l)
+    table.insert(hls, { #lines - 1, 0, -1, "ReinsThinking" })
+  end
+  return lines, hls
+end
+
+local outcome_text -- defined with the proposal renderer below
+
+local function proposal_status(p)
+  local status = outcome_text[p.status] or p.status
+  if p.status == "partially_applied" and p.applied then
+    local shown = {}
+    for _, i in ipairs(p.applied) do
+      table.insert(shown, tostring(i + 1))
+    end
+    status = status .. " (hunk " .. table.concat(shown, ", ") .. ")"
+  end
+  if p.hunks and p.hunks > 1 and p.status == "waiting" then
+    status = ("%d hunks · %s"):format(p.hunks, status)
+  end
+  return status
+end
+
+--- A key as the user types it: `<leader>` shown as the leader itself.
+function M.key(key)
+  local leader = vim.g.mapleader or "\\"
+  return (key:gsub("<[lL]eader>", leader == " " and "<Space>" or leader))
+end
+
+local function review_hint()
+  local k = keymaps()
+  local keys = {}
+  if k.accept_all then
+    table.insert(keys, M.key(k.accept_all) .. " accept")
+  end
+  if k.reject_all then
+    table.insert(keys, M.key(k.reject_all) .. " reject")
+  end
+  return "  " .. table.concat(keys, " · ") .. " · :ReinsPending"
+end
+
+function renderers.tool(block)
+  local subject, args = M.tool_subject(block)
+  local icon = M.icons[block.status] or "?"
+  local p = block.proposal
+  if p and p.status ~= "waiting" then
+    icon = (p.status == "applied" or p.status == "partially_applied") and M.icons.ok or M.icons.error
+  end
+  local arrow = block.expanded and "▾" or "▸"
+  local name = block.name or "tool"
+  local head = ("%s %s %s %s"):format(arrow, icon, name, subject)
+  local group = status_group[block.status] or "ReinsToolRunning"
+  if p then
+    group = p.status == "waiting" and "ReinsProposal"
+      or (p.status == "applied" or p.status == "partially_applied") and "ReinsToolOk"
+      or "ReinsToolError"
+  end
+  local hls = {
+    { 0, 0, #arrow + 1 + #icon, group },
+    { 0, #arrow + #icon + 2, #arrow + #icon + 2 + #name, "ReinsToolName" },
+  }
+  if p then
+    local status = " — " .. proposal_status(p)
+    table.insert(hls, { 0, #head, #head + #status, group })
+    head = head .. status
+  end
+  local lines = { head }
+  if p and p.status == "waiting" then
+    table.insert(lines, review_hint())
+    table.insert(hls, { 1, 0, -1, "ReinsHint" })
+  elseif p and p.reason and p.reason ~= "" then
+    table.insert(lines, "  reason: " .. p.reason)
+    table.insert(hls, { 1, 0, -1, "ReinsHint" })
+  end
+  if block.expanded then
+    args_body(lines, hls, args)
+    local out = block.result or block.partial
+    if out and out ~= "" then
+      body(lines, hls, "──── " .. (block.status == "error" and "error" or "result"))
+      body(lines, hls, truncated(out, 30), block.status == "error" and "ReinsToolError" or nil)
+    end
+  end
+  return lines, hls
+end
+
+function renderers.notice(block)
+  local icon = block.level == "error" and "✗" or "!"
+  local group = block.level == "error" and "ReinsToolError" or "ReinsNotice"
+  local lines = {}
+  for i, l in ipairs(split(block.text)) do
+    table.insert(lines, (i == 1 and (icon .. " ") or "  ") .. l)
+  end
+  local hls = {}
+  for i = 1, #lines do
+    table.insert(hls, { i - 1, 0, -1, group })
+  end
+  return lines, hls
+end
+
+outcome_text = {
+  waiting = "waiting for your review",
+  applied = "accepted",
+  partially_applied = "partly accepted",
+  rejected = "rejected",
+  failed = "failed",
+  stale = "stale (the buffer changed)",
+  cancelled = "cancelled",
+}
+
+function renderers.proposal(block)
+  local status = proposal_status(block)
+  local line
+  if block.tool == "bash" then
+    line = ("⏵ run `%s` in %s — %s"):format(one_line(block.command, 60), vim.fn.fnamemodify(block.cwd or ".", ":~"), status)
+  else
+    line = ("✎ %s %s — %s"):format(block.create and "create" or block.tool, block.path, status)
+  end
+  local lines = { line }
+  if block.status == "waiting" then
+    table.insert(lines, review_hint())
+  elseif block.reason and block.reason ~= "" then
+    table.insert(lines, "  reason: " .. block.reason)
+  end
+  local hls = { { 0, 0, -1, block.status == "waiting" and "ReinsProposal" or "ReinsNotice" } }
+  for i = 2, #lines do
+    table.insert(hls, { i - 1, 0, -1, "ReinsHint" })
+  end
+  return lines, hls
+end
+
+--- Lines and highlights of one block.
+function M.block(block)
+  local fn = renderers[block.kind]
+  if not fn then
+    return { "" }, {}
+  end
+  return fn(block)
+end
+
+--- Whether a blank line separates `block` from the one before it.
+function M.gap_before(prev, block)
+  if not prev then
+    return false
+  end
+  if prev.kind == "header" then
+    return false
+  end
+  -- Consecutive tool calls read as one list.
+  if prev.kind == "tool" and block.kind == "tool" then
+    return false
+  end
+  return true
+end
+
+--- The text for the panel's winbar.
+function M.winbar(conv, title)
+  local parts = { "%#ReinsWinbar# reins" }
+  if title and title ~= "" then
+    table.insert(parts, "%#ReinsWinbarDim# · " .. one_line(title, 28):gsub("%%", "%%%%") .. " ")
+  end
+  local right = {}
+  if conv and (conv.waiting or 0) > 0 then
+    table.insert(right, "⏸ review")
+  elseif conv and conv.running then
+    table.insert(right, "⟳ running")
+  end
+  if conv and conv.tokens > 0 then
+    local tokens = conv.tokens >= 1000 and ("%.1fk"):format(conv.tokens / 1000) or tostring(conv.tokens)
+    table.insert(right, tokens .. " tokens")
+    table.insert(right, ("$%.4f"):format(conv.cost))
+  end
+  return table.concat(parts) .. "%=%#ReinsWinbarDim#" .. table.concat(right, " · ") .. " "
+end
+
+return M

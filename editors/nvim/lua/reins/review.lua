@@ -1,0 +1,548 @@
+-- Reviewing proposed edits. On `edit_proposed` the affected buffer shows the change (inline: the
+-- lines to be replaced highlighted, the proposed lines as virtual lines below them; or a
+-- side-by-side diff tab). Hunks are accepted or rejected one by one; once every hunk is decided
+-- the decision goes to the server (`reins.edit.accept` with the accepted hunks, or
+-- `reins.edit.reject`), which then sends `workspace/applyEdit`. The buffer is never changed here:
+-- approval happens before the edit is applied, so one `u` undoes an accepted edit.
+local client = require("reins.client")
+local config = require("reins.config")
+local hunks_mod = require("reins.hunks")
+
+local M = {}
+
+local ns = vim.api.nvim_create_namespace("reins.review")
+
+--- Pending proposals by id: {edit, decisions = {[hunk index] = true|false}, view}.
+M.pending = {}
+--- Ids in arrival order.
+M.order = {}
+
+local function notify(msg, level)
+  vim.notify("reins: " .. msg, level or vim.log.levels.INFO)
+end
+
+local function encoding()
+  local c = client.get()
+  return c and c.offset_encoding or "utf-16"
+end
+
+--- The loaded buffer of a proposal's file, if any.
+local function buffer_of(edit)
+  if not edit.uri then
+    return nil
+  end
+  local buf = vim.fn.bufnr(vim.uri_to_fname(edit.uri))
+  if buf ~= -1 and vim.api.nvim_buf_is_loaded(buf) then
+    return buf
+  end
+  return nil
+end
+
+local shown_key = require("reins.render").key
+
+local function hunk_label(p, hunk)
+  local total = #p.edit.hunks
+  local decided = p.decisions[hunk.index]
+  local k = config.options.keymaps
+  if decided == true then
+    return ("✓ hunk %d/%d accepted (applied once every hunk is decided)"):format(hunk.index + 1, total)
+  elseif decided == false then
+    return ("✗ hunk %d/%d rejected"):format(hunk.index + 1, total)
+  end
+  local keys = {}
+  for _, pair in ipairs({ { k.accept_hunk, "accept" }, { k.reject_hunk, "reject" }, { k.next_hunk, "next" } }) do
+    if pair[1] then
+      table.insert(keys, shown_key(pair[1]) .. " " .. pair[2])
+    end
+  end
+  return ("reins hunk %d/%d · %s"):format(hunk.index + 1, total, table.concat(keys, " · "))
+end
+
+-- Inline layout ---------------------------------------------------------------------------
+
+local function draw_inline(p)
+  local buf = p.view.buf
+  vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
+  local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  local width = math.max(vim.o.columns, 80)
+  p.view.rows = {}
+  for _, hunk in ipairs(p.edit.hunks) do
+    local g = hunks_mod.geometry(lines, hunk, encoding())
+    local decided = p.decisions[hunk.index]
+    local add_group = decided == nil and "ReinsAdd" or "ReinsHunkDecided"
+    p.view.rows[hunk.index] = { first = g.first, last = math.max(g.last, g.first) }
+    if decided ~= false then
+      for row = g.first, g.last do
+        vim.api.nvim_buf_set_extmark(buf, ns, row, 0, {
+          line_hl_group = decided == nil and "ReinsDelete" or "ReinsHunkDecided",
+          sign_text = "-",
+          sign_hl_group = "ReinsDelete",
+          priority = 200,
+        })
+      end
+    end
+    local virt = {}
+    if decided ~= false then
+      for _, l in ipairs(g.new) do
+        local text = "+ " .. l
+        table.insert(virt, { { text .. string.rep(" ", width - vim.fn.strdisplaywidth(text)), add_group } })
+      end
+    end
+    local label = { { " " .. hunk_label(p, hunk) .. " ", decided == nil and "ReinsHunkHeader" or "ReinsHunkDecided" } }
+    if g.last < g.first then
+      -- A pure insertion: the label and the new lines sit on the line it goes before.
+      local row = math.max(math.min(g.first, #lines - 1), 0)
+      vim.api.nvim_buf_set_extmark(buf, ns, row, 0, {
+        virt_text = label,
+        virt_text_pos = "eol",
+        virt_lines = #virt > 0 and virt or nil,
+        virt_lines_above = g.first < #lines,
+        priority = 200,
+      })
+    else
+      -- The label goes on the first replaced line, the proposed lines below the last one.
+      vim.api.nvim_buf_set_extmark(buf, ns, g.first, 0, { virt_text = label, virt_text_pos = "eol", priority = 200 })
+      if #virt > 0 then
+        vim.api.nvim_buf_set_extmark(buf, ns, g.last, 0, { virt_lines = virt, priority = 200 })
+      end
+    end
+  end
+end
+
+-- Diff layout -----------------------------------------------------------------------------
+
+local function scratch(name, lines, ft)
+  local buf = vim.api.nvim_create_buf(false, true)
+  pcall(vim.api.nvim_buf_set_name, buf, name)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modifiable = false
+  vim.bo[buf].bufhidden = "wipe"
+  if ft and ft ~= "" then
+    vim.bo[buf].filetype = ft
+  end
+  return buf
+end
+
+local function draw_diff(p)
+  local v = p.view
+  for _, b in ipairs({ v.left, v.right }) do
+    if vim.api.nvim_buf_is_valid(b) then
+      vim.api.nvim_buf_clear_namespace(b, ns, 0, -1)
+    end
+  end
+  for _, hunk in ipairs(p.edit.hunks) do
+    local placed = v.placed[hunk.index + 1]
+    local row = math.max(0, math.min(placed.first, vim.api.nvim_buf_line_count(v.right) - 1))
+    vim.api.nvim_buf_set_extmark(v.right, ns, row, 0, {
+      virt_text = { { " " .. hunk_label(p, hunk) .. " ", p.decisions[hunk.index] == nil and "ReinsHunkHeader" or "ReinsHunkDecided" } },
+      virt_text_pos = "eol",
+    })
+  end
+end
+
+local function open_diff(p, buf)
+  local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  local new, placed, geos = hunks_mod.apply(lines, p.edit.hunks, encoding())
+  local name = vim.fn.fnamemodify(vim.api.nvim_buf_get_name(buf), ":~:.")
+  local ft = vim.bo[buf].filetype
+  local here = vim.api.nvim_get_current_tabpage()
+  vim.cmd("tabnew")
+  local left = scratch("reins://review/" .. p.edit.id .. "/current/" .. name, lines, ft)
+  vim.api.nvim_win_set_buf(0, left)
+  vim.cmd("diffthis")
+  vim.wo.winbar = "%#ReinsWinbarDim# now: " .. name
+  vim.cmd("rightbelow vsplit")
+  local right = scratch("reins://review/" .. p.edit.id .. "/proposed/" .. name, new, ft)
+  vim.api.nvim_win_set_buf(0, right)
+  vim.cmd("diffthis")
+  vim.wo.winbar = "%#ReinsWinbar# proposed: " .. name
+  p.view = {
+    layout = "diff",
+    buf = buf,
+    left = left,
+    right = right,
+    tab = vim.api.nvim_get_current_tabpage(),
+    from_tab = here,
+    placed = placed,
+    rows = {},
+  }
+  for i, g in ipairs(geos) do
+    p.view.rows[p.edit.hunks[i].index] = { first = g.first, last = math.max(g.last, g.first), new = placed[i] }
+  end
+  p.view.unmap = {
+    require("reins.keymaps").review(left),
+    require("reins.keymaps").review(right),
+  }
+  draw_diff(p)
+end
+
+-- Views -----------------------------------------------------------------------------------
+
+local function saved_maps(buf)
+  local saved = {}
+  local k = config.options.keymaps
+  for _, name in ipairs({ "accept_hunk", "reject_hunk", "accept_all", "reject_all", "next_hunk", "prev_hunk" }) do
+    if k[name] then
+      local m = vim.api.nvim_buf_call(buf, function()
+        return vim.fn.maparg(k[name], "n", false, true)
+      end)
+      if m and m.buffer == 1 then
+        table.insert(saved, m)
+      end
+    end
+  end
+  return saved
+end
+
+local function show(p)
+  local edit = p.edit
+  if edit.tool == "bash" then
+    notify(("the agent wants to run `%s` in %s — :ReinsAccept or :ReinsReject [reason]"):format(edit.command, edit.cwd or "."), vim.log.levels.WARN)
+    p.view = { layout = "none" }
+    return
+  end
+  local buf = buffer_of(edit)
+  if not buf then
+    -- Not open in the editor: the proposal is against the file on disk; show its diff.
+    local lines = vim.split(edit.diff or "", "\n", { plain = true })
+    vim.cmd("botright split")
+    local sbuf = scratch("reins://review/" .. edit.id, lines, "diff")
+    vim.api.nvim_win_set_buf(0, sbuf)
+    vim.wo.winbar = "%#ReinsWinbar# proposed " .. (edit.create and "new file" or "change") .. " %#ReinsWinbarDim#· whole edit only"
+    p.view = { layout = "scratch", buf = sbuf, rows = {}, win = vim.api.nvim_get_current_win() }
+    p.view.unmap = { require("reins.keymaps").review(sbuf) }
+    return
+  end
+  if config.options.review.layout == "diff" then
+    open_diff(p, buf)
+    return
+  end
+  p.view = { layout = "inline", buf = buf, rows = {} }
+  p.view.saved = saved_maps(buf)
+  p.view.unmap = { require("reins.keymaps").review(buf) }
+  draw_inline(p)
+end
+
+local function redraw(p)
+  if p.view.layout == "inline" then
+    draw_inline(p)
+  elseif p.view.layout == "diff" then
+    draw_diff(p)
+  end
+end
+
+local function close_view(p)
+  local v = p.view or {}
+  for _, unmap in ipairs(v.unmap or {}) do
+    unmap()
+  end
+  if v.layout == "inline" and vim.api.nvim_buf_is_valid(v.buf) then
+    vim.api.nvim_buf_clear_namespace(v.buf, ns, 0, -1)
+    for _, m in ipairs(v.saved or {}) do
+      vim.api.nvim_buf_call(v.buf, function()
+        vim.fn.mapset("n", false, m)
+      end)
+    end
+  elseif v.layout == "diff" then
+    if vim.api.nvim_tabpage_is_valid(v.tab) and #vim.api.nvim_list_tabpages() > 1 then
+      local nr = vim.api.nvim_tabpage_get_number(v.tab)
+      pcall(vim.cmd, "tabclose " .. nr)
+    end
+    if v.from_tab and vim.api.nvim_tabpage_is_valid(v.from_tab) then
+      vim.api.nvim_set_current_tabpage(v.from_tab)
+    end
+  elseif v.layout == "scratch" and v.win and vim.api.nvim_win_is_valid(v.win) then
+    pcall(vim.api.nvim_win_close, v.win, true)
+  end
+  p.view = { layout = "none" }
+end
+
+local function forget(id)
+  local p = M.pending[id]
+  if p then
+    close_view(p)
+    M.pending[id] = nil
+  end
+  for i, other in ipairs(M.order) do
+    if other == id then
+      table.remove(M.order, i)
+      break
+    end
+  end
+end
+
+-- Deciding --------------------------------------------------------------------------------
+
+--- The proposal and hunk the cursor is on (or nearest after it) in the current buffer; else the
+--- latest proposal.
+local function at_cursor()
+  local buf = vim.api.nvim_get_current_buf()
+  local row = vim.api.nvim_win_get_cursor(0)[1] - 1
+  for i = #M.order, 1, -1 do
+    local p = M.pending[M.order[i]]
+    local v = p.view or {}
+    local side = (v.layout == "diff" and buf == v.right) and "new" or "old"
+    if v.buf == buf or v.left == buf or v.right == buf then
+      local best, best_row
+      for _, hunk in ipairs(p.edit.hunks or {}) do
+        local r = v.rows[hunk.index]
+        if r then
+          local first, last = r.first, r.last
+          if side == "new" and r.new then
+            first, last = r.new.first, math.max(r.new.last, r.new.first)
+          end
+          if row >= first and row <= last then
+            return p, hunk
+          end
+          if p.decisions[hunk.index] == nil and first >= row and (not best_row or first < best_row) then
+            best, best_row = hunk, first
+          end
+        end
+      end
+      if not best then
+        for _, hunk in ipairs(p.edit.hunks or {}) do
+          if p.decisions[hunk.index] == nil then
+            best = hunk
+            break
+          end
+        end
+      end
+      return p, best
+    end
+  end
+  local id = M.order[#M.order]
+  return id and M.pending[id] or nil, nil
+end
+
+local function send_decision(p, reason)
+  local accepted, all = {}, true
+  for _, hunk in ipairs(p.edit.hunks or {}) do
+    if p.decisions[hunk.index] then
+      table.insert(accepted, hunk.index)
+    else
+      all = false
+    end
+  end
+  local id = p.edit.id
+  p.sent = true
+  local function done(err, result)
+    if err then
+      p.sent = false
+      notify(client.error_text(err), vim.log.levels.ERROR)
+      return
+    end
+    M.last_result = result
+  end
+  if p.edit.tool ~= "bash" and #accepted == 0 and #(p.edit.hunks or {}) > 0 or p.rejected then
+    client.exec("reins.edit.reject", { id = id, reason = reason }, done)
+  elseif all then
+    client.exec("reins.edit.accept", { id = id }, done)
+  else
+    client.exec("reins.edit.accept", { id = id, hunks = accepted }, done)
+  end
+end
+
+--- Sends the decision once every hunk is decided.
+local function maybe_finish(p)
+  for _, hunk in ipairs(p.edit.hunks or {}) do
+    if p.decisions[hunk.index] == nil then
+      redraw(p)
+      return
+    end
+  end
+  send_decision(p)
+end
+
+local function decide_hunk(value)
+  local p, hunk = at_cursor()
+  if not p then
+    return notify("no proposal is pending")
+  end
+  if not hunk then
+    return notify("no undecided hunk here; " .. (config.options.keymaps.accept_all or ":ReinsAccept") .. " decides the whole edit")
+  end
+  p.decisions[hunk.index] = value
+  maybe_finish(p)
+  if not p.sent then
+    M.next_hunk()
+  end
+end
+
+function M.accept_hunk()
+  decide_hunk(true)
+end
+
+function M.reject_hunk()
+  decide_hunk(false)
+end
+
+local function resolve(id)
+  if id then
+    return M.pending[id]
+  end
+  return (at_cursor())
+end
+
+--- Accepts every undecided hunk of a proposal (the one under the cursor, else the latest).
+function M.accept(id)
+  local p = resolve(id)
+  if not p then
+    return notify("no proposal is pending")
+  end
+  for _, hunk in ipairs(p.edit.hunks or {}) do
+    if p.decisions[hunk.index] == nil then
+      p.decisions[hunk.index] = true
+    end
+  end
+  send_decision(p)
+end
+
+--- Rejects a proposal's undecided hunks; with no hunk accepted, the whole edit is rejected with
+--- `reason` (which the model reads).
+function M.reject(id, reason)
+  local p = resolve(id)
+  if not p then
+    return notify("no proposal is pending")
+  end
+  local any_accepted = false
+  for _, hunk in ipairs(p.edit.hunks or {}) do
+    if p.decisions[hunk.index] == nil then
+      p.decisions[hunk.index] = false
+    end
+    any_accepted = any_accepted or p.decisions[hunk.index] == true
+  end
+  if any_accepted and reason and reason ~= "" then
+    notify("the accepted hunks are applied; the reason is not sent with a partial accept", vim.log.levels.WARN)
+  end
+  p.rejected = not any_accepted
+  send_decision(p, reason)
+end
+
+--- Asks for an optional reason, then rejects.
+function M.reject_prompt()
+  local p = resolve(nil)
+  if not p then
+    return notify("no proposal is pending")
+  end
+  vim.ui.input({ prompt = "Reject — reason for the agent (optional): " }, function(reason)
+    if reason == nil then
+      return
+    end
+    M.reject(p.edit.id, reason ~= "" and reason or nil)
+  end)
+end
+
+local function jump(dir)
+  local p = at_cursor()
+  if not p or not p.view or not p.view.rows then
+    return
+  end
+  local buf = vim.api.nvim_get_current_buf()
+  local use_new = p.view.layout == "diff" and buf == p.view.right
+  local rows = {}
+  for _, hunk in ipairs(p.edit.hunks or {}) do
+    local r = p.view.rows[hunk.index]
+    if r and p.decisions[hunk.index] == nil then
+      table.insert(rows, use_new and r.new and r.new.first or r.first)
+    end
+  end
+  if #rows == 0 then
+    return
+  end
+  table.sort(rows)
+  local cur = vim.api.nvim_win_get_cursor(0)[1] - 1
+  local target
+  if dir > 0 then
+    for _, r in ipairs(rows) do
+      if r > cur then
+        target = r
+        break
+      end
+    end
+    target = target or rows[1]
+  else
+    for i = #rows, 1, -1 do
+      if rows[i] < cur then
+        target = rows[i]
+        break
+      end
+    end
+    target = target or rows[#rows]
+  end
+  local count = vim.api.nvim_buf_line_count(buf)
+  vim.api.nvim_win_set_cursor(0, { math.min(target + 1, count), 0 })
+end
+
+function M.next_hunk()
+  jump(1)
+end
+
+function M.prev_hunk()
+  jump(-1)
+end
+
+--- `:ReinsPending`: the pending proposals in the quickfix list.
+function M.quickfix()
+  local items = {}
+  for _, id in ipairs(M.order) do
+    local edit = M.pending[id].edit
+    if edit.tool == "bash" then
+      table.insert(items, { text = ("[%s] bash: %s (in %s)"):format(id, edit.command or "", edit.cwd or ".") })
+    else
+      local fname = edit.uri and vim.uri_to_fname(edit.uri) or ""
+      if #(edit.hunks or {}) == 0 then
+        table.insert(items, { filename = fname, lnum = 1, text = ("[%s] %s"):format(id, edit.create and "new file" or edit.tool) })
+      end
+      for _, hunk in ipairs(edit.hunks or {}) do
+        local first = vim.split(hunk.newText or "", "\n", { plain = true })[1]
+        table.insert(items, {
+          filename = fname,
+          lnum = hunk.range.start.line + 1,
+          col = hunk.range.start.character + 1,
+          text = ("[%s] %s hunk %d/%d: %s"):format(id, edit.tool, hunk.index + 1, #edit.hunks, first),
+        })
+      end
+    end
+  end
+  vim.fn.setqflist({}, " ", { title = "reins: pending proposals", items = items })
+  if #items == 0 then
+    notify("no proposal is pending")
+  else
+    vim.cmd("copen")
+  end
+end
+
+-- Events ----------------------------------------------------------------------------------
+
+local function on_proposed(edit, session_id)
+  local p = { edit = edit, decisions = {}, session_id = session_id, view = { layout = "none" } }
+  M.pending[edit.id] = p
+  table.insert(M.order, edit.id)
+  local ok, err = pcall(show, p)
+  if not ok then
+    notify("could not show the proposal: " .. tostring(err), vim.log.levels.ERROR)
+  end
+end
+
+local function on_resolved(event)
+  local p = M.pending[event.id]
+  forget(event.id)
+  if p and (event.outcome == "failed" or event.outcome == "stale") then
+    notify(("edit %s: %s"):format(event.outcome, event.reason or ""), vim.log.levels.WARN)
+  end
+end
+
+client.on_event(function(params)
+  local event = params.event
+  if event.type == "edit_proposed" then
+    vim.schedule(function()
+      on_proposed(event.edit, params.sessionId)
+    end)
+  elseif event.type == "edit_resolved" then
+    vim.schedule(function()
+      on_resolved(event)
+    end)
+  end
+end)
+
+return M

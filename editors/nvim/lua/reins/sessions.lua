@@ -1,0 +1,276 @@
+-- Sessions: `:ReinsSessions` (pick one, then resume, rename or fork it), `:ReinsTree` (the
+-- current session's entries as a tree: continue from an entry, fork from it, label it) and
+-- resuming, which re-renders the conversation from `reins.session.messages`.
+local client = require("reins.client")
+local conversation = require("reins.conversation")
+
+local M = {}
+
+local function fail(what, err)
+  vim.notify("reins: " .. what .. ": " .. client.error_text(err), vim.log.levels.ERROR)
+end
+
+--- One line describing a session of `reins.session.list`.
+function M.describe(s)
+  local title = s.name or s.firstMessage or "(empty)"
+  title = title:gsub("%s+", " ")
+  if #title > 60 then
+    title = title:sub(1, 59) .. "…"
+  end
+  local when = s.modified and os.date("%Y-%m-%d %H:%M", math.floor(s.modified / 1000)) or ""
+  return ("%s  ·  %d entries  ·  %s  ·  %s"):format(title, s.entryCount or 0, when, (s.id or ""):sub(1, 8))
+end
+
+--- Makes a session live and shows its conversation in the chat; `done(session_id)` after.
+function M.resume(id, title, done)
+  client.exec("reins.session.open", { sessionId = id }, function(err, opened)
+    if err then
+      return fail("open", err)
+    end
+    local sid = opened.sessionId
+    client.exec("reins.session.messages", { sessionId = sid }, function(err2, result)
+      if err2 then
+        return fail("messages", err2)
+      end
+      local chat = require("reins.chat")
+      conversation.load(sid, result.messages)
+      chat.open(false)
+      chat.set_session(sid, title)
+      if done then
+        done(sid)
+      end
+    end)
+  end)
+end
+
+local function rename(s)
+  vim.ui.input({ prompt = "New name: ", default = s.name or "" }, function(name)
+    if not name or vim.trim(name) == "" then
+      return
+    end
+    client.exec("reins.session.open", { sessionId = s.id }, function(err, opened)
+      if err then
+        return fail("open", err)
+      end
+      client.exec("reins.session.rename", { sessionId = opened.sessionId, name = name }, function(err2)
+        if err2 then
+          return fail("rename", err2)
+        end
+        local chat = require("reins.chat")
+        if chat.session_id == opened.sessionId then
+          chat.title = name
+          chat.render()
+        end
+        vim.notify("reins: renamed to " .. name)
+      end)
+    end)
+  end)
+end
+
+--- Forks `session_id` at `entry_id` (its leaf when nil) and resumes the fork.
+function M.fork(session_id, entry_id, done)
+  local function fork_at(entry)
+    client.exec("reins.session.fork", { sessionId = session_id, entryId = entry }, function(err, forked)
+      if err then
+        return fail("fork", err)
+      end
+      M.resume(forked.sessionId, nil, done)
+    end)
+  end
+  if entry_id then
+    return fork_at(entry_id)
+  end
+  client.exec("reins.session.tree", { sessionId = session_id }, function(err, tree)
+    if err then
+      return fail("tree", err)
+    end
+    if not tree.leaf then
+      return vim.notify("reins: the session is empty; nothing to fork", vim.log.levels.WARN)
+    end
+    fork_at(tree.leaf)
+  end)
+end
+
+--- `:ReinsSessions`: pick a session of this workspace, then what to do with it.
+function M.pick()
+  client.exec("reins.session.list", {}, function(err, result)
+    if err then
+      return fail("list", err)
+    end
+    local sessions = result.sessions or {}
+    if #sessions == 0 then
+      return vim.notify("reins: no sessions in this workspace yet", vim.log.levels.INFO)
+    end
+    vim.ui.select(sessions, { prompt = "reins sessions", format_item = M.describe }, function(s)
+      if not s then
+        return
+      end
+      vim.ui.select({ "resume", "rename", "fork" }, { prompt = M.describe(s) }, function(action)
+        if action == "resume" then
+          M.resume(s.id, s.name)
+        elseif action == "rename" then
+          rename(s)
+        elseif action == "fork" then
+          client.exec("reins.session.open", { sessionId = s.id }, function(err2, opened)
+            if err2 then
+              return fail("open", err2)
+            end
+            M.fork(opened.sessionId)
+          end)
+        end
+      end)
+    end)
+  end)
+end
+
+--- The lines of a session tree: children indented under their parent, the leaf marked. Returns
+--- the lines and the node of each line.
+function M.tree_lines(tree)
+  local children, roots = {}, {}
+  for _, node in ipairs(tree.nodes or {}) do
+    if node.parentId then
+      children[node.parentId] = children[node.parentId] or {}
+      table.insert(children[node.parentId], node)
+    else
+      table.insert(roots, node)
+    end
+  end
+  local lines, nodes = {}, {}
+  local function walk(node, depth)
+    -- A chain of single children stays at one depth; branches indent.
+    local kids = children[node.id] or {}
+    local mark = node.id == tree.leaf and "● " or "  "
+    local who = ({ user = "you", assistant = "reins", toolResult = "tool" })[node.role or ""] or node.kind or "?"
+    who = who:gsub("_", " ")
+    local preview = (node.preview or ""):gsub("%s+", " ")
+    if #preview > 70 then
+      preview = preview:sub(1, 69) .. "…"
+    end
+    local label = node.label and node.label ~= "" and ("  [" .. node.label .. "]") or ""
+    table.insert(lines, ("%s%s%-6s %s%s"):format(string.rep("  ", depth), mark, who, preview, label))
+    table.insert(nodes, node)
+    for _, kid in ipairs(kids) do
+      walk(kid, #kids > 1 and depth + 1 or depth)
+    end
+  end
+  for _, root in ipairs(roots) do
+    walk(root, 0)
+  end
+  return lines, nodes
+end
+
+local tree_state = { buf = nil, nodes = {}, session_id = nil }
+
+local function node_at_cursor()
+  local row = vim.api.nvim_win_get_cursor(0)[1]
+  return tree_state.nodes[row]
+end
+
+--- Draws the tree of the chat's session into the tree buffer.
+function M.refresh_tree(done)
+  local sid = tree_state.session_id
+  client.exec("reins.session.tree", { sessionId = sid }, function(err, tree)
+    if err then
+      return fail("tree", err)
+    end
+    local buf = tree_state.buf
+    if not (buf and vim.api.nvim_buf_is_valid(buf)) then
+      return
+    end
+    local lines, nodes = M.tree_lines(tree)
+    if #lines == 0 then
+      lines = { "(empty session)" }
+    end
+    tree_state.nodes = nodes
+    vim.bo[buf].modifiable = true
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+    vim.bo[buf].modifiable = false
+    local ns = vim.api.nvim_create_namespace("reins.tree")
+    vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
+    for i, node in ipairs(nodes) do
+      if node.id == tree.leaf then
+        vim.api.nvim_buf_set_extmark(buf, ns, i - 1, 0, { line_hl_group = "ReinsTreeLeaf" })
+      end
+    end
+    if done then
+      done(tree)
+    end
+  end)
+end
+
+--- `:ReinsTree`: the current session's tree in a buffer.
+function M.tree()
+  local chat = require("reins.chat")
+  if not chat.session_id then
+    return vim.notify("reins: no session yet; send a message or resume one with :ReinsSessions", vim.log.levels.WARN)
+  end
+  tree_state.session_id = chat.session_id
+  if not (tree_state.buf and vim.api.nvim_buf_is_valid(tree_state.buf)) then
+    local buf = vim.api.nvim_create_buf(false, true)
+    tree_state.buf = buf
+    vim.api.nvim_buf_set_name(buf, "reins://tree")
+    vim.bo[buf].bufhidden = "hide"
+    vim.bo[buf].filetype = "reinstree"
+    require("reins.keymaps").tree(buf, {
+      navigate = function()
+        local node = node_at_cursor()
+        if not node then
+          return
+        end
+        client.exec("reins.session.navigate", { sessionId = tree_state.session_id, entryId = node.id }, function(err)
+          if err then
+            return fail("navigate", err)
+          end
+          M.resume(tree_state.session_id, chat.title, function()
+            M.refresh_tree()
+          end)
+        end)
+      end,
+      fork = function()
+        local node = node_at_cursor()
+        if node then
+          M.fork(tree_state.session_id, node.id, function(sid)
+            tree_state.session_id = sid
+            M.refresh_tree()
+          end)
+        end
+      end,
+      label = function()
+        local node = node_at_cursor()
+        if not node then
+          return
+        end
+        vim.ui.input({ prompt = "Label: ", default = node.label or "" }, function(label)
+          if label == nil then
+            return
+          end
+          client.exec("reins.session.label", { sessionId = tree_state.session_id, entryId = node.id, label = label }, function(err)
+            if err then
+              return fail("label", err)
+            end
+            M.refresh_tree()
+          end)
+        end)
+      end,
+      close = function()
+        vim.cmd("close")
+      end,
+    })
+  end
+  if vim.fn.bufwinid(tree_state.buf) == -1 then
+    vim.cmd("botright split")
+    vim.api.nvim_win_set_buf(0, tree_state.buf)
+    vim.api.nvim_win_set_height(0, 12)
+    local k = require("reins.config").options.keymaps
+    local hints = {}
+    for _, pair in ipairs({ { k.tree_navigate, "continue from here" }, { k.tree_fork, "fork" }, { k.tree_label, "label" }, { k.close, "close" } }) do
+      if pair[1] then
+        table.insert(hints, pair[1] .. " " .. pair[2])
+      end
+    end
+    vim.wo.winbar = "%#ReinsWinbar# session tree %#ReinsWinbarDim#· " .. table.concat(hints, " · "):gsub("%%", "%%%%")
+  end
+  M.refresh_tree()
+end
+
+return M

@@ -1,0 +1,65 @@
+-- User commands of reins. They work once `require("reins").setup{}` ran; before that, the first
+-- command runs it with the defaults.
+if vim.g.loaded_reins then
+  return
+end
+vim.g.loaded_reins = true
+
+local function ready()
+  local reins = require("reins")
+  if not reins.did_setup then
+    reins.setup({})
+  end
+  return reins
+end
+
+local function cmd(name, fn, opts)
+  vim.api.nvim_create_user_command(name, function(args)
+    ready()
+    fn(args)
+  end, opts or {})
+end
+
+cmd("ReinsChat", function()
+  require("reins.chat").toggle()
+end, { desc = "reins: toggle the chat panel" })
+
+cmd("ReinsSend", function(args)
+  local chat = require("reins.chat")
+  chat.open(false)
+  chat.send(args.args ~= "" and args.args or nil)
+end, { nargs = "*", desc = "reins: send a message (or the prompt's text)" })
+
+cmd("ReinsAsk", function(args)
+  require("reins.ask").range(0, args.line1, args.line2, args.args)
+end, { range = true, nargs = "*", desc = "reins: ask about the selected lines" })
+
+cmd("ReinsCancel", function()
+  require("reins.chat").cancel()
+end, { desc = "reins: cancel the run in progress" })
+
+cmd("ReinsNew", function()
+  local chat = require("reins.chat")
+  chat.open(false)
+  chat.new_session()
+end, { desc = "reins: start a new session" })
+
+cmd("ReinsSessions", function()
+  require("reins.sessions").pick()
+end, { desc = "reins: resume, rename or fork a session" })
+
+cmd("ReinsTree", function()
+  require("reins.sessions").tree()
+end, { desc = "reins: the current session's tree" })
+
+cmd("ReinsAccept", function()
+  require("reins.review").accept()
+end, { desc = "reins: accept the proposal under the cursor, or the latest one" })
+
+cmd("ReinsReject", function(args)
+  require("reins.review").reject(nil, args.args ~= "" and args.args or nil)
+end, { nargs = "*", desc = "reins: reject the proposal (optional reason)" })
+
+cmd("ReinsPending", function()
+  require("reins.review").quickfix()
+end, { desc = "reins: pending proposals in the quickfix list" })

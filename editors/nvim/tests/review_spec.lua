@@ -1,0 +1,133 @@
+-- End to end: the agent proposes a two-hunk edit after answering a question about a selection;
+-- one hunk is accepted from the inline review, the other rejected; `u` undoes the change. A
+-- second proposal is reviewed in the diff layout and rejected with a reason.
+local H = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h") .. "/helpers.lua")
+
+local original = table.concat({
+  "local M = {}",
+  "function M.add(a, b)",
+  "  return a + b",
+  "end",
+  "function M.sub(a, b)",
+  "  return a - b",
+  "end",
+  "return M",
+}, "\n")
+
+local function edit_call(id, edits)
+  return { toolCalls = { { id = id, name = "edit", arguments = { path = "math.lua", edits = edits } } } }
+end
+
+local url = H.start_llm({
+  vim.tbl_extend("force", edit_call("c1", {
+    { oldText = "  return a + b", newText = "  return b + a -- commutative" },
+    { oldText = "  return a - b", newText = "  return -(b - a)" },
+  }), { text = "Both functions are fine; I will make the order explicit.", chunkChars = 6, chunkDelayMs = 10 }),
+  { text = "Kept the first change only." },
+  edit_call("c2", { { oldText = "return M", newText = "return setmetatable(M, {})" } }),
+  { text = "Understood, leaving it as it is." },
+})
+H.workspace({ ["math.lua"] = original .. "\n" })
+H.setup(url)
+
+local review = require("reins.review")
+local keys = require("reins.config").options.keymaps
+
+local function press(lhs)
+  vim.api.nvim_feedkeys(vim.keycode(lhs), "mx", false)
+end
+
+local function wait_proposal(what)
+  T.wait_for(function()
+    return #review.order == 1 and review.pending[review.order[1]].view.layout ~= "none"
+  end, what or "a proposal shown for review")
+  return review.pending[review.order[1]]
+end
+
+T.test("a two-hunk edit proposed after an answer is shown inline", function()
+  vim.cmd("edit math.lua")
+  local buf = vim.api.nvim_get_current_buf()
+  vim.cmd("2,3ReinsAsk Can this be clearer?")
+  local p = wait_proposal()
+  T.contains(H.chat_text(), "Both functions are fine; I will make the order explicit.")
+  T.eq(#p.edit.hunks, 2, "two hunks")
+  T.eq(p.view.buf, buf, "shown in the file's buffer")
+  T.eq(H.buf_text(buf), original, "the buffer is unchanged while the edit waits")
+  -- Lines to be replaced are highlighted; the proposed ones are virtual lines.
+  local marks = vim.api.nvim_buf_get_extmarks(buf, -1, 0, -1, { details = true })
+  local virt, deleted = {}, {}
+  for _, m in ipairs(marks) do
+    local d = m[4]
+    if d.line_hl_group == "ReinsDelete" then
+      table.insert(deleted, m[2])
+    end
+    for _, vl in ipairs(d.virt_lines or {}) do
+      table.insert(virt, vim.trim(vl[1][1]))
+    end
+  end
+  table.sort(deleted)
+  T.eq(deleted, { 2, 5 }, "rows highlighted as replaced")
+  T.eq(virt, { "+   return b + a -- commutative", "+   return -(b - a)" }, "proposed lines")
+  T.wait_for(function()
+    return H.chat_text():find("▸ ⏸ edit math.lua — 2 hunks · waiting for your review", 1, true)
+  end, "the proposal in the panel")
+end)
+
+T.test("accepting one hunk and rejecting the other applies exactly that hunk; u undoes it", function()
+  local p = review.pending[review.order[1]]
+  local buf = p.view.buf
+  vim.api.nvim_set_current_buf(buf)
+  vim.api.nvim_win_set_cursor(0, { 1, 0 })
+  press(keys.next_hunk)
+  T.eq(vim.api.nvim_win_get_cursor(0)[1], 3, "next hunk goes to the first proposed change")
+  press(keys.accept_hunk)
+  T.eq(p.decisions[0], true, "first hunk accepted")
+  T.eq(vim.api.nvim_win_get_cursor(0)[1], 6, "the cursor moved on to the next hunk")
+  press(keys.reject_hunk)
+  T.wait_for(function()
+    return #review.order == 0
+  end, "the proposal to be resolved")
+  local expected = original:gsub("  return a %+ b", "  return b + a -- commutative")
+  T.wait_for(function()
+    return H.buf_text(buf) == expected
+  end, "the accepted hunk in the buffer")
+  T.eq(#vim.api.nvim_buf_get_extmarks(buf, vim.api.nvim_get_namespaces()["reins.review"], 0, -1, {}), 0, "review marks cleared")
+  H.wait_idle()
+  T.contains(H.chat_text(), "▸ ✓ edit math.lua — partly accepted (hunk 1)")
+  T.contains(H.chat_text(), "Kept the first change only.")
+  vim.cmd("silent normal! u")
+  T.eq(H.buf_text(buf), original, "one undo restores the buffer")
+  vim.cmd("silent normal! \18") -- <C-r>: keep the change for what follows
+  T.eq(H.buf_text(buf), expected, "redo")
+end)
+
+T.test("a proposal in the diff layout, rejected with a reason", function()
+  require("reins.config").options.review.layout = "diff"
+  local buf = vim.fn.bufnr("math.lua")
+  local before = H.buf_text(buf)
+  local tabs = #vim.api.nvim_list_tabpages()
+  vim.cmd("ReinsSend Please also wrap the module.")
+  local p = wait_proposal()
+  T.eq(p.view.layout, "diff", "diff layout")
+  T.eq(#vim.api.nvim_list_tabpages(), tabs + 1, "a diff tab")
+  T.eq(vim.api.nvim_get_current_buf(), p.view.right, "the cursor is on the proposed side")
+  T.contains(H.buf_text(p.view.right), "return setmetatable(M, {})")
+  T.ok(vim.wo.diff, "diff mode")
+  H.with_ui({ "keep the module plain" }, function()
+    press(keys.reject_all)
+    T.wait_for(function()
+      return #review.order == 0
+    end, "the rejection")
+  end)
+  T.eq(#vim.api.nvim_list_tabpages(), tabs, "the diff tab closed")
+  H.wait_idle()
+  T.eq(H.buf_text(buf), before, "nothing applied")
+  local text = H.chat_text()
+  T.contains(text, "▸ ✗ edit math.lua — rejected\n  reason: keep the module plain")
+  T.contains(text, "Understood, leaving it as it is.")
+end)
+
+T.test(":ReinsPending lists nothing once every proposal is decided", function()
+  review.quickfix()
+  T.eq(#vim.fn.getqflist(), 0, "empty quickfix list")
+end)

@@ -1,0 +1,130 @@
+//! Compaction in the harness: when the context nears the model's window (before a run and
+//! between turns), on request, and once after a provider says the context is too long. The
+//! model writes the summary ([`crate::summary`]); the session file records it.
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use reins_agent::{AgentContext, Gate, Hooks, Proposal, RunOutcome};
+use reins_ai::{Message, Model, Provider, ProviderErrorKind, ToolCall};
+use reins_session::{EntryKind, SessionFile, estimate_context_tokens, find_cut_point};
+use tokio_util::sync::CancellationToken;
+
+use crate::approval::ApprovalGate;
+use crate::error::HarnessError;
+use crate::runtime::{Compacted, CompactionSettings, lock, session_error};
+use crate::summary::{FileActivity, compaction_summary};
+
+/// Whether `context` plus `extra_tokens` comes within `reserve_tokens` of the model's window.
+pub(crate) fn near_window(context: &AgentContext, extra_tokens: u64, reserve_tokens: u64) -> bool {
+    let tokens = estimate_context_tokens(&context.messages) + context.system_prompt.len() as u64 / 4 + extra_tokens;
+    tokens + reserve_tokens >= context.model.context_window
+}
+
+/// The approval gate, plus automatic compaction between turns.
+pub(crate) struct SessionHooks {
+    pub gate: ApprovalGate,
+    pub auto_compact: Option<AutoCompact>,
+}
+
+pub(crate) struct AutoCompact {
+    pub file: Arc<Mutex<SessionFile>>,
+    pub provider: Arc<dyn Provider>,
+    pub settings: CompactionSettings,
+}
+
+#[async_trait]
+impl Hooks for SessionHooks {
+    async fn before_tool_call(&self, call: &ToolCall, proposal: Option<&Proposal>, cancel: &CancellationToken) -> Gate {
+        self.gate.before_tool_call(call, proposal, cancel).await
+    }
+
+    async fn prepare_next_turn(&self, context: &mut AgentContext) {
+        let Some(auto) = &self.auto_compact else { return };
+        if !near_window(context, 0, auto.settings.reserve_tokens) {
+            return;
+        }
+        let cancel = CancellationToken::new();
+        let compacted =
+            compact_file(&auto.file, auto.provider.as_ref(), &context.model, auto.settings.keep_recent_tokens, &cancel)
+                .await;
+        match compacted.and_then(|_| lock(&auto.file).context().map_err(session_error)) {
+            Ok(compacted) => context.messages = compacted.messages,
+            Err(err) => tracing::warn!("automatic compaction failed; going on without it: {err}"),
+        }
+    }
+}
+
+/// Compacts the session at its leaf: the model summarizes what lies before the cut point, and a
+/// `compaction` entry makes that summary stand in for it.
+pub(crate) async fn compact_file(
+    file: &Mutex<SessionFile>,
+    provider: &dyn Provider,
+    model: &Model,
+    keep_recent_tokens: u64,
+    cancel: &CancellationToken,
+) -> Result<Compacted, HarnessError> {
+    let (to_summarize, previous_summary, cut, tokens_before) = {
+        let mut file = lock(file);
+        file.flush().map_err(session_error)?;
+        let Some(leaf) = file.leaf().map(str::to_string) else {
+            return Err(HarnessError::Compaction("the session is empty".into()));
+        };
+        let path = file.tree().path_entries(&leaf).map_err(session_error)?;
+        let Some(cut) = find_cut_point(&path, keep_recent_tokens) else {
+            return Err(HarnessError::Compaction("there is nothing to compact yet".into()));
+        };
+        let previous = path.iter().rev().find_map(|entry| match &entry.kind {
+            EntryKind::Compaction { summary, first_kept_entry_id, .. } => {
+                Some((summary.clone(), first_kept_entry_id.clone()))
+            }
+            _ => None,
+        });
+        let start = previous
+            .as_ref()
+            .and_then(|(_, first_kept)| path.iter().position(|entry| &entry.id == first_kept))
+            .unwrap_or(0);
+        let end = path.iter().position(|entry| entry.id == cut.first_kept_entry_id).unwrap_or(path.len());
+        let messages: Vec<Message> = path[start..end.max(start)]
+            .iter()
+            .filter_map(|entry| entry.message().and_then(|record| record.into_message()))
+            .collect();
+        let tokens_before = estimate_context_tokens(&file.context().map_err(session_error)?.messages);
+        (messages, previous.map(|(summary, _)| summary), cut, tokens_before)
+    };
+    if to_summarize.is_empty() {
+        return Err(HarnessError::Compaction("there is nothing to compact yet".into()));
+    }
+    let summary = compaction_summary(provider, model, &to_summarize, previous_summary.as_deref(), cancel).await?;
+    let details = FileActivity::of(&to_summarize).to_details();
+    let mut file = lock(file);
+    file.compact(summary, &cut.first_kept_entry_id, tokens_before, Some(details)).map_err(session_error)?;
+    file.flush().map_err(session_error)?;
+    let tokens_after = estimate_context_tokens(&file.context().map_err(session_error)?.messages);
+    Ok(Compacted { tokens_before, tokens_after })
+}
+
+/// The messages on the current branch that `target` is not an ancestor of: what navigating to
+/// `target` leaves behind.
+pub(crate) fn branch_messages(tree: &reins_session::SessionTree, target: &str) -> Result<Vec<Message>, HarnessError> {
+    let Some(leaf) = tree.leaf() else { return Ok(Vec::new()) };
+    let kept: std::collections::HashSet<&str> = tree.path_to_root(target).map_err(session_error)?.into_iter().collect();
+    let mut left: Vec<Message> = Vec::new();
+    for id in tree.path_to_root(leaf).map_err(session_error)? {
+        if kept.contains(id) {
+            break;
+        }
+        if let Some(message) = tree.entry(id).ok().and_then(|entry| entry.message()).and_then(|r| r.into_message()) {
+            left.push(message);
+        }
+    }
+    left.reverse();
+    Ok(left)
+}
+
+pub(crate) fn overflowed(outcome: &RunOutcome) -> bool {
+    outcome.messages.iter().rev().any(|message| {
+        matches!(message, Message::Assistant(assistant)
+            if assistant.error.as_ref().is_some_and(|error| error.kind == ProviderErrorKind::ContextOverflow))
+    })
+}

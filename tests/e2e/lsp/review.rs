@@ -1,0 +1,386 @@
+//! Reviewing proposals over stdio: a model's edit, write or command is held as a pending edit
+//! (event, diagnostics, code actions) until `reins.edit.accept` / `reins.edit.reject`, or the
+//! run is cancelled; accepted file changes reach the editor as versioned `workspace/applyEdit`,
+//! and the next model request says exactly what happened.
+
+use expect_test::expect;
+use lsp_client::file_uri;
+use scripted_llm::Reply;
+use serde_json::{Value, json};
+
+use super::{Session, WAIT, start, start_with};
+
+const LIB: &str = "fn a() -> u32 {\n    1\n}\n// b\nfn b() -> u32 {\n    2\n}\n";
+
+/// The model's `edit` of src/lib.rs: each (old, new) pair one replacement.
+fn edit_lib(id: &str, pairs: &[(&str, &str)]) -> Reply {
+    let edits: Vec<Value> = pairs.iter().map(|(old, new)| json!({"oldText": old, "newText": new})).collect();
+    Reply::tool_call(id, "edit", json!({"path": "src/lib.rs", "edits": edits}))
+}
+
+/// Sends `prompt` (in `session_id`, or a new session) and waits for the run's proposal.
+/// Returns the run id and the pending edit.
+async fn propose(lsp: &Session, prompt: &str, session_id: Option<&Value>) -> (String, Value) {
+    let mut argument = json!({"text": prompt});
+    if let Some(session_id) = session_id {
+        argument["sessionId"] = session_id.clone();
+    }
+    let started = lsp.client.command("reins.chat.send", argument).await.unwrap();
+    let run_id = started["runId"].as_str().unwrap().to_string();
+    let proposed = lsp
+        .client
+        .wait_for(WAIT, |n| n["params"]["runId"] == run_id && n["params"]["event"]["type"] == "edit_proposed")
+        .await
+        .unwrap_or_else(|err| panic!("no proposal: {err}"));
+    (run_id, proposed["params"]["event"]["edit"].clone())
+}
+
+/// The hunks of a pending edit, one line each: index, range, old → new.
+fn hunks(edit: &Value) -> String {
+    edit["hunks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            let (start, end) = (&h["range"]["start"], &h["range"]["end"]);
+            format!(
+                "{} {}:{}-{}:{} {:?} -> {:?}",
+                h["index"],
+                start["line"],
+                start["character"],
+                end["line"],
+                end["character"],
+                h["oldText"].as_str().unwrap(),
+                h["newText"].as_str().unwrap()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The `edit_*` events of a run, compactly: type, outcome, hunks, reason.
+fn review_events(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| e["type"].as_str().is_some_and(|t| t.starts_with("edit_")))
+        .map(|e| match e["type"].as_str().unwrap() {
+            "edit_proposed" => format!("edit_proposed {}", e["edit"]["tool"]),
+            _ => format!("edit_resolved {} hunks={} reason={}", e["outcome"], e["hunks"], e["reason"]),
+        })
+        .collect()
+}
+
+/// The `workspace/applyEdit` edits the client received, with the workspace URI shortened.
+fn applied_edits(lsp: &Session) -> Vec<String> {
+    lsp.client
+        .server_requests()
+        .into_iter()
+        .filter(|r| r["method"] == "workspace/applyEdit")
+        .map(|r| r["params"]["edit"].to_string().replace(&file_uri(lsp.root()), "file:///ROOT"))
+        .collect()
+}
+
+/// The text of the last tool result in model request `index`, and whether it is an error (the
+/// scripted server records the OpenAI-style `tool` message; errors are marked by the harness).
+fn tool_result(lsp: &Session, index: usize) -> String {
+    let requests = lsp.server.chat_requests();
+    let messages = requests[index].body["messages"].as_array().unwrap();
+    let tool = messages.iter().rev().find(|m| m["role"] == "tool").unwrap();
+    match &tool["content"] {
+        Value::String(text) => text.clone(),
+        parts => parts.as_array().unwrap().iter().filter_map(|p| p["text"].as_str()).collect(),
+    }
+}
+
+/// The last diagnostics published for `uri`: (line, message) pairs.
+fn last_diagnostics(lsp: &Session, uri: &str) -> Vec<String> {
+    let published = lsp
+        .client
+        .notifications()
+        .into_iter()
+        .rev()
+        .find(|n| n["method"] == "textDocument/publishDiagnostics" && n["params"]["uri"] == uri)
+        .unwrap_or_else(|| panic!("no diagnostics for {uri}"));
+    published["params"]["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let (line, source, message) = (&d["range"]["start"]["line"], &d["source"], d["message"].as_str().unwrap());
+            format!("{line} {source} {}: {message}", d["severity"])
+        })
+        .collect()
+}
+
+/// A `didChange` replacing `range` ((line, character), (line, character)) with `text`.
+async fn type_in(lsp: &Session, relative: &str, version: i32, range: ((u32, u32), (u32, u32)), text: &str) {
+    let ((sl, sc), (el, ec)) = range;
+    lsp.client
+        .notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": lsp.uri(relative), "version": version}, "contentChanges": [{
+                "range": {"start": {"line": sl, "character": sc}, "end": {"line": el, "character": ec}}, "text": text}]}),
+        )
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn accepting_one_hunk_applies_only_it_and_tells_the_model_which() {
+    let replies = vec![edit_lib("c1", &[("    1", "    10"), ("    2", "    20")]), Reply::text("done")];
+    let lsp = start(&[("src/lib.rs", LIB)], replies, json!({})).await;
+    lsp.open("src/lib.rs", "rust", LIB).await;
+    let uri = lsp.uri("src/lib.rs");
+    let (run_id, edit) = propose(&lsp, "make them bigger", None).await;
+    assert_eq!(
+        (edit["tool"].as_str(), edit["version"].as_i64(), edit["create"].as_bool()),
+        (Some("edit"), Some(1), Some(false))
+    );
+    expect![[r#"
+        0 1:4-1:5 "1" -> "10"
+        1 5:4-5:5 "2" -> "20""#]]
+    .assert_eq(&hunks(&edit));
+    assert!(edit["diff"].as_str().unwrap().starts_with("--- a/src/lib.rs\n+++ b/src/lib.rs\n"), "{edit}");
+
+    // A plain client sees it too: diagnostics on the hunks, code actions on their lines.
+    lsp.client
+        .wait_for(WAIT, |n| n["method"] == "textDocument/publishDiagnostics" && n["params"]["diagnostics"] != json!([]))
+        .await
+        .unwrap();
+    let id = edit["id"].as_str().unwrap();
+    expect![[r#"
+        [
+            "1 \"reins\" 3: agent edit e1 (hunk 0 of 2): replace `1` with `10`; accept or reject it with a code action",
+            "5 \"reins\" 3: agent edit e1 (hunk 1 of 2): replace `2` with `20`; accept or reject it with a code action",
+        ]
+    "#]]
+    .assert_debug_eq(&last_diagnostics(&lsp, &uri).iter().map(|d| d.replace(id, "e1")).collect::<Vec<_>>());
+    let actions = lsp
+        .client
+        .request(
+            "textDocument/codeAction",
+            json!({"textDocument": {"uri": uri}, "range": {"start": {"line": 5, "character": 5}, "end": {"line": 5, "character": 5}},
+                "context": {"diagnostics": []}}),
+        )
+        .await
+        .unwrap();
+    let offered: Vec<String> = actions
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| format!("{} {}", a["title"].as_str().unwrap(), a["command"]["arguments"][0]["hunks"]))
+        .collect();
+    assert_eq!(offered, ["Accept agent edit null", "Accept this hunk [1]", "Reject agent edit null"]);
+
+    let listed = lsp.client.command("reins.edit.list", json!({})).await.unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    let accepted = lsp.client.command("reins.edit.accept", json!({"id": id, "hunks": [0]})).await.unwrap();
+    assert_eq!(accepted, json!({"id": id, "outcome": "partially_applied", "hunks": [0]}));
+    let events = lsp.run_events(&run_id).await;
+    assert_eq!(
+        review_events(&events),
+        ["edit_proposed \"edit\"", "edit_resolved \"partially_applied\" hunks=[0] reason=null"]
+    );
+    // Only hunk 0 went to the editor, against the version the user saw.
+    expect![[r#"
+        [
+            "{\"documentChanges\":[{\"edits\":[{\"newText\":\"10\",\"range\":{\"end\":{\"character\":5,\"line\":1},\"start\":{\"character\":4,\"line\":1}}}],\"textDocument\":{\"uri\":\"file:///ROOT/src/lib.rs\",\"version\":1}}]}",
+        ]
+    "#]]
+    .assert_debug_eq(&applied_edits(&lsp));
+    expect![[r#"
+        Edited src/lib.rs as changed by the reviewer
+
+        @@ -1,4 +1,4 @@
+         fn a() -> u32 {
+        -    1
+        +    10
+         }
+         // b
+        The user applied hunk 0 and did not apply hunk 1 (of 2 hunks) of this change to src/lib.rs. src/lib.rs now reads, around the changes:
+            1 | fn a() -> u32 {
+            2 |     10
+            3 | }
+            4 | // b
+            5 | fn b() -> u32 {
+            6 |     2
+            7 | }"#]]
+    .assert_eq(&tool_result(&lsp, 1));
+    assert_eq!(last_diagnostics(&lsp, &uri), Vec::<String>::new());
+    assert_eq!(lsp.client.command("reins.edit.list", json!({})).await.unwrap(), json!([]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejection_reaches_the_model_with_its_reason_and_decided_ids_are_refused() {
+    let replies = vec![edit_lib("c1", &[("    1", "    10")]), Reply::text("ok, leaving it")];
+    let lsp = start(&[("src/lib.rs", LIB)], replies, json!({})).await;
+    let (run_id, edit) = propose(&lsp, "bigger", None).await;
+    // Not open: the hunks apply to the disk's text.
+    assert_eq!(edit["version"], Value::Null);
+    let id = edit["id"].as_str().unwrap();
+    let mine = lsp.client.command("reins.edit.list", json!({"sessionId": edit["sessionId"]})).await.unwrap();
+    assert_eq!(mine[0]["id"], id);
+    let others = lsp.client.command("reins.edit.list", json!({"sessionId": "someone-else"})).await.unwrap();
+    assert_eq!(others, json!([]));
+
+    let rejected = lsp.client.command("reins.edit.reject", json!({"id": id, "reason": "keep it at 1"})).await.unwrap();
+    assert_eq!(rejected, json!({"id": id, "outcome": "rejected"}));
+    let events = lsp.run_events(&run_id).await;
+    assert_eq!(
+        review_events(&events),
+        ["edit_proposed \"edit\"", "edit_resolved \"rejected\" hunks=null reason=\"keep it at 1\""]
+    );
+    let end = events.iter().find(|e| e["type"] == "tool_execution_end").unwrap();
+    assert_eq!(end["isError"], true);
+    assert_eq!(tool_result(&lsp, 1), "The user rejected this edit of src/lib.rs, saying: keep it at 1");
+    assert!(applied_edits(&lsp).is_empty());
+    assert_eq!(std::fs::read_to_string(lsp.root().join("src/lib.rs")).unwrap(), LIB);
+
+    let again = lsp.client.command("reins.edit.accept", json!({"id": id})).await.unwrap_err();
+    assert_eq!(again.data_code(), Some("invalid_state"), "{again}");
+    let unknown = lsp.client.command("reins.edit.reject", json!({"id": "e404"})).await.unwrap_err();
+    assert_eq!(unknown.data_code(), Some("invalid_argument"), "{unknown}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typing_before_accepting_rebases_or_goes_stale_but_never_overwrites() {
+    let replies = vec![
+        edit_lib("c1", &[("    1", "    10")]),
+        Reply::text("done"),
+        edit_lib("c2", &[("    2", "    20")]),
+        Reply::text("I will read it again"),
+    ];
+    let lsp = start(&[("src/lib.rs", LIB)], replies, json!({})).await;
+    lsp.open("src/lib.rs", "rust", LIB).await;
+
+    // The user adds a line at the top meanwhile: the change is rebased onto version 2.
+    let (run_id, edit) = propose(&lsp, "first", None).await;
+    type_in(&lsp, "src/lib.rs", 2, ((0, 0), (0, 0)), "// typed\n").await;
+    let accepted = lsp.client.command("reins.edit.accept", json!({"id": edit["id"]})).await.unwrap();
+    assert_eq!(accepted["outcome"], "applied");
+    lsp.run_events(&run_id).await;
+    expect![[r#"
+        [
+            "{\"documentChanges\":[{\"edits\":[{\"newText\":\"10\",\"range\":{\"end\":{\"character\":5,\"line\":2},\"start\":{\"character\":4,\"line\":2}}}],\"textDocument\":{\"uri\":\"file:///ROOT/src/lib.rs\",\"version\":2}}]}",
+        ]
+    "#]]
+    .assert_debug_eq(&applied_edits(&lsp));
+    assert!(
+        tool_result(&lsp, 1).ends_with("the change was merged into the new text without touching the user's edits.")
+    );
+
+    // The editor applied it (version 3); then the user rewrites the very line the next change
+    // touches: stale, and the model sees the current text there.
+    type_in(&lsp, "src/lib.rs", 3, ((2, 4), (2, 5)), "10").await;
+    let (run_id, edit) = propose(&lsp, "second", Some(&edit["sessionId"])).await;
+    type_in(&lsp, "src/lib.rs", 4, ((6, 4), (6, 5)), "22").await;
+    let stale = lsp.client.command("reins.edit.accept", json!({"id": edit["id"]})).await.unwrap();
+    assert_eq!((stale["outcome"].as_str(), &stale["hunks"]), (Some("stale"), &json!([])));
+    let events = lsp.run_events(&run_id).await;
+    let resolved = review_events(&events);
+    assert!(
+        resolved[1].starts_with("edit_resolved \"stale\" hunks=null reason=\"src/lib.rs was not changed"),
+        "{resolved:?}"
+    );
+    expect![[r#"
+        src/lib.rs was not changed: the file changed after the edit was proposed: the user changed line 7 of the current text, where the edit changes line 7 of the text it was made from. src/lib.rs now reads there:
+            5 | // b
+            6 | fn b() -> u32 {
+            7 |     22
+            8 | }
+        Read the file again and redo the change if it is still needed."#]]
+    .assert_eq(&tool_result(&lsp, 3));
+    assert_eq!(applied_edits(&lsp).len(), 1, "nothing more went to the editor");
+    let text = lsp.client.request("reins/debug/documentText", json!({"uri": lsp.uri("src/lib.rs")})).await.unwrap();
+    assert_eq!(text["text"], "// typed\nfn a() -> u32 {\n    10\n}\n// b\nfn b() -> u32 {\n    22\n}\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_file_is_created_through_the_editor_and_allow_for_session_stops_asking() {
+    let replies = vec![
+        Reply::tool_call("c1", "write", json!({"path": "notes/new/hello.txt", "content": "hi\n"})),
+        Reply::tool_call("c2", "write", json!({"path": "second.txt", "content": "two\n"})),
+        Reply::text("written"),
+    ];
+    let editor =
+        json!({"workspaceEdit": {"documentChanges": true, "resourceOperations": ["create", "rename", "delete"]}});
+    let lsp = start_with(&[], replies, json!({}), editor).await;
+    let (run_id, edit) = propose(&lsp, "write two files", None).await;
+    assert_eq!((edit["create"].as_bool(), &edit["version"]), (Some(true), &Value::Null));
+    assert_eq!(hunks(&edit), r#"0 0:0-0:0 "" -> "hi\n""#);
+    let accepted =
+        lsp.client.command("reins.edit.accept", json!({"id": edit["id"], "allowForSession": true})).await.unwrap();
+    assert_eq!(accepted["outcome"], "applied");
+    let events = lsp.run_events(&run_id).await;
+    // The second write was not held: the user allowed `write` for the session.
+    assert_eq!(review_events(&events), ["edit_proposed \"write\"", "edit_resolved \"applied\" hunks=[0] reason=null"]);
+    expect![[r#"
+        [
+            "{\"documentChanges\":[{\"kind\":\"create\",\"options\":{\"ignoreIfExists\":false,\"overwrite\":false},\"uri\":\"file:///ROOT/notes/new/hello.txt\"},{\"edits\":[{\"newText\":\"hi\\n\",\"range\":{\"end\":{\"character\":0,\"line\":0},\"start\":{\"character\":0,\"line\":0}}}],\"textDocument\":{\"uri\":\"file:///ROOT/notes/new/hello.txt\",\"version\":null}}]}",
+            "{\"documentChanges\":[{\"kind\":\"create\",\"options\":{\"ignoreIfExists\":false,\"overwrite\":false},\"uri\":\"file:///ROOT/second.txt\"},{\"edits\":[{\"newText\":\"two\\n\",\"range\":{\"end\":{\"character\":0,\"line\":0},\"start\":{\"character\":0,\"line\":0}}}],\"textDocument\":{\"uri\":\"file:///ROOT/second.txt\",\"version\":null}}]}",
+        ]
+    "#]]
+    .assert_debug_eq(&applied_edits(&lsp));
+    assert_eq!(tool_result(&lsp, 1), "Created notes/new/hello.txt (3 bytes)");
+    // The editor creates the file (this test client only says it did); the server made the
+    // directory for it and wrote nothing itself.
+    assert!(lsp.root().join("notes/new").is_dir());
+    assert!(!lsp.root().join("notes/new/hello.txt").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_is_held_with_its_cwd_and_a_rejected_one_never_runs() {
+    let replies = vec![Reply::tool_call("c1", "bash", json!({"command": "touch marker"})), Reply::text("fine")];
+    let lsp = start(&[], replies, json!({})).await;
+    let (run_id, edit) = propose(&lsp, "run it", None).await;
+    let root = lsp.root().canonicalize().unwrap();
+    assert_eq!((edit["command"].as_str(), edit["cwd"].as_str()), (Some("touch marker"), root.to_str()));
+    assert!(edit.get("uri").is_none() && edit.get("hunks").is_none(), "{edit}");
+    let bad = lsp.client.command("reins.edit.accept", json!({"id": edit["id"], "hunks": [0]})).await.unwrap_err();
+    assert_eq!(bad.data_code(), Some("invalid_argument"));
+    lsp.client.command("reins.edit.reject", json!({"id": edit["id"], "reason": "not now"})).await.unwrap();
+    let events = lsp.run_events(&run_id).await;
+    assert_eq!(
+        review_events(&events),
+        ["edit_proposed \"bash\"", "edit_resolved \"rejected\" hunks=null reason=\"not now\""]
+    );
+    assert_eq!(tool_result(&lsp, 1), "The user rejected the command `touch marker`, saying: not now");
+    assert!(!lsp.root().join("marker").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_the_run_rejects_its_pending_edits() {
+    let lsp = start(&[("src/lib.rs", LIB)], vec![edit_lib("c1", &[("    1", "    10")])], json!({})).await;
+    lsp.open("src/lib.rs", "rust", LIB).await;
+    let (run_id, edit) = propose(&lsp, "bigger", None).await;
+    let cancelled = lsp.client.command("reins.chat.cancel", json!({"sessionId": edit["sessionId"]})).await.unwrap();
+    assert_eq!(cancelled, json!({"cancelled": true}));
+    let events = lsp.run_events(&run_id).await;
+    assert_eq!(events.last().unwrap()["reason"], "aborted");
+    assert_eq!(
+        review_events(&events),
+        ["edit_proposed \"edit\"", "edit_resolved \"cancelled\" hunks=null reason=\"cancelled\""]
+    );
+    assert_eq!(lsp.client.command("reins.edit.list", json!({})).await.unwrap(), json!([]));
+    assert_eq!(last_diagnostics(&lsp, &lsp.uri("src/lib.rs")), Vec::<String>::new());
+    let late = lsp.client.command("reins.edit.accept", json!({"id": edit["id"]})).await.unwrap_err();
+    assert_eq!(late.data_code(), Some("invalid_state"));
+    assert!(applied_edits(&lsp).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_the_editor_refuses_is_reported_as_failed() {
+    let lsp =
+        start(&[("src/lib.rs", LIB)], vec![edit_lib("c1", &[("    1", "    10")]), Reply::text("hm")], json!({})).await;
+    lsp.open("src/lib.rs", "rust", LIB).await;
+    lsp.client.answer_apply_edit_with(json!({"applied": false, "failureReason": "the buffer is read-only"}));
+    let (run_id, edit) = propose(&lsp, "bigger", None).await;
+    let accepted = lsp.client.command("reins.edit.accept", json!({"id": edit["id"]})).await.unwrap();
+    assert_eq!(accepted["outcome"], "applied", "what was decided; the event says what happened");
+    let events = lsp.run_events(&run_id).await;
+    assert_eq!(
+        review_events(&events),
+        ["edit_proposed \"edit\"", "edit_resolved \"failed\" hunks=null reason=\"the buffer is read-only\""]
+    );
+    let result = tool_result(&lsp, 1);
+    assert!(result.ends_with("was not applied: the buffer is read-only"), "{result}");
+}

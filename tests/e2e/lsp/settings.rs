@@ -1,0 +1,142 @@
+//! The server's settings: the client's settings laid over config and environment, problems
+//! reported as warnings without keys, each provider routed with its own endpoint and key, and
+//! the registry listed by `reins.model.list`.
+
+use expect_test::expect;
+use scripted_llm::{Reply, ScriptedServer};
+use serde_json::{Value, json};
+
+use super::{CANARY_KEY, WAIT, start};
+
+fn is_warning(notification: &Value) -> bool {
+    notification["method"] == "window/showMessage" && notification["params"]["type"] == 2
+}
+
+/// The `window/showMessage` warnings so far, once one mentioning `awaited` arrived.
+async fn warnings(lsp: &super::Session, awaited: &str) -> Vec<String> {
+    let mentions = |n: &Value| is_warning(n) && n["params"]["message"].as_str().is_some_and(|m| m.contains(awaited));
+    lsp.client.wait_for(WAIT, mentions).await.unwrap_or_else(|err| panic!("no warning about {awaited}: {err}"));
+    let notifications = lsp.client.notifications();
+    notifications.iter().filter(|n| is_warning(n)).map(|n| n["params"]["message"].as_str().unwrap().into()).collect()
+}
+
+/// Sends a message (in `session`, else a new session) and waits for its run to end.
+async fn chat(lsp: &super::Session, session: Option<&Value>, text: &str) -> Value {
+    let mut params = json!({"text": text});
+    if let Some(session) = session {
+        params["sessionId"] = session.clone();
+    }
+    let started = lsp.client.command("reins.chat.send", params).await.unwrap();
+    let events = lsp.run_events(started["runId"].as_str().unwrap()).await;
+    assert_eq!(events.last().unwrap()["reason"], "final_answer", "{events:?}");
+    started["sessionId"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_settings_are_warned_about_without_keys_and_the_rest_applies() {
+    let editor_key = "sk-canary-editor-3f1e";
+    let options = json!({"apiKey": editor_key, "approval": {"edit": "sometimes"}, "limits": {"maxTurns": "ten"}});
+    let lsp = start(&[], vec![Reply::text("fine")], options).await;
+    chat(&lsp, None, "hello").await;
+    // The client's key reached the model server, in place of the environment's.
+    let requests = lsp.server.chat_requests();
+    assert_eq!(requests[0].header("authorization"), Some(format!("Bearer {editor_key}").as_str()));
+
+    // A later change: only the problem it brings is reported; the earlier ones were.
+    let change = json!({"reins": {"approval": {"bash": 5}}});
+    lsp.client.notify("workspace/didChangeConfiguration", json!({"settings": change})).await;
+    let shown = warnings(&lsp, "approval.bash").await.join("\n---\n");
+    expect![[r#"
+        reins: some settings were ignored:
+        - editor settings: approval.edit: expected "ask", "auto" or "deny", found "sometimes"
+        - editor settings: limits.maxTurns: expected a whole number, 0 or more, found a string
+        ---
+        reins: some settings were ignored:
+        - editor settings: approval.bash: expected a string, found an integer"#]]
+    .assert_eq(&shown);
+    let everything = serde_json::to_string(&lsp.client.notifications()).unwrap();
+    assert!(!everything.contains(editor_key) && !everything.contains(CANARY_KEY));
+    // And the server keeps serving.
+    lsp.client.command("reins.session.list", json!({})).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_provider_has_its_endpoint_and_key_and_new_endpoints_reach_live_sessions() {
+    let lsp = start(&[], vec![Reply::text("from openai-compatible"), Reply::text("from anthropic")], json!({})).await;
+    let anthropic_key = "sk-ant-canary-77aa";
+    let settings = json!({"model": "scripted-model", "baseUrl": lsp.server.base_url(),
+        "providers": {"anthropic": {"baseUrl": lsp.server.anthropic_base_url(), "apiKey": anthropic_key}}});
+    lsp.client.notify("workspace/didChangeConfiguration", json!({"settings": settings})).await;
+
+    let local = chat(&lsp, None, "one").await;
+    let claude = lsp.client.command("reins.session.new", json!({})).await.unwrap()["sessionId"].clone();
+    let set = lsp
+        .client
+        .command("reins.model.set", json!({"sessionId": claude, "model": "anthropic/claude-haiku-4-5"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        (set["model"]["provider"].as_str(), set["model"]["id"].as_str()),
+        (Some("anthropic"), Some("claude-haiku-4-5"))
+    );
+    chat(&lsp, Some(&claude), "two").await;
+
+    let chat_requests = lsp.server.chat_requests();
+    let messages_requests = lsp.server.messages_requests();
+    assert_eq!((chat_requests.len(), messages_requests.len()), (1, 1));
+    assert_eq!(chat_requests[0].header("authorization"), Some(format!("Bearer {CANARY_KEY}").as_str()));
+    assert_eq!(messages_requests[0].body["model"], "claude-haiku-4-5");
+    assert_eq!(messages_requests[0].header("x-api-key"), Some(anthropic_key));
+    assert_eq!(messages_requests[0].header("authorization"), None);
+
+    // A new endpoint reaches the session that is already open, from its next model call.
+    let moved = ScriptedServer::start(vec![Reply::text("from the new endpoint")]).await;
+    let settings = json!({"model": "scripted-model", "baseUrl": moved.base_url()});
+    lsp.client.notify("workspace/didChangeConfiguration", json!({"settings": settings})).await;
+    chat(&lsp, Some(&local), "three").await;
+    let moved_requests = moved.chat_requests();
+    assert_eq!(moved_requests.len(), 1);
+    assert_eq!(moved_requests[0].body["model"], "scripted-model");
+    assert_eq!(lsp.server.chat_requests().len(), 1);
+}
+
+/// Some rows of `reins.model.list`, and which models are marked current.
+async fn listed_models(lsp: &super::Session) -> String {
+    let listed = lsp.client.command("reins.model.list", json!({})).await.unwrap();
+    assert!(!listed.to_string().contains("canary"), "{listed}");
+    let models = listed["models"].as_array().unwrap();
+    let show = |id: &str| {
+        let model = models.iter().find(|m| m["id"] == id).unwrap_or_else(|| panic!("{id} is not listed"));
+        let (name, window) = (model["name"].as_str().unwrap(), &model["contextWindow"]);
+        format!("{id} {name} window={window} key={} current={}", model["keyAvailable"], model["current"])
+    };
+    let current: Vec<&str> =
+        models.iter().filter(|m| m["current"] == true).map(|m| m["id"].as_str().unwrap()).collect();
+    let ids = ["openai/gpt-4.1", "anthropic/claude-haiku-4-5", "deepseek/deepseek-chat", "ollama/gpt-oss:20b"];
+    let shown: Vec<String> =
+        ids.into_iter().chain(["lab/big-model", "openai-compatible/scripted-model"]).map(show).collect();
+    format!("{}\ncurrent: {current:?}", shown.join("\n"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn model_list_shows_the_registry_with_keys_at_hand_and_the_default() {
+    let options = json!({"providers": {"anthropic": {"apiKey": "sk-ant-canary-list"}},
+        "models": [{"id": "big-model", "provider": "lab", "baseUrl": "http://127.0.0.1:9/v1", "contextWindow": 65536}]});
+    let lsp = start(&[], vec![], options).await;
+    expect![[r#"
+        openai/gpt-4.1 gpt-4.1 window=1047576 key=true current=false
+        anthropic/claude-haiku-4-5 claude-haiku-4-5 window=200000 key=true current=false
+        deepseek/deepseek-chat deepseek-chat window=128000 key=false current=false
+        ollama/gpt-oss:20b gpt-oss:20b window=131072 key=true current=false
+        lab/big-model big-model window=65536 key=false current=false
+        openai-compatible/scripted-model scripted-model window=128000 key=true current=true
+        current: ["openai-compatible/scripted-model"]"#]]
+    .assert_eq(&listed_models(&lsp).await);
+
+    // The default of new sessions follows `reins.model.set` without a session.
+    lsp.client.command("reins.model.set", json!({"model": "claude-haiku-4-5"})).await.unwrap();
+    let listed = lsp.client.command("reins.model.list", json!({})).await.unwrap();
+    let current: Vec<&Value> = listed["models"].as_array().unwrap().iter().filter(|m| m["current"] == true).collect();
+    assert_eq!(current.len(), 1);
+    assert_eq!(current[0]["id"], "anthropic/claude-haiku-4-5");
+}

@@ -1,0 +1,275 @@
+// Checks that a session file written by `reins run` opens in the pi coding agent 0.73.1: pi's own
+// SessionManager rebuilds the conversation reins would send, and `pi -p --session FILE` continues
+// it with the same history (tool call and result, same ids) that reins itself sends.
+//
+// Every model request (reins's and pi's) goes through a small proxy that records it and forwards
+// it to scripted-llm, so "what reins would send" is the request reins did send, not a guess.
+// Run by run.sh, which sets REINS_BIN, SCRIPTED_LLM_BIN, PI_BIN, PI_PACKAGE_DIR and WORK_DIR.
+import { spawn } from "node:child_process";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import http from "node:http";
+import path from "node:path";
+import readline from "node:readline";
+
+const { REINS_BIN, SCRIPTED_LLM_BIN, PI_BIN, PI_PACKAGE_DIR, WORK_DIR } = process.env;
+for (const [name, value] of Object.entries({ REINS_BIN, SCRIPTED_LLM_BIN, PI_BIN, PI_PACKAGE_DIR, WORK_DIR })) {
+  if (!value) throw new Error(`set ${name} (run tests/pi-interop/run.sh)`);
+}
+/** pi's name for the scripted server in its models.json, and the model both agents ask for. */
+const PI_PROVIDER = "scripted";
+const MODEL = "scripted-model";
+/** A run that takes longer than this is stuck, not slow. */
+const RUN_TIMEOUT_MS = 60_000;
+
+const workspace = path.join(WORK_DIR, "workspace");
+const reinsHome = path.join(WORK_DIR, "reins-home");
+const piHome = path.join(WORK_DIR, "pi-home");
+const piAgentDir = path.join(piHome, "agent");
+
+/** The model's side of the story, in the order the runs below ask for it. */
+const REPLIES = [
+  // reins run 1: a read, then the answer.
+  { toolCalls: [{ id: "call_read_1", name: "read", arguments: { path: "notes.txt" } }] },
+  { text: "The notes say the secret word is tangerine." },
+  // reins run 2 (--continue).
+  { text: "You asked me what notes.txt says." },
+  // run 3, asked of both agents from the same two-run file: reins, then pi.
+  { text: "reins: it was tangerine." },
+  { text: "pi: it was tangerine." },
+  // reins --fork at run 1's answer.
+  { text: "The file is named notes.txt." },
+];
+const PROMPTS = {
+  first: "what does notes.txt say?",
+  second: "what did I just ask you?",
+  third: "which word was it again?",
+  fork: "what is the file called?",
+};
+
+// ---- the model server behind a recording proxy ----
+
+/** scripted-llm playing REPLIES, behind a proxy that files each chat request under `phase`. */
+async function startModel() {
+  const script = path.join(WORK_DIR, "script.json");
+  fs.writeFileSync(script, JSON.stringify(REPLIES));
+  const child = spawn(SCRIPTED_LLM_BIN, ["--script", script], { stdio: ["ignore", "pipe", "inherit"] });
+  const firstLine = new Promise((resolve, reject) => {
+    readline.createInterface({ input: child.stdout }).once("line", resolve);
+    child.once("exit", (code) => reject(new Error(`scripted-llm exited (${code}) before printing its URL`)));
+  });
+  const upstream = new URL(await firstLine);
+  const recorded = {};
+  let phase = "none";
+  const proxy = http.createServer((req, res) => {
+    const chunks = [];
+    req.on("data", (chunk) => chunks.push(chunk));
+    req.on("end", () => {
+      const body = Buffer.concat(chunks);
+      if (req.url.endsWith("/chat/completions")) (recorded[phase] ??= []).push(JSON.parse(body.toString("utf8")));
+      const forward = http.request(
+        { host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: { ...req.headers, host: upstream.host } },
+        (up) => {
+          res.writeHead(up.statusCode, up.headers);
+          up.pipe(res);
+        },
+      );
+      forward.on("error", (err) => res.destroy(err));
+      forward.end(body);
+    });
+  });
+  await new Promise((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${proxy.address().port}${upstream.pathname.replace(/\/$/, "")}`;
+  return {
+    url,
+    /** Files the requests of the next run under `name`. */
+    phase: (name) => (phase = name),
+    /** The chat requests made during phase `name`. */
+    requests: (name) => recorded[name] ?? [],
+    stop: () => {
+      proxy.close();
+      child.kill();
+    },
+  };
+}
+
+// ---- running the two agents ----
+
+/** Runs a program to completion; rejects with its stderr when it fails or hangs. */
+function run(program, args, env) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(program, args, { cwd: workspace, env, stdio: ["ignore", "pipe", "pipe"], timeout: RUN_TIMEOUT_MS });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (data) => (stdout += data));
+    child.stderr.on("data", (data) => (stderr += data));
+    child.on("error", reject);
+    child.on("exit", (code, signal) =>
+      code === 0 ? resolve(stdout) : reject(new Error(`${path.basename(program)} ${args.join(" ")} failed (${code ?? signal}):\n${stderr}`)),
+    );
+  });
+}
+
+function reins(model, args) {
+  const env = { ...process.env, REINS_HOME: reinsHome, OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "sk-pi-interop", REINS_LOG: "warn" };
+  return run(REINS_BIN, args, env);
+}
+
+async function reinsJson(model, args) {
+  return JSON.parse(await reins(model, [...args, "--json"]));
+}
+
+/** pi in print mode, sandboxed: its HOME and agent dir are throwaway, and it stays offline. */
+function pi(args) {
+  const env = { ...process.env, HOME: piHome, PI_CODING_AGENT_DIR: piAgentDir, PI_OFFLINE: "1", PI_SKIP_VERSION_CHECK: "1", PI_TELEMETRY: "0" };
+  return run(PI_BIN, ["--provider", PI_PROVIDER, "--model", MODEL, ...args], env);
+}
+
+function configurePi(model) {
+  fs.mkdirSync(piAgentDir, { recursive: true });
+  const provider = { baseUrl: model.url, api: "openai-completions", apiKey: "pi-interop-key", models: [{ id: MODEL }] };
+  fs.writeFileSync(path.join(piAgentDir, "models.json"), JSON.stringify({ providers: { [PI_PROVIDER]: provider } }));
+}
+
+// ---- one shape for both sides: what a model is told ----
+
+/** Joins the text of a message's content, whether a string or a list of parts. */
+function textOf(content) {
+  if (typeof content === "string") return content;
+  return (content ?? []).filter((part) => part.type === "text").map((part) => part.text).join("");
+}
+
+/** A chat-completions message (reins's or pi's request) as {role, text, toolCalls | toolCallId}. */
+function fromRequest(message) {
+  const out = { role: message.role === "tool" ? "toolResult" : message.role, text: textOf(message.content) };
+  if (message.role === "assistant") {
+    out.toolCalls = (message.tool_calls ?? []).map((call) => ({ id: call.id, name: call.function.name, arguments: JSON.parse(call.function.arguments) }));
+  }
+  if (message.role === "tool") out.toolCallId = message.tool_call_id;
+  return out;
+}
+
+/** The messages of a request, system prompt left out (each agent has its own). */
+function conversationOf(request) {
+  return request.messages.filter((m) => m.role !== "system" && m.role !== "developer").map(fromRequest);
+}
+
+/** A message of pi's SessionManager context in the same shape. */
+function fromPiContext(message) {
+  const out = { role: message.role, text: textOf(message.content) };
+  if (message.role === "assistant") {
+    out.toolCalls = message.content.filter((part) => part.type === "toolCall").map((call) => ({ id: call.id, name: call.name, arguments: call.arguments }));
+  }
+  if (message.role === "toolResult") out.toolCallId = message.toolCallId;
+  return out;
+}
+
+/** pi's SessionManager (from the installed package) on `file`: its leaf and its context at `leaf`. */
+async function piContext(file, leafOf = (manager) => manager.getLeafId()) {
+  const { SessionManager, buildSessionContext } = await import(path.join(PI_PACKAGE_DIR, "dist", "core", "session-manager.js"));
+  const manager = SessionManager.open(file);
+  const leaf = leafOf(manager);
+  return { manager, leaf, messages: buildSessionContext(manager.getEntries(), leaf).messages.map(fromPiContext) };
+}
+
+function onlyRequest(model, phase) {
+  const requests = model.requests(phase);
+  assert.equal(requests.length, 1, `${phase}: expected one model request, got ${requests.length}`);
+  return requests[0];
+}
+
+function sessionFiles() {
+  const root = path.join(reinsHome, "sessions");
+  return fs.readdirSync(root).flatMap((dir) => fs.readdirSync(path.join(root, dir)).map((f) => path.join(root, dir, f)));
+}
+
+function entriesOf(file) {
+  return fs.readFileSync(file, "utf8").trim().split("\n").map((line) => JSON.parse(line));
+}
+
+// ---- the scenario ----
+
+function check(what, actual, expected) {
+  try {
+    assert.deepStrictEqual(actual, expected);
+  } catch {
+    throw new Error(`${what}: differs\n--- got\n${JSON.stringify(actual, null, 2)}\n--- expected\n${JSON.stringify(expected, null, 2)}`);
+  }
+  console.log(`ok - ${what}`);
+}
+
+async function main() {
+  fs.mkdirSync(workspace, { recursive: true });
+  fs.writeFileSync(path.join(workspace, "notes.txt"), "The secret word is tangerine.\n");
+  const model = await startModel();
+  try {
+    configurePi(model);
+
+    // reins writes a session: a read with its result and an answer, then a second run.
+    model.phase("reins-1");
+    await reins(model, ["run", "--json", "--yes", "--model", MODEL, PROMPTS.first]);
+    model.phase("reins-2");
+    await reins(model, ["run", "--json", "--yes", "--continue", "--model", MODEL, PROMPTS.second]);
+    const [file] = sessionFiles();
+    const userPrompts = entriesOf(file).filter((e) => e.type === "message" && e.message.role === "user").map((e) => textOf(e.message.content));
+    check("reins wrote one session file with two runs", { files: sessionFiles().length, userPrompts }, { files: 1, userPrompts: [PROMPTS.first, PROMPTS.second] });
+    const tree = await reinsJson(model, ["sessions", "tree", file]);
+
+    // Two copies of the two-run file: one pi reads in-process, one `pi -p` continues.
+    const forSessionManager = path.join(WORK_DIR, "two-runs.jsonl");
+    const forPiPrint = path.join(WORK_DIR, "two-runs-pi.jsonl");
+    fs.copyFileSync(file, forSessionManager);
+    fs.copyFileSync(file, forPiPrint);
+
+    // What reins sends for a third turn on that file.
+    model.phase("reins-3");
+    await reins(model, ["run", "--json", "--yes", "--continue", "--model", MODEL, PROMPTS.third]);
+    const reinsThird = conversationOf(onlyRequest(model, "reins-3"));
+    const history = reinsThird.slice(0, -1);
+    check("reins's third request is its history plus the new prompt", reinsThird.at(-1), { role: "user", text: PROMPTS.third });
+    check(
+      "that history holds the read call and its result with the same id",
+      history.filter((m) => m.role !== "user").map((m) => [m.role, m.toolCalls?.map((c) => c.id) ?? m.toolCallId ?? null]),
+      [["assistant", ["call_read_1"]], ["toolResult", "call_read_1"], ["assistant", []], ["assistant", []]],
+    );
+
+    // (a) pi's SessionManager on the two-run file: same leaf, same conversation.
+    const opened = await piContext(forSessionManager);
+    check("pi's SessionManager lands on the leaf reins reports", opened.leaf, tree.leaf);
+    check("pi's SessionManager context equals the history reins sends", opened.messages, history);
+
+    // The same comparison must fail on a file pi cannot read (pi then starts an empty session).
+    const broken = path.join(WORK_DIR, "broken.jsonl");
+    fs.writeFileSync(broken, fs.readFileSync(file, "utf8").split("\n").slice(1).join("\n"));
+    const brokenContext = await piContext(broken);
+    assert.notDeepStrictEqual(brokenContext.messages, history, "the check cannot tell a file pi fails to read from a good one");
+    console.log("ok - the comparison fails on a copy without its session header");
+
+    // (b) `pi -p --session FILE` continues the conversation: its request is reins's, prompt and all.
+    model.phase("pi");
+    const printed = await pi(["--session", forPiPrint, "-p", PROMPTS.third]);
+    check("pi printed the scripted answer", printed.trim(), "pi: it was tangerine.");
+    check("pi's request to the model equals reins's for the same turn", conversationOf(onlyRequest(model, "pi")), reinsThird);
+
+    // reins reads the file back after pi appended to it.
+    const afterPi = await reinsJson(model, ["sessions", "tree", forPiPrint]);
+    const piAnswer = afterPi.nodes.find((node) => node.id === afterPi.leaf);
+    check("reins reads the file pi continued, leaf at pi's answer", [piAnswer?.role, piAnswer?.preview], ["assistant", "pi: it was tangerine."]);
+
+    // A fork at run 1's answer: a new file (parentSession set) whose context pi rebuilds too.
+    const firstAnswer = tree.nodes.find((node) => node.role === "assistant" && node.preview === REPLIES[1].text);
+    model.phase("reins-fork");
+    await reins(model, ["run", "--json", "--yes", "--session", file, "--fork", firstAnswer.id, "--model", MODEL, PROMPTS.fork]);
+    const forkFile = sessionFiles().find((f) => f !== file);
+    const reinsFork = conversationOf(onlyRequest(model, "reins-fork"));
+    const lastAssistantParent = (manager) => manager.getEntries().filter((e) => e.type === "message" && e.message.role === "assistant").at(-1).parentId;
+    const forked = await piContext(forkFile, lastAssistantParent);
+    check("pi sees the fork's parent session", forked.manager.getHeader().parentSession, file);
+    check("pi's context of the fork equals reins's request in it", forked.messages, reinsFork);
+    check("the fork kept run 1 and left run 2 out", reinsFork.filter((m) => m.role === "user").map((m) => m.text), [PROMPTS.first, PROMPTS.fork]);
+  } finally {
+    model.stop();
+  }
+}
+
+await main();

@@ -3,8 +3,12 @@
 
 #[path = "lsp/docs.rs"]
 mod docs;
+#[path = "lsp/folders.rs"]
+mod folders;
 #[path = "lsp/review.rs"]
 mod review;
+#[path = "lsp/secrets.rs"]
+mod secrets;
 #[path = "lsp/settings.rs"]
 mod settings;
 #[path = "lsp/sync.rs"]

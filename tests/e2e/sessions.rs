@@ -112,7 +112,10 @@ async fn no_session_keeps_nothing_and_a_locked_session_is_refused() {
 async fn a_killed_run_loses_at_most_the_turn_in_progress() {
     let dir = workspace(&[("notes.txt", "one\ntwo\nthree\n")]);
     let turns = 12;
-    for attempt in 0..10u64 {
+    // A fixed pseudo-random sequence of kill times, so a failure can be replayed.
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    for attempt in 0..16u64 {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
         let script: Vec<Reply> = (0..turns)
             .map(|turn| {
                 Reply::tool_call(
@@ -129,22 +132,33 @@ async fn a_killed_run_loses_at_most_the_turn_in_progress() {
             .spawn()
             .unwrap();
         let stdout = child.stdout.take().unwrap();
-        // Kill at a different point each time: after 0..N turn_end events, mid-turn.
-        let kill_after = attempt as usize % turns;
+        // Even attempts kill right after the k-th save point (plus a few ms); odd ones at a
+        // random moment of the run, wherever it is: mid-stream, mid-tool or mid-flush.
+        let kill_after = attempt as usize / 2 % turns;
+        let kill_at = tokio::time::Instant::now() + Duration::from_millis(5 + (seed >> 33) % 600);
         let mut lines = BufReader::new(stdout).lines();
         let mut turn_ends = 0;
         let mut session_messages = 0;
-        while let Ok(Some(line)) = lines.next_line().await {
+        loop {
+            let line = if attempt % 2 == 1 {
+                match tokio::time::timeout_at(kill_at, lines.next_line()).await {
+                    Ok(line) => line,
+                    Err(_) => break,
+                }
+            } else {
+                lines.next_line().await
+            };
+            let Ok(Some(line)) = line else { break };
             let event: Value = serde_json::from_str(&line).unwrap();
             if event["type"] == "turn_end" {
                 turn_ends += 1;
                 session_messages = 1 + 2 * turn_ends; // the prompt, then a call and a result per turn
-                if turn_ends > kill_after {
+                if attempt % 2 == 0 && turn_ends > kill_after {
+                    tokio::time::sleep(Duration::from_millis(attempt % 4 * 7)).await;
                     break;
                 }
             }
         }
-        tokio::time::sleep(Duration::from_millis(attempt % 4 * 7)).await;
         child.start_kill().unwrap();
         let _ = child.wait().await;
 

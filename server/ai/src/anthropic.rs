@@ -12,14 +12,13 @@ mod wire;
 
 use async_trait::async_trait;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
-use tokio_util::bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
 use self::assemble::Assembler;
 use crate::message::{AssistantMessage, ProviderError, ProviderErrorKind};
 use crate::openai::http_error;
 use crate::provider::{ApiKey, EventSink, Provider, Request};
-use crate::transport::{Call, ClientOptions, Transport};
+use crate::transport::{ClientOptions, Outgoing, Transport};
 
 /// The API version this client speaks.
 const API_VERSION: &str = "2023-06-01";
@@ -70,25 +69,9 @@ impl Provider for Anthropic {
     async fn stream(&self, request: &Request, on_event: EventSink<'_>, cancel: &CancellationToken) -> AssistantMessage {
         let url = format!("{}/v1/messages", request.model.base_url.trim_end_matches('/'));
         tracing::debug!(url, model = request.model.id, messages = request.messages.len(), "messages request");
-        let mut assembler = Assembler::new(on_event);
         let body = serde_json::to_vec(&request::messages_request(request, self.thinking_budget));
-        let outcome = match (body, self.headers()) {
-            // Anthropic's error body `{"type": "error", "error": {"type", "message"}}` has the
-            // `error.message` the OpenAI reader looks for, and the same "prompt is too long".
-            (Ok(body), Ok(headers)) => {
-                let call = Call { url: &url, headers, body: Bytes::from(body), http_error };
-                self.transport.stream(&call, &mut assembler, cancel).await
-            }
-            (Err(error), _) => {
-                Err(ProviderError::new(ProviderErrorKind::Protocol, format!("cannot encode the request: {error}")))
-            }
-            (_, Err(error)) => Err(error),
-        };
-        let mut message = assembler.into_message(&request.model, outcome.err());
-        if let Some(error) = &mut message.error {
-            error.message = self.transport.redact(&error.message);
-            tracing::debug!(url, kind = ?error.kind, status = error.status, "model call failed: {}", error.message);
-        }
-        message
+        let assembler = Assembler::new(on_event);
+        let outgoing = Outgoing { url: &url, body, headers: self.headers(), http_error };
+        self.transport.call(outgoing, assembler, &request.model, cancel).await
     }
 }

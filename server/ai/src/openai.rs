@@ -11,14 +11,13 @@ mod wire;
 
 use async_trait::async_trait;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
-use tokio_util::bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
 use self::assemble::Assembler;
 pub(crate) use self::errors::http_error;
 use crate::message::{AssistantMessage, ProviderError, ProviderErrorKind};
 use crate::provider::{ApiKey, EventSink, Provider, Request};
-use crate::transport::{Call, ClientOptions, Transport};
+use crate::transport::{ClientOptions, Outgoing, Transport};
 
 /// A Chat Completions client; one per API key, shared by all calls.
 #[derive(Debug)]
@@ -51,22 +50,9 @@ impl Provider for OpenAiCompatible {
     async fn stream(&self, request: &Request, on_event: EventSink<'_>, cancel: &CancellationToken) -> AssistantMessage {
         let url = format!("{}/chat/completions", request.model.base_url.trim_end_matches('/'));
         tracing::debug!(url, model = request.model.id, messages = request.messages.len(), "chat completions request");
-        let mut assembler = Assembler::new(on_event);
-        let outcome = match (serde_json::to_vec(&request::chat_request(request)), self.headers()) {
-            (Ok(body), Ok(headers)) => {
-                let call = Call { url: &url, headers, body: Bytes::from(body), http_error };
-                self.transport.stream(&call, &mut assembler, cancel).await
-            }
-            (Err(error), _) => {
-                Err(ProviderError::new(ProviderErrorKind::Protocol, format!("cannot encode the request: {error}")))
-            }
-            (_, Err(error)) => Err(error),
-        };
-        let mut message = assembler.into_message(&request.model, outcome.err());
-        if let Some(error) = &mut message.error {
-            error.message = self.transport.redact(&error.message);
-            tracing::debug!(url, kind = ?error.kind, status = error.status, "model call failed: {}", error.message);
-        }
-        message
+        let body = serde_json::to_vec(&request::chat_request(request));
+        let assembler = Assembler::new(on_event);
+        let outgoing = Outgoing { url: &url, body, headers: self.headers(), http_error };
+        self.transport.call(outgoing, assembler, &request.model, cancel).await
     }
 }

@@ -12,7 +12,8 @@ use reqwest::header::{HeaderMap, RETRY_AFTER};
 use tokio_util::bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
-use crate::message::{ProviderError, ProviderErrorKind};
+use crate::message::{AssistantMessage, ProviderError, ProviderErrorKind};
+use crate::model::Model;
 use crate::provider::ApiKey;
 use crate::retry::{self, Backoff};
 use crate::sse::{SseEvent, SseParser};
@@ -40,6 +41,15 @@ pub(crate) struct Transport {
 }
 
 /// One streaming call: where, with which headers and body, and how to read an error response.
+/// A model call as a provider prepares it; encoding failures are carried to the message.
+pub(crate) struct Outgoing<'a> {
+    pub url: &'a str,
+    pub body: serde_json::Result<Vec<u8>>,
+    pub headers: Result<HeaderMap, ProviderError>,
+    /// The error for a non-success status and its body.
+    pub http_error: fn(u16, &[u8]) -> ProviderError,
+}
+
 pub(crate) struct Call<'a> {
     pub url: &'a str,
     /// Everything but the body's framing, including the provider's auth header.
@@ -66,6 +76,8 @@ pub(crate) trait Assemble {
     fn on_event(&mut self, event: &SseEvent) -> Step;
     /// Whether the answer is known to be whole, so a stream that ends or breaks now lost nothing.
     fn is_complete(&self) -> bool;
+    /// The message: what arrived, with `error` (if the call failed) deciding the stop reason.
+    fn into_message(self, model: &Model, error: Option<ProviderError>) -> AssistantMessage;
 }
 
 /// How one attempt failed, and whether another may succeed.
@@ -106,6 +118,34 @@ impl Transport {
             true => text.to_string(),
             false => text.replace(self.api_key.expose(), "<redacted>"),
         }
+    }
+
+    /// One model call, start to end: sends the encoded `body` with `headers` to `url`, streams
+    /// the answer into `assembler`, and returns its message, any error in it redacted.
+    pub async fn call<A: Assemble>(
+        &self,
+        outgoing: Outgoing<'_>,
+        mut assembler: A,
+        model: &Model,
+        cancel: &CancellationToken,
+    ) -> AssistantMessage {
+        let Outgoing { url, body, headers, http_error } = outgoing;
+        let outcome = match (body, headers) {
+            (Ok(body), Ok(headers)) => {
+                let call = Call { url, headers, body: Bytes::from(body), http_error };
+                self.stream(&call, &mut assembler, cancel).await
+            }
+            (Err(error), _) => {
+                Err(ProviderError::new(ProviderErrorKind::Protocol, format!("cannot encode the request: {error}")))
+            }
+            (_, Err(error)) => Err(error),
+        };
+        let mut message = assembler.into_message(model, outcome.err());
+        if let Some(error) = &mut message.error {
+            error.message = self.redact(&error.message);
+            tracing::debug!(url, kind = ?error.kind, status = error.status, "model call failed: {}", error.message);
+        }
+        message
     }
 
     /// Makes attempts (retrying transient failures) until one streams into `assembler` to its end.

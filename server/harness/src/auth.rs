@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -96,14 +97,24 @@ pub fn run_key_command(command: &str, timeout: Duration) -> Result<ApiKey, Strin
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
+        // Its own process group, so a timeout stops whatever the command started too.
+        .process_group(0)
         .spawn()
         .map_err(|e| format!("api_key_command could not start: {e}"))?;
+    // Read while it runs: a command that prints more than a pipe holds would otherwise block.
+    let reader = child.stdout.take().map(|mut stdout| {
+        std::thread::spawn(move || {
+            let mut output = String::new();
+            stdout.read_to_string(&mut output).map(|_| output)
+        })
+    });
     let started = Instant::now();
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
             Ok(None) if started.elapsed() >= timeout => {
-                let _ = child.kill();
+                let group = nix::unistd::Pid::from_raw(child.id() as i32);
+                let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
                 let _ = child.wait();
                 return Err(format!("api_key_command took longer than {}s and was stopped", timeout.as_secs()));
             }
@@ -111,10 +122,11 @@ pub fn run_key_command(command: &str, timeout: Duration) -> Result<ApiKey, Strin
             Err(e) => return Err(format!("api_key_command: {e}")),
         }
     };
-    let mut output = String::new();
-    if let Some(mut stdout) = child.stdout.take() {
-        stdout.read_to_string(&mut output).map_err(|e| format!("api_key_command output: {e}"))?;
-    }
+    let output = match reader.map(|reader| reader.join()) {
+        Some(Ok(Ok(output))) => output,
+        Some(Ok(Err(e))) => return Err(format!("api_key_command output: {e}")),
+        _ => String::new(),
+    };
     if !status.success() {
         return Err(format!("api_key_command failed ({status})"));
     }
@@ -190,6 +202,24 @@ mod tests {
         );
         let err = run_key_command("sleep 5", Duration::from_millis(100)).unwrap_err();
         assert_eq!(err, "api_key_command took longer than 0s and was stopped");
+    }
+
+    #[test]
+    fn key_command_output_larger_than_a_pipe_does_not_stall() {
+        let started = Instant::now();
+        let key = run_key_command("echo sk-big; head -c 300000 /dev/zero | tr '\\0' x", KEY_COMMAND_TIMEOUT);
+        assert_eq!(key.unwrap().expose(), "sk-big");
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_timed_out_key_command_takes_its_children_along() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("survived");
+        let command = format!("(sleep 1; touch {}) & sleep 5", marker.display());
+        assert!(run_key_command(&command, Duration::from_millis(200)).is_err());
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(!marker.exists(), "the background child outlived the timeout");
     }
 
     #[test]

@@ -19,7 +19,7 @@ use crate::approval::{ApprovalGate, ApprovalPolicy, Approver};
 use crate::compaction::{AutoCompact, SessionHooks, branch_messages, compact_file, near_window, overflowed};
 use crate::error::HarnessError;
 use crate::prompt::{PromptInputs, build_system_prompt};
-use crate::sessions::{SessionInfo, SessionRecorder, SessionTreeView};
+use crate::sessions::{SessionInfo, SessionListing, SessionRecorder, SessionTreeView};
 use crate::settings::Settings;
 use crate::summary::branch_summary;
 
@@ -89,6 +89,7 @@ pub struct Harness {
     settings: RwLock<Arc<Settings>>,
     store: SessionStore,
     sessions: Mutex<HashMap<SessionId, Arc<LiveSession>>>,
+    listing: Mutex<SessionListing>,
     counter: AtomicU64,
 }
 
@@ -105,7 +106,14 @@ impl Harness {
     pub fn new(options: HarnessOptions) -> Arc<Self> {
         let store = SessionStore::new(options.settings.data_dir.join("sessions"));
         let settings = RwLock::new(Arc::new(options.settings.clone()));
-        Arc::new(Self { options, settings, store, sessions: Mutex::new(HashMap::new()), counter: AtomicU64::new(0) })
+        Arc::new(Self {
+            options,
+            settings,
+            store,
+            sessions: Mutex::new(HashMap::new()),
+            listing: Mutex::default(),
+            counter: AtomicU64::new(0),
+        })
     }
 
     /// The settings in force.
@@ -134,8 +142,8 @@ impl Harness {
     // ----- sessions -----
 
     /// Starts a new, empty session with the configured model.
-    pub fn new_session(&self, name: Option<String>) -> Result<SessionId, HarnessError> {
-        let model = self.settings().resolve_model(None);
+    pub fn new_session(&self, name: Option<String>, model: Option<&str>) -> Result<SessionId, HarnessError> {
+        let model = self.settings().resolve_model(model.filter(|model| !model.trim().is_empty()));
         if !self.options.persist {
             let id = format!("mem-{}-{:x}", self.next(), now_ms());
             return Ok(self.go_live(id, None, model, Vec::new()));
@@ -180,8 +188,7 @@ impl Harness {
         if !self.options.persist {
             return Ok(Vec::new());
         }
-        let list = self.store.list(&self.cwd()).map_err(session_error)?;
-        Ok(list.into_iter().map(SessionInfo::from).collect())
+        Ok(lock(&self.listing).list(&self.store.dir_for(&self.cwd())))
     }
 
     /// The tree of a session by id (or unique prefix) or path, read without opening it.
@@ -410,13 +417,20 @@ impl Harness {
         lock(&self.sessions).keys().cloned().collect()
     }
 
-    /// Switches the model of a session; takes effect at its next turn and is recorded in the file.
+    /// Switches the model of a session; takes effect at its next turn and is recorded in the file
+    /// (when it changes).
     pub fn set_model(&self, session_id: &str, model_id: &str) -> Result<Model, HarnessError> {
         if model_id.trim().is_empty() {
             return Err(HarnessError::InvalidArgument("the model id is empty".into()));
         }
         let session = self.session(session_id)?;
         let model = self.settings().resolve_model(Some(model_id));
+        let current = session.agent.context().model;
+        if (current.provider.as_str(), current.id.as_str()) == (model.provider.as_str(), model.id.as_str()) {
+            // Nothing changes, and the file needs no entry saying so.
+            session.agent.set_model(model.clone());
+            return Ok(model);
+        }
         if let Some(file) = &session.file {
             let mut file = lock(file);
             file.append(EntryKind::ModelChange { provider: model.provider.clone(), model_id: model.id.clone() })

@@ -1,12 +1,14 @@
 //! Sessions as the harness shows them: listings, trees, and the recorder that writes a run's
 //! messages to the session file at save points.
 
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::UNIX_EPOCH;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use reins_agent::AgentEvent;
 use reins_ai::{Content, Message, Usage};
-use reins_session::{Durability, EntryKind, SessionFile, SessionSummary, SessionTree};
+use reins_session::{Durability, EntryKind, SessionFile, SessionSummary, SessionTree, summarize};
 use serde::Serialize;
 
 use crate::runtime::lock;
@@ -40,6 +42,46 @@ impl From<SessionSummary> for SessionInfo {
             usage: total_usage(&summary.path),
             parent_session: summary.parent_session,
         }
+    }
+}
+
+/// Listings of a workspace's sessions, re-reading only the files that changed since the last
+/// listing (editors ask often; a session file can be tens of megabytes).
+#[derive(Default)]
+pub struct SessionListing {
+    known: HashMap<PathBuf, (SystemTime, u64, SessionInfo)>,
+}
+
+impl SessionListing {
+    /// The sessions in `dir`, newest first.
+    pub fn list(&mut self, dir: &Path) -> Vec<SessionInfo> {
+        let Ok(read) = std::fs::read_dir(dir) else {
+            self.known.clear();
+            return Vec::new();
+        };
+        let mut seen: HashMap<PathBuf, (SystemTime, u64, SessionInfo)> = HashMap::new();
+        for path in read.filter_map(Result::ok).map(|entry| entry.path()) {
+            if path.extension().is_none_or(|ext| ext != "jsonl") {
+                continue;
+            }
+            let Ok(meta) = std::fs::metadata(&path) else { continue };
+            let stamp = (meta.modified().unwrap_or(UNIX_EPOCH), meta.len());
+            let info = match self.known.remove(&path) {
+                Some((modified, len, info)) if (modified, len) == stamp => info,
+                _ => match summarize(&path) {
+                    Ok(summary) => SessionInfo::from(summary),
+                    Err(err) => {
+                        tracing::warn!("{err}; the session is left out of the list");
+                        continue;
+                    }
+                },
+            };
+            seen.insert(path, (stamp.0, stamp.1, info));
+        }
+        self.known = seen;
+        let mut list: Vec<SessionInfo> = self.known.values().map(|(_, _, info)| info.clone()).collect();
+        list.sort_by(|a, b| b.modified.cmp(&a.modified).then_with(|| b.path.cmp(&a.path)));
+        list
     }
 }
 
@@ -219,5 +261,51 @@ impl SessionRecorder {
         if let Err(err) = result {
             tracing::error!("could not save the session {}: {err}", file.path().display());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use reins_ai::Message;
+    use reins_session::SessionStore;
+
+    use super::*;
+
+    #[test]
+    fn listing_rereads_only_changed_files_and_drops_deleted_ones() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(tmp.path());
+        let cwd = Path::new("/w");
+        let mut first = store.create(cwd, None).unwrap();
+        first.append_message(&Message::user("first")).unwrap();
+        first.flush().unwrap();
+        let mut second = store.create(cwd, None).unwrap();
+        second.append_message(&Message::user("second")).unwrap();
+        second.flush().unwrap();
+
+        let mut listing = SessionListing::default();
+        let firsts = |list: &[SessionInfo]| {
+            let mut names: Vec<String> = list.iter().filter_map(|s| s.first_message.clone()).collect();
+            names.sort();
+            names
+        };
+        assert_eq!(firsts(&listing.list(&store.dir_for(cwd))), ["first", "second"]);
+
+        // A cached entry that no longer matches its file is read again.
+        second.append_message(&Message::user("more")).unwrap();
+        second.flush().unwrap();
+        let list = listing.list(&store.dir_for(cwd));
+        let counts: Vec<usize> = {
+            let mut counts: Vec<usize> = list.iter().map(|s| s.entry_count).collect();
+            counts.sort();
+            counts
+        };
+        assert_eq!(counts, [1, 2]);
+
+        let first_path = first.path().to_path_buf();
+        drop(first);
+        std::fs::remove_file(first_path).unwrap();
+        assert_eq!(firsts(&listing.list(&store.dir_for(cwd))), ["second"]);
+        assert!(listing.list(&tmp.path().join("missing")).is_empty());
     }
 }

@@ -113,7 +113,11 @@ fn main() -> ExitCode {
 }
 
 fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("REINS_LOG")
+    let mut filter = tracing_subscriber::EnvFilter::try_from_env("REINS_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // The LSP framework traces every frame whole, and the client's settings carry API keys.
+    if let Ok(quiet) = "tower_lsp_server::codec=off".parse() {
+        filter = filter.add_directive(quiet);
+    }
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
 }

@@ -126,12 +126,8 @@ async fn run(args: RunArgs) -> ExitCode {
         settings,
     });
 
-    let started = choose_session(&harness, &args.session).and_then(|session| {
-        if let Some(model) = &args.model {
-            harness.set_model(&session, model)?;
-        }
-        harness.send(&session, vec![Content::text(args.prompt.clone())])
-    });
+    let started = choose_session(&harness, &args.session, args.model.as_deref())
+        .and_then(|session| harness.send(&session, vec![Content::text(args.prompt.clone())]));
     let started = match started {
         Ok(started) => started,
         Err(err) => return fail(&err.to_string()),
@@ -176,14 +172,15 @@ pub fn load_settings(root: &std::path::Path) -> Settings {
     settings
 }
 
-fn choose_session(harness: &Harness, choice: &SessionChoice) -> Result<SessionId, HarnessError> {
-    match choice {
-        SessionChoice::New | SessionChoice::None => harness.new_session(None),
+/// The session to run in; `model` switches it (a new session starts with it).
+fn choose_session(harness: &Harness, choice: &SessionChoice, model: Option<&str>) -> Result<SessionId, HarnessError> {
+    let session = match choice {
+        SessionChoice::New | SessionChoice::None => return harness.new_session(None, model),
         SessionChoice::Continue => match harness.continue_recent()? {
-            Some(session) => Ok(session),
-            None => harness.new_session(None),
+            Some(session) => session,
+            None => return harness.new_session(None, model),
         },
-        SessionChoice::Open(id_or_path) => harness.open_session(id_or_path),
+        SessionChoice::Open(id_or_path) => harness.open_session(id_or_path)?,
         SessionChoice::Fork { session, entry_id } => {
             let source = match session {
                 Some(id_or_path) => harness.open_session(id_or_path)?,
@@ -191,9 +188,13 @@ fn choose_session(harness: &Harness, choice: &SessionChoice) -> Result<SessionId
                     HarnessError::InvalidArgument("--fork needs a session: there is none in this workspace".into())
                 })?,
             };
-            harness.fork(&source, entry_id)
+            harness.fork(&source, entry_id)?
         }
+    };
+    if let Some(model) = model {
+        harness.set_model(&session, model)?;
     }
+    Ok(session)
 }
 
 fn print_json_event(event: &AgentEvent) {

@@ -20,7 +20,13 @@ struct Example {
 
 /// Commands that cannot succeed in this scripted setting; they must still be *accepted* (fail
 /// for a reason other than `invalid_argument`), and their documented result is not compared.
-const MAY_FAIL: &[&str] = &["reins.chat.steer", "reins.chat.followUp", "reins.session.compact"];
+/// `compact` comes after `navigate` moved the session's leaf to its first message, so there is
+/// nothing to compact (compaction itself is tested in tests/e2e/compaction.rs).
+const MAY_FAIL: &[&str] = &["reins.session.compact"];
+
+/// Commands that need a run in progress in the session they name: they are sent while one is
+/// held (see [`HeldRun`]).
+const NEED_A_RUN: &[&str] = &["reins.chat.steer", "reins.chat.followUp"];
 
 fn examples() -> Vec<Example> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../protocol-docs");
@@ -96,6 +102,13 @@ fn same_shape(documented: &Value, actual: &Value, path: &str) -> Result<(), Stri
     }
 }
 
+/// A run of the examples' session held in progress by a pending edit (no clock involved), so
+/// `steer` and `followUp` have a run to queue for.
+struct HeldRun {
+    run_id: String,
+    edit_id: String,
+}
+
 /// Live ids and URIs that stand in for the examples' ones.
 struct Live<'a> {
     session_id: &'a str,
@@ -142,6 +155,32 @@ async fn pending_edit(lsp: &super::Session, old: &str, new: &str) -> (String, St
     (run_id, proposed["params"]["event"]["edit"]["id"].as_str().unwrap().to_string())
 }
 
+/// Starts a run in `session_id` whose model proposes an edit, and waits for the proposal.
+async fn hold_a_run(lsp: &super::Session, session_id: &str) -> HeldRun {
+    let edits = json!([{"oldText": "// the answer", "newText": "// held"}]);
+    lsp.server.push(Reply::tool_call("call_3", "edit", json!({"path": "src/lib.rs", "edits": edits})));
+    let started =
+        lsp.client.command("reins.chat.send", json!({"text": "hold on", "sessionId": session_id})).await.unwrap();
+    let run_id = started["runId"].as_str().unwrap().to_string();
+    let proposed = lsp
+        .client
+        .wait_for(WAIT, |n| n["params"]["runId"] == run_id && n["params"]["event"]["type"] == "edit_proposed")
+        .await
+        .unwrap();
+    HeldRun { run_id, edit_id: proposed["params"]["event"]["edit"]["id"].as_str().unwrap().to_string() }
+}
+
+/// Lets the held run go on (its edit rejected) with `replies` for its next model calls, waits for
+/// its end, and returns the last user text of each model request it made after the hold.
+async fn release(lsp: &super::Session, held: HeldRun, replies: usize) -> Vec<String> {
+    let before = lsp.server.chat_requests().len();
+    (0..replies).for_each(|_| lsp.server.push(Reply::text("ok")));
+    lsp.client.command("reins.edit.reject", json!({"id": held.edit_id, "reason": "not now"})).await.unwrap();
+    let events = lsp.run_events(&held.run_id).await;
+    assert_eq!(events.last().unwrap()["reason"], "final_answer");
+    lsp.server.chat_requests()[before..].iter().map(|request| super::last_user_text(&request.body)).collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_documented_example_matches_the_server() {
     let examples = examples();
@@ -167,19 +206,32 @@ async fn every_documented_example_matches_the_server() {
         .to_string();
 
     // Two pending edits of the open file, from two sessions: one to accept, one to reject. Each
-    // run's next model call, after the decision, gets one of the two replies pushed here.
+    // run's next model call, after the decision, gets the reply pushed just before it.
     let (accept_run, accept_id) = pending_edit(&lsp, "\"42\"", "42").await;
     let (reject_run, reject_id) = pending_edit(&lsp, "// the answer", "// The answer").await;
-    lsp.server.push(Reply::text("ok"));
-    lsp.server.push(Reply::text("ok"));
 
     let mut results: std::collections::HashMap<String, Value> = Default::default();
+    let mut held: Option<HeldRun> = None;
+    let mut queued: Vec<String> = Vec::new();
     for example in examples.iter().filter(|e| e.kind == "command" || e.kind == "request") {
         let edit_id = if example.name == "reins.edit.reject" { &reject_id } else { &accept_id };
         let live = Live { session_id: &session_id, entry_id: &entry_id, uri: &uri, edit_id };
         let params = substitute(&example.json, &live);
+        let needs_a_run = NEED_A_RUN.contains(&example.name.as_str());
+        if needs_a_run && held.is_none() {
+            held = Some(hold_a_run(&lsp, &session_id).await);
+        } else if !needs_a_run && let Some(run) = held.take() {
+            // One more model call per queued message: each is a turn of its own.
+            let seen = release(&lsp, run, queued.len()).await;
+            assert_eq!(seen, queued, "the queued messages reached the model, in order");
+        }
+        if needs_a_run {
+            queued.push(params["text"].as_str().unwrap().to_string());
+        }
         let answer = if example.kind == "command" {
-            if ["reins.chat.send", "reins.ask"].contains(&example.name.as_str()) {
+            if ["reins.chat.send", "reins.ask", "reins.edit.accept", "reins.edit.reject"]
+                .contains(&example.name.as_str())
+            {
                 lsp.server.push(Reply::text("ok"));
             }
             lsp.client.command(&example.name, params).await
@@ -210,6 +262,12 @@ async fn every_documented_example_matches_the_server() {
             }
         }
     }
+
+    if let Some(run) = held.take() {
+        let seen = release(&lsp, run, queued.len()).await;
+        assert_eq!(seen, queued, "the queued messages reached the model, in order");
+    }
+    assert_eq!(queued.len(), NEED_A_RUN.len(), "every command that needs a run was sent to a held one");
 
     // The decided edits' runs go on to their end (and `edit_resolved` of the accepted one
     // follows the editor's answer to applyEdit).

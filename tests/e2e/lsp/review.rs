@@ -384,3 +384,30 @@ async fn an_edit_the_editor_refuses_is_reported_as_failed() {
     let result = tool_result(&lsp, 1);
     assert!(result.ends_with("was not applied: the buffer is read-only"), "{result}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loose_match_shows_its_note_in_the_proposal() {
+    // The file has trailing spaces and a typographic quote; the model's oldText has neither.
+    let file = "fn a() -> u32 {   \n    1\n}\n// it’s b\nfn b() -> u32 {\n    2\n}\n";
+    let replies = vec![
+        edit_lib("c1", &[("fn a() -> u32 {\n    1", "fn a() -> u32 {\n    10"), ("// it's b", "// it's bee")]),
+        Reply::text("done"),
+    ];
+    let lsp = start(&[("src/lib.rs", file)], replies, json!({"approval": {"edit": "ask"}})).await;
+    lsp.open("src/lib.rs", "rust", file).await;
+    let (run_id, edit) = propose(&lsp, "bigger", None).await;
+    expect![[r#"["edits[0]: matched after ignoring trailing whitespace","edits[1]: matched after treating typographic quotes, dashes and Unicode spaces as their ASCII forms"]"#]].assert_eq(&edit["notes"].to_string());
+    expect![[r#"
+        0 1:4-1:5 "1" -> "10"
+        1 3:5-3:9 "’s b" -> "'s bee""#]]
+    .assert_eq(&hunks(&edit));
+    lsp.client.command("reins.edit.accept", json!({"id": edit["id"]})).await.unwrap();
+    lsp.run_events(&run_id).await;
+    // The model is told too (the diff that follows keeps the file's trailing spaces).
+    let result = tool_result(&lsp, 1);
+    expect![[r#"
+        Edited src/lib.rs: 2 replacements
+        Note: edits[0]: matched after ignoring trailing whitespace
+        Note: edits[1]: matched after treating typographic quotes, dashes and Unicode spaces as their ASCII forms"#]]
+    .assert_eq(&result.lines().take(3).collect::<Vec<_>>().join("\n"));
+}

@@ -60,6 +60,8 @@ struct Shared {
     server_requests: Mutex<Vec<Value>>,
     /// Answers to responses with a null id (the server could not read a message).
     orphan_errors: Mutex<Vec<Value>>,
+    /// The body of every frame the server sent, as text, in arrival order.
+    received: Mutex<Vec<String>>,
     /// What `workspace/applyEdit` is answered with.
     apply_edit_answer: Mutex<Option<Value>>,
     arrived: Notify,
@@ -174,6 +176,12 @@ impl LspClient {
         lock(&self.shared.orphan_errors).clone()
     }
 
+    /// The body of every frame the server sent so far (answers, requests, notifications and
+    /// frames that are not JSON alike), as text: for checking that something never went out.
+    pub fn received(&self) -> Vec<String> {
+        lock(&self.shared.received).clone()
+    }
+
     /// Sets the answer to `workspace/applyEdit` (default `{"applied": true}`).
     pub fn answer_apply_edit_with(&self, answer: Value) {
         *lock(&self.shared.apply_edit_answer) = Some(answer);
@@ -242,6 +250,7 @@ pub fn file_uri(path: &Path) -> String {
 async fn read_loop(read: impl AsyncRead + Unpin, shared: Arc<Shared>, writer: Arc<tokio::sync::Mutex<Writer>>) {
     let mut reader = tokio::io::BufReader::new(read);
     while let Ok(Some(body)) = framing::read_frame(&mut reader).await {
+        lock(&shared.received).push(String::from_utf8_lossy(&body).into_owned());
         let Ok(message) = serde_json::from_slice::<Value>(&body) else { continue };
         let method = message.get("method").and_then(Value::as_str).map(str::to_string);
         let id = message.get("id").cloned().filter(|id| !id.is_null());

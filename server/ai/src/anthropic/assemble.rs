@@ -212,6 +212,10 @@ impl Assemble for Assembler<'_> {
     fn is_complete(&self) -> bool {
         self.stopped || self.stop_reason.is_some()
     }
+
+    fn into_message(self, model: &Model, error: Option<ProviderError>) -> AssistantMessage {
+        Assembler::into_message(self, model, error)
+    }
 }
 
 impl Block {

@@ -209,6 +209,10 @@ impl Assemble for Assembler<'_> {
     fn is_complete(&self) -> bool {
         Assembler::is_complete(self)
     }
+
+    fn into_message(self, model: &Model, error: Option<ProviderError>) -> AssistantMessage {
+        Assembler::into_message(self, model, error)
+    }
 }
 
 impl Block {

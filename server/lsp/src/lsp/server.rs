@@ -301,7 +301,7 @@ impl State {
 
     /// A new session, with the default model of the settings in force.
     pub fn new_session(&self, name: Option<String>) -> Result<String> {
-        self.harness()?.new_session(name).map_err(to_proto::harness_error)
+        self.harness()?.new_session(name, None).map_err(to_proto::harness_error)
     }
 
     /// Puts `settings` in force: the next model calls route by them, and the harness resolves

@@ -1,0 +1,78 @@
+//! Workspace folders the client adds and removes: the agent's tools reach a folder's files
+//! exactly while it is one of the workspace's, whether the client names it by its real path or
+//! through a symlink.
+
+use lsp_client::file_uri;
+use scripted_llm::Reply;
+use serde_json::{Value, json};
+
+use super::{Session, start};
+
+/// Has the agent `read` `path` (in a new chat) and returns the tool result the model saw next.
+async fn read_through_agent(lsp: &Session, path: &str) -> String {
+    let before = lsp.server.chat_requests().len();
+    lsp.server.push(Reply::tool_call("r1", "read", json!({"path": path})));
+    lsp.server.push(Reply::text("read it"));
+    let started = lsp.client.command("reins.chat.send", json!({"text": "read that file"})).await.unwrap();
+    lsp.run_events(started["runId"].as_str().unwrap()).await;
+    let requests = lsp.server.chat_requests();
+    assert_eq!(requests.len(), before + 2);
+    let messages = requests[before + 1].body["messages"].as_array().unwrap();
+    let tool = messages.iter().rev().find(|m| m["role"] == "tool").unwrap();
+    match &tool["content"] {
+        Value::String(text) => text.clone(),
+        parts => parts.as_array().unwrap().iter().filter_map(|p| p["text"].as_str()).collect(),
+    }
+}
+
+/// `workspace/didChangeWorkspaceFolders` adding and removing one folder each (either may be
+/// absent).
+async fn change_folders(lsp: &Session, added: Option<&std::path::Path>, removed: Option<&std::path::Path>) {
+    let folder = |path: &std::path::Path| json!({"uri": file_uri(path), "name": "second"});
+    let event = json!({"added": added.map(folder).into_iter().collect::<Vec<_>>(),
+        "removed": removed.map(folder).into_iter().collect::<Vec<_>>()});
+    lsp.client.notify("workspace/didChangeWorkspaceFolders", json!({"event": event})).await;
+}
+
+/// Whether a tool result is the refusal of a path outside the workspace.
+fn refused(result: &str) -> bool {
+    result.contains("is outside the workspace")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_added_folder_is_readable_until_it_is_removed() {
+    let lsp = start(&[("main.txt", "main\n")], vec![], json!({})).await;
+    let elsewhere = tempfile::tempdir().unwrap();
+    let second = elsewhere.path().join("second");
+    std::fs::create_dir(&second).unwrap();
+    std::fs::write(second.join("notes.txt"), "the second folder's notes\n").unwrap();
+    let notes = second.join("notes.txt");
+    let notes = notes.to_str().unwrap();
+
+    let before = read_through_agent(&lsp, notes).await;
+    assert!(refused(&before), "{before}");
+
+    change_folders(&lsp, Some(&second), None).await;
+    let added = read_through_agent(&lsp, notes).await;
+    assert!(added.contains("the second folder's notes"), "{added}");
+    // The first folder is still there.
+    let main = read_through_agent(&lsp, "main.txt").await;
+    assert!(main.contains("main"), "{main}");
+
+    change_folders(&lsp, None, Some(&second)).await;
+    let removed = read_through_agent(&lsp, notes).await;
+    assert!(refused(&removed), "{removed}");
+
+    // Named through a symlink (as a macOS temp dir is, /var → /private/var): removing it by the
+    // same name removes it.
+    let link = elsewhere.path().join("link");
+    std::os::unix::fs::symlink(&second, &link).unwrap();
+    let through_link = link.join("notes.txt");
+    let through_link = through_link.to_str().unwrap();
+    change_folders(&lsp, Some(&link), None).await;
+    let added = read_through_agent(&lsp, through_link).await;
+    assert!(added.contains("the second folder's notes"), "{added}");
+    change_folders(&lsp, None, Some(&link)).await;
+    let removed = read_through_agent(&lsp, through_link).await;
+    assert!(refused(&removed), "{removed}");
+}

@@ -5,7 +5,7 @@
 //! earlier line. The OS lock (taken at open, released on drop) keeps a second writer out.
 
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::{IoSlice, Read, Write};
 use std::path::{Path, PathBuf};
 
 use reins_ai::Message;
@@ -13,10 +13,12 @@ use serde_json::{Map, Value};
 
 use crate::context::SessionContext;
 use crate::error::SessionError;
-use crate::format::{Entry, EntryKind, EntryTag, Header};
+use crate::format::{Entry, EntryKind, Header};
 use crate::store::{file_name, open_locked};
-use crate::time::{new_entry_id, new_session_id, now_iso};
+use crate::time::{new_entry_id, now_iso};
 use crate::tree::SessionTree;
+
+mod fork;
 
 pub struct SessionFile {
     tree: SessionTree,
@@ -73,31 +75,34 @@ impl SessionFile {
         durability: Durability,
         build: impl FnOnce(&mut SessionTree) -> Result<(), SessionError>,
     ) -> Result<SessionFile, SessionError> {
-        std::fs::create_dir_all(dir).map_err(|error| SessionError::io(dir, error))?;
-        let path = dir.join(file_name(&header));
-        let mut tree = SessionTree::empty(path.clone(), header);
+        let mut tree = SessionTree::empty(dir.join(file_name(&header)), header);
         build(&mut tree)?;
+        SessionFile::write_new(tree, durability)
+    }
+
+    /// Writes a new file at `tree`'s path holding its header and entries, in one write, and
+    /// returns it locked. The file is synced unless `durability` says to only write it.
+    pub(crate) fn write_new(tree: SessionTree, durability: Durability) -> Result<SessionFile, SessionError> {
+        let path = tree.path().to_path_buf();
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        std::fs::create_dir_all(&dir).map_err(|error| SessionError::io(&dir, error))?;
         let mut header_line = tree.header().to_line().into_bytes();
         header_line.push(b'\n');
         let mut file = open_locked(&path, true)?;
-        // Two writes rather than one copy of what may be tens of megabytes; the file is new and
-        // nobody reads it before this returns.
-        file.write_all(&header_line)
-            .and_then(|()| file.write_all(tree.tail()))
-            .map_err(|error| SessionError::io(&path, error))?;
+        // The lines are written from where they are (a fork shares its source's bytes) rather than
+        // from one copy of what may be tens of megabytes; the file is new and nobody reads it
+        // before this returns.
+        let mut parts = vec![header_line.as_slice()];
+        parts.extend(tree.base_runs());
+        parts.push(tree.tail());
+        let file_len: usize = parts.iter().map(|part| part.len()).sum();
+        write_all_parts(&mut file, &parts).map_err(|error| SessionError::io(&path, error))?;
         if durability == Durability::Sync {
             file.sync_data().map_err(|error| SessionError::io(&path, error))?;
-            sync_dir(dir);
+            sync_dir(&dir);
         }
         let flushed = tree.tail().len();
-        Ok(SessionFile {
-            tree,
-            file,
-            flushed,
-            file_len: (header_line.len() + flushed) as u64,
-            needs_newline: false,
-            durability,
-        })
+        Ok(SessionFile { tree, file, flushed, file_len: file_len as u64, needs_newline: false, durability })
     }
 
     pub fn set_durability(&mut self, durability: Durability) {
@@ -227,51 +232,6 @@ impl SessionFile {
         let parent = self.tree.leaf().map(str::to_string);
         self.append_at(kind, parent.as_deref(), extra)
     }
-
-    /// A new session file next to this one holding the path from the root to `entry_id` (and the
-    /// labels of those entries), with `parentSession` pointing here. Its leaf is `entry_id`; it is
-    /// written with this file's durability.
-    pub fn fork(&self, entry_id: &str) -> Result<SessionFile, SessionError> {
-        let source = &self.tree;
-        let path_indices = source.path_indices(source.index_of(entry_id)?);
-        let header = Header::new(
-            new_session_id(),
-            now_iso(),
-            source.header().cwd.clone(),
-            Some(self.path().to_string_lossy().into_owned()),
-        );
-        let dir = self.path().parent().map(Path::to_path_buf).unwrap_or_default();
-        SessionFile::create(&dir, header, self.durability, |fork| {
-            fork.reserve(path_indices.iter().map(|&at| source.line_bytes(at).len() + 1).sum(), path_indices.len());
-            let mut parent: Option<&str> = None;
-            for &at in &path_indices {
-                // Labels are written again below from their resolved state, as pi does.
-                let tag = source.tag(at);
-                if tag == EntryTag::Label {
-                    continue;
-                }
-                let target = if tag == EntryTag::Leaf { source.target_of(at) } else { None };
-                let original_parent = source.parent_at(at).map(|index| source.id_at(index));
-                // A skipped label may have been a parent; the chain continues from the last kept entry.
-                let parent_id = original_parent.filter(|id| fork.contains(id)).or(parent);
-                fork.push_line(source.line_bytes(at), source.id_at(at), parent_id, tag, target.as_deref())?;
-                parent = Some(source.id_at(at));
-            }
-            for &at in &path_indices {
-                let id = source.id_at(at);
-                let Some(label) = source.label(id).filter(|_| fork.contains(id)) else { continue };
-                let entry = Entry {
-                    id: new_entry_id(|candidate| fork.contains(candidate)),
-                    parent_id: fork.leaf().map(str::to_string),
-                    timestamp: now_iso(),
-                    kind: EntryKind::Label { target_id: id.to_string(), label: Some(label.to_string()) },
-                    extra: Map::new(),
-                };
-                fork.push(&entry)?;
-            }
-            Ok(())
-        })
-    }
 }
 
 impl Drop for SessionFile {
@@ -303,6 +263,22 @@ fn rewrite(path: &Path, text: &str) -> Result<File, SessionError> {
         sync_dir(dir);
     }
     open_locked(path, false)
+}
+
+/// Writes `parts` one after the other with as few system calls as the OS allows.
+fn write_all_parts(file: &mut File, parts: &[&[u8]]) -> std::io::Result<()> {
+    let mut slices: Vec<IoSlice<'_>> =
+        parts.iter().filter(|part| !part.is_empty()).map(|part| IoSlice::new(part)).collect();
+    let mut remaining = slices.as_mut_slice();
+    while !remaining.is_empty() {
+        match file.write_vectored(remaining) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(written) => IoSlice::advance_slices(&mut remaining, written),
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(())
 }
 
 /// Makes a new or renamed file's directory entry durable; best effort (not every OS allows it).

@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -19,11 +20,13 @@ const NO_PARENT: u32 = u32::MAX;
 pub struct SessionTree {
     path: PathBuf,
     header: Header,
-    /// The file as read (or as migrated); lines appended since live in `tail`.
-    base: Box<[u8]>,
+    /// The file as read (or as migrated); lines appended since live in `tail`. Shared with the
+    /// forks that copy a prefix of it, so a fork does not copy the file.
+    base: Arc<Vec<u8>>,
     tail: Vec<u8>,
     nodes: Vec<Node>,
-    by_id: HashMap<Box<str>, u32>,
+    /// Keys share their allocation with the nodes' ids.
+    by_id: HashMap<Arc<str>, u32>,
     /// Current label per entry index.
     labels: HashMap<u32, String>,
     name: Option<String>,
@@ -42,8 +45,9 @@ pub(crate) struct LoadReport {
     pub migrated: bool,
 }
 
+#[derive(Clone)]
 struct Node {
-    id: Box<str>,
+    id: Arc<str>,
     start: u64,
     len: u32,
     parent: u32,
@@ -77,7 +81,7 @@ impl SessionTree {
         let mut tree = SessionTree::empty(path.to_path_buf(), header);
         tree.load.needs_newline = header_end == bytes.len();
         tree.index(&bytes, header_end + 1);
-        tree.base = bytes.into_boxed_slice();
+        tree.base = Arc::new(bytes);
         Ok(tree)
     }
 
@@ -158,8 +162,9 @@ impl SessionTree {
             },
         };
         let tag = EntryTag::from_type(&envelope.kind);
-        self.nodes.push(Node { id: id.into(), start: start as u64, len: line.len() as u32, parent, tag });
-        self.by_id.insert(id.into(), index);
+        let id: Arc<str> = id.into();
+        self.nodes.push(Node { id: Arc::clone(&id), start: start as u64, len: line.len() as u32, parent, tag });
+        self.by_id.insert(id, index);
         let target = envelope.target_id.as_deref().and_then(|target| self.by_id.get(target).copied());
         self.after_add(index, line, target);
     }
@@ -193,7 +198,7 @@ impl SessionTree {
         SessionTree {
             path,
             header,
-            base: Box::default(),
+            base: Arc::default(),
             tail: Vec::new(),
             nodes: Vec::new(),
             by_id: HashMap::new(),
@@ -209,6 +214,91 @@ impl SessionTree {
         self.tail.reserve_exact(bytes);
         self.nodes.reserve_exact(entries);
         self.by_id.reserve(entries);
+    }
+
+    /// A tree for a fork (at `path`, with `header`) holding entries `0..=last` of this one, built
+    /// without parsing a line: `None` unless those entries are exactly the path from the root to
+    /// `last`, in file order, with no `label` or `leaf` entry (which a fork rewrites) and no id
+    /// twice. The fork shares this tree's file bytes and copies only its index and the appended
+    /// lines it holds, so it is what pushing each line of the path would build.
+    pub(crate) fn linear_prefix(&self, path: PathBuf, header: Header, last: u32) -> Option<SessionTree> {
+        let count = last as usize + 1;
+        let prefix = self.nodes.get(..count)?;
+        let is_path = prefix.iter().enumerate().all(|(at, node)| {
+            let parent = if at == 0 { NO_PARENT } else { at as u32 - 1 };
+            node.parent == parent && !matches!(node.tag, EntryTag::Label | EntryTag::Leaf)
+        });
+        if !is_path {
+            return None;
+        }
+        // Cloning the map copies its table without hashing; worth it when most entries stay.
+        let by_id: HashMap<Arc<str>, u32> = if count * 2 >= self.nodes.len() {
+            let mut by_id = self.by_id.clone();
+            if count < self.nodes.len() {
+                by_id.retain(|_, index| *index <= last);
+            }
+            by_id
+        } else {
+            prefix.iter().zip(0..).map(|(node, index)| (Arc::clone(&node.id), index)).collect()
+        };
+        if by_id.len() != count {
+            return None;
+        }
+        let mut nodes = prefix.to_vec();
+        let base_len = self.base.len();
+        let end = nodes[last as usize].start as usize + nodes[last as usize].len as usize;
+        // Appended lines always end with a newline; the fork's tail is theirs up to `last`.
+        let tail = if end > base_len { self.tail[..end + 1 - base_len].to_vec() } else { Vec::new() };
+        let base = if (nodes[0].start as usize) < base_len {
+            Arc::clone(&self.base)
+        } else {
+            // Nothing from the file: do not keep it alive, and index the copied tail from 0.
+            for node in &mut nodes {
+                node.start -= base_len as u64;
+            }
+            Arc::default()
+        };
+        let mut fork = SessionTree { base, tail, nodes, by_id, ..SessionTree::empty(path, header) };
+        for index in 0..fork.nodes.len() as u32 {
+            if fork.nodes[index as usize].tag == EntryTag::SessionInfo {
+                let line = fork.line_bytes(index).to_vec();
+                fork.after_add(index, &line, None);
+            }
+        }
+        fork.leaf = Some(last);
+        Some(fork)
+    }
+
+    /// The lines of the entries held in `base`, each with its newline, as few slices to write in
+    /// order: one per run of lines that follow each other in `base`.
+    pub(crate) fn base_runs(&self) -> Vec<&[u8]> {
+        let base = self.base.as_slice();
+        let mut runs = Vec::new();
+        let mut push_run = |(start, end): (usize, usize)| {
+            if end < base.len() {
+                runs.push(&base[start..=end]);
+            } else {
+                // The file's last line had no newline.
+                runs.push(&base[start..end]);
+                runs.push(b"\n".as_slice());
+            }
+        };
+        let mut run: Option<(usize, usize)> = None;
+        for node in self.nodes.iter().take_while(|node| (node.start as usize) < base.len()) {
+            let (start, end) = (node.start as usize, node.start as usize + node.len as usize);
+            run = match run {
+                Some((run_start, run_end)) if run_end + 1 == start => Some((run_start, end)),
+                Some(previous) => {
+                    push_run(previous);
+                    Some((start, end))
+                }
+                None => Some((start, end)),
+            };
+        }
+        if let Some(last) = run {
+            push_run(last);
+        }
+        runs
     }
 
     /// Adds an entry in memory, after the lines already there; the caller writes it.
@@ -241,8 +331,9 @@ impl SessionTree {
         self.tail.extend_from_slice(line);
         self.tail.push(b'\n');
         let index = self.nodes.len() as u32;
-        self.nodes.push(Node { id: id.into(), start: start as u64, len: line.len() as u32, parent, tag });
-        self.by_id.insert(id.into(), index);
+        let id: Arc<str> = id.into();
+        self.nodes.push(Node { id: Arc::clone(&id), start: start as u64, len: line.len() as u32, parent, tag });
+        self.by_id.insert(id, index);
         self.after_add(index, line, target);
         Ok(())
     }
@@ -276,6 +367,10 @@ impl SessionTree {
 
     pub fn label(&self, id: &str) -> Option<&str> {
         self.by_id.get(id).and_then(|index| self.labels.get(index)).map(String::as_str)
+    }
+
+    pub(crate) fn has_labels(&self) -> bool {
+        !self.labels.is_empty()
     }
 
     pub fn contains(&self, id: &str) -> bool {

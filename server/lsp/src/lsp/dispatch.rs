@@ -4,8 +4,10 @@
 
 use std::future::Future;
 use std::path::Path;
+use std::sync::Arc;
 
 use reins_ai::Content;
+use reins_harness::{Harness, HarnessError};
 use reins_tools::Workspace;
 use ropey::Rope;
 use serde_json::{Value, json};
@@ -34,6 +36,23 @@ where
     }
 }
 
+/// Session operations read and write files with blocking I/O (a fork copies a whole path, a
+/// listing reads every changed file): they run on the blocking pool, not on the workers that
+/// serve requests.
+async fn on_disk<T: Send + 'static>(
+    harness: &Arc<Harness>,
+    work: impl FnOnce(&Harness) -> std::result::Result<T, HarnessError> + Send + 'static,
+) -> Result<T> {
+    let harness = harness.clone();
+    match tokio::task::spawn_blocking(move || work(&harness)).await {
+        Ok(result) => result.map_err(to_proto::harness_error),
+        Err(err) => {
+            tracing::error!("a session operation failed: {err}");
+            Err(to_proto::internal_error("the session operation"))
+        }
+    }
+}
+
 pub async fn execute(state: &State, command: Command) -> Result<Value> {
     let harness = state.harness()?;
     let empty = || Ok(json!({}));
@@ -52,11 +71,11 @@ pub async fn execute(state: &State, command: Command) -> Result<Value> {
         Command::Ask(ask) => ask_about_selection(state, ask).await,
         Command::SessionNew(new) => Ok(json!({ "sessionId": state.new_session(new.name)? })),
         Command::SessionList => {
-            let sessions = harness.list_sessions().map_err(to_proto::harness_error)?;
+            let sessions = on_disk(harness, |harness| harness.list_sessions()).await?;
             Ok(json!({ "sessions": sessions }))
         }
         Command::SessionOpen(session) => {
-            let session_id = harness.open_session(&session.session_id).map_err(to_proto::harness_error)?;
+            let session_id = on_disk(harness, move |harness| harness.open_session(&session.session_id)).await?;
             Ok(json!({ "sessionId": session_id }))
         }
         Command::SessionMessages(session) => {
@@ -64,11 +83,11 @@ pub async fn execute(state: &State, command: Command) -> Result<Value> {
             Ok(json!({ "sessionId": session.session_id, "messages": messages }))
         }
         Command::SessionTree(session) => {
-            let tree = harness.tree(&session.session_id).map_err(to_proto::harness_error)?;
+            let tree = on_disk(harness, move |harness| harness.tree(&session.session_id)).await?;
             to_proto::json(&tree)
         }
         Command::SessionFork(entry) => {
-            let session_id = harness.fork(&entry.session_id, &entry.entry_id).map_err(to_proto::harness_error)?;
+            let session_id = on_disk(harness, move |harness| harness.fork(&entry.session_id, &entry.entry_id)).await?;
             Ok(json!({ "sessionId": session_id }))
         }
         Command::SessionNavigate(navigate) => {
@@ -79,13 +98,12 @@ pub async fn execute(state: &State, command: Command) -> Result<Value> {
             empty()
         }
         Command::SessionLabel(label) => {
-            harness
-                .label(&label.session_id, &label.entry_id, label.label.as_deref())
-                .map_err(to_proto::harness_error)?;
+            on_disk(harness, move |harness| harness.label(&label.session_id, &label.entry_id, label.label.as_deref()))
+                .await?;
             empty()
         }
         Command::SessionRename(rename) => {
-            harness.rename(&rename.session_id, &rename.name).map_err(to_proto::harness_error)?;
+            on_disk(harness, move |harness| harness.rename(&rename.session_id, &rename.name)).await?;
             empty()
         }
         Command::SessionCompact(session) => {

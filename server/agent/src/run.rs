@@ -2,11 +2,12 @@
 //! and run its tool calls, until the model answers without tools and nothing is queued, or a
 //! limit, an error or the caller stops it.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use reins_ai::{
     AssistantMessage, Message, Provider, ProviderError, ProviderErrorKind, Request, StopReason, StreamEvent,
-    ToolResultMessage, Usage, now_ms,
+    ToolResultMessage, ToolSpec, Usage, now_ms,
 };
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -16,6 +17,7 @@ use crate::event::{AgentEvent, EventSink, TurnEndReason};
 use crate::exec::{CallEnv, Interrupt, ReadCall, StopCause, read_arguments};
 use crate::hooks::Hooks;
 use crate::policy::RepeatDetector;
+use crate::tool::Tool;
 
 /// How long a provider may take to return after its call was cancelled before the loop gives up
 /// on it and records an empty aborted message.
@@ -52,6 +54,26 @@ struct Run<'a> {
     emit: &'a EventSink,
     interrupt: Interrupt,
     repeats: RepeatDetector,
+    /// The tools' specs as sent to the model, built once (a schema takes work to render) and
+    /// again only when `prepare_next_turn` changes the tools.
+    specs: ToolSpecs,
+}
+
+#[derive(Default)]
+struct ToolSpecs {
+    of: Vec<Arc<dyn Tool>>,
+    specs: Vec<ToolSpec>,
+}
+
+impl ToolSpecs {
+    fn for_tools(&mut self, tools: &[Arc<dyn Tool>]) -> Vec<ToolSpec> {
+        let same = self.of.len() == tools.len() && self.of.iter().zip(tools).all(|(a, b)| Arc::ptr_eq(a, b));
+        if !same {
+            self.of = tools.to_vec();
+            self.specs = tools.iter().map(|tool| tool.spec()).collect();
+        }
+        self.specs.clone()
+    }
 }
 
 /// How a turn ended, and whether the run goes on.
@@ -89,6 +111,7 @@ pub async fn run(
         emit,
         interrupt: Interrupt { cancel, deadline },
         repeats: RepeatDetector::default(),
+        specs: ToolSpecs::default(),
     };
     emit(AgentEvent::AgentStart);
     for prompt in prompts {
@@ -247,7 +270,7 @@ impl Run<'_> {
             model: self.context.model.clone(),
             system_prompt: self.context.system_prompt.clone(),
             messages,
-            tools: self.context.tools.iter().map(|tool| tool.spec()).collect(),
+            tools: self.specs.for_tools(&self.context.tools),
             max_tokens: None,
         };
         let empty = AssistantMessage {

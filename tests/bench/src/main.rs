@@ -121,7 +121,7 @@ async fn measure_reins(reins: &Path, workspace: &Path) -> Figures {
     })
     .await;
 
-    let loop_time = median_of(3, || async {
+    let loop_time = median_of(5, || async {
         let server = ScriptedServer::start(tool_loop_script()).await;
         let start = Instant::now();
         run_reins(reins, workspace, &server, "read the file line by line").await;

@@ -360,3 +360,11 @@ fn error_chain(error: &dyn std::error::Error) -> String {
     }
     message
 }
+
+/// The first 200 characters of a stream event, for error messages that quote it.
+pub(crate) fn shorten(text: &str) -> String {
+    match text.char_indices().nth(200) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}

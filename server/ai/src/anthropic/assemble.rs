@@ -14,6 +14,7 @@ use crate::message::{
 use crate::model::Model;
 use crate::provider::{EventSink, StreamEvent};
 use crate::sse::SseEvent;
+use crate::transport::shorten;
 use crate::transport::{Assemble, Step};
 
 /// Error types worth another attempt when they arrive before any content.
@@ -280,13 +281,6 @@ fn usage(wire: WireUsage, model: &Model) -> Usage {
     };
     model.prices.apply(&mut usage);
     usage
-}
-
-fn shorten(text: &str) -> String {
-    match text.char_indices().nth(200) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
-    }
 }
 
 #[cfg(test)]

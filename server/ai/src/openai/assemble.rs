@@ -14,6 +14,7 @@ use crate::message::{
 use crate::model::Model;
 use crate::provider::{EventSink, StreamEvent};
 use crate::sse::SseEvent;
+use crate::transport::shorten;
 use crate::transport::{Assemble, Step};
 
 /// Builds one assistant message from a stream of SSE events.
@@ -265,13 +266,6 @@ fn usage(wire: Option<WireUsage>, model: &Model) -> Usage {
     };
     model.prices.apply(&mut usage);
     usage
-}
-
-fn shorten(text: &str) -> String {
-    match text.char_indices().nth(200) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
-    }
 }
 
 #[cfg(test)]

@@ -582,3 +582,68 @@ pub(crate) fn session_error(error: SessionError) -> HarnessError {
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
+
+#[cfg(test)]
+mod tests {
+    use async_trait::async_trait;
+    use reins_agent::{Gate, Proposal};
+    use reins_ai::{AssistantMessage, EventSink, Request, StopReason, ToolCall};
+    use reins_tools::FsWorkspace;
+
+    use super::*;
+
+    /// A provider whose first call panics (a bug somewhere below the harness) and whose later
+    /// calls answer "fine".
+    struct PanicsOnce(Mutex<bool>);
+
+    #[async_trait]
+    impl Provider for PanicsOnce {
+        async fn stream(&self, request: &Request, _: EventSink<'_>, _: &CancellationToken) -> AssistantMessage {
+            let first = std::mem::replace(&mut *lock(&self.0), false);
+            assert!(!first, "a bug in the provider");
+            AssistantMessage {
+                content: vec![Content::text("fine")],
+                model: request.model.id.clone(),
+                stop_reason: StopReason::Stop,
+                ..AssistantMessage::default()
+            }
+        }
+    }
+
+    struct NoApprover;
+
+    #[async_trait]
+    impl Approver for NoApprover {
+        async fn decide(&self, _: &ToolCall, _: &Proposal, _: &CancellationToken) -> Gate {
+            Gate::Block { reason: "no".into() }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_run_that_panics_leaves_its_session_usable() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        let settings = Settings::from_env(|name| (name == "REINS_HOME").then(|| home.display().to_string()));
+        let harness = Harness::new(HarnessOptions {
+            settings,
+            workspace: Arc::new(FsWorkspace::new(vec![tmp.path().to_path_buf()]).unwrap()),
+            provider: Arc::new(PanicsOnce(Mutex::new(true))),
+            approver: Arc::new(NoApprover),
+            policy: ApprovalPolicy::default(),
+            limits: Limits::default(),
+            events: Arc::new(|_| {}),
+            date: "2026-11-30".into(),
+            persist: true,
+            compaction: CompactionSettings::default(),
+        });
+        let session = harness.new_session(None, None).unwrap();
+
+        let started = harness.send(&session, vec![Content::text("hello")]).unwrap();
+        assert!(started.done.await.is_err(), "the panicked run has no outcome");
+        assert!(!harness.is_running(&session).unwrap(), "the session is not stuck busy");
+
+        let again = harness.send(&session, vec![Content::text("hello again")]).unwrap();
+        let outcome = again.done.await.unwrap();
+        assert_eq!(outcome.reason, reins_agent::TurnEndReason::FinalAnswer);
+    }
+}

@@ -31,6 +31,8 @@ pub(crate) struct AutoCompact {
     pub file: Arc<Mutex<SessionFile>>,
     pub provider: Arc<dyn Provider>,
     pub settings: CompactionSettings,
+    /// The session's token for the harness's own model calls (see `LiveSession::cancel`).
+    pub cancel: Arc<Mutex<CancellationToken>>,
 }
 
 #[async_trait]
@@ -44,7 +46,7 @@ impl Hooks for SessionHooks {
         if !near_window(context, 0, auto.settings.reserve_tokens) {
             return;
         }
-        let cancel = CancellationToken::new();
+        let cancel = lock(&auto.cancel).clone();
         let compacted =
             compact_file(&auto.file, auto.provider.as_ref(), &context.model, auto.settings.keep_recent_tokens, &cancel)
                 .await;

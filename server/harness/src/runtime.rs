@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 
-use reins_agent::{Agent, AgentContext, AgentEvent, Hooks, Limits, RunOutcome, Tool};
-use reins_ai::{Content, Message, Model, Provider, UserMessage, now_ms};
+use reins_agent::{Agent, AgentContext, AgentEvent, Hooks, Limits, RunOutcome, Tool, TurnEndReason};
+use reins_ai::{Content, Message, Model, Provider, Usage, UserMessage, now_ms};
 use reins_session::{Durability, EntryKind, SessionError, SessionFile, SessionStore, estimate_tokens};
 use reins_tools::{Workspace, builtin_tools};
 use tokio::sync::oneshot;
@@ -100,6 +100,9 @@ struct LiveSession {
     file: Option<Arc<Mutex<SessionFile>>>,
     /// The run in progress. Set before the run is spawned, so a second send fails at once.
     running: Mutex<Option<RunId>>,
+    /// Cancels the harness's own model calls of the current run or operation (compaction,
+    /// summaries); the agent's calls are cancelled through the agent. Shared with the hooks.
+    cancel: Arc<Mutex<CancellationToken>>,
 }
 
 impl Harness {
@@ -235,7 +238,7 @@ impl Harness {
             None
         } else {
             let model = session.agent.context().model;
-            let cancel = CancellationToken::new();
+            let cancel = session.current_cancel();
             Some(branch_summary(self.options.provider.as_ref(), &model, &left_behind, &cancel).await?)
         };
         let context = {
@@ -272,7 +275,7 @@ impl Harness {
             self.options.provider.as_ref(),
             &model,
             self.options.compaction.keep_recent_tokens,
-            &CancellationToken::new(),
+            &session.current_cancel(),
         )
         .await?;
         let context = lock(&file).context().map_err(session_error)?;
@@ -296,6 +299,7 @@ impl Harness {
             }
             *running = Some(run_id.clone());
         }
+        session.fresh_cancel();
         let (done_tx, done) = oneshot::channel();
         let emit = self.emitter(&session, &run_id);
         let message = Message::User(UserMessage { content, timestamp: now_ms() });
@@ -323,6 +327,22 @@ impl Harness {
             && self.options.compaction.auto
         {
             self.compact_if_near_window(session, file, estimate_tokens(&message)).await;
+            // Cancelled while compacting: the run ends before it starts.
+            if session.current_cancel().is_cancelled() {
+                let outcome = RunOutcome {
+                    reason: TurnEndReason::Aborted,
+                    messages: Vec::new(),
+                    usage: Usage::default(),
+                    error: None,
+                };
+                emit(AgentEvent::AgentEnd {
+                    reason: outcome.reason,
+                    messages: Vec::new(),
+                    usage: Usage::default(),
+                    error: None,
+                });
+                return Some(outcome);
+            }
         }
         let mut outcome = session.agent.prompt(vec![message], emit.clone()).await.ok()?;
         if let Some(file) = &session.file {
@@ -333,7 +353,7 @@ impl Harness {
                     self.options.provider.as_ref(),
                     &model,
                     self.options.compaction.keep_recent_tokens,
-                    &CancellationToken::new(),
+                    &session.current_cancel(),
                 )
                 .await;
                 match compacted.and_then(|_| lock(file).context().map_err(session_error)) {
@@ -368,7 +388,7 @@ impl Harness {
             self.options.provider.as_ref(),
             &context.model,
             self.options.compaction.keep_recent_tokens,
-            &CancellationToken::new(),
+            &session.current_cancel(),
         )
         .await;
         match compacted.and_then(|_| lock(file).context().map_err(session_error)) {
@@ -399,6 +419,7 @@ impl Harness {
         let running = lock(&session.running).is_some();
         if running {
             session.agent.abort();
+            lock(&session.cancel).cancel();
         }
         Ok(running)
     }
@@ -457,13 +478,20 @@ impl Harness {
 
     fn go_live(&self, id: SessionId, file: Option<SessionFile>, model: Model, messages: Vec<Message>) -> SessionId {
         let file = file.map(|file| Arc::new(Mutex::new(file)));
-        let agent = self.new_agent(model, messages, file.clone());
-        let session = Arc::new(LiveSession { id: id.clone(), agent, file, running: Mutex::new(None) });
+        let cancel = Arc::new(Mutex::new(CancellationToken::new()));
+        let agent = self.new_agent(model, messages, file.clone(), cancel.clone());
+        let session = Arc::new(LiveSession { id: id.clone(), agent, file, running: Mutex::new(None), cancel });
         lock(&self.sessions).insert(id.clone(), session);
         id
     }
 
-    fn new_agent(&self, model: Model, messages: Vec<Message>, file: Option<Arc<Mutex<SessionFile>>>) -> Agent {
+    fn new_agent(
+        &self,
+        model: Model,
+        messages: Vec<Message>,
+        file: Option<Arc<Mutex<SessionFile>>>,
+        cancel: Arc<Mutex<CancellationToken>>,
+    ) -> Agent {
         let workspace = &self.options.workspace;
         let tools: Vec<Arc<dyn Tool>> = builtin_tools(workspace.clone());
         let root = workspace.cwd();
@@ -483,6 +511,7 @@ impl Harness {
                 file,
                 provider: self.options.provider.clone(),
                 settings: self.options.compaction.clone(),
+                cancel,
             }),
         });
         Agent::new(context, self.options.provider.clone(), hooks, self.options.limits.clone())
@@ -518,6 +547,7 @@ impl Harness {
             }
             *running = Some("maintenance".to_string());
         }
+        session.fresh_cancel();
         Ok((session.clone(), Claim(session)))
     }
 
@@ -545,6 +575,15 @@ impl Harness {
 }
 
 impl LiveSession {
+    /// A new token for the run or operation that starts now.
+    fn fresh_cancel(&self) {
+        *lock(&self.cancel) = CancellationToken::new();
+    }
+
+    fn current_cancel(&self) -> CancellationToken {
+        lock(&self.cancel).clone()
+    }
+
     fn file(&self) -> Result<&Arc<Mutex<SessionFile>>, HarnessError> {
         self.file.as_ref().ok_or_else(|| {
             HarnessError::InvalidState(format!("session {} is not kept on disk, so it has no tree", self.id))
@@ -619,23 +658,69 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn a_run_that_panics_leaves_its_session_usable() {
-        let tmp = tempfile::tempdir().unwrap();
-        let home = tmp.path().join("home");
+    /// Answers "fine", except summary requests, which wait until they are cancelled.
+    struct SummariesHang(tokio::sync::Notify);
+
+    #[async_trait]
+    impl Provider for SummariesHang {
+        async fn stream(&self, request: &Request, _: EventSink<'_>, cancel: &CancellationToken) -> AssistantMessage {
+            if request.system_prompt.starts_with("You are summarizing") {
+                self.0.notify_one();
+                cancel.cancelled().await;
+                return AssistantMessage { stop_reason: StopReason::Aborted, ..AssistantMessage::default() };
+            }
+            AssistantMessage {
+                content: vec![Content::text("fine")],
+                stop_reason: StopReason::Stop,
+                ..AssistantMessage::default()
+            }
+        }
+    }
+
+    fn harness_with(dir: &std::path::Path, provider: Arc<dyn Provider>, keep_recent_tokens: u64) -> Arc<Harness> {
+        let home = dir.join("home");
         let settings = Settings::from_env(|name| (name == "REINS_HOME").then(|| home.display().to_string()));
-        let harness = Harness::new(HarnessOptions {
+        Harness::new(HarnessOptions {
             settings,
-            workspace: Arc::new(FsWorkspace::new(vec![tmp.path().to_path_buf()]).unwrap()),
-            provider: Arc::new(PanicsOnce(Mutex::new(true))),
+            workspace: Arc::new(FsWorkspace::new(vec![dir.to_path_buf()]).unwrap()),
+            provider,
             approver: Arc::new(NoApprover),
             policy: ApprovalPolicy::default(),
             limits: Limits::default(),
             events: Arc::new(|_| {}),
             date: "2026-11-30".into(),
             persist: true,
-            compaction: CompactionSettings::default(),
-        });
+            compaction: CompactionSettings { keep_recent_tokens, ..CompactionSettings::default() },
+        })
+    }
+
+    #[tokio::test]
+    async fn cancel_stops_a_compaction_and_frees_the_session() {
+        let tmp = tempfile::tempdir().unwrap();
+        let provider = Arc::new(SummariesHang(tokio::sync::Notify::new()));
+        let harness = harness_with(tmp.path(), provider.clone(), 1);
+        let session = harness.new_session(None, None).unwrap();
+        for text in ["one", "two"] {
+            harness.send(&session, vec![Content::text(text)]).unwrap().done.await.unwrap();
+        }
+
+        let compacting = {
+            let (harness, session) = (harness.clone(), session.clone());
+            tokio::spawn(async move { harness.compact(&session).await })
+        };
+        provider.0.notified().await;
+        assert!(harness.is_running(&session).unwrap(), "a compaction holds the session");
+        assert!(harness.cancel(&session).unwrap());
+        let result = tokio::time::timeout(std::time::Duration::from_secs(5), compacting).await.unwrap().unwrap();
+        assert_eq!(result.unwrap_err().code(), "compaction");
+        assert!(!harness.is_running(&session).unwrap());
+        assert_eq!(harness.messages(&session).unwrap().len(), 4, "nothing was lost or replaced");
+    }
+
+    #[tokio::test]
+    async fn a_run_that_panics_leaves_its_session_usable() {
+        let tmp = tempfile::tempdir().unwrap();
+        let harness = harness_with(tmp.path(), Arc::new(PanicsOnce(Mutex::new(true))), 20_000);
         let session = harness.new_session(None, None).unwrap();
 
         let started = harness.send(&session, vec![Content::text("hello")]).unwrap();

@@ -1,6 +1,7 @@
 -- End to end: the agent proposes a two-hunk edit after answering a question about a selection;
 -- one hunk is accepted from the inline review, the other rejected; `u` undoes the change. A
--- second proposal is reviewed in the diff layout and rejected with a reason.
+-- second proposal is reviewed in the diff layout and rejected with a reason. A third has one
+-- hunk accepted and the other rejected with a reason, which reaches the model.
 local H = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h") .. "/helpers.lua")
 
 local original = table.concat({
@@ -26,6 +27,11 @@ local url = H.start_llm({
   { text = "Kept the first change only." },
   edit_call("c2", { { oldText = "return M", newText = "return setmetatable(M, {})" } }),
   { text = "Understood, leaving it as it is." },
+  edit_call("c3", {
+    { oldText = "  return b + a -- commutative", newText = "  return b + a" },
+    { oldText = "  return a - b", newText = "  return a - b -- plain" },
+  }),
+  { text = "Dropped the comment; sub keeps no comment." },
 })
 H.workspace({ ["math.lua"] = original .. "\n" })
 H.setup(url)
@@ -125,6 +131,39 @@ T.test("a proposal in the diff layout, rejected with a reason", function()
   local text = H.chat_text()
   T.contains(text, "▸ ✗ edit math.lua — rejected\n  reason: keep the module plain")
   T.contains(text, "Understood, leaving it as it is.")
+end)
+
+T.test("the reason for rejecting hunk 2 after accepting hunk 1 reaches the model", function()
+  require("reins.config").options.review.layout = "inline"
+  vim.cmd("ReinsSend Tidy the comments.")
+  local p = wait_proposal()
+  T.eq(#p.edit.hunks, 2, "two hunks")
+  vim.api.nvim_set_current_buf(p.view.buf)
+  vim.api.nvim_win_set_cursor(0, { 1, 0 })
+  press(keys.next_hunk)
+  press(keys.accept_hunk)
+  T.eq(p.decisions[0], true, "first hunk accepted")
+  local asked = H.with_ui({ "sub needs no comment" }, function()
+    press(keys.reject_all)
+    T.wait_for(function()
+      return #review.order == 0
+    end, "the decision")
+  end)
+  T.eq(#asked, 1, "asked for a reason once")
+  H.wait_idle()
+  T.contains(H.buf_text(p.view.buf), "  return b + a\n")
+  T.contains(H.buf_text(p.view.buf), "  return a - b\n")
+  local text = H.chat_text()
+  T.contains(text, "▸ ✓ edit math.lua — partly accepted (hunk 1)\n  reason: sub needs no comment")
+  T.contains(text, "Dropped the comment; sub keeps no comment.")
+  -- The tool result is what the model read in its next request.
+  local told
+  for _, block in ipairs(require("reins.chat").current().blocks) do
+    if block.kind == "tool" and block.result and block.result:find("did not apply", 1, true) then
+      told = block.result
+    end
+  end
+  T.contains(told or "", "The user's reason for not applying hunk 1: sub needs no comment")
 end)
 
 T.test(":ReinsPending lists nothing once every proposal is decided", function()

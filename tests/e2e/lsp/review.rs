@@ -210,6 +210,35 @@ async fn accepting_one_hunk_applies_only_it_and_tells_the_model_which() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reason_for_the_hunks_left_out_of_a_partial_accept_reaches_the_model() {
+    let replies = vec![edit_lib("c1", &[("    1", "    10"), ("    2", "    20")]), Reply::text("done")];
+    let lsp = start(&[("src/lib.rs", LIB)], replies, json!({})).await;
+    lsp.open("src/lib.rs", "rust", LIB).await;
+    let (run_id, edit) = propose(&lsp, "make them bigger", None).await;
+    let id = edit["id"].as_str().unwrap();
+
+    let accepted = lsp
+        .client
+        .command("reins.edit.accept", json!({"id": id, "hunks": [1], "reason": "a must stay 1"}))
+        .await
+        .unwrap();
+    assert_eq!(accepted, json!({"id": id, "outcome": "partially_applied", "hunks": [1]}));
+    let events = lsp.run_events(&run_id).await;
+    assert_eq!(
+        review_events(&events),
+        ["edit_proposed \"edit\"", "edit_resolved \"partially_applied\" hunks=[1] reason=\"a must stay 1\""]
+    );
+    let told = tool_result(&lsp, 1);
+    assert!(
+        told.contains(
+            "The user applied hunk 1 and did not apply hunk 0 (of 2 hunks) of this change to src/lib.rs. \
+             The user's reason for not applying hunk 0: a must stay 1\n"
+        ),
+        "{told}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rejection_reaches_the_model_with_its_reason_and_decided_ids_are_refused() {
     let replies = vec![edit_lib("c1", &[("    1", "    10")]), Reply::text("ok, leaving it")];
     let lsp = start(&[("src/lib.rs", LIB)], replies, json!({})).await;

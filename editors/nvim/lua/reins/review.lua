@@ -1,8 +1,8 @@
 -- Reviewing proposed edits. On `edit_proposed` the affected buffer shows the change (inline: the
 -- lines to be replaced highlighted, the proposed lines as virtual lines below them; or a
 -- side-by-side diff tab). Hunks are accepted or rejected one by one; once every hunk is decided
--- the decision goes to the server (`reins.edit.accept` with the accepted hunks, or
--- `reins.edit.reject`), which then sends `workspace/applyEdit`. The buffer is never changed here:
+-- the decision goes to the server (`reins.edit.accept` with the accepted hunks and the reason
+-- for the rest, or `reins.edit.reject`), which then sends `workspace/applyEdit`. The buffer is never changed here:
 -- approval happens before the edit is applied, so one `u` undoes an accepted edit.
 local client = require("reins.client")
 local config = require("reins.config")
@@ -338,7 +338,8 @@ local function send_decision(p, reason)
   elseif all then
     client.exec("reins.edit.accept", { id = id }, done)
   else
-    client.exec("reins.edit.accept", { id = id, hunks = accepted }, done)
+    -- The reason given when rejecting the rest is about the hunks left out.
+    client.exec("reins.edit.accept", { id = id, hunks = accepted, reason = reason }, done)
   end
 end
 
@@ -397,8 +398,9 @@ function M.accept(id)
   send_decision(p)
 end
 
---- Rejects a proposal's undecided hunks; with no hunk accepted, the whole edit is rejected with
---- `reason` (which the model reads).
+--- Rejects a proposal's undecided hunks with `reason` (which the model reads): with no hunk
+--- accepted the whole edit is rejected, else the accepted hunks are applied and the reason is
+--- about the others.
 function M.reject(id, reason)
   local p = resolve(id)
   if not p then
@@ -410,9 +412,6 @@ function M.reject(id, reason)
       p.decisions[hunk.index] = false
     end
     any_accepted = any_accepted or p.decisions[hunk.index] == true
-  end
-  if any_accepted and reason and reason ~= "" then
-    notify("the accepted hunks are applied; the reason is not sent with a partial accept", vim.log.levels.WARN)
   end
   p.rejected = not any_accepted
   send_decision(p, reason)

@@ -159,6 +159,8 @@ pub struct EditAccept {
     /// Also let this tool run without asking for the rest of the session.
     #[serde(default)]
     pub allow_for_session: bool,
+    /// Why the hunks not in `hunks` were not accepted; told to the model.
+    pub reason: Option<String>,
 }
 
 #[derive(Debug, PartialEq, Deserialize)]
@@ -250,7 +252,11 @@ mod tests {
         assert_eq!(check("reins.session.new", json!([])), "SessionNew(SessionNew { name: None })");
         assert_eq!(
             check("reins.edit.accept", json!({"id": "e1", "hunks": [0, 2], "allowForSession": true})),
-            r#"EditAccept(EditAccept { id: "e1", hunks: Some([0, 2]), allow_for_session: true })"#
+            r#"EditAccept(EditAccept { id: "e1", hunks: Some([0, 2]), allow_for_session: true, reason: None })"#
+        );
+        assert_eq!(
+            check("reins.edit.accept", json!({"id": "e1", "hunks": [1], "reason": "keep the old name"})),
+            r#"EditAccept(EditAccept { id: "e1", hunks: Some([1]), allow_for_session: false, reason: Some("keep the old name") })"#
         );
         assert_eq!(check("reins.edit.list", json!([])), "EditList(EditList { session_id: None })");
         assert_eq!(

@@ -112,7 +112,9 @@ pub async fn execute(state: &State, command: Command) -> Result<Value> {
         }
         Command::ModelList => Ok(to_proto::model_list(&state.settings.current())),
         Command::ModelSet(set) => model_set(state, set),
-        Command::EditAccept(accept) => state.reviews.accept(&accept.id, accept.hunks, accept.allow_for_session),
+        Command::EditAccept(accept) => {
+            state.reviews.accept(&accept.id, accept.hunks, accept.allow_for_session, accept.reason)
+        }
         Command::EditReject(reject) => state.reviews.reject(&reject.id, reject.reason),
         Command::EditList(list) => to_proto::json(&state.reviews.list(list.session_id.as_deref())),
     }

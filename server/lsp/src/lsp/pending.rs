@@ -99,7 +99,7 @@ pub fn proposed_event(edit: &PendingEdit) -> Value {
 }
 
 /// The `edit_resolved` event: `hunks` for the outcomes that applied something, `reason` for the
-/// others.
+/// others (and for `partially_applied`, the user's reason for the hunks left out, if any).
 pub fn resolved_event(id: &str, outcome: Outcome, hunks: &[usize], reason: Option<&str>) -> Value {
     let mut event = json!({ "type": "edit_resolved", "id": id, "outcome": outcome.as_str() });
     if matches!(outcome, Outcome::Applied | Outcome::PartiallyApplied) {
@@ -159,9 +159,10 @@ fn hunk_list(indexes: &[usize]) -> String {
     }
 }
 
-/// What the model reads when the user applied only some hunks: which, which not, and the
-/// resulting text around every hunk (`result` is the file after the chosen hunks).
-pub fn partial_note(shown: &str, hunks: &[Hunk], chosen: &[usize], result: &str) -> String {
+/// What the model reads when the user applied only some hunks: which, which not, the user's
+/// `reason` for those not applied, and the resulting text around every hunk (`result` is the file
+/// after the chosen hunks).
+pub fn partial_note(shown: &str, hunks: &[Hunk], chosen: &[usize], result: &str, reason: Option<&str>) -> String {
     let applied: Vec<usize> = hunks.iter().map(|h| h.index).filter(|i| chosen.contains(i)).collect();
     let skipped: Vec<usize> = hunks.iter().map(|h| h.index).filter(|i| !chosen.contains(i)).collect();
     let mut windows: Vec<Span<usize>> = Vec::new();
@@ -177,9 +178,13 @@ pub fn partial_note(shown: &str, hunks: &[Hunk], chosen: &[usize], result: &str)
             delta += line_breaks(&hunk.new_text) as isize - line_breaks(&hunk.old_text) as isize;
         }
     }
+    let why = match reason.map(str::trim).filter(|reason| !reason.is_empty()) {
+        Some(reason) => format!("The user's reason for not applying {}: {reason}\n", hunk_list(&skipped)),
+        None => String::new(),
+    };
     format!(
         "The user applied {} and did not apply {} (of {} hunks) of this change to {shown}. \
-         {shown} now reads, around the changes:\n{}",
+         {why}{shown} now reads, around the changes:\n{}",
         hunk_list(&applied),
         hunk_list(&skipped),
         hunks.len(),
@@ -269,11 +274,12 @@ mod tests {
     use super::*;
     use crate::lsp::documents::PositionEncoding;
 
-    /// The note after applying `chosen` of the hunks from `old` to `new`.
-    fn check_partial(old: &str, new: &str, chosen: &[usize]) -> String {
+    /// The note after applying `chosen` of the hunks from `old` to `new`, the others left out
+    /// for `reason`.
+    fn check_partial(old: &str, new: &str, chosen: &[usize], reason: Option<&str>) -> String {
         let hunks = diff::hunks(old, new, PositionEncoding::Utf16, Duration::from_secs(1));
         let result = diff::apply_hunks(old, &hunks, chosen);
-        partial_note("a.rs", &hunks, chosen, &result)
+        partial_note("a.rs", &hunks, chosen, &result, reason)
     }
 
     #[test]
@@ -291,7 +297,25 @@ mod tests {
                 8 | h
                 9 | I
                10 | j"#]]
-        .assert_eq(&check_partial(old, new, &[1]));
+        .assert_eq(&check_partial(old, new, &[1], None));
+    }
+
+    #[test]
+    fn a_partial_application_gives_the_users_reason_for_the_hunks_left_out() {
+        let old = "a\nb\nc\nd\ne\nf\ng\nh\ni\nj\n";
+        let new = "A\nb\nc\nd\ne\nf\ng\nh\ni\nJ\n";
+        expect![[r#"
+            The user applied hunk 0 and did not apply hunk 1 (of 2 hunks) of this change to a.rs. The user's reason for not applying hunk 1: j stays lowercase
+            a.rs now reads, around the changes:
+                1 | A
+                2 | b
+                3 | c
+            …
+                8 | h
+                9 | i
+               10 | j"#]]
+        .assert_eq(&check_partial(old, new, &[0], Some(" j stays lowercase ")));
+        assert!(!check_partial(old, new, &[0], Some("  ")).contains("reason"));
     }
 
     #[test]
@@ -299,6 +323,10 @@ mod tests {
         assert_eq!(
             resolved_event("e1", Outcome::PartiallyApplied, &[0], None).to_string(),
             r#"{"hunks":[0],"id":"e1","outcome":"partially_applied","type":"edit_resolved"}"#
+        );
+        assert_eq!(
+            resolved_event("e1", Outcome::PartiallyApplied, &[0], Some("not that one")).to_string(),
+            r#"{"hunks":[0],"id":"e1","outcome":"partially_applied","reason":"not that one","type":"edit_resolved"}"#
         );
         assert_eq!(
             resolved_event("e2", Outcome::Rejected, &[], Some("no")).to_string(),

@@ -69,6 +69,8 @@ struct Applying {
     after: String,
     outcome: Outcome,
     hunks: Vec<usize>,
+    /// The user's reason for the hunks not applied (partially applied only).
+    reason: Option<String>,
 }
 
 #[derive(Default)]
@@ -223,9 +225,16 @@ impl Reviews {
         Ok(json!({ "id": id, "outcome": Outcome::Rejected.as_str() }))
     }
 
-    /// `reins.edit.accept`: all hunks, or the chosen ones. A change to text the user edited
-    /// meanwhile is rebased onto it, or refused as stale when they touch the same lines.
-    pub fn accept(&self, id: &str, chosen: Option<Vec<usize>>, allow_for_session: bool) -> Result<Value, Error> {
+    /// `reins.edit.accept`: all hunks, or the chosen ones, with the user's `reason` for the
+    /// others. A change to text the user edited meanwhile is rebased onto it, or refused as stale
+    /// when they touch the same lines.
+    pub fn accept(
+        &self,
+        id: &str,
+        chosen: Option<Vec<usize>>,
+        allow_for_session: bool,
+        reason: Option<String>,
+    ) -> Result<Value, Error> {
         let pending = self.take(id, chosen.as_deref())?;
         if allow_for_session {
             let key = (pending.edit.session_id.clone(), pending.edit.tool.clone());
@@ -243,6 +252,10 @@ impl Reviews {
         chosen.sort_unstable();
         chosen.dedup();
         let outcome = if chosen.len() == all.len() { Outcome::Applied } else { Outcome::PartiallyApplied };
+        // A reason only says something about hunks left out; blank is no reason.
+        let reason = reason
+            .map(|reason| reason.trim().to_string())
+            .filter(|reason| outcome == Outcome::PartiallyApplied && !reason.is_empty());
         let before = change.before.as_deref().unwrap_or("");
         let proposed_after = diff::apply_hunks(before, &pending.hunks, &chosen);
 
@@ -269,7 +282,7 @@ impl Reviews {
         };
         let mut notes: Vec<String> = Vec::new();
         if outcome == Outcome::PartiallyApplied {
-            notes.push(pending::partial_note(&pending.shown, &pending.hunks, &chosen, &after));
+            notes.push(pending::partial_note(&pending.shown, &pending.hunks, &chosen, &after, reason.as_deref()));
         }
         notes.extend(merged_note);
         // Unchanged: the proposal goes as it was, and its own text is what the workspace reports.
@@ -280,7 +293,7 @@ impl Reviews {
             (Decision::Accept { change: Some(changed), note: Some(notes.join("\n")) }, after)
         };
         let applying =
-            Applying { id: id.to_string(), run: run_key(&pending.edit), after, outcome, hunks: chosen.clone() };
+            Applying { id: id.to_string(), run: run_key(&pending.edit), after, outcome, hunks: chosen.clone(), reason };
         lock(&self.state).applying.insert(change.path.clone(), applying);
         self.clear_diagnostics(&pending.edit);
         if pending.reply.send(decision).is_err() {
@@ -333,7 +346,9 @@ impl Reviews {
         };
         let Some(applying) = applying else { return };
         let event = match result {
-            Ok(()) => pending::resolved_event(&applying.id, applying.outcome, &applying.hunks, None),
+            Ok(()) => {
+                pending::resolved_event(&applying.id, applying.outcome, &applying.hunks, applying.reason.as_deref())
+            }
             Err(WorkspaceError::Stale { .. }) => pending::resolved_event(
                 &applying.id,
                 Outcome::Stale,

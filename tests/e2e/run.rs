@@ -202,3 +202,88 @@ async fn bad_command_lines_exit_nonzero_with_usage() {
     assert!(run.stderr.starts_with("reins: "), "{}", run.stderr);
     assert!(server.chat_requests().is_empty());
 }
+
+/// Runs `reins run ARGS` under a pseudo-terminal (`script` from util-linux), typing `answers` a
+/// line at a time once the approval question shows, as a person at the terminal would.
+async fn reins_run_in_terminal(
+    server: &ScriptedServer,
+    dir: &std::path::Path,
+    prompt: &str,
+    answers: &[&str],
+) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let command_line = format!("{} run '{}'", env!("CARGO_BIN_EXE_reins"), prompt.replace('\'', ""));
+    let mut child = tokio::process::Command::new("script")
+        .args(["-qec", &command_line, "/dev/null"])
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", dir)
+        .env("REINS_HOME", support::reins_home(dir))
+        .env("OPENAI_API_KEY", CANARY_KEY)
+        .env("OPENAI_BASE_URL", server.base_url())
+        .env("REINS_MODEL", "scripted-model")
+        .env("TERM", "dumb")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("script (util-linux) runs");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut screen = String::new();
+    let mut buffer = [0u8; 4096];
+    let mut answers = answers.iter();
+    let mut asked = 0;
+    loop {
+        let read = tokio::time::timeout(std::time::Duration::from_secs(20), stdout.read(&mut buffer)).await;
+        let Ok(Ok(n)) = read else { panic!("the terminal went quiet: {screen}") };
+        if n == 0 {
+            break;
+        }
+        screen.push_str(&String::from_utf8_lossy(&buffer[..n]));
+        // Each question ends with a prompt; answer it once it shows.
+        let questions = screen.matches("Apply? [y/N]").count() + screen.matches("Reason for the model").count();
+        while asked < questions {
+            asked += 1;
+            if let Some(answer) = answers.next() {
+                stdin.write_all(format!("{answer}\n").as_bytes()).await.unwrap();
+            }
+        }
+    }
+    let _ = child.wait().await;
+    assert!(!screen.contains(CANARY_KEY));
+    screen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_terminal_asks_before_an_edit_and_yes_applies_it() {
+    let dir = workspace(&[("a.txt", "hello\n")]);
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call(
+            "c1",
+            "edit",
+            json!({"path": "a.txt", "edits": [{"oldText": "hello", "newText": "hello world"}]}),
+        ),
+        Reply::text("Done."),
+    ])
+    .await;
+    let screen = reins_run_in_terminal(&server, dir.path(), "change it", &["y"]).await;
+    assert!(screen.contains("hunk 0:") && screen.contains("+hello world"), "{screen}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "hello world\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_terminal_rejection_and_its_reason_reach_the_model() {
+    let dir = workspace(&[("a.txt", "hello\n")]);
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("c1", "bash", json!({"command": "rm -rf build"})),
+        Reply::text("Understood."),
+    ])
+    .await;
+    let screen = reins_run_in_terminal(&server, dir.path(), "clean up", &["n", "keep the build"]).await;
+    assert!(screen.contains("$ rm -rf build"), "{screen}");
+    let requests = server.chat_requests();
+    let tool_result = requests[1].body["messages"][3]["content"].to_string();
+    assert!(tool_result.contains("the user rejected this bash call: keep the build"), "{tool_result}");
+}

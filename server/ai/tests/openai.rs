@@ -311,6 +311,27 @@ async fn connection_refused_names_the_url() {
 }
 
 #[tokio::test]
+async fn a_refused_connection_is_retried_until_the_server_is_up() {
+    // Nothing listens on the port at first; the server comes up while the client backs off.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let base_url = format!("http://127.0.0.1:{port}/v1");
+    let starting = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        ScriptedServer::start_on(port, vec![Reply::text("up now")]).await.unwrap()
+    });
+    let options = ClientOptions {
+        max_retries: 6,
+        base_delay: Duration::from_millis(100),
+        max_delay: Duration::from_millis(400),
+        ..fast_options()
+    };
+    let (message, _) = stream_with(&provider(options), &request(&base_url), &CancellationToken::new()).await;
+    let server = starting.await.unwrap();
+    assert_eq!(message.text(), "up now", "{:?}", message.error);
+    assert_eq!(server.chat_requests().len(), 1);
+}
+
+#[tokio::test]
 async fn an_unusable_base_url_fails_at_once_without_retries() {
     let started = std::time::Instant::now();
     let options =

@@ -12,7 +12,7 @@ use reqwest::header::{HeaderMap, RETRY_AFTER};
 use tokio_util::bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
-use crate::message::{AssistantMessage, ProviderError, ProviderErrorKind};
+use crate::message::{AssistantMessage, Content, ProviderError, ProviderErrorKind, StopReason, Usage, now_ms};
 use crate::model::Model;
 use crate::provider::ApiKey;
 use crate::retry::{self, Backoff};
@@ -366,5 +366,34 @@ pub(crate) fn shorten(text: &str) -> String {
     match text.char_indices().nth(200) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_string(),
+    }
+}
+
+/// The message a stream ends in. `error` (a cut, a timeout, a cancel) decides the stop reason;
+/// otherwise `stop` maps the provider's reason, told whether tool calls arrived.
+pub(crate) fn finished_message(
+    content: Vec<Content>,
+    model: &Model,
+    usage: Usage,
+    error: Option<ProviderError>,
+    stop: impl FnOnce(bool) -> Result<StopReason, ProviderError>,
+) -> AssistantMessage {
+    let has_tool_calls = content.iter().any(|block| matches!(block, Content::ToolCall(_)));
+    let (stop_reason, error) = match error {
+        Some(error) if error.kind == ProviderErrorKind::Aborted => (StopReason::Aborted, Some(error)),
+        Some(error) => (StopReason::Error, Some(error)),
+        None => match stop(has_tool_calls) {
+            Ok(reason) => (reason, None),
+            Err(error) => (StopReason::Error, Some(error)),
+        },
+    };
+    AssistantMessage {
+        content,
+        provider: model.provider.clone(),
+        model: model.id.clone(),
+        usage,
+        stop_reason,
+        error,
+        timestamp: now_ms(),
     }
 }

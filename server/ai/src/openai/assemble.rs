@@ -8,14 +8,12 @@ use serde_json::Value;
 
 use super::errors::payload_error;
 use super::wire::{ChatChunk, Delta, ToolCallDelta, WireUsage};
-use crate::message::{
-    AssistantMessage, Content, ProviderError, ProviderErrorKind, StopReason, ToolCall, Usage, now_ms,
-};
+use crate::message::{AssistantMessage, Content, ProviderError, ProviderErrorKind, StopReason, ToolCall, Usage};
 use crate::model::Model;
 use crate::provider::{EventSink, StreamEvent};
 use crate::sse::SseEvent;
-use crate::transport::shorten;
 use crate::transport::{Assemble, Step};
+use crate::transport::{finished_message, shorten};
 
 /// Builds one assistant message from a stream of SSE events.
 pub struct Assembler<'a> {
@@ -84,24 +82,10 @@ impl<'a> Assembler<'a> {
     /// The message so far; `error` (a cut, a timeout, a cancel) overrides the finish reason.
     pub fn into_message(self, model: &Model, error: Option<ProviderError>) -> AssistantMessage {
         let content: Vec<Content> = self.blocks.into_iter().map(Block::into_content).collect();
-        let has_tool_calls = content.iter().any(|block| matches!(block, Content::ToolCall(_)));
-        let (stop_reason, error) = match error {
-            Some(error) if error.kind == ProviderErrorKind::Aborted => (StopReason::Aborted, Some(error)),
-            Some(error) => (StopReason::Error, Some(error)),
-            None => match stop_reason(self.finish_reason.as_deref(), has_tool_calls) {
-                Ok(reason) => (reason, None),
-                Err(error) => (StopReason::Error, Some(error)),
-            },
-        };
-        AssistantMessage {
-            content,
-            provider: model.provider.clone(),
-            model: model.id.clone(),
-            usage: usage(self.usage, model),
-            stop_reason,
-            error,
-            timestamp: now_ms(),
-        }
+        let reason = self.finish_reason;
+        finished_message(content, model, usage(self.usage, model), error, |has_tool_calls| {
+            stop_reason(reason.as_deref(), has_tool_calls)
+        })
     }
 
     fn on_chunk(&mut self, chunk: ChatChunk) {

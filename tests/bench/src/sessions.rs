@@ -39,7 +39,10 @@ fn print(f: &BenchFigures) -> bool {
     println!("  open + context, no compaction {:>6.1} ms", f.uncompacted_open_ms + f.uncompacted_context_ms);
     println!("  append + flush (write)     {:>9.3} ms  (the turn-end save point)", f.append_write_ms);
     println!("  append + flush (fsync)     {:>9.3} ms  (the run-end save point)", f.append_flush_ms);
-    println!("  fork at the leaf           {:>9.1} ms  ({:.1} ms with fsync)", f.fork_ms, f.fork_sync_ms);
+    println!(
+        "  fork at the leaf           {:>9.1} ms  (median of 5, slowest {:.1}; {:.1} ms with fsync)",
+        f.fork_ms, f.fork_max_ms, f.fork_sync_ms
+    );
     if let Some(growth) = rss_growth {
         println!(
             "  RSS for the open session   {:>9.1} MB  ({:.2}x the file)",

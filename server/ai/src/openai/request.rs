@@ -1,5 +1,7 @@
 //! Translates a reins [`Request`] into a Chat Completions request body.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use super::wire::{
@@ -34,10 +36,12 @@ pub fn chat_request(request: &Request) -> ChatRequest<'_> {
     }
 }
 
-fn messages(request: &Request) -> Vec<WireMessage> {
+// The wire messages borrow the conversation's text: the whole conversation goes out on every
+// turn, so copying it each time would make a long session's turns ever slower.
+fn messages(request: &Request) -> Vec<WireMessage<'_>> {
     let mut out = Vec::with_capacity(request.messages.len() + 1);
     if !request.system_prompt.is_empty() {
-        let content = request.system_prompt.clone();
+        let content = request.system_prompt.as_str();
         out.push(if request.model.compat.developer_role {
             WireMessage::Developer { content }
         } else {
@@ -66,14 +70,14 @@ fn messages(request: &Request) -> Vec<WireMessage> {
     out
 }
 
-fn user_content(content: &[Content]) -> UserContent {
+fn user_content(content: &[Content]) -> UserContent<'_> {
     if content.iter().all(|block| matches!(block, Content::Text { .. })) {
         return UserContent::Text(joined_text(content));
     }
     let parts = content
         .iter()
         .filter_map(|block| match block {
-            Content::Text { text } => Some(ContentPart::Text { text: text.clone() }),
+            Content::Text { text } => Some(ContentPart::Text { text: Cow::Borrowed(text) }),
             Content::Image { .. } => image_part(block),
             Content::Thinking { .. } | Content::ToolCall(_) => None,
         })
@@ -83,14 +87,14 @@ fn user_content(content: &[Content]) -> UserContent {
 
 /// `None` for a message with nothing to send back (an aborted or failed empty answer), which
 /// some servers would reject.
-fn assistant_message(message: &AssistantMessage) -> Option<WireMessage> {
+fn assistant_message(message: &AssistantMessage) -> Option<WireMessage<'_>> {
     let text = joined_text(&message.content);
     let tool_calls: Vec<WireToolCall> = message
         .tool_calls()
         .map(|call| WireToolCall {
-            id: call.id.clone(),
+            id: &call.id,
             kind: "function",
-            function: WireFunctionCall { name: call.name.clone(), arguments: arguments_text(&call.arguments) },
+            function: WireFunctionCall { name: &call.name, arguments: arguments_text(&call.arguments) },
         })
         .collect();
     if text.is_empty() && tool_calls.is_empty() {
@@ -101,24 +105,24 @@ fn assistant_message(message: &AssistantMessage) -> Option<WireMessage> {
 }
 
 /// Arguments that could not be parsed are kept as the raw string; they go back as they came.
-fn arguments_text(arguments: &Value) -> String {
+fn arguments_text(arguments: &Value) -> Cow<'_, str> {
     match arguments {
-        Value::String(raw) => raw.clone(),
-        other => other.to_string(),
+        Value::String(raw) => Cow::Borrowed(raw),
+        other => Cow::Owned(other.to_string()),
     }
 }
 
-fn tool_message(result: &ToolResultMessage) -> WireMessage {
-    WireMessage::Tool { tool_call_id: result.tool_call_id.clone(), content: joined_text(&result.content) }
+fn tool_message(result: &ToolResultMessage) -> WireMessage<'_> {
+    WireMessage::Tool { tool_call_id: &result.tool_call_id, content: joined_text(&result.content) }
 }
 
-fn images_message(images: Vec<ContentPart>) -> WireMessage {
-    let mut parts = vec![ContentPart::Text { text: "Images from the tool results above:".to_string() }];
+fn images_message(images: Vec<ContentPart<'_>>) -> WireMessage<'_> {
+    let mut parts = vec![ContentPart::Text { text: Cow::Borrowed("Images from the tool results above:") }];
     parts.extend(images);
     WireMessage::User { content: UserContent::Parts(parts) }
 }
 
-fn image_part(block: &Content) -> Option<ContentPart> {
+fn image_part(block: &Content) -> Option<ContentPart<'_>> {
     match block {
         Content::Image { data, mime_type } => {
             Some(ContentPart::ImageUrl { image_url: ImageUrl { url: format!("data:{mime_type};base64,{data}") } })
@@ -127,14 +131,21 @@ fn image_part(block: &Content) -> Option<ContentPart> {
     }
 }
 
-fn joined_text(content: &[Content]) -> String {
-    let mut text = String::new();
-    for block in content {
-        if let Content::Text { text: piece } = block {
-            text.push_str(piece);
+/// The text blocks as one string: borrowed when there is one (the usual case), joined otherwise.
+fn joined_text(content: &[Content]) -> Cow<'_, str> {
+    let mut texts = content.iter().filter_map(|block| match block {
+        Content::Text { text } => Some(text.as_str()),
+        _ => None,
+    });
+    match (texts.next(), texts.next()) {
+        (None, _) => Cow::Borrowed(""),
+        (Some(only), None) => Cow::Borrowed(only),
+        (Some(first), Some(second)) => {
+            let mut joined = format!("{first}{second}");
+            texts.for_each(|text| joined.push_str(text));
+            Cow::Owned(joined)
         }
     }
-    text
 }
 
 #[cfg(test)]

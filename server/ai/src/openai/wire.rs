@@ -5,6 +5,8 @@
 //! every incoming field is optional and any value of the wrong type reads as absent rather than
 //! failing the whole chunk.
 
+use std::borrow::Cow;
+
 use serde::de::{Deserialize, Deserializer};
 use serde::{Deserialize as DeserializeDerive, Serialize};
 use serde_json::Value;
@@ -13,7 +15,7 @@ use serde_json::Value;
 #[derive(Debug, Serialize)]
 pub struct ChatRequest<'a> {
     pub model: &'a str,
-    pub messages: Vec<WireMessage>,
+    pub messages: Vec<WireMessage<'a>>,
     pub stream: bool,
     pub stream_options: StreamOptions,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -32,41 +34,41 @@ pub struct StreamOptions {
 
 #[derive(Debug, Serialize)]
 #[serde(tag = "role", rename_all = "lowercase")]
-pub enum WireMessage {
+pub enum WireMessage<'a> {
     System {
-        content: String,
+        content: &'a str,
     },
     /// The system prompt for models that want it under this role.
     Developer {
-        content: String,
+        content: &'a str,
     },
     User {
-        content: UserContent,
+        content: UserContent<'a>,
     },
     Assistant {
         /// `null` when the message only calls tools.
-        content: Option<String>,
+        content: Option<Cow<'a, str>>,
         #[serde(skip_serializing_if = "Vec::is_empty")]
-        tool_calls: Vec<WireToolCall>,
+        tool_calls: Vec<WireToolCall<'a>>,
     },
     Tool {
-        tool_call_id: String,
-        content: String,
+        tool_call_id: &'a str,
+        content: Cow<'a, str>,
     },
 }
 
 /// Plain text where possible: some local servers accept nothing else.
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
-pub enum UserContent {
-    Text(String),
-    Parts(Vec<ContentPart>),
+pub enum UserContent<'a> {
+    Text(Cow<'a, str>),
+    Parts(Vec<ContentPart<'a>>),
 }
 
 #[derive(Debug, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum ContentPart {
-    Text { text: String },
+pub enum ContentPart<'a> {
+    Text { text: Cow<'a, str> },
     ImageUrl { image_url: ImageUrl },
 }
 
@@ -77,18 +79,18 @@ pub struct ImageUrl {
 }
 
 #[derive(Debug, Serialize)]
-pub struct WireToolCall {
-    pub id: String,
+pub struct WireToolCall<'a> {
+    pub id: &'a str,
     #[serde(rename = "type")]
     pub kind: &'static str,
-    pub function: WireFunctionCall,
+    pub function: WireFunctionCall<'a>,
 }
 
 #[derive(Debug, Serialize)]
-pub struct WireFunctionCall {
-    pub name: String,
+pub struct WireFunctionCall<'a> {
+    pub name: &'a str,
     /// The arguments object serialized as a JSON string, as the API wants it.
-    pub arguments: String,
+    pub arguments: Cow<'a, str>,
 }
 
 #[derive(Debug, Serialize)]

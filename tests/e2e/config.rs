@@ -7,7 +7,7 @@ use std::path::Path;
 
 use scripted_llm::{Reply, ScriptedServer};
 use serde_json::Value;
-use support::{CANARY_KEY, Run, reins, reins_command, reins_home, reins_run, workspace};
+use support::{CANARY_KEY, Run, files_containing, reins, reins_command, reins_home, reins_run, workspace};
 
 /// Runs `reins ARGS` with extra environment variables.
 async fn reins_env(server: &ScriptedServer, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
@@ -26,23 +26,6 @@ async fn reins_env(server: &ScriptedServer, dir: &Path, args: &[&str], env: &[(&
 fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
-}
-
-/// Every file under `dir` whose bytes contain `needle`.
-fn files_containing(dir: &Path, needle: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if String::from_utf8_lossy(&std::fs::read(&path).unwrap()).contains(needle) {
-                found.push(path.display().to_string());
-            }
-        }
-    }
-    found
 }
 
 /// The `model_change` entries of the workspace's only session file, as `provider/model`.

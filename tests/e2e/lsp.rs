@@ -11,6 +11,8 @@ mod review;
 mod secrets;
 #[path = "lsp/settings.rs"]
 mod settings;
+#[path = "support/mod.rs"]
+mod support;
 #[path = "lsp/sync.rs"]
 mod sync;
 

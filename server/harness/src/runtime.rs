@@ -191,7 +191,8 @@ impl Harness {
         if !self.options.persist {
             return Ok(Vec::new());
         }
-        Ok(lock(&self.listing).list(&self.store.dir_for(&self.cwd())))
+        let files = self.store.files(&self.cwd()).map_err(session_error)?;
+        Ok(lock(&self.listing).list(&files))
     }
 
     /// The tree of a session by id (or unique prefix) or path, read without opening it.

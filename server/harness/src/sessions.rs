@@ -2,7 +2,7 @@
 //! messages to the session file at save points.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -53,22 +53,15 @@ pub struct SessionListing {
 }
 
 impl SessionListing {
-    /// The sessions in `dir`, newest first.
-    pub fn list(&mut self, dir: &Path) -> Vec<SessionInfo> {
-        let Ok(read) = std::fs::read_dir(dir) else {
-            self.known.clear();
-            return Vec::new();
-        };
+    /// The sessions stored in `files` (a workspace's session files), newest first.
+    pub fn list(&mut self, files: &[PathBuf]) -> Vec<SessionInfo> {
         let mut seen: HashMap<PathBuf, (SystemTime, u64, SessionInfo)> = HashMap::new();
-        for path in read.filter_map(Result::ok).map(|entry| entry.path()) {
-            if path.extension().is_none_or(|ext| ext != "jsonl") {
-                continue;
-            }
-            let Ok(meta) = std::fs::metadata(&path) else { continue };
+        for path in files {
+            let Ok(meta) = std::fs::metadata(path) else { continue };
             let stamp = (meta.modified().unwrap_or(UNIX_EPOCH), meta.len());
-            let info = match self.known.remove(&path) {
+            let info = match self.known.remove(path) {
                 Some((modified, len, info)) if (modified, len) == stamp => info,
-                _ => match summarize(&path) {
+                _ => match summarize(path) {
                     Ok(summary) => SessionInfo::from(summary),
                     Err(err) => {
                         tracing::warn!("{err}; the session is left out of the list");
@@ -76,7 +69,7 @@ impl SessionListing {
                     }
                 },
             };
-            seen.insert(path, (stamp.0, stamp.1, info));
+            seen.insert(path.clone(), (stamp.0, stamp.1, info));
         }
         self.known = seen;
         let mut list: Vec<SessionInfo> = self.known.values().map(|(_, _, info)| info.clone()).collect();
@@ -266,6 +259,8 @@ impl SessionRecorder {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use reins_ai::Message;
     use reins_session::SessionStore;
 
@@ -289,12 +284,12 @@ mod tests {
             names.sort();
             names
         };
-        assert_eq!(firsts(&listing.list(&store.dir_for(cwd))), ["first", "second"]);
+        assert_eq!(firsts(&listing.list(&store.files(cwd).unwrap())), ["first", "second"]);
 
         // A cached entry that no longer matches its file is read again.
         second.append_message(&Message::user("more")).unwrap();
         second.flush().unwrap();
-        let list = listing.list(&store.dir_for(cwd));
+        let list = listing.list(&store.files(cwd).unwrap());
         let counts: Vec<usize> = {
             let mut counts: Vec<usize> = list.iter().map(|s| s.entry_count).collect();
             counts.sort();
@@ -305,7 +300,7 @@ mod tests {
         let first_path = first.path().to_path_buf();
         drop(first);
         std::fs::remove_file(first_path).unwrap();
-        assert_eq!(firsts(&listing.list(&store.dir_for(cwd))), ["second"]);
-        assert!(listing.list(&tmp.path().join("missing")).is_empty());
+        assert_eq!(firsts(&listing.list(&store.files(cwd).unwrap())), ["second"]);
+        assert!(listing.list(&SessionStore::new(tmp.path().join("missing")).files(cwd).unwrap()).is_empty());
     }
 }

@@ -60,6 +60,11 @@ impl SessionStore {
     }
 
     /// The sessions of `cwd`, most recently modified first. Files that are not sessions are skipped.
+    /// The session files of workspace `cwd`, by name.
+    pub fn files(&self, cwd: &Path) -> Result<Vec<PathBuf>, SessionError> {
+        session_files(&self.dir_for(cwd))
+    }
+
     pub fn list(&self, cwd: &Path) -> Result<Vec<SessionSummary>, SessionError> {
         let dir = self.dir_for(cwd);
         let mut sessions: Vec<SessionSummary> =

@@ -3,36 +3,19 @@
 //! provider in a 401, and still show nowhere: not in any LSP message, the server's stderr, or
 //! any file under the workspace and `REINS_HOME` (session files).
 
-use std::path::Path;
 use std::process::Stdio;
 
 use lsp_client::LspClient;
 use scripted_llm::{Reply, ScriptedServer};
 use serde_json::{Value, json};
 
+use super::support::files_containing;
 use super::{CANARY_KEY, WAIT, reins_lsp};
 
 /// The key the editor hands over for `baseUrl`.
 const EDITOR_KEY: &str = "sk-canary-editor-9b1d7e42";
 /// The Anthropic key of the environment.
 const ENV_KEY: &str = "sk-ant-canary-env-5c3a0f88";
-
-/// Files under `dir` (recursively) whose bytes contain `needle`.
-fn files_containing(dir: &Path, needle: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if String::from_utf8_lossy(&std::fs::read(&path).unwrap()).contains(needle) {
-                found.push(path.display().to_string());
-            }
-        }
-    }
-    found
-}
 
 /// Sends `text` in `session_id` and returns the run's `agent_end` event.
 async fn chat(client: &LspClient, session_id: &Value, text: &str) -> Value {

@@ -124,3 +124,20 @@ pub fn transcript(body: &Value) -> String {
     }
     lines.join("\n")
 }
+
+/// Every file under `dir` whose bytes contain `needle`.
+pub fn files_containing(dir: &Path, needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if String::from_utf8_lossy(&std::fs::read(&path).unwrap()).contains(needle) {
+                found.push(path.display().to_string());
+            }
+        }
+    }
+    found
+}

@@ -184,3 +184,132 @@ async fn a_killed_run_loses_at_most_the_turn_in_progress() {
         assert_eq!(calls, results, "attempt {attempt}: every call has its result");
     }
 }
+
+/// `reins ARGS`, failed when it takes more than 20 s (what these tests cover used to hang).
+async fn reins_within(base_url: Option<&str>, dir: &std::path::Path, args: &[&str]) -> support::Run {
+    tokio::time::timeout(Duration::from_secs(20), reins(base_url, dir, args))
+        .await
+        .unwrap_or_else(|_| panic!("reins {args:?} hung"))
+}
+
+/// The session files of the workspace at `dir`.
+fn session_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let root = reins_home(dir).join("sessions");
+    let Ok(workspaces) = std::fs::read_dir(&root) else { return Vec::new() };
+    let mut files: Vec<_> = workspaces
+        .flatten()
+        .flat_map(|workspace| std::fs::read_dir(workspace.path()).unwrap().flatten().map(|file| file.path()))
+        .collect();
+    files.sort();
+    files
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifos_and_devices_among_the_sessions_neither_hang_nor_hide_the_good_ones() {
+    let dir = workspace(&[]);
+    let server = ScriptedServer::start(vec![Reply::text("A1")]).await;
+    assert_eq!(reins_run(&server, dir.path(), &["Q1"]).await.code, Some(0));
+    let good = session_files(dir.path()).remove(0);
+    let sessions = good.parent().unwrap();
+    let fifo = sessions.join("2099-01-01T00-00-00-000Z_fifo.jsonl");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    std::os::unix::fs::symlink("/dev/zero", sessions.join("2098-01-01T00-00-00-000Z_zero.jsonl")).unwrap();
+
+    let list = sessions_json(&reins_within(None, dir.path(), &["sessions", "list", "--json"]).await);
+    assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
+    assert_eq!(list[0]["path"], good.display().to_string());
+    for target in [fifo.display().to_string(), "2099".to_string()] {
+        let tree = reins_within(None, dir.path(), &["sessions", "tree", &target]).await;
+        assert_eq!(tree.code, Some(1), "{}", tree.stdout);
+    }
+    let tree = reins_within(None, dir.path(), &["sessions", "tree", &fifo.display().to_string()]).await;
+    assert!(tree.stderr.contains("is a FIFO, not a session file"), "{}", tree.stderr);
+    let opened = reins_within(Some(&server.base_url()), dir.path(), &["run", "--session", "fifo", "Q2"]).await;
+    assert!(opened.stderr.contains("is a FIFO"), "{}", opened.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn continue_stops_and_says_why_when_the_newest_session_cannot_be_read() {
+    let dir = workspace(&[]);
+    let server = ScriptedServer::start(vec![Reply::text("A1")]).await;
+    assert_eq!(reins_run(&server, dir.path(), &["Q1"]).await.code, Some(0));
+    let good = session_files(dir.path()).remove(0);
+    let newest = good.parent().unwrap().join("2099-01-01T00-00-00-000Z_newest.jsonl");
+    type Make<'a> = &'a dyn Fn(&std::path::Path);
+    let cases: [(&str, Make); 5] = [
+        ("empty", &|path| std::fs::write(path, "").unwrap()),
+        ("no header", &|path| std::fs::write(path, "{\"type\":\"message\",\"id\":\"a\"}\n").unwrap()),
+        ("a directory", &|path| std::fs::create_dir(path).unwrap()),
+        ("a dangling symlink", &|path| std::os::unix::fs::symlink("/nonexistent/x.jsonl", path).unwrap()),
+        ("a FIFO", &|path| assert!(std::process::Command::new("mkfifo").arg(path).status().unwrap().success())),
+    ];
+    for (case, make) in cases {
+        make(&newest);
+        let run = reins_within(Some(&server.base_url()), dir.path(), &["run", "--continue", "Q2"]).await;
+        assert_eq!(run.code, Some(1), "{case}: {}", run.stdout);
+        assert!(run.stderr.contains("cannot continue the most recent session"), "{case}: {}", run.stderr);
+        assert!(run.stderr.contains(&newest.display().to_string()), "{case}: {}", run.stderr);
+        assert_eq!(session_files(dir.path()).len(), 2, "{case}: no new session was started");
+        assert_eq!(server.chat_requests().len(), 1, "{case}: nothing was sent");
+        let _ = std::fs::remove_file(&newest).or_else(|_| std::fs::remove_dir(&newest));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parent_cycle_is_shown_with_a_warning_and_sent_once() {
+    let dir = workspace(&[]);
+    let server = ScriptedServer::start(vec![Reply::text("A1"), Reply::text("A2")]).await;
+    assert_eq!(reins_run(&server, dir.path(), &["Q1"]).await.code, Some(0));
+    let path = session_files(dir.path()).remove(0);
+    // The first entry's parent becomes the last one: every entry of the file is on a cycle.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let last_id =
+        serde_json::from_str::<Value>(text.lines().last().unwrap()).unwrap()["id"].as_str().unwrap().to_string();
+    let first_id =
+        serde_json::from_str::<Value>(text.lines().nth(1).unwrap()).unwrap()["id"].as_str().unwrap().to_string();
+    let text = text.replacen(
+        &format!(r#""id":"{first_id}","parentId":null"#),
+        &format!(r#""id":"{first_id}","parentId":"{last_id}""#),
+        1,
+    );
+    std::fs::write(&path, text).unwrap();
+
+    let tree = reins_within(None, dir.path(), &["sessions", "tree", &path.display().to_string()]).await;
+    assert_eq!(tree.code, Some(0), "{}", tree.stderr);
+    assert!(tree.stderr.contains("a cycle"), "{}", tree.stderr);
+    assert!(tree.stdout.contains("user: Q1") && tree.stdout.contains("assistant: A1"), "{}", tree.stdout);
+
+    let run = reins_within(Some(&server.base_url()), dir.path(), &["run", "--continue", "Q2"]).await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    expect_test::expect![[r#"
+        system: <system prompt>
+        user: "Q1"
+        assistant: "A1"
+        user: "Q2""#]]
+    .assert_eq(&transcript(&server.chat_requests()[1].body));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_survives_a_kill_before_the_first_answer() {
+    let dir = workspace(&[]);
+    let server = ScriptedServer::start(vec![Reply::text("too late").with_delay_ms(30_000)]).await;
+    let mut child = reins_command(Some(&server.base_url()), dir.path(), &["run", "--json", "remember this prompt"])
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let wait_for_prompt = async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            let event: Value = serde_json::from_str(&line).unwrap();
+            if event["type"] == "message_end" && event["message"]["role"] == "user" {
+                return;
+            }
+        }
+        panic!("no message_end for the prompt");
+    };
+    tokio::time::timeout(Duration::from_secs(20), wait_for_prompt).await.unwrap();
+    child.start_kill().unwrap(); // SIGKILL
+    let _ = child.wait().await;
+
+    let list = sessions_json(&reins_within(None, dir.path(), &["sessions", "list", "--json"]).await);
+    assert_eq!(list[0]["firstMessage"], "remember this prompt", "{list}");
+}

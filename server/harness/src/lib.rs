@@ -26,6 +26,6 @@ pub use runtime::{
     Compacted, CompactionSettings, Harness, HarnessEvent, HarnessEventSink, HarnessOptions, RunId, RunStarted,
     SessionId,
 };
-pub use sessions::{SessionInfo, SessionTreeView, TreeNode, total_usage};
+pub use sessions::{SessionInfo, SessionTreeView, TreeNode};
 pub use settings::{DEFAULT_BASE_URL, DEFAULT_MODEL, KeySource, Settings};
 pub use summary::{FileActivity, render_transcript};

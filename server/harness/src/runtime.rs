@@ -177,13 +177,19 @@ impl Harness {
         Ok(self.go_live_from_file(file))
     }
 
-    /// Opens the most recent session of this workspace, if there is one.
+    /// Opens the most recent session of this workspace, if there is one; an error when that one
+    /// cannot be opened.
     pub fn continue_recent(&self) -> Result<Option<SessionId>, HarnessError> {
         self.require_persist()?;
-        match self.store.most_recent(&self.cwd()).map_err(session_error)? {
-            Some(path) => self.open_session(&path.display().to_string()).map(Some),
-            None => Ok(None),
+        let Some(path) = self.store.most_recent(&self.cwd()).map_err(session_error)? else { return Ok(None) };
+        if let Some(live) = lock(&self.sessions).values().find(|live| live.has_path(&path)) {
+            return Ok(Some(live.id.clone()));
         }
+        // The newest file is the one the user means; when it cannot be read, say so rather than
+        // continue an older one or start over.
+        let file =
+            SessionFile::open(&path).map_err(|error| session_error(SessionError::NotContinued(Box::new(error))))?;
+        Ok(Some(self.go_live_from_file(file)))
     }
 
     /// The sessions of this workspace, newest first.

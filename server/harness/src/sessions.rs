@@ -39,7 +39,7 @@ impl From<SessionSummary> for SessionInfo {
             first_message: summary.first_user_message.map(|text| preview(&text, 200)),
             entry_count: summary.entry_count,
             modified: summary.modified.duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0),
-            usage: total_usage(&summary.path),
+            usage: summary.usage,
             parent_session: summary.parent_session,
         }
     }
@@ -78,38 +78,6 @@ impl SessionListing {
     }
 }
 
-/// Adds up the usage of the assistant messages in a session file. Reads the file line by line
-/// and decodes only the lines that carry usage; a file that cannot be read totals zero.
-pub fn total_usage(path: &std::path::Path) -> Usage {
-    let mut total = Usage::default();
-    let Ok(text) = std::fs::read_to_string(path) else { return total };
-    for line in text.lines().filter(|line| line.contains("\"usage\"") && line.contains("\"assistant\"")) {
-        let Ok(entry) = serde_json::from_str::<serde_json::Value>(line) else { continue };
-        let message = &entry["message"];
-        if message["role"] != "assistant" {
-            continue;
-        }
-        let usage = &message["usage"];
-        let tokens = |key: &str| usage[key].as_u64().unwrap_or(0);
-        let dollars = |key: &str| usage["cost"][key].as_f64().unwrap_or(0.0);
-        total.add(&Usage {
-            input: tokens("input"),
-            output: tokens("output"),
-            cache_read: tokens("cacheRead"),
-            cache_write: tokens("cacheWrite"),
-            total_tokens: tokens("totalTokens"),
-            cost: reins_ai::Cost {
-                input: dollars("input"),
-                output: dollars("output"),
-                cache_read: dollars("cacheRead"),
-                cache_write: dollars("cacheWrite"),
-                total: dollars("total"),
-            },
-        });
-    }
-    total
-}
-
 /// A session's whole tree, for a tree view.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -139,14 +107,16 @@ impl SessionTreeView {
     pub fn of(session_id: &str, tree: &SessionTree) -> Self {
         let nodes: Vec<TreeNode> = tree
             .iter()
-            .filter_map(|entry| tree.entry(entry.id).ok())
-            .filter(|entry| !matches!(entry.kind, EntryKind::Label { .. } | EntryKind::Leaf { .. }))
-            .map(|entry| {
+            // The parent as the tree has it, which differs from the line's in a repaired file
+            // (a broken cycle, a skipped parent).
+            .filter_map(|indexed| Some((indexed.parent_id, tree.entry(indexed.id).ok()?)))
+            .filter(|(_, entry)| !matches!(entry.kind, EntryKind::Label { .. } | EntryKind::Leaf { .. }))
+            .map(|(parent_id, entry)| {
                 let (kind, role, preview_text) = describe(&entry.kind);
                 TreeNode {
                     label: tree.label(&entry.id).map(str::to_string),
                     id: entry.id,
-                    parent_id: entry.parent_id,
+                    parent_id: parent_id.map(str::to_string),
                     kind: kind.to_string(),
                     role,
                     preview: preview(&preview_text, 120),
@@ -220,9 +190,10 @@ pub fn preview(text: &str, max_chars: usize) -> String {
     }
 }
 
-/// Writes a run's messages to its session file as the events go by: messages are queued when
-/// they end and flushed at the save points, `turn_end` and `agent_end`, so the file follows the
-/// event order and a crash loses at most the turn in progress.
+/// Writes a run's messages to its session file as the events go by: the user's messages are
+/// written when they are sent, the model's are queued when they end and flushed at the save
+/// points, `turn_end` and `agent_end`, so the file follows the event order and a crash loses at
+/// most the model's part of the turn in progress.
 #[derive(Clone)]
 pub struct SessionRecorder {
     file: Arc<Mutex<SessionFile>>,
@@ -236,6 +207,11 @@ impl SessionRecorder {
     pub fn record(&self, event: &AgentEvent) {
         let mut file = lock(&self.file);
         let result = match event {
+            // What the user typed is written at once (as pi does), so a crash before the answer
+            // never loses it; the model's messages wait for the turn's save point.
+            AgentEvent::MessageEnd { message: message @ Message::User(_) } => {
+                file.append_message(message).and_then(|_| file.flush())
+            }
             AgentEvent::MessageEnd { message } => file.append_message(message).map(drop),
             AgentEvent::TurnEnd { tool_results, .. } => tool_results
                 .iter()

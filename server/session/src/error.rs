@@ -11,12 +11,21 @@ pub enum SessionError {
     Format { path: PathBuf, line: usize, reason: String },
     #[error("{path} is open in another reins process (or another session handle); close it there, or fork the session")]
     Locked { path: PathBuf },
+    #[error("{path} is {kind}, not a session file; move it out of the sessions directory")]
+    NotAFile { path: PathBuf, kind: &'static str },
+    #[error("{path} is {bytes} bytes, more than the 1 GiB reins reads as a session; fork or move it")]
+    TooLarge { path: PathBuf, bytes: u64 },
     #[error("{path}: no entry with id {id:?}")]
     UnknownEntry { path: PathBuf, id: String },
     #[error("no session {query:?} in {dir}; `reins sessions list` shows the sessions of this workspace")]
     NotFound { query: String, dir: PathBuf },
     #[error("{0}")]
     Invalid(String),
+    /// The most recent session could not be opened, so nothing was continued.
+    #[error(
+        "cannot continue the most recent session: {0}. Nothing was continued and no new session was started; open another session by id (`reins sessions list` shows them), or move that file away"
+    )]
+    NotContinued(Box<SessionError>),
 }
 
 impl SessionError {

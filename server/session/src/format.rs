@@ -106,6 +106,8 @@ pub enum EntryTag {
     Label,
     SessionInfo,
     Leaf,
+    /// pi 1.6: the usage of a model call that is not an assistant message (cache warming).
+    Usage,
     Unknown,
 }
 
@@ -155,6 +157,7 @@ impl EntryTag {
             "label" => EntryTag::Label,
             "session_info" => EntryTag::SessionInfo,
             "leaf" => EntryTag::Leaf,
+            "usage" => EntryTag::Usage,
             _ => EntryTag::Unknown,
         }
     }

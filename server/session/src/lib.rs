@@ -9,6 +9,7 @@
 mod bench;
 mod compaction;
 mod context;
+mod disk;
 mod error;
 pub mod format;
 mod message;
@@ -17,10 +18,12 @@ mod session_file;
 mod store;
 mod time;
 mod tree;
+mod usage;
 
 pub use bench::{BenchFigures, bench_large_session, write_large_session};
 pub use compaction::{CutPoint, estimate_context_tokens, estimate_tokens, find_cut_point};
 pub use context::{INTERRUPTED_RESULT, ModelRef, SessionContext, repair_tool_pairs};
+pub use disk::MAX_SESSION_BYTES;
 pub use error::SessionError;
 pub use format::{Entry, EntryKind, EntryTag, Header};
 pub use message::{

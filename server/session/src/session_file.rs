@@ -5,13 +5,14 @@
 //! earlier line. The OS lock (taken at open, released on drop) keeps a second writer out.
 
 use std::fs::File;
-use std::io::{IoSlice, Read, Write};
+use std::io::{IoSlice, Write};
 use std::path::{Path, PathBuf};
 
 use reins_ai::Message;
 use serde_json::{Map, Value};
 
 use crate::context::SessionContext;
+use crate::disk::read_all;
 use crate::error::SessionError;
 use crate::format::{Entry, EntryKind, Header};
 use crate::store::{file_name, open_locked};
@@ -48,8 +49,7 @@ impl SessionFile {
     /// migrated and the file rewritten.
     pub fn open(path: &Path) -> Result<SessionFile, SessionError> {
         let mut file = open_locked(path, false)?;
-        let mut bytes = Vec::with_capacity(file.metadata().map_or(0, |meta| meta.len() as usize));
-        file.read_to_end(&mut bytes).map_err(|error| SessionError::io(path, error))?;
+        let bytes = read_all(path, &file)?;
         let mut file_len = bytes.len() as u64;
         let mut tree = SessionTree::from_bytes(path, bytes)?;
         if tree.load.migrated {

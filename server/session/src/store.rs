@@ -8,6 +8,9 @@ use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use reins_ai::Usage;
+
+use crate::disk::open_regular;
 use crate::error::SessionError;
 use crate::format::{EntryTag, Header};
 use crate::session_file::{Durability, SessionFile};
@@ -32,6 +35,8 @@ pub struct SessionSummary {
     pub entry_count: usize,
     pub modified: SystemTime,
     pub parent_session: Option<String>,
+    /// Tokens and cost of every model call in the file, on every branch: what the session cost.
+    pub usage: Usage,
 }
 
 impl SessionStore {
@@ -73,15 +78,15 @@ impl SessionStore {
         Ok(sessions)
     }
 
-    /// The path of the most recently modified session of `cwd`.
+    /// The most recently modified session file of `cwd`, whatever it holds: a caller that
+    /// continues it must say so when it cannot be read rather than pick an older one or start
+    /// over. Nothing is opened here (a FIFO or a device must not be touched).
     pub fn most_recent(&self, cwd: &Path) -> Result<Option<PathBuf>, SessionError> {
-        let dir = self.dir_for(cwd);
         let mut newest: Option<(SystemTime, PathBuf)> = None;
-        for path in session_files(&dir)? {
-            if !has_session_header(&path) {
-                continue;
-            }
-            let modified = modified(&path)?;
+        for path in session_files(&self.dir_for(cwd))? {
+            // A dangling symlink has no target to date; its own time stands in.
+            let Ok(meta) = std::fs::metadata(&path).or_else(|_| std::fs::symlink_metadata(&path)) else { continue };
+            let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
             if newest.as_ref().is_none_or(|(time, best)| (modified, &path) > (*time, best)) {
                 newest = Some((modified, path));
             }
@@ -93,7 +98,8 @@ impl SessionStore {
     /// `cwd` first and then of every workspace.
     pub fn find(&self, id_or_path: &str, cwd: &Path) -> Result<PathBuf, SessionError> {
         let as_path = Path::new(id_or_path);
-        if as_path.is_file() {
+        // Anything at that path is what was meant; opening it says what is wrong with it.
+        if std::fs::symlink_metadata(as_path).is_ok_and(|meta| !meta.is_dir()) {
             return Ok(as_path.to_path_buf());
         }
         let mut dirs = vec![self.dir_for(cwd)];
@@ -163,13 +169,6 @@ fn modified(path: &Path) -> Result<SystemTime, SessionError> {
     std::fs::metadata(path).and_then(|meta| meta.modified()).map_err(|error| SessionError::io(path, error))
 }
 
-fn has_session_header(path: &Path) -> bool {
-    use std::io::{BufRead, BufReader};
-    let Ok(file) = File::open(path) else { return false };
-    let mut first = String::new();
-    BufReader::new(file).read_line(&mut first).is_ok() && Header::parse(first.trim()).is_ok()
-}
-
 /// Reads a session for a listing (without locking it).
 pub fn summarize(path: &Path) -> Result<SessionSummary, SessionError> {
     let tree = SessionTree::load(path)?;
@@ -189,17 +188,13 @@ pub fn summarize(path: &Path) -> Result<SessionSummary, SessionError> {
         entry_count: tree.len(),
         modified: modified(path)?,
         parent_session: header.parent_session.clone(),
+        usage: tree.total_usage(),
     })
 }
 
 /// Opens `path` for appending and takes the OS lock on it, or says who holds it.
 pub(crate) fn open_locked(path: &Path, create_new: bool) -> Result<File, SessionError> {
-    let file = OpenOptions::new()
-        .read(true)
-        .append(true)
-        .create_new(create_new)
-        .open(path)
-        .map_err(|error| SessionError::io(path, error))?;
+    let file = open_regular(path, OpenOptions::new().read(true).append(true).create_new(create_new))?;
     match file.try_lock() {
         Ok(()) => Ok(file),
         Err(std::fs::TryLockError::WouldBlock) => Err(SessionError::Locked { path: path.to_path_buf() }),

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use crate::disk::read_session_file;
 use crate::error::SessionError;
 use crate::format::{CURRENT_VERSION, ContextLine, Entry, EntryKind, EntryTag, Envelope, Header};
 use crate::migrate::migrate;
@@ -65,14 +66,16 @@ pub struct EntryRef<'a> {
 impl SessionTree {
     /// Reads and indexes a session file without locking it (for listing and viewing).
     pub fn load(path: &Path) -> Result<SessionTree, SessionError> {
-        let bytes = std::fs::read(path).map_err(|error| SessionError::io(path, error))?;
+        let bytes = read_session_file(path)?;
         SessionTree::from_bytes(path, bytes)
     }
 
     /// Indexes the bytes of a session file; `path` is only for messages.
     pub fn from_bytes(path: &Path, bytes: Vec<u8>) -> Result<SessionTree, SessionError> {
         let header_end = bytes.iter().position(|&b| b == b'\n').unwrap_or(bytes.len());
-        let header_line = std::str::from_utf8(&bytes[..header_end])
+        // An editor may have saved the file with a byte order mark; it is not part of the header.
+        let header_start = if bytes.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
+        let header_line = std::str::from_utf8(&bytes[header_start.min(header_end)..header_end])
             .map_err(|_| SessionError::format(path, 1, "the header is not UTF-8"))?;
         let header = Header::parse(header_line.trim()).map_err(|reason| SessionError::format(path, 1, reason))?;
         if header.version < CURRENT_VERSION {
@@ -109,38 +112,118 @@ impl SessionTree {
 
     fn index(&mut self, bytes: &[u8], mut start: usize) {
         let mut unresolved: Vec<(u32, String)> = Vec::new();
+        // Entries whose line is skipped although its id could be read (the line is not UTF-8):
+        // id → parent id, so that their children hang from their parent instead of coming loose.
+        let mut spliced: HashMap<String, Option<String>> = HashMap::new();
         let mut line_number = 1;
         while start < bytes.len() {
             line_number += 1;
             let end = bytes[start..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |at| start + at);
             let line = &bytes[start..end];
             let is_last = end == bytes.len();
-            if !line.iter().all(u8::is_ascii_whitespace) {
-                match serde_json::from_slice::<Envelope>(line) {
-                    Ok(envelope) => {
-                        self.add_indexed(&envelope, start, line, &mut unresolved);
-                        if is_last {
-                            self.load.needs_newline = true;
-                        }
-                    }
-                    Err(error) if is_last => {
-                        tracing::warn!(
-                            "{}:{line_number}: skipping a torn last line ({error}); it will be cut off before the next write",
-                            self.path.display()
-                        );
-                        self.load.torn_at = Some(start);
-                    }
-                    Err(error) => {
-                        tracing::warn!("{}:{line_number}: skipping a malformed line: {error}", self.path.display());
-                    }
+            let path = self.path.display();
+            if line.iter().all(u8::is_ascii_whitespace) {
+                start = end + 1;
+                continue;
+            }
+            // Every indexed line is UTF-8, so reading one in full later cannot fail on that.
+            let envelope = match std::str::from_utf8(line) {
+                Ok(text) => serde_json::from_str::<Envelope>(text).map_err(|error| (error.to_string(), None)),
+                Err(_) => {
+                    let lossy = String::from_utf8_lossy(line);
+                    let ids = serde_json::from_str::<Envelope>(&lossy).ok().and_then(|envelope| {
+                        Some((envelope.id?.into_owned(), envelope.parent_id.map(|parent| parent.into_owned())))
+                    });
+                    Err(("the line is not valid UTF-8".to_string(), ids))
                 }
+            };
+            match envelope {
+                Ok(envelope) => {
+                    self.add_indexed(&envelope, start, line, &mut unresolved);
+                    self.load.needs_newline |= is_last;
+                }
+                Err((reason, Some((id, parent_id)))) => {
+                    tracing::warn!("{path}:{line_number}: skipping entry {id}: {reason}");
+                    spliced.insert(id, parent_id);
+                    self.load.needs_newline |= is_last;
+                }
+                Err((reason, None)) if is_last => {
+                    tracing::warn!(
+                        "{path}:{line_number}: skipping a torn last line ({reason}); it will be cut off before the next write"
+                    );
+                    self.load.torn_at = Some(start);
+                }
+                Err((reason, None)) => tracing::warn!("{path}:{line_number}: skipping a malformed line: {reason}"),
             }
             start = end + 1;
         }
+        if unresolved.is_empty() {
+            // Every parent came before its child: the tree cannot have a cycle.
+            return;
+        }
         for (index, parent_id) in unresolved {
+            // Through skipped entries to the nearest one that is in the tree (or to the root).
+            let mut parent_id = Some(parent_id);
+            for _ in 0..=spliced.len() {
+                match parent_id.as_deref().map(|id| (self.by_id.get(id), spliced.get(id))) {
+                    Some((None, Some(grandparent))) => parent_id = grandparent.clone(),
+                    _ => break,
+                }
+            }
+            let Some(parent_id) = parent_id else { continue };
             match self.by_id.get(parent_id.as_str()) {
                 Some(&parent) if parent != index => self.nodes[index as usize].parent = parent,
-                _ => tracing::warn!("{}: entry {} has an unknown parent {parent_id}", self.path.display(), index),
+                _ => tracing::warn!(
+                    "{}: entry {} has an unknown parent {parent_id}",
+                    self.path.display(),
+                    self.nodes[index as usize].id
+                ),
+            }
+        }
+        self.break_cycles();
+    }
+
+    /// Parents that point forward in the file can form a cycle (a hand-edited or corrupt file),
+    /// which would hide its entries from every view and repeat them in a context. Each cycle is
+    /// reported and broken at the entry that comes first in the file, which becomes a root: the
+    /// same file always gives the same tree.
+    fn break_cycles(&mut self) {
+        const NEW: u32 = 0;
+        const DONE: u32 = u32::MAX;
+        // Per node: NEW, DONE, or the number of the walk that is visiting it.
+        let mut state = vec![NEW; self.nodes.len()];
+        for start in 0..self.nodes.len() as u32 {
+            let walk = start + 1;
+            let mut current = start;
+            while current != NO_PARENT && state[current as usize] == NEW {
+                state[current as usize] = walk;
+                current = self.nodes[current as usize].parent;
+            }
+            if current != NO_PARENT && state[current as usize] == walk {
+                // `current` is on a cycle that this walk closed: go round it once.
+                let mut cycle = vec![current];
+                let mut next = self.nodes[current as usize].parent;
+                while next != current {
+                    cycle.push(next);
+                    next = self.nodes[next as usize].parent;
+                }
+                let first = cycle.iter().copied().min().unwrap_or(current);
+                let ids: Vec<&str> = cycle.iter().map(|&index| &*self.nodes[index as usize].id).collect();
+                tracing::warn!(
+                    "{}: the entries {} are each other's parents (a cycle); {} is shown as a root",
+                    self.path.display(),
+                    ids.join(", "),
+                    self.nodes[first as usize].id
+                );
+                self.nodes[first as usize].parent = NO_PARENT;
+                for index in cycle {
+                    state[index as usize] = DONE;
+                }
+            }
+            let mut current = start;
+            while current != NO_PARENT && state[current as usize] == walk {
+                state[current as usize] = DONE;
+                current = self.nodes[current as usize].parent;
             }
         }
     }

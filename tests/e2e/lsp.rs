@@ -15,6 +15,8 @@ mod settings;
 mod support;
 #[path = "lsp/sync.rs"]
 mod sync;
+#[path = "lsp/transport.rs"]
+mod transport;
 
 use std::path::Path;
 use std::process::Stdio;

@@ -127,6 +127,11 @@ impl LspClient {
         self.write(&framing::frame(body)).await;
     }
 
+    /// Sends `bytes` as they are, framing included (for broken-framing tests).
+    pub async fn send_raw(&self, bytes: &[u8]) {
+        self.write(bytes).await;
+    }
+
     /// `initialize` with one workspace folder and `initializationOptions`, then `initialized`.
     /// Offers only UTF-16 unless `encodings` says otherwise. Returns the initialize result.
     pub async fn initialize(&self, root: &Path, options: Value, encodings: &[&str]) -> Answer {
@@ -203,9 +208,32 @@ impl LspClient {
         }
     }
 
+    /// Waits until some frame the server sent (of any kind) satisfies `found`, and returns it.
+    pub async fn wait_for_frame(&self, timeout: Duration, found: impl Fn(&Value) -> bool) -> Result<Value, String> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let arrived = self.shared.arrived.notified();
+            let hit = lock(&self.shared.received)
+                .iter()
+                .filter_map(|body| serde_json::from_str::<Value>(body).ok())
+                .find(|frame| found(frame));
+            if let Some(hit) = hit {
+                return Ok(hit);
+            }
+            if tokio::time::timeout_at(deadline, arrived).await.is_err() {
+                return Err(format!("timed out after {timeout:?}; frames so far: {:?}", self.received()));
+            }
+        }
+    }
+
     /// `shutdown`, `exit`, and the server's exit code.
-    pub async fn shutdown(mut self) -> Option<i32> {
+    pub async fn shutdown(self) -> Option<i32> {
         let _ = self.request("shutdown", Value::Null).await;
+        self.exit().await
+    }
+
+    /// `exit` (whether or not `shutdown` came first), and the server's exit code.
+    pub async fn exit(mut self) -> Option<i32> {
         self.notify("exit", Value::Null).await;
         let child = self.child.as_mut()?;
         match tokio::time::timeout(Duration::from_secs(10), child.wait()).await {
@@ -251,6 +279,7 @@ async fn read_loop(read: impl AsyncRead + Unpin, shared: Arc<Shared>, writer: Ar
     let mut reader = tokio::io::BufReader::new(read);
     while let Ok(Some(body)) = framing::read_frame(&mut reader).await {
         lock(&shared.received).push(String::from_utf8_lossy(&body).into_owned());
+        shared.arrived.notify_waiters();
         let Ok(message) = serde_json::from_slice::<Value>(&body) else { continue };
         let method = message.get("method").and_then(Value::as_str).map(str::to_string);
         let id = message.get("id").cloned().filter(|id| !id.is_null());

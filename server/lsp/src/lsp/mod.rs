@@ -27,13 +27,14 @@ use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use reins_tools::FsWorkspace;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tower_lsp_server::{LspService, Server as Transport};
 
 use self::server::Server;
+use self::transport::Lifecycle;
 
 /// Buffer of the in-memory pipes between the wire and the framework.
 const PIPE_BYTES: usize = 256 * 1024;
@@ -96,7 +97,7 @@ pub fn main(args: LspArgs) -> ExitCode {
     // Runs and progress tasks may still hold the runtime; the client is gone, so they go too.
     runtime.shutdown_background();
     match served {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(message) => {
             eprintln!("reins: {message}");
             ExitCode::FAILURE
@@ -104,12 +105,12 @@ pub fn main(args: LspArgs) -> ExitCode {
     }
 }
 
-/// Serves one client. The framework reads and writes through in-memory pipes, with
-/// [`transport`] in front of it on the real streams.
+/// Serves one client, and says how to exit. The framework reads and writes through in-memory
+/// pipes, with [`transport`] in front of it on the real streams.
 async fn serve(
     input: impl AsyncRead + Unpin + Send + 'static,
     output: impl AsyncWrite + Unpin + Send + 'static,
-) -> Result<(), String> {
+) -> Result<ExitCode, String> {
     // The current directory until the client names its workspace folders.
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     let fallback = FsWorkspace::new(vec![cwd])
@@ -121,12 +122,16 @@ async fn serve(
     let (to_framework, framework_input) = tokio::io::duplex(PIPE_BYTES);
     let (framework_output, from_framework) = tokio::io::duplex(PIPE_BYTES);
     let (errors_tx, errors_rx) = tokio::sync::mpsc::unbounded_channel();
-    tokio::spawn(transport::filter_input(input, to_framework, errors_tx));
-    let writer = tokio::spawn(transport::merge_output(from_framework, errors_rx, output));
+    let lifecycle = Arc::new(Lifecycle::default());
+    let reading = lifecycle.clone();
+    tokio::spawn(async move { transport::filter_input(input, to_framework, errors_tx, &reading).await });
+    let writing = lifecycle.clone();
+    let writer =
+        tokio::spawn(async move { transport::merge_output(from_framework, errors_rx, output, &writing).await });
     Transport::new(framework_input, framework_output, socket).serve(service).await;
     // The framework dropped its end of the output pipe; let the last frames reach the client.
     let _ = tokio::time::timeout(std::time::Duration::from_secs(5), writer).await;
-    Ok(())
+    Ok(lifecycle.exit_code())
 }
 
 /// A poisoned lock only means another thread panicked mid-update; the data is still usable.

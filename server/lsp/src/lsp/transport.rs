@@ -1,182 +1,268 @@
-//! The wire in front of the LSP framework: reads `Content-Length` frames from the client and
-//! passes on only well-formed JSON-RPC messages, answering the rest itself.
+//! The wire in front of the LSP framework: reads the client's frames with
+//! [`reins_jsonrpc::FrameReader`] and passes on only messages the framework can decode,
+//! answering the rest itself.
 //!
 //! tower-lsp-server's reader stops for good at the first message it cannot decode (its framed
-//! stream ends after an error), so one bad frame would leave the server deaf. Here a malformed
-//! body gets a `-32700` parse error, a JSON value that is not a JSON-RPC message a `-32600`
-//! invalid request, and the next message is served as usual. Our answers and the framework's go
-//! out through one writer, whole frames at a time.
+//! stream ends after an error, and the server exits), so nothing reaches it unchecked: a body that
+//! is not JSON gets `-32700`, a value that is not a JSON-RPC message (or has an id the framework
+//! cannot take, such as `1.5`) `-32600` with its id, a stray response is dropped, bad header bytes
+//! and oversized frames are skipped with an error answer. Our answers and the framework's go out
+//! through one writer, whole frames at a time, and an answer to bad input always goes out before
+//! the answers to the messages after it.
+//!
+//! It also keeps the lifecycle the framework does not: `shutdown`'s params are dropped (the
+//! spec says it has none; the framework would refuse it yet shut down), and the exit code is 1
+//! when `exit` came without a successful `shutdown` before it.
 
-use serde_json::{Value, json};
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use std::process::ExitCode;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use reins_jsonrpc::{FrameReader, Inspected, Item, MAX_FRAME_BYTES, error_answer, frame, inspect, peek};
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
+use tower_lsp_server::jsonrpc::{Request, Response};
 
-/// Frames larger than this are refused rather than buffered (a broken or hostile client).
-const MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
+use crate::lsp::lock;
 
-/// What one frame read from the client turned out to be.
-#[derive(Debug, PartialEq)]
-pub enum Frame {
-    /// A well-formed message, to pass on.
-    Message(Vec<u8>),
-    /// An error answer for the client.
-    Refused(Value),
+/// How much is read from the client at a time.
+const READ_BYTES: usize = 64 * 1024;
+
+/// What the client said about ending: whether `shutdown` succeeded and `exit` came.
+#[derive(Debug, Default)]
+pub struct Lifecycle {
+    /// Ids of `shutdown` requests passed on, until the framework answers one.
+    shutdown_ids: Mutex<Vec<Value>>,
+    shut_down: AtomicBool,
+    exited: AtomicBool,
 }
 
-/// Copies valid frames from `input` to `to_framework`, and sends error answers for the others to
-/// `errors`. Returns when the input ends.
+/// What to do with one item from the client.
+#[derive(Debug, PartialEq)]
+pub enum Verdict {
+    /// Pass this body to the framework.
+    Pass(Vec<u8>),
+    /// Send this error answer instead.
+    Answer(Value),
+    /// Drop it, logging why (a response is never answered).
+    Drop(String),
+}
+
+impl Lifecycle {
+    /// 1 when `exit` came without a successful `shutdown` first (the LSP spec), else 0.
+    pub fn exit_code(&self) -> ExitCode {
+        match self.exited.load(Ordering::SeqCst) && !self.shut_down.load(Ordering::SeqCst) {
+            true => ExitCode::from(1),
+            false => ExitCode::SUCCESS,
+        }
+    }
+
+    /// Notes a framework answer to a `shutdown` request.
+    fn saw_output(&self, body: &[u8]) {
+        let mut ids = lock(&self.shutdown_ids);
+        if ids.is_empty() {
+            return;
+        }
+        let Ok(answer) = serde_json::from_slice::<Value>(body) else { return };
+        if let Some(at) = ids.iter().position(|id| answer.get("id") == Some(id)) {
+            ids.remove(at);
+            if answer.get("result").is_some() {
+                self.shut_down.store(true, Ordering::SeqCst);
+            }
+        }
+    }
+}
+
+/// Copies valid frames from `input` to `to_framework`, and sends error answers for the rest to
+/// `errors`. Returns when the input ends or the framework stops reading.
 pub async fn filter_input(
-    input: impl AsyncRead + Unpin,
+    mut input: impl AsyncRead + Unpin,
     mut to_framework: impl AsyncWrite + Unpin,
     errors: mpsc::UnboundedSender<Value>,
+    lifecycle: &Lifecycle,
 ) {
-    let mut reader = BufReader::new(input);
+    let mut reader = FrameReader::default();
+    let mut chunk = vec![0; READ_BYTES];
     loop {
-        let frame = match read_frame(&mut reader).await {
-            Ok(Some(body)) => check(body),
-            Ok(None) => break,
+        let read = match input.read(&mut chunk).await {
+            Ok(read) => read,
             Err(err) => {
                 tracing::warn!("reading from the client failed: {err}");
-                break;
+                0
             }
         };
-        match frame {
-            Frame::Message(body) => {
-                let framed = frame_bytes(&body);
-                if to_framework.write_all(&framed).await.is_err() || to_framework.flush().await.is_err() {
-                    break;
-                }
+        let items: Vec<Item> = match read {
+            0 => reader.finish().into_iter().collect(),
+            read => {
+                reader.push(&chunk[..read]);
+                std::iter::from_fn(|| reader.next_item()).collect()
             }
-            Frame::Refused(answer) => {
-                if errors.send(answer).is_err() {
-                    break;
+        };
+        for item in items {
+            match admit(item, lifecycle) {
+                Verdict::Pass(body) => {
+                    let sent = to_framework.write_all(&frame(&body)).await.and(to_framework.flush().await);
+                    if sent.is_err() {
+                        return; // the framework is gone (after `exit`)
+                    }
                 }
+                Verdict::Answer(answer) => {
+                    tracing::warn!("refused a message from the client: {}", answer["error"]["message"]);
+                    if errors.send(answer).is_err() {
+                        return;
+                    }
+                }
+                Verdict::Drop(reason) => tracing::warn!("dropped a message from the client: {reason}"),
             }
+        }
+        if read == 0 {
+            return;
         }
     }
 }
 
 /// Writes the framework's frames and our error answers to `output`, whole frames at a time, until
-/// the framework's output ends.
+/// the framework's output ends. Error answers waiting go first: they answer input that came
+/// before whatever the framework is answering.
 pub async fn merge_output(
-    from_framework: impl AsyncRead + Unpin,
+    mut from_framework: impl AsyncRead + Unpin,
     mut errors: mpsc::UnboundedReceiver<Value>,
     mut output: impl AsyncWrite + Unpin,
+    lifecycle: &Lifecycle,
 ) {
-    let mut reader = BufReader::new(from_framework);
+    let mut reader = FrameReader::new(usize::MAX);
+    let mut chunk = vec![0; READ_BYTES];
     loop {
-        let body = tokio::select! {
-            frame = read_frame(&mut reader) => match frame {
-                Ok(Some(body)) => body,
-                _ => break,
-            },
-            Some(answer) = errors.recv() => answer.to_string().into_bytes(),
-        };
-        if output.write_all(&frame_bytes(&body)).await.is_err() || output.flush().await.is_err() {
-            break;
-        }
-    }
-}
-
-/// Decides whether a body is a JSON-RPC message the framework can take.
-pub fn check(body: Vec<u8>) -> Frame {
-    let value: Value = match serde_json::from_slice(&body) {
-        Ok(value) => value,
-        Err(err) => {
-            return Frame::Refused(error_answer(Value::Null, -32700, &format!("the message is not valid JSON: {err}")));
-        }
-    };
-    let id = value.get("id").cloned().unwrap_or(Value::Null);
-    let is_request = value.get("method").is_some_and(Value::is_string);
-    let is_response = !id.is_null() && (value.get("result").is_some() || value.get("error").is_some());
-    let valid_id = matches!(id, Value::Null | Value::Number(_) | Value::String(_));
-    if value.get("jsonrpc") != Some(&json!("2.0")) || !(is_request || is_response) || !valid_id {
-        let id = if valid_id { id } else { Value::Null };
-        return Frame::Refused(error_answer(
-            id,
-            -32600,
-            "not a JSON-RPC 2.0 message: expected an object with \"jsonrpc\": \"2.0\" and a method (or a result)",
-        ));
-    }
-    Frame::Message(body)
-}
-
-fn error_answer(id: Value, code: i64, message: &str) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message, "data": {"code": "invalid_argument"}}})
-}
-
-fn frame_bytes(body: &[u8]) -> Vec<u8> {
-    let mut out = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
-    out.extend_from_slice(body);
-    out
-}
-
-/// The next frame's body; `None` at the end of the stream. Header lines other than
-/// `Content-Length` are ignored; a header block without it is skipped.
-async fn read_frame(reader: &mut (impl AsyncBufRead + Unpin)) -> std::io::Result<Option<Vec<u8>>> {
-    loop {
-        let mut length = None;
-        let mut saw_header = false;
-        loop {
-            let mut line = String::new();
-            if reader.read_line(&mut line).await? == 0 {
-                return Ok(None);
-            }
-            let line = line.trim_end_matches(['\r', '\n']);
-            if line.is_empty() {
-                if saw_header {
-                    break;
+        let bodies: Vec<Vec<u8>> = tokio::select! {
+            biased;
+            Some(answer) = errors.recv() => vec![answer.to_string().into_bytes()],
+            read = from_framework.read(&mut chunk) => match read {
+                Ok(0) | Err(_) => break,
+                Ok(read) => {
+                    reader.push(&chunk[..read]);
+                    std::iter::from_fn(|| reader.next_item())
+                        .filter_map(|item| match item {
+                            Item::Body(body) => Some(body),
+                            _ => None,
+                        })
+                        .collect()
                 }
-                continue;
-            }
-            saw_header = true;
-            if let Some((name, value)) = line.split_once(':')
-                && name.trim().eq_ignore_ascii_case("content-length")
-            {
-                length = value.trim().parse::<usize>().ok();
-            }
-        }
-        let Some(length) = length else {
-            tracing::warn!("skipped a frame without a valid Content-Length header");
-            continue;
+            },
         };
-        if length > MAX_FRAME_BYTES {
-            return Err(std::io::Error::other(format!("a frame of {length} bytes is too large")));
+        for body in bodies {
+            lifecycle.saw_output(&body);
+            if output.write_all(&frame(&body)).await.is_err() || output.flush().await.is_err() {
+                return;
+            }
         }
-        let mut body = vec![0; length];
-        reader.read_exact(&mut body).await?;
-        return Ok(Some(body));
+    }
+}
+
+/// Decides what becomes of one item read from the client.
+pub fn admit(item: Item, lifecycle: &Lifecycle) -> Verdict {
+    match item {
+        Item::Body(body) => admit_body(body, lifecycle),
+        Item::Oversized { length, head } => {
+            let peeked = peek(&head);
+            if peeked.response {
+                return Verdict::Drop(format!("a response of {length} bytes, over the limit of {MAX_FRAME_BYTES}"));
+            }
+            let id = peeked.id.filter(|id| id.is_number() || id.is_string()).unwrap_or(Value::Null);
+            let message = format!(
+                "the message is {length} bytes, over the limit of {} MiB; it was skipped",
+                MAX_FRAME_BYTES >> 20
+            );
+            Verdict::Answer(error_answer(id, -32600, &message))
+        }
+        Item::Skipped { bytes, reason } => {
+            let message = format!("skipped {bytes} bytes that were not a message: {reason}");
+            Verdict::Answer(error_answer(Value::Null, -32700, &message))
+        }
+    }
+}
+
+fn admit_body(body: Vec<u8>, lifecycle: &Lifecycle) -> Verdict {
+    match inspect(&body) {
+        Inspected::Request { method, id, mut message } => {
+            let body = match method.as_str() {
+                "shutdown" if message.get("params").is_some_and(|params| !params.is_null()) => {
+                    message.remove("params");
+                    Value::Object(message).to_string().into_bytes()
+                }
+                _ => body,
+            };
+            // What the framework cannot decode would end its reading; nothing above should let
+            // such a message through, so this only guards against the two disagreeing.
+            if let Err(err) = serde_json::from_slice::<Request>(&body) {
+                let id = id.unwrap_or(Value::Null);
+                return Verdict::Answer(error_answer(id, -32600, &format!("the request cannot be decoded: {err}")));
+            }
+            match (method.as_str(), id) {
+                ("shutdown", Some(id)) => lock(&lifecycle.shutdown_ids).push(id),
+                ("exit", _) => lifecycle.exited.store(true, Ordering::SeqCst),
+                _ => {}
+            }
+            Verdict::Pass(body)
+        }
+        Inspected::Response { id, .. } => match serde_json::from_slice::<Response>(&body) {
+            Ok(_) => Verdict::Pass(body),
+            Err(err) => Verdict::Drop(format!("the response to {id} cannot be decoded: {err}")),
+        },
+        Inspected::Refused { answer } => Verdict::Answer(answer),
+        Inspected::Stray { reason } => Verdict::Drop(reason),
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
-    fn verdict(body: &str) -> String {
-        match check(body.as_bytes().to_vec()) {
-            Frame::Message(_) => "pass".to_string(),
-            Frame::Refused(answer) => format!("{} id={}", answer["error"]["code"], answer["id"]),
+    fn request(id: Value, method: &str, params: Value) -> Vec<u8> {
+        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string().into_bytes()
+    }
+
+    fn verdict(item: Item) -> String {
+        match admit(item, &Lifecycle::default()) {
+            Verdict::Pass(body) => format!("pass {}", String::from_utf8_lossy(&body)),
+            Verdict::Answer(answer) => format!("answer {} id={}", answer["error"]["code"], answer["id"]),
+            Verdict::Drop(_) => "drop".to_string(),
         }
     }
 
     #[test]
-    fn only_json_rpc_messages_pass() {
-        assert_eq!(verdict(r#"{"jsonrpc":"2.0","id":1,"method":"shutdown"}"#), "pass");
-        assert_eq!(verdict(r#"{"jsonrpc":"2.0","method":"initialized","params":{}}"#), "pass");
-        assert_eq!(verdict(r#"{"jsonrpc":"2.0","id":4,"result":null}"#), "pass");
-        assert_eq!(verdict("{not json"), "-32700 id=null");
-        assert_eq!(verdict(r#"{"jsonrpc":"2.0","id":7}"#), "-32600 id=7");
-        assert_eq!(verdict(r#"[1,2]"#), "-32600 id=null");
-        assert_eq!(verdict(r#"{"id":8,"method":"x"}"#), "-32600 id=8");
+    fn shutdown_loses_its_params_and_is_tracked() {
+        let lifecycle = Lifecycle::default();
+        let verdict = admit(Item::Body(request(json!(3), "shutdown", json!({"x": 1}))), &lifecycle);
+        assert_eq!(verdict, Verdict::Pass(br#"{"id":3,"jsonrpc":"2.0","method":"shutdown"}"#.to_vec()));
+        lifecycle.saw_output(br#"{"jsonrpc":"2.0","id":3,"result":null}"#);
+        admit(Item::Body(br#"{"jsonrpc":"2.0","method":"exit"}"#.to_vec()), &lifecycle);
+        assert_eq!(lifecycle.exit_code(), ExitCode::SUCCESS);
     }
 
-    #[tokio::test]
-    async fn frames_are_read_past_unknown_headers_and_garbage() {
-        let input = b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\nContent-Length: 2\r\n\r\n{}X-Junk: 1\r\n\r\nContent-Length: 4\r\n\r\nnull";
-        let mut reader = BufReader::new(&input[..]);
-        assert_eq!(read_frame(&mut reader).await.unwrap(), Some(b"{}".to_vec()));
-        assert_eq!(read_frame(&mut reader).await.unwrap(), Some(b"null".to_vec()));
-        assert_eq!(read_frame(&mut reader).await.unwrap(), None);
+    #[test]
+    fn exit_without_a_successful_shutdown_is_code_1() {
+        let lifecycle = Lifecycle::default();
+        admit(Item::Body(request(json!(1), "shutdown", Value::Null)), &lifecycle);
+        // Refused (not initialized): not shut down.
+        lifecycle.saw_output(br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32002,"message":"no"}}"#);
+        assert_eq!(lifecycle.exit_code(), ExitCode::SUCCESS, "no exit yet");
+        admit(Item::Body(br#"{"jsonrpc":"2.0","method":"exit","params":null}"#.to_vec()), &lifecycle);
+        assert_eq!(lifecycle.exit_code(), ExitCode::from(1));
+    }
+
+    #[test]
+    fn oversized_frames_and_garbage_are_answered_with_what_can_be_read() {
+        let head = br#"{"jsonrpc":"2.0","id":"big-1","method":"x","params":{"text":"aaaa"#.to_vec();
+        assert_eq!(verdict(Item::Oversized { length: 1 << 27, head }), r#"answer -32600 id="big-1""#);
+        let head = br#"{"jsonrpc":"2.0","method":"x","params":{"text":"aaaa"#.to_vec();
+        assert_eq!(verdict(Item::Oversized { length: 1 << 27, head }), "answer -32600 id=null");
+        let head = br#"{"jsonrpc":"2.0","id":4,"result":{"text":"aaaa"#.to_vec();
+        assert_eq!(verdict(Item::Oversized { length: 1 << 27, head }), "drop");
+        assert_eq!(verdict(Item::Skipped { bytes: 3, reason: "x".into() }), "answer -32700 id=null");
+        assert_eq!(verdict(Item::Body(request(json!(1.5), "x", json!({})))), "answer -32600 id=1.5");
+        assert_eq!(verdict(Item::Body(br#"{"jsonrpc":"2.0","id":1.5,"result":1}"#.to_vec())), "drop");
     }
 }

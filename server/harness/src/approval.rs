@@ -1,128 +1,112 @@
-//! Approval: which tool calls need the user's yes, and the gate that asks.
-//!
-//! The policy is per tool — `ask`, `auto` or `deny` — with `ask` for the tools that change
-//! things (`edit`, `write`, `bash`) unless the user configured otherwise. How the user is asked
-//! is not decided here: the CLI asks on the terminal, the LSP server holds a pending edit.
+//! The approval gate of one session: the `before_tool_call` hook that evaluates the approval
+//! policy in force ([`reins_review::without_asking`]) and, where it says `ask`, asks the
+//! [`Approver`] — telling it which session and run the call belongs to, since tool-call ids come
+//! from the model and repeat across sessions.
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 
-use async_trait::async_trait;
-use reins_agent::{Gate, Hooks, Proposal};
+use reins_agent::{Gate, Proposal};
 use reins_ai::ToolCall;
+use reins_review::{ApprovalRequest, Approver, without_asking};
 use tokio_util::sync::CancellationToken;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Policy {
-    Ask,
-    Auto,
-    Deny,
-}
+use crate::live_settings::LiveSettings;
+use crate::runtime::{RunId, SessionId, lock};
 
-/// Per-tool policies; tools without an entry are `auto`.
-#[derive(Debug, Clone)]
-pub struct ApprovalPolicy {
-    per_tool: HashMap<String, Policy>,
-}
-
-impl Default for ApprovalPolicy {
-    fn default() -> Self {
-        let per_tool = ["edit", "write", "bash"].into_iter().map(|tool| (tool.to_string(), Policy::Ask)).collect();
-        Self { per_tool }
-    }
-}
-
-impl ApprovalPolicy {
-    /// Approves everything (`reins run --yes`).
-    pub fn approve_all() -> Self {
-        Self { per_tool: HashMap::new() }
-    }
-
-    pub fn set(&mut self, tool: &str, policy: Policy) {
-        self.per_tool.insert(tool.to_string(), policy);
-    }
-
-    pub fn for_tool(&self, tool: &str) -> Policy {
-        self.per_tool.get(tool).copied().unwrap_or(Policy::Auto)
-    }
-}
-
-/// Asks the user about one proposal. May wait as long as `cancel` is not triggered.
-#[async_trait]
-pub trait Approver: Send + Sync {
-    async fn decide(&self, call: &ToolCall, proposal: &Proposal, cancel: &CancellationToken) -> Gate;
-}
-
-/// The `before_tool_call` gate: applies the policy, and asks the [`Approver`] where it says `ask`.
-pub struct ApprovalGate {
-    pub policy: ApprovalPolicy,
+pub(crate) struct ApprovalGate {
+    pub session_id: SessionId,
+    /// The session's run in progress (see `LiveSession::running`).
+    pub running: Arc<Mutex<Option<RunId>>>,
+    /// Tools the user allowed for the rest of the session when accepting.
+    pub allowed: Arc<Mutex<HashSet<String>>>,
+    pub settings: LiveSettings,
     pub approver: Arc<dyn Approver>,
 }
 
-#[async_trait]
-impl Hooks for ApprovalGate {
-    async fn before_tool_call(&self, call: &ToolCall, proposal: Option<&Proposal>, cancel: &CancellationToken) -> Gate {
-        match self.policy.for_tool(&call.name) {
-            Policy::Auto => Gate::Allow,
-            Policy::Deny => Gate::Block {
-                reason: format!("the user's settings do not allow the `{}` tool; do not try it again", call.name),
-            },
-            Policy::Ask => match proposal {
-                Some(proposal) => self.approver.decide(call, proposal, cancel).await,
-                // Nothing to show means nothing will change: no question to ask.
-                None => Gate::Allow,
-            },
+impl ApprovalGate {
+    pub async fn before_tool_call(
+        &self,
+        call: &ToolCall,
+        proposal: Option<&Proposal>,
+        cancel: &CancellationToken,
+    ) -> Gate {
+        let allowed = lock(&self.allowed).contains(&call.name);
+        let answer = without_asking(&self.settings.get().approval, &call.name, allowed, proposal.is_some());
+        let (Some(proposal), None) = (proposal, &answer) else { return answer.unwrap_or(Gate::Allow) };
+        let run_id = lock(&self.running).clone().unwrap_or_default();
+        let request = ApprovalRequest { session_id: &self.session_id, run_id: &run_id, call, proposal };
+        let (gate, allow_for_session) = self.approver.decide(request, cancel).await.into_gate();
+        if allow_for_session {
+            lock(&self.allowed).insert(call.name.clone());
         }
+        gate
     }
 }
 
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
-    use std::sync::Mutex;
 
+    use async_trait::async_trait;
     use reins_agent::CommandProposal;
+    use reins_review::{ApprovalPolicy, Policy, Verdict};
 
     use super::*;
+    use crate::settings::Settings;
 
+    /// Writes down who asked, and allows the tool for the session.
     struct Recorder(Mutex<Vec<String>>);
 
     #[async_trait]
     impl Approver for Recorder {
-        async fn decide(&self, call: &ToolCall, _: &Proposal, _: &CancellationToken) -> Gate {
-            self.0.lock().unwrap().push(call.name.clone());
-            Gate::Block { reason: "user said no".into() }
+        async fn decide(&self, request: ApprovalRequest<'_>, _: &CancellationToken) -> Verdict {
+            let asked = format!("{} {}/{} {}", request.call.name, request.session_id, request.run_id, request.call.id);
+            lock(&self.0).push(asked);
+            Verdict::Accept { changed: None, allow_for_session: true }
         }
     }
 
-    async fn gate(policy: ApprovalPolicy, tool: &str) -> (Gate, Vec<String>) {
-        let recorder = Arc::new(Recorder(Mutex::new(Vec::new())));
-        let gate = ApprovalGate { policy, approver: recorder.clone() };
+    fn gate(policy: ApprovalPolicy, approver: Arc<Recorder>) -> ApprovalGate {
+        let mut settings = Settings::from_env(|_| None);
+        settings.approval = policy;
+        ApprovalGate {
+            session_id: "s1".into(),
+            running: Arc::new(Mutex::new(Some("r7".into()))),
+            allowed: Arc::default(),
+            settings: LiveSettings::new(settings),
+            approver,
+        }
+    }
+
+    async fn call(gate: &ApprovalGate, tool: &str) -> Gate {
         let call = ToolCall { id: "c1".into(), name: tool.into(), arguments: serde_json::json!({}) };
         let proposal =
             Proposal::Command(CommandProposal { command: "ls".into(), cwd: PathBuf::from("/w"), timeout_secs: 120 });
-        let verdict = gate.before_tool_call(&call, Some(&proposal), &CancellationToken::new()).await;
-        let asked = recorder.0.lock().unwrap().clone();
-        (verdict, asked)
+        gate.before_tool_call(&call, Some(&proposal), &CancellationToken::new()).await
     }
 
     #[tokio::test]
-    async fn mutating_tools_ask_by_default_others_pass() {
-        let (verdict, asked) = gate(ApprovalPolicy::default(), "bash").await;
-        assert_eq!(verdict, Gate::Block { reason: "user said no".into() });
-        assert_eq!(asked, ["bash"]);
-        let (verdict, asked) = gate(ApprovalPolicy::default(), "read").await;
-        assert_eq!((verdict, asked.len()), (Gate::Allow, 0));
+    async fn the_approver_learns_the_session_and_run_and_allowing_for_the_session_stops_asking() {
+        let recorder = Arc::new(Recorder(Mutex::new(Vec::new())));
+        let gate = gate(ApprovalPolicy::default(), recorder.clone());
+        assert_eq!(call(&gate, "read").await, Gate::Allow);
+        assert_eq!(call(&gate, "bash").await, Gate::Allow);
+        assert_eq!(call(&gate, "bash").await, Gate::Allow);
+        assert_eq!(call(&gate, "edit").await, Gate::Allow);
+        assert_eq!(*lock(&recorder.0), ["bash s1/r7 c1", "edit s1/r7 c1"]);
     }
 
     #[tokio::test]
-    async fn approve_all_and_deny() {
-        let (verdict, asked) = gate(ApprovalPolicy::approve_all(), "edit").await;
-        assert_eq!((verdict, asked.len()), (Gate::Allow, 0));
-        let mut deny = ApprovalPolicy::default();
-        deny.set("bash", Policy::Deny);
-        let (verdict, asked) = gate(deny, "bash").await;
-        assert!(matches!(verdict, Gate::Block { reason } if reason.contains("do not allow the `bash` tool")));
-        assert!(asked.is_empty());
+    async fn the_policy_in_force_applies_from_the_next_call() {
+        let recorder = Arc::new(Recorder(Mutex::new(Vec::new())));
+        let gate = gate(ApprovalPolicy::default(), recorder.clone());
+        let mut settings = (*gate.settings.get()).clone();
+        settings.approval.set("bash", Policy::Deny);
+        gate.settings.set(settings);
+        assert!(
+            matches!(call(&gate, "bash").await, Gate::Block { reason } if reason.contains("do not allow the `bash` tool"))
+        );
+        assert!(lock(&recorder.0).is_empty());
     }
 }

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use reins_ai::ApiKey;
 use toml::de::{DeTable, DeValue};
 
-use crate::approval::Policy;
 use crate::registry::Api;
+use reins_review::Policy;
 
 /// Where a setting came from.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,6 +7,7 @@ mod auth;
 mod compaction;
 mod config;
 mod error;
+mod live_settings;
 mod prompt;
 mod registry;
 mod router;
@@ -15,10 +16,10 @@ mod sessions;
 mod settings;
 mod summary;
 
-pub use approval::{ApprovalGate, ApprovalPolicy, Approver, Policy};
 pub use auth::{AuthKeys, KEY_COMMAND_TIMEOUT, mask, read_auth_file, run_key_command};
 pub use config::{ConfigDiagnostic, ConfigLayer, LayerKind, Source};
 pub use error::HarnessError;
+pub use live_settings::LiveSettings;
 pub use prompt::{CONTEXT_FILE_NAMES, ContextFile, PromptInputs, build_system_prompt};
 pub use registry::{Api, FALLBACK_PROVIDER, ModelEntry, ProviderInfo, Registry};
 pub use router::Router;
@@ -29,3 +30,5 @@ pub use runtime::{
 pub use sessions::{SessionInfo, SessionTreeView, TreeNode};
 pub use settings::{DEFAULT_BASE_URL, DEFAULT_MODEL, KeySource, Settings};
 pub use summary::{FileActivity, render_transcript};
+// The approval policy and the approver are the review core's; the settings carry the policy.
+pub use reins_review::{ApprovalPolicy, ApprovalRequest, Approver, Policy, Verdict};

@@ -3,10 +3,10 @@
 //! it goes; compaction near the context window). The LSP server and the CLI drive it the same
 //! way; it reports through one event sink.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use reins_agent::{Agent, AgentContext, AgentEvent, Hooks, Limits, RunOutcome, Tool, TurnEndReason};
 use reins_ai::{Content, Message, Model, Provider, Usage, UserMessage, now_ms};
@@ -15,9 +15,12 @@ use reins_tools::{Workspace, builtin_tools};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use crate::approval::{ApprovalGate, ApprovalPolicy, Approver};
+use reins_review::Approver;
+
+use crate::approval::ApprovalGate;
 use crate::compaction::{AutoCompact, SessionHooks, branch_messages, compact_file, near_window, overflowed};
 use crate::error::HarnessError;
+use crate::live_settings::LiveSettings;
 use crate::prompt::{PromptInputs, build_system_prompt};
 use crate::sessions::{SessionInfo, SessionListing, SessionRecorder, SessionTreeView};
 use crate::settings::Settings;
@@ -57,8 +60,8 @@ pub struct HarnessOptions {
     pub settings: Settings,
     pub workspace: Arc<dyn Workspace>,
     pub provider: Arc<dyn Provider>,
+    /// Asks the user where the approval policy in force says `ask`.
     pub approver: Arc<dyn Approver>,
-    pub policy: ApprovalPolicy,
     pub limits: Limits,
     /// Where every session's events go.
     pub events: HarnessEventSink,
@@ -86,7 +89,7 @@ pub struct Compacted {
 pub struct Harness {
     options: HarnessOptions,
     /// The settings in force: `options.settings` until [`Harness::set_settings`] replaces them.
-    settings: RwLock<Arc<Settings>>,
+    settings: LiveSettings,
     store: SessionStore,
     sessions: Mutex<HashMap<SessionId, Arc<LiveSession>>>,
     listing: Mutex<SessionListing>,
@@ -99,7 +102,8 @@ struct LiveSession {
     /// `None` when sessions are not kept on disk.
     file: Option<Arc<Mutex<SessionFile>>>,
     /// The run in progress. Set before the run is spawned, so a second send fails at once.
-    running: Mutex<Option<RunId>>,
+    /// Shared with the approval gate, which tells the approver the run of each call.
+    running: Arc<Mutex<Option<RunId>>>,
     /// Cancels the harness's own model calls of the current run or operation (compaction,
     /// summaries); the agent's calls are cancelled through the agent. Shared with the hooks.
     cancel: Arc<Mutex<CancellationToken>>,
@@ -108,7 +112,7 @@ struct LiveSession {
 impl Harness {
     pub fn new(options: HarnessOptions) -> Arc<Self> {
         let store = SessionStore::new(options.settings.data_dir.join("sessions"));
-        let settings = RwLock::new(Arc::new(options.settings.clone()));
+        let settings = LiveSettings::new(options.settings.clone());
         Arc::new(Self {
             options,
             settings,
@@ -121,17 +125,16 @@ impl Harness {
 
     /// The settings in force.
     pub fn settings(&self) -> Arc<Settings> {
-        self.settings.read().unwrap_or_else(PoisonError::into_inner).clone()
+        self.settings.get()
     }
 
     /// Replaces the settings (the editor's settings changed): sessions started or opened from
     /// now on take the new default model, models resolve through the new registry, and each live
     /// session's model — the same provider and id — is resolved again, so a new endpoint or
-    /// window applies from its next turn. Approval policy, limits and compaction stay as the
-    /// harness was built.
+    /// window applies from its next turn. The approval policy applies from the next tool call;
+    /// limits and compaction stay as the harness was built.
     pub fn set_settings(&self, settings: Settings) {
-        let settings = Arc::new(settings);
-        *self.settings.write().unwrap_or_else(PoisonError::into_inner) = settings.clone();
+        let settings = self.settings.set(settings);
         for session in lock(&self.sessions).values() {
             let current = session.agent.context().model;
             session.agent.set_model(settings.resolve_recorded(&current.provider, &current.id));
@@ -486,8 +489,16 @@ impl Harness {
     fn go_live(&self, id: SessionId, file: Option<SessionFile>, model: Model, messages: Vec<Message>) -> SessionId {
         let file = file.map(|file| Arc::new(Mutex::new(file)));
         let cancel = Arc::new(Mutex::new(CancellationToken::new()));
-        let agent = self.new_agent(model, messages, file.clone(), cancel.clone());
-        let session = Arc::new(LiveSession { id: id.clone(), agent, file, running: Mutex::new(None), cancel });
+        let running = Arc::new(Mutex::new(None));
+        let gate = ApprovalGate {
+            session_id: id.clone(),
+            running: running.clone(),
+            allowed: Arc::new(Mutex::new(HashSet::new())),
+            settings: self.settings.clone(),
+            approver: self.options.approver.clone(),
+        };
+        let agent = self.new_agent(model, messages, gate, file.clone(), cancel.clone());
+        let session = Arc::new(LiveSession { id: id.clone(), agent, file, running, cancel });
         lock(&self.sessions).insert(id.clone(), session);
         id
     }
@@ -496,6 +507,7 @@ impl Harness {
         &self,
         model: Model,
         messages: Vec<Message>,
+        gate: ApprovalGate,
         file: Option<Arc<Mutex<SessionFile>>>,
         cancel: Arc<Mutex<CancellationToken>>,
     ) -> Agent {
@@ -513,7 +525,7 @@ impl Harness {
         );
         let context = AgentContext { system_prompt: build_system_prompt(&inputs), model, messages, tools };
         let hooks: Arc<dyn Hooks> = Arc::new(SessionHooks {
-            gate: ApprovalGate { policy: self.options.policy.clone(), approver: self.options.approver.clone() },
+            gate,
             auto_compact: file.filter(|_| self.options.compaction.auto).map(|file| AutoCompact {
                 file,
                 provider: self.options.provider.clone(),
@@ -632,8 +644,8 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use async_trait::async_trait;
-    use reins_agent::{Gate, Proposal};
-    use reins_ai::{AssistantMessage, EventSink, Request, StopReason, ToolCall};
+    use reins_ai::{AssistantMessage, EventSink, Request, StopReason};
+    use reins_review::{ApprovalRequest, Verdict};
     use reins_tools::FsWorkspace;
 
     use super::*;
@@ -660,8 +672,8 @@ mod tests {
 
     #[async_trait]
     impl Approver for NoApprover {
-        async fn decide(&self, _: &ToolCall, _: &Proposal, _: &CancellationToken) -> Gate {
-            Gate::Block { reason: "no".into() }
+        async fn decide(&self, _: ApprovalRequest<'_>, _: &CancellationToken) -> Verdict {
+            Verdict::Reject { reason: "no".into() }
         }
     }
 
@@ -692,7 +704,6 @@ mod tests {
             workspace: Arc::new(FsWorkspace::new(vec![dir.to_path_buf()]).unwrap()),
             provider,
             approver: Arc::new(NoApprover),
-            policy: ApprovalPolicy::default(),
             limits: Limits::default(),
             events: Arc::new(|_| {}),
             date: "2026-11-30".into(),

@@ -9,11 +9,11 @@ use std::sync::Arc;
 
 use reins_ai::{ApiKey, Compat, Model, Prices};
 
-use crate::approval::ApprovalPolicy;
 use crate::auth::{self, AuthKeys};
 use crate::config::{ConfigDiagnostic, ConfigLayer, LayerKind, Source, trim_url};
 use crate::registry::{Api, FALLBACK_PROVIDER, ProviderInfo, Registry, blank_entry};
 use crate::runtime::CompactionSettings;
+use reins_review::ApprovalPolicy;
 
 /// Ollama's OpenAI-compatible endpoint: the endpoint when nothing is configured, so reins works
 /// with a local model and no key.

@@ -3,7 +3,7 @@
 use expect_test::expect;
 
 use super::*;
-use crate::approval::Policy;
+use reins_review::Policy;
 
 /// Settings from these variables, with `REINS_HOME` at `home` when given.
 fn settings_in(home: Option<&Path>, project: Option<&Path>, vars: &[(&str, &str)]) -> Settings {

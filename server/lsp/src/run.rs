@@ -99,7 +99,10 @@ async fn run(args: RunArgs) -> ExitCode {
         Ok(root) => root,
         Err(err) => return fail(&format!("cannot read the current directory: {err}")),
     };
-    let settings = load_settings(&root);
+    let mut settings = load_settings(&root);
+    if args.yes {
+        settings.approval = ApprovalPolicy::approve_all();
+    }
     let workspace: Arc<dyn Workspace> = match FsWorkspace::new(vec![root]) {
         Ok(workspace) => Arc::new(workspace),
         Err(err) => return fail(&err.to_string()),
@@ -117,7 +120,6 @@ async fn run(args: RunArgs) -> ExitCode {
         provider: Arc::new(Router::new(settings.clone(), ClientOptions::default())),
         workspace,
         approver: Arc::new(TerminalApprover),
-        policy: if args.yes { ApprovalPolicy::approve_all() } else { settings.approval.clone() },
         limits: Limits { max_turns: args.max_turns.or(settings.max_turns).unwrap_or(50), ..Limits::default() },
         events,
         date: today(),

@@ -76,7 +76,6 @@ fn run(args: &SessionsArgs) -> Result<String, String> {
         provider: Arc::new(Router::new(settings.clone(), ClientOptions::default())),
         workspace: Arc::new(workspace),
         approver: Arc::new(TerminalApprover),
-        policy: settings.approval.clone(),
         limits: Limits::default(),
         events: Arc::new(|_| {}),
         date: String::new(),

@@ -5,14 +5,12 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
-use reins_agent::{AgentEvent, Gate, Proposal};
-use reins_ai::{StreamEvent, ToolCall};
-use reins_harness::Approver;
+use reins_agent::{AgentEvent, Proposal};
+use reins_ai::StreamEvent;
+use reins_harness::{ApprovalRequest, Approver, Verdict};
+use reins_review::diff;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-
-use crate::lsp::diff;
-use crate::lsp::documents::PositionEncoding;
 
 /// How long the diff of a proposal may search before settling for coarser hunks.
 const HUNK_DIFF_DEADLINE: std::time::Duration = std::time::Duration::from_millis(200);
@@ -138,21 +136,23 @@ pub struct TerminalApprover;
 
 #[async_trait]
 impl Approver for TerminalApprover {
-    async fn decide(&self, call: &ToolCall, proposal: &Proposal, cancel: &CancellationToken) -> Gate {
-        let question = render_proposal(proposal, std::io::stderr().is_terminal());
-        let tool = call.name.clone();
+    async fn decide(&self, request: ApprovalRequest<'_>, cancel: &CancellationToken) -> Verdict {
+        let question = render_proposal(request.proposal, std::io::stderr().is_terminal());
+        let tool = request.call.name.clone();
         let ask = tokio::task::spawn_blocking(move || ask_on_tty(&question));
         let answer = tokio::select! {
             answer = ask => answer.unwrap_or(Err("the approval prompt failed".into())),
-            _ = cancel.cancelled() => return Gate::Block { reason: "cancelled".into() },
+            _ = cancel.cancelled() => return Verdict::Reject { reason: "cancelled".into() },
         };
         match answer {
-            Ok(Answer::Yes) => Gate::Allow,
+            Ok(Answer::Yes) => Verdict::Accept { changed: None, allow_for_session: false },
             Ok(Answer::No(reason)) if reason.is_empty() => {
-                Gate::Block { reason: format!("the user rejected this {tool} call") }
+                Verdict::Reject { reason: format!("the user rejected this {tool} call") }
             }
-            Ok(Answer::No(reason)) => Gate::Block { reason: format!("the user rejected this {tool} call: {reason}") },
-            Err(why) => Gate::Block {
+            Ok(Answer::No(reason)) => {
+                Verdict::Reject { reason: format!("the user rejected this {tool} call: {reason}") }
+            }
+            Err(why) => Verdict::Reject {
                 reason: format!(
                     "{tool} needs the user's approval, which could not be asked ({why}); the user can rerun with --yes"
                 ),
@@ -202,7 +202,7 @@ pub fn render_proposal(proposal: &Proposal, color: bool) -> String {
             out.push_str(&paint(&format!("+++ b/{path}"), "1"));
             out.push('\n');
             // The hunks an editor would offer one by one, each with its own context.
-            let hunks = diff::hunks(before, &change.after, PositionEncoding::Utf8, HUNK_DIFF_DEADLINE);
+            let hunks = diff::hunks(before, &change.after, HUNK_DIFF_DEADLINE);
             for hunk in &hunks {
                 out.push_str(&paint(&format!("hunk {}:", hunk.index), "1;36"));
                 out.push('\n');

@@ -1,25 +1,11 @@
 //! Edit review figures: how long a proposal of 10 scattered edits in a 20,000-line file takes to
-//! become hunks and `TextEdit`s, against its 10 ms target.
-//!
-//! The diff module lives in the `reins` binary crate, which has no library to link, so it is
-//! compiled into this bench from its source file.
+//! become hunks (the review core) and `TextEdit`s (the language server's positions), against
+//! its 10 ms target.
 
 use std::time::{Duration, Instant};
 
-// The bench uses only part of the module.
-#[allow(dead_code)]
-#[path = "../../../server/lsp/src/lsp/diff.rs"]
-mod diff;
-
-/// Stands in for the server's `documents` module, where `diff.rs` finds the position encoding.
-mod documents {
-    #[allow(dead_code)]
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub enum PositionEncoding {
-        Utf16,
-        Utf8,
-    }
-}
+use reins::{PositionEncoding, text_edits};
+use ropey::Rope;
 
 const FILE_LINES: usize = 20_000;
 const EDITS: usize = 10;
@@ -33,8 +19,8 @@ pub fn measure() -> bool {
     let mut hunk_count = 0;
     for _ in 0..RUNS {
         let start = Instant::now();
-        let hunks = diff::hunks(&old, &new, documents::PositionEncoding::Utf16, Duration::from_secs(1));
-        let edits = diff::text_edits(&hunks);
+        let hunks = reins_review::hunks(&old, &new, Duration::from_secs(1));
+        let edits = text_edits(&Rope::from_str(&old), &hunks, PositionEncoding::Utf16);
         samples.push(start.elapsed());
         hunk_count = edits.len();
     }

@@ -440,3 +440,71 @@ async fn a_loose_match_shows_its_note_in_the_proposal() {
         Note: edits[1]: matched after treating typographic quotes, dashes and Unicode spaces as their ASCII forms"#]]
     .assert_eq(&result.lines().take(3).collect::<Vec<_>>().join("\n"));
 }
+
+/// The model's `edit` of `path`, replacing `old` with `new`.
+fn edit_file(id: &str, path: &str, old: &str, new: &str) -> Reply {
+    Reply::tool_call(id, "edit", json!({"path": path, "edits": [{"oldText": old, "newText": new}]}))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_whose_models_reuse_a_tool_call_id_keep_their_own_edits() {
+    // Both models call their first tool `call_0`, as many providers number calls per response.
+    let replies = vec![
+        edit_file("call_0", "a.txt", "a", "A"),
+        edit_file("call_0", "b.txt", "b", "B"),
+        Reply::text("b done"),
+        edit_file("call_0", "a.txt", "a", "AA"),
+        Reply::text("a done"),
+    ];
+    let lsp = start(&[("a.txt", "a\n"), ("b.txt", "b\n")], replies, json!({})).await;
+    let (run_a, edit_a) = propose(&lsp, "change a", None).await;
+    let (run_b, edit_b) = propose(&lsp, "change b", None).await;
+    let origin = |edit: &Value| {
+        format!(
+            "{} {} {} {}",
+            edit["runId"],
+            edit["toolCallId"],
+            edit["uri"].as_str().unwrap_or("").rsplit('/').next().unwrap(),
+            edit["hunks"][0]["newText"]
+        )
+    };
+    assert_eq!(origin(&edit_a), format!("\"{run_a}\" \"call_0\" a.txt \"A\""));
+    assert_eq!(origin(&edit_b), format!("\"{run_b}\" \"call_0\" b.txt \"B\""));
+    let (session_a, session_b) = (edit_a["sessionId"].clone(), edit_b["sessionId"].clone());
+    assert_ne!(session_a, session_b);
+    let listed = lsp.client.command("reins.edit.list", json!({"sessionId": session_b})).await.unwrap();
+    assert_eq!(listed.as_array().unwrap().iter().map(|e| e["id"].clone()).collect::<Vec<_>>(), [edit_b["id"].clone()]);
+
+    // Allowing `edit` for session B leaves session A asking.
+    let accepted =
+        lsp.client.command("reins.edit.accept", json!({"id": edit_b["id"], "allowForSession": true})).await.unwrap();
+    assert_eq!(accepted["outcome"], "applied");
+    let events_b = lsp.run_events(&run_b).await;
+    assert_eq!(review_events(&events_b), ["edit_proposed \"edit\"", "edit_resolved \"applied\" hunks=[0] reason=null"]);
+    lsp.client.command("reins.edit.reject", json!({"id": edit_a["id"], "reason": "not a"})).await.unwrap();
+    let first_a = edit_a["id"].clone();
+    let again = lsp
+        .client
+        .wait_for(WAIT, |n| {
+            let event = &n["params"]["event"];
+            n["params"]["runId"] == run_a && event["type"] == "edit_proposed" && event["edit"]["id"] != first_a
+        })
+        .await
+        .unwrap_or_else(|err| panic!("session A was not asked again: {err}"));
+    let again = &again["params"]["event"]["edit"];
+    assert_eq!((&again["sessionId"], &again["toolCallId"]), (&session_a, &json!("call_0")));
+    lsp.client.command("reins.edit.accept", json!({"id": again["id"]})).await.unwrap();
+    let events_a = lsp.run_events(&run_a).await;
+    assert_eq!(
+        review_events(&events_a),
+        [
+            "edit_proposed \"edit\"",
+            "edit_resolved \"rejected\" hunks=null reason=\"not a\"",
+            "edit_proposed \"edit\"",
+            "edit_resolved \"applied\" hunks=[0] reason=null"
+        ]
+    );
+    // Each session's model read its own outcome.
+    assert_eq!(tool_result(&lsp, 2), "Edited b.txt: 1 replacement\n\n@@ -1 +1 @@\n-b\n+B");
+    assert_eq!(tool_result(&lsp, 3), "The user rejected this edit of a.txt, saying: not a");
+}

@@ -8,7 +8,7 @@ use tower_lsp_server::ls_types::{
 };
 
 use crate::lsp::ask;
-use crate::lsp::pending::{PendingEdit, Subject};
+use crate::lsp::review::Shown;
 
 /// (title, preset question, kind). The plain "Ask agent about selection" has no question: the
 /// Neovim plugin asks for one; other clients get [`ask::DEFAULT_QUESTION`].
@@ -74,12 +74,11 @@ pub fn for_range(params: &CodeActionParams) -> Vec<CodeActionOrCommand> {
 
 /// "Accept agent edit", "Accept this hunk" (per hunk) and "Reject agent edit" for each pending
 /// edit with a hunk on the lines of `range` (an empty range is the cursor's line).
-pub fn for_pending(pending: &[PendingEdit], range: Range) -> Vec<CodeActionOrCommand> {
+pub fn for_pending(pending: &[Shown], range: Range) -> Vec<CodeActionOrCommand> {
     let mut actions = Vec::new();
     for edit in pending {
-        let Subject::File(file) = &edit.subject else { continue };
         let touched: Vec<usize> =
-            file.hunks.iter().filter(|hunk| lines_meet(hunk.range, range)).map(|hunk| hunk.index).collect();
+            edit.hunks.iter().filter(|(_, hunk)| lines_meet(*hunk, range)).map(|(index, _)| *index).collect();
         if touched.is_empty() {
             continue;
         }
@@ -172,32 +171,15 @@ mod tests {
     /// The review actions for a request on `lines` (start, end; character 0) with one pending
     /// edit whose hunks span these lines.
     fn review_titles(hunk_lines: &[(u32, u32)], lines: (u32, u32)) -> Vec<String> {
-        use crate::lsp::pending::{FileSubject, HunkView};
         let at = |start: u32, end: u32| Range { start: Position::new(start, 0), end: Position::new(end, 0) };
-        let hunks = hunk_lines
-            .iter()
-            .enumerate()
-            .map(|(index, (start, end))| HunkView {
-                index,
-                range: at(*start, *end),
-                old_text: "x".into(),
-                new_text: "y".into(),
-            })
-            .collect();
-        let edit = PendingEdit {
+        let hunks = hunk_lines.iter().enumerate().map(|(index, (start, end))| (index, at(*start, *end))).collect();
+        let edit = Shown {
             id: "e1".into(),
-            session_id: "s".into(),
-            run_id: "r".into(),
-            tool_call_id: "c".into(),
-            tool: "edit".into(),
-            subject: Subject::File(FileSubject {
-                uri: "file:///a".into(),
-                version: Some(1),
-                create: false,
-                hunks,
-                diff: String::new(),
-            }),
-            notes: Vec::new(),
+            uri: Some("file:///a".into()),
+            version: Some(1),
+            paths: Vec::new(),
+            hunks,
+            json: Value::Null,
         };
         for_pending(&[edit], at(lines.0, lines.1))
             .into_iter()

@@ -116,7 +116,7 @@ pub async fn execute(state: &State, command: Command) -> Result<Value> {
             state.reviews.accept(&accept.id, accept.hunks, accept.allow_for_session, accept.reason)
         }
         Command::EditReject(reject) => state.reviews.reject(&reject.id, reject.reason),
-        Command::EditList(list) => to_proto::json(&state.reviews.list(list.session_id.as_deref())),
+        Command::EditList(list) => Ok(state.reviews.list(list.session_id.as_deref())),
     }
 }
 
@@ -198,11 +198,9 @@ async fn selection(state: &State, uri: &str, range: Option<Range>, diagnostics: 
 
 /// The path relative to the workspace root when inside it; the URI for non-files.
 fn display_path(state: &State, path: Option<&Path>, uri: &str) -> String {
-    let Some(path) = path else { return uri.to_string() };
-    let cwd = state.workspace.cwd();
-    match path.strip_prefix(&cwd) {
-        Ok(relative) => relative.display().to_string(),
-        Err(_) => path.display().to_string(),
+    match path {
+        Some(path) => crate::display_path(path, &state.workspace.cwd()),
+        None => uri.to_string(),
     }
 }
 

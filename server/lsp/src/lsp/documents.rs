@@ -2,14 +2,16 @@
 //! editor through full and incremental `didChange` events.
 //!
 //! Positions arrive in the negotiated encoding (UTF-16 unless the client offered UTF-8); ropey
-//! counts chars, so every position is converted here. The ropes are built with `cr_lines` and
+//! counts chars, and the review core counts bytes, so every position is converted here, and
+//! only here. The ropes are built with `cr_lines` and
 //! without `unicode_lines`, so their lines are exactly LSP's: split at `\n`, `\r\n` and `\r`.
 
 use std::collections::HashMap;
+use std::ops::Range as Span;
 use std::path::{Path, PathBuf};
 
 use ropey::{Rope, RopeSlice};
-use tower_lsp_server::ls_types::{Position, TextDocumentContentChangeEvent};
+use tower_lsp_server::ls_types::{Position, Range, TextDocumentContentChangeEvent};
 
 /// How `Position.character` counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -138,6 +140,12 @@ pub fn position_of(rope: &Rope, char_index: usize, encoding: PositionEncoding) -
     Position { line: line_index as u32, character: character as u32 }
 }
 
+/// The LSP range of the bytes `span` of `rope`'s text (a hunk's span: it splits no character).
+pub fn range_of(rope: &Rope, span: Span<usize>, encoding: PositionEncoding) -> Range {
+    let position = |byte: usize| position_of(rope, rope.byte_to_char(byte.min(rope.len_bytes())), encoding);
+    Range { start: position(span.start), end: position(span.end) }
+}
+
 /// A line without its `\n`, `\r\n` or `\r`.
 fn without_line_break(line: RopeSlice<'_>) -> RopeSlice<'_> {
     let mut end = line.len_chars();
@@ -152,8 +160,6 @@ fn without_line_break(line: RopeSlice<'_>) -> RopeSlice<'_> {
 
 #[cfg(test)]
 mod tests {
-    use tower_lsp_server::ls_types::Range;
-
     use super::*;
 
     fn range(start: (u32, u32), end: (u32, u32)) -> Range {

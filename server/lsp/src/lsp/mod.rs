@@ -2,20 +2,14 @@
 //!
 //! stdout carries LSP frames and nothing else; logs go to stderr through `tracing`.
 
-mod approval;
 mod ask;
 mod code_actions;
 mod commands;
 mod config;
-// `apply_text_edits` serves the property tests and the bench, not the server.
-#[allow(dead_code)]
-pub(crate) mod diff;
 mod dispatch;
 pub(crate) mod documents;
 mod events;
 mod from_proto;
-mod merge;
-mod pending;
 mod provider;
 mod review;
 mod server;
@@ -33,7 +27,9 @@ use reins_tools::FsWorkspace;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tower_lsp_server::{LspService, Server as Transport};
 
+pub use self::documents::PositionEncoding;
 use self::server::Server;
+pub use self::to_proto::text_edits;
 use self::transport::Lifecycle;
 
 /// Buffer of the in-memory pipes between the wire and the framework.

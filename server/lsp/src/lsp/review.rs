@@ -1,425 +1,131 @@
-//! The pending edits: the one place that holds proposals waiting for the user, and turns
-//! `reins.edit.accept` / `reins.edit.reject` (or a cancelled run) into the gate's answer.
+//! The language server's side of review: the approver that holds each proposal as a pending edit
+//! of the review core ([`reins_review::PendingEdits`]) until `reins.edit.accept` /
+//! `reins.edit.reject`, and the observer that shows pending edits to the editor — the
+//! `edit_proposed` and `edit_resolved` events, diagnostics on the hunks, and code actions.
 //!
-//! A proposal is a value in a map with a oneshot sender; the run that proposed it awaits the
-//! receiver in its own task (see [`super::approval`]), so no handler ever waits for a person or
-//! for the editor. Deciding is synchronous: the handler works out what to apply (rebasing onto
-//! text the user typed meanwhile), sends that down the oneshot, and returns. An accepted file
-//! change is then applied by the tool through [`super::workspace`], which reports back here so
-//! `edit_resolved` says what really happened in the editor.
+//! Deciding is the core's: this module reads the files as they are now (the open buffer, else
+//! the disk) and turns the core's answers into JSON-RPC results. An accepted file change is
+//! applied by the tool through [`super::workspace`], which reports back here so `edit_resolved`
+//! says what really happened in the editor.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use reins_agent::{AgentEvent, FileChange, Proposal};
-use reins_harness::HarnessEventSink;
-use reins_tools::WorkspaceError;
-use serde_json::{Value, json};
-use tokio::sync::oneshot;
+use async_trait::async_trait;
+use reins_harness::{ApprovalRequest, Approver, Verdict};
+use reins_review::{Choice, Observer, Origin, PendingEdit, PendingEdits, Resolution, Subject, Written};
+use reins_tools::{Workspace, WorkspaceError};
+use ropey::Rope;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 use tower_lsp_server::jsonrpc::Error;
-use tower_lsp_server::ls_types::Uri;
+use tower_lsp_server::ls_types::{Range, Uri};
 
-use crate::lsp::diff::{self, Hunk};
 use crate::lsp::documents::Documents;
 use crate::lsp::events::Events;
-use crate::lsp::pending::{self, FileSubject, HunkView, Outcome, PendingEdit, Subject};
-use crate::lsp::{lock, merge, to_proto};
+use crate::lsp::workspace::EditorWorkspace;
+use crate::lsp::{lock, to_proto};
 
-/// How long the hunk diff of a proposal may search before settling for coarser hunks.
-pub const DIFF_DEADLINE: Duration = Duration::from_millis(100);
-
-/// The session and run a tool call belongs to.
-pub type RunKey = (String, String);
-
-/// What the waiting run is told.
-#[derive(Debug)]
-pub enum Decision {
-    /// Go ahead: with the proposal as it was (`change: None`), or with `change` and a `note`
-    /// for the model (some hunks only, or merged into newer text).
-    Accept { change: Option<FileChange>, note: Option<String> },
-    /// Do not run it; the model reads `reason`.
-    Block { reason: String },
-}
-
-/// Everything the gate knows about a proposal when it asks.
-pub struct Proposed<'a> {
-    pub run: RunKey,
-    pub tool_call_id: &'a str,
-    pub tool: &'a str,
-    pub proposal: &'a Proposal,
-    /// The path as the model and the user read it (relative to the workspace).
-    pub shown: String,
-}
-
-/// One proposal waiting for the user.
-struct Pending {
-    edit: PendingEdit,
-    proposal: Proposal,
-    hunks: Vec<Hunk>,
-    shown: String,
-    reply: oneshot::Sender<Decision>,
-}
-
-/// An accepted file change on its way to the editor, reported by [`Reviews::applied`].
-struct Applying {
-    id: String,
-    run: RunKey,
-    after: String,
-    outcome: Outcome,
-    hunks: Vec<usize>,
-    /// The user's reason for the hunks not applied (partially applied only).
-    reason: Option<String>,
-}
-
-#[derive(Default)]
-struct ReviewState {
-    next_id: u64,
-    /// Waiting proposals by number, so listing keeps the order they came in.
-    pending: BTreeMap<u64, Pending>,
-    decided: HashSet<String>,
-    applying: HashMap<PathBuf, Applying>,
-    /// The run of each tool call in flight, learned from `tool_execution_start` events.
-    calls: HashMap<String, RunKey>,
-    /// (session, tool) pairs the user allowed for the rest of the session.
-    allowed: HashSet<(String, String)>,
-}
-
+/// The pending edits, as the editor sees them.
 pub struct Reviews {
-    state: Mutex<ReviewState>,
+    edits: Arc<PendingEdits>,
     documents: Arc<Mutex<Documents>>,
+    shown: Arc<Mutex<HashMap<String, Shown>>>,
+}
+
+/// What the editor was shown of one pending edit, kept because its hunks' ranges are positions
+/// in the text the proposal was made from.
+#[derive(Clone)]
+pub struct Shown {
+    pub id: String,
+    /// The file, when there is one the editor can mark (not a new file).
+    pub uri: Option<String>,
+    pub version: Option<i32>,
+    pub paths: Vec<PathBuf>,
+    /// Each hunk's index and range.
+    pub hunks: Vec<(usize, Range)>,
+    /// The `PendingEdit` of the protocol.
+    pub json: Value,
+}
+
+/// Tells the editor about the review, in the order things happen.
+struct Publisher {
     events: Events,
+    documents: Arc<Mutex<Documents>>,
+    shown: Arc<Mutex<HashMap<String, Shown>>>,
+}
+
+/// Asks by holding the proposal as a pending edit until the user decides or the run stops.
+pub struct ReviewApprover {
+    pub reviews: Arc<Reviews>,
+    pub workspace: Arc<EditorWorkspace>,
+}
+
+#[async_trait]
+impl Approver for ReviewApprover {
+    async fn decide(&self, request: ApprovalRequest<'_>, cancel: &CancellationToken) -> Verdict {
+        let cwd = self.workspace.cwd();
+        let subject = Subject::of(request.proposal, |path| crate::display_path(path, &cwd));
+        let (edit, reply) = self.reviews.edits.propose(Origin::of(&request), subject);
+        self.reviews.edits.wait(&edit.id, reply, cancel).await
+    }
 }
 
 impl Reviews {
     pub fn new(documents: Arc<Mutex<Documents>>, events: Events) -> Self {
-        Self { state: Mutex::new(ReviewState::default()), documents, events }
-    }
-
-    /// Wraps the harness's event sink to learn which session and run each tool call belongs to:
-    /// the gate only sees the call, and pending edits name their session and run.
-    pub fn sink(self: &Arc<Self>, inner: HarnessEventSink) -> HarnessEventSink {
-        let reviews = self.clone();
-        Arc::new(move |event| {
-            match &event.event {
-                AgentEvent::ToolExecutionStart { tool_call_id, .. } => {
-                    let run = (event.session_id.clone(), event.run_id.clone());
-                    lock(&reviews.state).calls.insert(tool_call_id.clone(), run);
-                }
-                AgentEvent::ToolExecutionEnd { tool_call_id, .. } => {
-                    lock(&reviews.state).calls.remove(tool_call_id);
-                }
-                _ => {}
-            }
-            inner(event);
-        })
-    }
-
-    /// The session and run of a tool call in flight (empty strings if unknown).
-    pub fn run_of(&self, tool_call_id: &str) -> RunKey {
-        lock(&self.state).calls.get(tool_call_id).cloned().unwrap_or_default()
-    }
-
-    /// Whether the user allowed `tool` for the rest of `session_id` when accepting.
-    pub fn allowed_for_session(&self, session_id: &str, tool: &str) -> bool {
-        lock(&self.state).allowed.contains(&(session_id.to_string(), tool.to_string()))
-    }
-
-    /// Records a proposal, publishes it (event and diagnostics), and returns its id and the
-    /// receiver the run waits on.
-    pub fn propose(&self, proposed: Proposed<'_>) -> (String, oneshot::Receiver<Decision>) {
-        let (tx, rx) = oneshot::channel();
-        let (subject, hunks, notes) = self.subject(&proposed);
-        let mut state = lock(&self.state);
-        state.next_id += 1;
-        let number = state.next_id;
-        let id = format!("e{number}");
-        let edit = PendingEdit {
-            id: id.clone(),
-            session_id: proposed.run.0.clone(),
-            run_id: proposed.run.1.clone(),
-            tool_call_id: proposed.tool_call_id.to_string(),
-            tool: proposed.tool.to_string(),
-            subject,
-            notes,
-        };
-        self.events.review(edit.session_id.clone(), edit.run_id.clone(), pending::proposed_event(&edit));
-        let uri = file_uri(&edit);
-        state.pending.insert(
-            number,
-            Pending { edit, proposal: proposed.proposal.clone(), hunks, shown: proposed.shown, reply: tx },
-        );
-        if let Some(uri) = uri {
-            self.publish_diagnostics(&state, &uri);
-        }
-        (id, rx)
-    }
-
-    /// The wire view and hunks of a proposal.
-    fn subject(&self, proposed: &Proposed<'_>) -> (Subject, Vec<Hunk>, Vec<String>) {
-        match proposed.proposal {
-            Proposal::Command(command) => (
-                Subject::Command { command: command.command.clone(), cwd: command.cwd.display().to_string() },
-                Vec::new(),
-                Vec::new(),
-            ),
-            Proposal::FileChange(change) => {
-                let (encoding, open_uri) = {
-                    let documents = lock(&self.documents);
-                    (documents.encoding, documents.by_path(&change.path).map(|document| document.uri.clone()))
-                };
-                let uri = open_uri.or_else(|| path_uri(&change.path)).unwrap_or_default();
-                let before = change.before.as_deref().unwrap_or("");
-                let hunks = diff::hunks(before, &change.after, encoding, DIFF_DEADLINE);
-                let file = FileSubject {
-                    uri,
-                    version: change.version,
-                    create: change.before.is_none(),
-                    hunks: hunks.iter().map(HunkView::of).collect(),
-                    diff: diff::unified_diff(&proposed.shown, before, &change.after),
-                };
-                (Subject::File(file), hunks, change.notes.clone())
-            }
-        }
+        let shown = Arc::new(Mutex::new(HashMap::new()));
+        let publisher = Publisher { events, documents: documents.clone(), shown: shown.clone() };
+        Self { edits: Arc::new(PendingEdits::new(Arc::new(publisher))), documents, shown }
     }
 
     /// `reins.edit.list`: the pending edits, of one session or all, oldest first.
-    pub fn list(&self, session_id: Option<&str>) -> Vec<PendingEdit> {
-        let state = lock(&self.state);
-        state
-            .pending
-            .values()
-            .filter(|pending| session_id.is_none_or(|id| pending.edit.session_id == id))
-            .map(|pending| pending.edit.clone())
-            .collect()
+    pub fn list(&self, session_id: Option<&str>) -> Value {
+        let shown = lock(&self.shown);
+        let edits = self.edits.list(session_id);
+        Value::Array(edits.iter().filter_map(|edit| shown.get(&edit.id)).map(|shown| shown.json.clone()).collect())
     }
 
     /// The pending edits of one document, for code actions.
-    pub fn on_uri(&self, uri: &str) -> Vec<PendingEdit> {
-        let state = lock(&self.state);
-        state
-            .pending
-            .values()
-            .filter(|pending| file_uri(&pending.edit).as_deref() == Some(uri))
-            .map(|p| p.edit.clone())
-            .collect()
+    pub fn on_uri(&self, uri: &str) -> Vec<Shown> {
+        let waiting = self.edits.list(None);
+        let shown = lock(&self.shown);
+        let on_uri = waiting.iter().filter_map(|edit| shown.get(&edit.id));
+        on_uri.filter(|shown| shown.uri.as_deref() == Some(uri)).cloned().collect()
     }
 
     /// `reins.edit.reject`.
     pub fn reject(&self, id: &str, reason: Option<String>) -> Result<Value, Error> {
-        let pending = self.take(id, None)?;
-        let subject = match &pending.proposal {
-            Proposal::Command(command) => format!("the command `{}`", command.command),
-            Proposal::FileChange(_) => format!("this {} of {}", pending.edit.tool, pending.shown),
-        };
-        let reason_for_model = pending::rejected_reason(&subject, reason.as_deref());
-        let reason_shown = reason.filter(|reason| !reason.trim().is_empty()).unwrap_or_else(|| "rejected".to_string());
-        self.resolve(
-            pending,
-            Outcome::Rejected,
-            &[],
-            Some(&reason_shown),
-            Decision::Block { reason: reason_for_model },
-        )?;
-        Ok(json!({ "id": id, "outcome": Outcome::Rejected.as_str() }))
+        let resolution = self.edits.reject(id, reason).map_err(to_proto::review_error)?;
+        Ok(to_proto::edit_rejected(&resolution))
     }
 
     /// `reins.edit.accept`: all hunks, or the chosen ones, with the user's `reason` for the
-    /// others. A change to text the user edited meanwhile is rebased onto it, or refused as stale
-    /// when they touch the same lines.
+    /// others, against the files as they are now.
     pub fn accept(
         &self,
         id: &str,
-        chosen: Option<Vec<usize>>,
+        hunks: Option<Vec<usize>>,
         allow_for_session: bool,
         reason: Option<String>,
     ) -> Result<Value, Error> {
-        let pending = self.take(id, chosen.as_deref())?;
-        if allow_for_session {
-            let key = (pending.edit.session_id.clone(), pending.edit.tool.clone());
-            lock(&self.state).allowed.insert(key);
-        }
-        let change = match &pending.proposal {
-            Proposal::Command(_) => {
-                self.resolve(pending, Outcome::Applied, &[], None, Decision::Accept { change: None, note: None })?;
-                return Ok(json!({ "id": id, "outcome": Outcome::Applied.as_str(), "hunks": [] }));
-            }
-            Proposal::FileChange(change) => change.clone(),
-        };
-        let all: Vec<usize> = pending.hunks.iter().map(|hunk| hunk.index).collect();
-        let mut chosen = chosen.unwrap_or_else(|| all.clone());
-        chosen.sort_unstable();
-        chosen.dedup();
-        let outcome = if chosen.len() == all.len() { Outcome::Applied } else { Outcome::PartiallyApplied };
-        // A reason only says something about hunks left out; blank is no reason.
-        let reason = reason
-            .map(|reason| reason.trim().to_string())
-            .filter(|reason| outcome == Outcome::PartiallyApplied && !reason.is_empty());
-        let before = change.before.as_deref().unwrap_or("");
-        let proposed_after = diff::apply_hunks(before, &pending.hunks, &chosen);
-
-        let settled = match self.current_text(&change.path) {
-            // The file was created while the write waited.
-            Some(_) if change.before.is_none() => Err(pending::created_meanwhile_reason(&pending.shown)),
-            Some((current, version)) if current != before => match merge::rebase(before, &proposed_after, &current) {
-                Ok(merged) => Ok((Some(current), merged, version, Some(pending::merged_note(&pending.shown)))),
-                Err(conflict) => Err(pending::stale_reason(&pending.shown, &conflict, &current)),
-            },
-            Some((current, version)) => Ok((Some(current), proposed_after, version, None)),
-            None if change.before.is_some() => Err(format!(
-                "{} was deleted while this change waited for review, so nothing was changed.",
-                pending.shown
-            )),
-            None => Ok((None, proposed_after, None, None)),
-        };
-        let (current, after, version, merged_note) = match settled {
-            Ok(settled) => settled,
-            Err(reason) => {
-                self.resolve(pending, Outcome::Stale, &[], Some(&reason.clone()), Decision::Block { reason })?;
-                return Ok(json!({ "id": id, "outcome": Outcome::Stale.as_str(), "hunks": [] }));
-            }
-        };
-        let mut notes: Vec<String> = Vec::new();
-        if outcome == Outcome::PartiallyApplied {
-            notes.push(pending::partial_note(&pending.shown, &pending.hunks, &chosen, &after, reason.as_deref()));
-        }
-        notes.extend(merged_note);
-        // Unchanged: the proposal goes as it was, and its own text is what the workspace reports.
-        let (decision, after) = if notes.is_empty() && current.as_deref() == change.before.as_deref() {
-            (Decision::Accept { change: None, note: None }, change.after.clone())
-        } else {
-            let changed = FileChange { before: current, after: after.clone(), version, ..change.clone() };
-            (Decision::Accept { change: Some(changed), note: Some(notes.join("\n")) }, after)
-        };
-        let applying =
-            Applying { id: id.to_string(), run: run_key(&pending.edit), after, outcome, hunks: chosen.clone(), reason };
-        lock(&self.state).applying.insert(change.path.clone(), applying);
-        self.clear_diagnostics(&pending.edit);
-        if pending.reply.send(decision).is_err() {
-            lock(&self.state).applying.remove(&change.path);
-            return Err(gone(id));
-        }
-        Ok(json!({ "id": id, "outcome": outcome.as_str(), "hunks": chosen }))
-    }
-
-    /// The run stopped while `id` waited: it is rejected with reason "cancelled".
-    pub fn cancel(&self, id: &str) {
-        let taken = {
-            let mut state = lock(&self.state);
-            let number = state.pending.iter().find(|(_, pending)| pending.edit.id == id).map(|(number, _)| *number);
-            number.and_then(|number| state.pending.remove(&number))
-        };
-        match taken {
-            Some(pending) => {
-                lock(&self.state).decided.insert(id.to_string());
-                let _ = self.resolve(
-                    pending,
-                    Outcome::Cancelled,
-                    &[],
-                    Some("cancelled"),
-                    Decision::Block { reason: "cancelled".to_string() },
-                );
-            }
-            None => {
-                // Accepted at the same moment: the change will not be applied now.
-                let mut state = lock(&self.state);
-                let path = state.applying.iter().find(|(_, applying)| applying.id == id).map(|(path, _)| path.clone());
-                if let Some(applying) = path.and_then(|path| state.applying.remove(&path)) {
-                    drop(state);
-                    let event = pending::resolved_event(id, Outcome::Cancelled, &[], Some("cancelled"));
-                    self.events.review(applying.run.0, applying.run.1, event);
-                }
-            }
-        }
+        let choice = Choice { hunks, allow_for_session, reason };
+        let current = |path: &Path| self.current_text(path);
+        let resolution = self.edits.accept(id, choice, &current).map_err(to_proto::review_error)?;
+        Ok(to_proto::edit_accepted(&resolution))
     }
 
     /// The workspace applied (or failed to apply) a change to `path`. If it was an accepted
     /// proposal, `edit_resolved` says how it went.
-    pub fn applied(&self, path: &Path, after: &str, result: &Result<(), WorkspaceError>) {
-        let applying = {
-            let mut state = lock(&self.state);
-            match state.applying.get(path) {
-                Some(applying) if applying.after == after => state.applying.remove(path),
-                _ => None,
-            }
-        };
-        let Some(applying) = applying else { return };
-        let event = match result {
-            Ok(()) => {
-                pending::resolved_event(&applying.id, applying.outcome, &applying.hunks, applying.reason.as_deref())
-            }
-            Err(WorkspaceError::Stale { .. }) => pending::resolved_event(
-                &applying.id,
-                Outcome::Stale,
-                &[],
-                Some("the buffer changed again before the change reached the editor"),
-            ),
+    pub fn written(&self, path: &Path, after: &str, result: &Result<(), WorkspaceError>) {
+        let written = match result {
+            Ok(()) => Written::Ok,
+            Err(WorkspaceError::Stale { .. }) => Written::Stale,
             // The editor's own reason, as it gave it.
-            Err(WorkspaceError::Rejected { reason, .. }) => {
-                pending::resolved_event(&applying.id, Outcome::Failed, &[], Some(reason))
-            }
-            Err(err) => pending::resolved_event(&applying.id, Outcome::Failed, &[], Some(&err.to_string())),
+            Err(WorkspaceError::Rejected { reason, .. }) => Written::Failed(reason.clone()),
+            Err(err) => Written::Failed(err.to_string()),
         };
-        self.events.review(applying.run.0, applying.run.1, event);
-    }
-
-    /// Takes `id` out of the pending map (marking it decided), after checking `chosen` hunks.
-    fn take(&self, id: &str, chosen: Option<&[usize]>) -> Result<Pending, Error> {
-        let mut state = lock(&self.state);
-        let Some(number) = state.pending.iter().find(|(_, pending)| pending.edit.id == id).map(|(n, _)| *n) else {
-            if state.decided.contains(id) {
-                return Err(to_proto::error("invalid_state", format!("{id} was already decided")));
-            }
-            return Err(to_proto::invalid_argument(format!(
-                "no pending edit {id:?}; reins.edit.list shows the pending ones"
-            )));
-        };
-        if let (Some(chosen), Some(pending)) = (chosen, state.pending.get(&number)) {
-            check_hunks(id, chosen, &pending.proposal, pending.hunks.len())?;
-        }
-        state.decided.insert(id.to_string());
-        state.pending.remove(&number).ok_or_else(|| gone(id))
-    }
-
-    /// Publishes a decision: the `edit_resolved` event, cleared diagnostics, and the gate's answer.
-    fn resolve(
-        &self,
-        pending: Pending,
-        outcome: Outcome,
-        hunks: &[usize],
-        reason: Option<&str>,
-        decision: Decision,
-    ) -> Result<(), Error> {
-        let id = pending.edit.id.clone();
-        let event = pending::resolved_event(&id, outcome, hunks, reason);
-        self.events.review(pending.edit.session_id.clone(), pending.edit.run_id.clone(), event);
-        self.clear_diagnostics(&pending.edit);
-        pending.reply.send(decision).map_err(|_| gone(&id))
-    }
-
-    /// Republishes the diagnostics of `edit`'s document without it.
-    fn clear_diagnostics(&self, edit: &PendingEdit) {
-        if let Some(uri) = file_uri(edit) {
-            self.publish_diagnostics(&lock(&self.state), &uri);
-        }
-    }
-
-    /// The diagnostics of every pending edit on `uri` (none clears them).
-    fn publish_diagnostics(&self, state: &ReviewState, uri: &str) {
-        let Ok(parsed) = uri.parse::<Uri>() else { return };
-        let on_uri: Vec<&PendingEdit> = state
-            .pending
-            .values()
-            .map(|pending| &pending.edit)
-            .filter(|edit| file_uri(edit).as_deref() == Some(uri))
-            .collect();
-        let version = on_uri.iter().find_map(|edit| match &edit.subject {
-            Subject::File(file) => file.version,
-            Subject::Command { .. } => None,
-        });
-        let diagnostics = on_uri.into_iter().flat_map(pending::diagnostics).collect();
-        self.events.diagnostics(parsed, diagnostics, version);
+        self.edits.written(path, after, written);
     }
 
     /// The text of `path` now, with the buffer version when it is open; `None` if it does not exist.
@@ -431,37 +137,74 @@ impl Reviews {
     }
 }
 
-/// Checks the hunk indexes of `reins.edit.accept {hunks}`.
-fn check_hunks(id: &str, chosen: &[usize], proposal: &Proposal, count: usize) -> Result<(), Error> {
-    if matches!(proposal, Proposal::Command(_)) {
-        return Err(to_proto::invalid_argument(format!("{id} is a command; it has no hunks to choose")));
+impl Observer for Publisher {
+    fn proposed(&self, edit: &PendingEdit) {
+        let shown = self.show(edit);
+        self.events.review(edit.session_id.clone(), edit.run_id.clone(), to_proto::edit_proposed(shown.json.clone()));
+        lock(&self.shown).insert(edit.id.clone(), shown);
     }
-    if chosen.is_empty() {
-        return Err(to_proto::invalid_argument(format!(
-            "hunks is empty; name at least one hunk of {id}, or reject it with reins.edit.reject"
-        )));
+
+    fn resolved(&self, resolution: &Resolution) {
+        let event = to_proto::edit_resolved(resolution);
+        self.events.review(resolution.session_id.clone(), resolution.run_id.clone(), event);
+        // What has marks in the editor goes in `waiting_on`, once the marks are cleared.
+        let mut shown = lock(&self.shown);
+        if shown.get(&resolution.id).is_some_and(|seen| seen.uri.is_none()) {
+            shown.remove(&resolution.id);
+        }
     }
-    if let Some(missing) = chosen.iter().find(|index| **index >= count) {
-        return Err(to_proto::invalid_argument(format!(
-            "{id} has no hunk {missing}; its hunks are 0 to {}",
-            count.saturating_sub(1)
-        )));
+
+    fn waiting_on(&self, path: &Path, waiting: &[&PendingEdit]) {
+        let mut shown = lock(&self.shown);
+        // The URI the editor knows the file by, from any edit shown on it.
+        let uri =
+            shown.values().filter(|seen| seen.paths.iter().any(|of| of == path)).find_map(|seen| seen.uri.clone());
+        let mut version = None;
+        let mut diagnostics = Vec::new();
+        for (index, edit) in waiting.iter().enumerate() {
+            let Some(seen) = shown.get(&edit.id) else { continue };
+            if index == 0 {
+                version = seen.version;
+            }
+            let ranges: Vec<Range> = seen.hunks.iter().map(|(_, range)| *range).collect();
+            diagnostics.extend(to_proto::review_diagnostics(edit, &ranges));
+        }
+        // The edits of this file no longer waiting are decided: the editor is done with them.
+        shown.retain(|id, seen| !seen.paths.iter().any(|of| of == path) || waiting.iter().any(|edit| &edit.id == id));
+        if let Some(uri) = uri.or_else(|| path_uri(path)).and_then(|uri| uri.parse::<Uri>().ok()) {
+            self.events.diagnostics(uri, diagnostics, version);
+        }
     }
-    Ok(())
 }
 
-fn gone(id: &str) -> Error {
-    to_proto::error("invalid_state", format!("the run that proposed {id} is no longer waiting for it"))
-}
-
-fn run_key(edit: &PendingEdit) -> RunKey {
-    (edit.session_id.clone(), edit.run_id.clone())
-}
-
-fn file_uri(edit: &PendingEdit) -> Option<String> {
-    match &edit.subject {
-        Subject::File(file) if !file.create => Some(file.uri.clone()),
-        _ => None,
+impl Publisher {
+    /// The editor's view of a new pending edit: its file's URI (the open buffer's, else one made
+    /// from the path) and its hunks' ranges in the negotiated encoding.
+    fn show(&self, edit: &PendingEdit) -> Shown {
+        let file = match &edit.subject {
+            Subject::Files(files) => files.first(),
+            Subject::Command(_) => None,
+        };
+        let Some(file) = file else {
+            let json = to_proto::pending_edit(edit, "", &[]);
+            return Shown { id: edit.id.clone(), uri: None, version: None, paths: Vec::new(), hunks: Vec::new(), json };
+        };
+        let (encoding, open_uri) = {
+            let documents = lock(&self.documents);
+            (documents.encoding, documents.by_path(&file.path).map(|document| document.uri.clone()))
+        };
+        let uri = open_uri.or_else(|| path_uri(&file.path)).unwrap_or_default();
+        let before = Rope::from_str(file.before.as_deref().unwrap_or(""));
+        let ranges = to_proto::hunk_ranges(&before, &file.hunks, encoding);
+        let json = to_proto::pending_edit(edit, &uri, &ranges);
+        Shown {
+            id: edit.id.clone(),
+            uri: (!file.creates()).then_some(uri),
+            version: file.version,
+            paths: vec![file.path.clone()],
+            hunks: file.hunks.iter().map(|hunk| hunk.index).zip(ranges).collect(),
+            json,
+        }
     }
 }
 

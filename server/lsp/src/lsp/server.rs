@@ -27,14 +27,13 @@ use tower_lsp_server::ls_types::{
 };
 use tower_lsp_server::{Client, LanguageServer};
 
-use crate::lsp::approval::{self, ReviewApprover};
 use crate::lsp::code_actions;
 use crate::lsp::commands::{self, Command};
 use crate::lsp::config::{self, ServerSettings};
 use crate::lsp::documents::{Documents, PositionEncoding};
 use crate::lsp::events::Events;
 use crate::lsp::provider::LiveRouter;
-use crate::lsp::review::Reviews;
+use crate::lsp::review::{ReviewApprover, Reviews};
 use crate::lsp::workspace::EditorWorkspace;
 use crate::lsp::{dispatch, from_proto, lock, to_proto};
 
@@ -233,14 +232,9 @@ impl State {
             settings: (*settings).clone(),
             workspace: self.workspace.clone(),
             provider: self.provider.clone(),
-            approver: Arc::new(ReviewApprover {
-                settings: self.settings.clone(),
-                reviews: self.reviews.clone(),
-                workspace: self.workspace.clone(),
-            }),
-            policy: approval::gate_policy(&settings.approval),
+            approver: Arc::new(ReviewApprover { reviews: self.reviews.clone(), workspace: self.workspace.clone() }),
             limits,
-            events: self.reviews.sink(self.events.sink()),
+            events: self.events.sink(),
             date: today(),
             persist: true,
             compaction: settings.compaction.clone(),

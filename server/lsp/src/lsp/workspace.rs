@@ -15,9 +15,11 @@ use reins_tools::{FsWorkspace, TextFile, Workspace, WorkspaceError};
 use tower_lsp_server::Client;
 use tower_lsp_server::ls_types::{MessageType, TextEdit, Uri, WorkspaceEdit};
 
-use crate::lsp::diff;
+use reins_review::DIFF_DEADLINE;
+use ropey::Rope;
+
 use crate::lsp::documents::Documents;
-use crate::lsp::review::{DIFF_DEADLINE, Reviews};
+use crate::lsp::review::Reviews;
 use crate::lsp::{lock, to_proto};
 
 /// How long the editor has to answer `workspace/applyEdit` before the change counts as failed.
@@ -122,14 +124,16 @@ impl EditorWorkspace {
         let (open, encoding) = {
             let documents = lock(&self.documents);
             let open =
-                documents.by_path(path).map(|document| (document.uri.clone(), document.version, document.text()));
+                documents.by_path(path).map(|document| (document.uri.clone(), document.version, document.rope.clone()));
             (open, documents.encoding)
         };
-        if let Some((uri, version, text)) = open {
+        if let Some((uri, version, rope)) = open {
+            let text = rope.to_string();
             if change.before.as_deref() != Some(text.as_str()) {
                 return Err(stale(Some(version)));
             }
-            let edits = diff::text_edits(&diff::hunks(&text, &change.after, encoding, DIFF_DEADLINE));
+            let hunks = reins_review::hunks(&text, &change.after, DIFF_DEADLINE);
+            let edits = to_proto::text_edits(&rope, &hunks, encoding);
             if edits.is_empty() {
                 return Ok(());
             }
@@ -150,7 +154,8 @@ impl EditorWorkspace {
                 if &current != before {
                     return Err(stale(None));
                 }
-                let edits = diff::text_edits(&diff::hunks(before, &change.after, encoding, DIFF_DEADLINE));
+                let hunks = reins_review::hunks(before, &change.after, DIFF_DEADLINE);
+                let edits = to_proto::text_edits(&Rope::from_str(before), &hunks, encoding);
                 if edits.is_empty() {
                     return Ok(());
                 }
@@ -199,7 +204,7 @@ impl Workspace for EditorWorkspace {
         let path = self.disk().resolve_path(&change.path)?;
         let result = self.apply_at(&path, change).await;
         // A reviewed change: `edit_resolved` tells the editor how it went.
-        self.reviews.applied(&path, &change.after, &result);
+        self.reviews.written(&path, &change.after, &result);
         result
     }
 

@@ -1,19 +1,15 @@
-//! Proposed edits as reviewable hunks: a line diff of the old text against the new one, cut into
-//! minimal, non-overlapping `TextEdit`s in the client's position encoding, one per hunk, so the user
-//! can accept some and reject others.
+//! Proposed changes as reviewable hunks: a line diff of the old text against the new one, cut
+//! into minimal, non-overlapping replacements of byte spans, one per hunk, so the user can accept
+//! some and reject others. A protocol layer turns a hunk's byte span into its own positions.
 //!
-//! Lines are LSP's: they end at `\n`, `\r\n` or a lone `\r`, and each line keeps its break, so a
-//! changed line ending is a changed line. This file depends on no other module of the crate except
-//! the position encoding, so the bench can include it with `#[path]`.
+//! Lines end at `\n`, `\r\n` or a lone `\r` (as LSP's do), and each line keeps its break, so a
+//! changed line ending is a changed line.
 
-// `Range` is LSP's; a `Span` counts bytes or lines.
+// A `Span` counts bytes or lines.
 use std::ops::Range as Span;
 use std::time::{Duration, Instant};
 
 use similar::{Algorithm, DiffOp, TextDiff};
-use tower_lsp_server::ls_types::{Position, Range, TextEdit};
-
-use super::documents::PositionEncoding;
 
 /// A replaced hunk with at most this many lines on each side is narrowed to the characters that
 /// changed; a larger one is shown as whole lines, which reads better than a scatter of fragments.
@@ -25,15 +21,15 @@ const UNIFIED_DIFF_DEADLINE: Duration = Duration::from_millis(200);
 /// Lines of context around each hunk of [`unified_diff`].
 const UNIFIED_CONTEXT_LINES: usize = 3;
 
-/// One reviewable change: replace `range` of the old text with `new_text`.
+/// One reviewable change: replace `old_bytes` of the old text with `new_text`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hunk {
-    /// Position of the hunk in its proposal, from 0; what `reins.edit.accept {hunks}` names.
+    /// Position of the hunk in its proposal, from 0; what a reviewer names to accept it.
     pub index: usize,
-    /// The replaced part of the old text, in LSP positions of the negotiated encoding.
-    pub range: Range,
-    /// The same part in bytes of the old text, so hunks apply without an encoding.
+    /// The replaced part of the old text, in bytes. It never splits a character or a `\r\n`.
     pub old_bytes: Span<usize>,
+    /// The line of the old text (from 0) where the hunk starts.
+    pub line: usize,
     pub old_text: String,
     pub new_text: String,
 }
@@ -46,14 +42,14 @@ pub struct LineChange {
     pub new: Span<usize>,
 }
 
-/// The hunks that turn `old` into `new`, in order, with positions in `encoding`.
+/// The hunks that turn `old` into `new`, in order.
 ///
 /// Hunks are separated by at least one unchanged line. A hunk that replaces at most
 /// [`REFINE_MAX_LINES`] lines with at most as many is narrowed to the characters between the
 /// common prefix and suffix, widened to whole words and never splitting a `\r\n`, so a changed
 /// word is a one-word edit; other hunks span exactly their lines. When `deadline` passes, the diff
 /// settles for fewer, larger hunks; they still turn `old` into `new`.
-pub fn hunks(old: &str, new: &str, encoding: PositionEncoding, deadline: Duration) -> Vec<Hunk> {
+pub fn hunks(old: &str, new: &str, deadline: Duration) -> Vec<Hunk> {
     let old_lines = split_lines(old);
     let new_lines = split_lines(new);
     let old_starts = line_starts(&old_lines);
@@ -72,24 +68,15 @@ pub fn hunks(old: &str, new: &str, encoding: PositionEncoding, deadline: Duratio
         if old[old_span.clone()] == new[new_span.clone()] {
             continue;
         }
-        let range = Range {
-            start: position_at(old, &old_starts, old_span.start, encoding),
-            end: position_at(old, &old_starts, old_span.end, encoding),
-        };
         hunks.push(Hunk {
             index: hunks.len(),
-            range,
+            line: line_at(&old_starts, old_span.start),
             old_text: old[old_span.clone()].to_string(),
             new_text: new[new_span].to_string(),
             old_bytes: old_span,
         });
     }
     hunks
-}
-
-/// One `TextEdit` per hunk, in order; they apply together to the old text.
-pub fn text_edits(hunks: &[Hunk]) -> Vec<TextEdit> {
-    hunks.iter().map(|hunk| TextEdit { range: hunk.range, new_text: hunk.new_text.clone() }).collect()
 }
 
 /// The old text with the hunks whose `index` is in `chosen` applied and the others left out.
@@ -116,41 +103,6 @@ pub fn apply_hunks(old: &str, hunks: &[Hunk], chosen: &[usize]) -> String {
     }
     out.push_str(&old[copied..]);
     out
-}
-
-/// `text` with `edits` applied as an LSP client applies them: every range refers to `text`,
-/// edits must not overlap, and insertions at the same position keep their order. A position past
-/// the end of its line means the line's end, and a line past the end means the end of the text,
-/// as the specification says; a position inside a character is an error.
-pub fn apply_text_edits(text: &str, edits: &[TextEdit], encoding: PositionEncoding) -> Result<String, String> {
-    let starts = line_starts(&split_lines(text));
-    let mut spans = Vec::with_capacity(edits.len());
-    for (number, edit) in edits.iter().enumerate() {
-        let start =
-            byte_at(text, &starts, edit.range.start, encoding).map_err(|why| format!("edit {number}: {why}"))?;
-        let end = byte_at(text, &starts, edit.range.end, encoding).map_err(|why| format!("edit {number}: {why}"))?;
-        if end < start {
-            return Err(format!("edit {number}: its range ends before it starts"));
-        }
-        spans.push((start..end, number));
-    }
-    // Stable: insertions at one position stay in the order the client received them.
-    spans.sort_by_key(|(span, _)| (span.start, span.end));
-    let mut out = String::with_capacity(text.len());
-    let mut copied = 0;
-    let mut previous = None;
-    for (span, number) in spans {
-        if span.start < copied {
-            let other = previous.unwrap_or(number);
-            return Err(format!("edits {other} and {number} overlap"));
-        }
-        out.push_str(&text[copied..span.start]);
-        out.push_str(&edits[number].new_text);
-        copied = span.end;
-        previous = Some(number);
-    }
-    out.push_str(&text[copied..]);
-    Ok(out)
 }
 
 /// The change as a unified diff (`--- a/path`, `+++ b/path`, three lines of context), the form
@@ -224,9 +176,9 @@ pub fn split_lines(text: &str) -> Vec<&str> {
     lines
 }
 
-/// Byte offset of the start of every LSP line of a text split into `lines`, the first being 0;
-/// the last is the text's length when the text ends with a line break, since LSP counts the
-/// empty line after it.
+/// Byte offset of the start of every line of a text split into `lines`, the first being 0; the
+/// last is the text's length when the text ends with a line break, since the empty line after it
+/// counts (as in LSP).
 fn line_starts(lines: &[&str]) -> Vec<usize> {
     let mut starts = Vec::with_capacity(lines.len() + 1);
     starts.push(0);
@@ -242,7 +194,7 @@ fn line_starts(lines: &[&str]) -> Vec<usize> {
 
 /// Narrows a replacement to what lies between the common prefix and suffix of both sides,
 /// widened to whole words. A boundary that would fall between `\r` and `\n` moves outwards,
-/// since LSP cannot name that spot.
+/// since no editor position (LSP's included) names that spot.
 fn narrow(old: &str, old_span: Span<usize>, new: &str, new_span: Span<usize>) -> (Span<usize>, Span<usize>) {
     let (old_part, new_part) = (&old[old_span.clone()], &new[new_span.clone()]);
     let mut prefix: usize =
@@ -298,43 +250,9 @@ fn ends_with_word(text: &str) -> bool {
     text.chars().next_back().is_some_and(is_word)
 }
 
-/// The LSP position of byte `offset` of `text`, whose line starts are `starts`.
-fn position_at(text: &str, starts: &[usize], offset: usize, encoding: PositionEncoding) -> Position {
-    let line = starts.partition_point(|&start| start <= offset).saturating_sub(1);
-    let within = &text[starts[line]..offset];
-    Position { line: line as u32, character: encoded_len(within, encoding) as u32 }
-}
-
-/// The byte offset of an LSP position in `text`, clamped as the specification says.
-fn byte_at(text: &str, starts: &[usize], position: Position, encoding: PositionEncoding) -> Result<usize, String> {
-    let Some(&line_start) = starts.get(position.line as usize) else {
-        return Ok(text.len());
-    };
-    let line_end = starts.get(position.line as usize + 1).copied().unwrap_or(text.len());
-    let content = text[line_start..line_end].trim_end_matches(['\n', '\r']);
-    let wanted = position.character as usize;
-    let mut units = 0;
-    for (at, character) in content.char_indices() {
-        if units == wanted {
-            return Ok(line_start + at);
-        }
-        units += match encoding {
-            PositionEncoding::Utf16 => character.len_utf16(),
-            PositionEncoding::Utf8 => character.len_utf8(),
-        };
-        if units > wanted {
-            return Err(format!("{}:{} is inside the character {character:?}", position.line, position.character));
-        }
-    }
-    Ok(line_start + content.len())
-}
-
-/// Length of `text` in the code units `encoding` counts.
-fn encoded_len(text: &str, encoding: PositionEncoding) -> usize {
-    match encoding {
-        PositionEncoding::Utf16 => text.chars().map(char::len_utf16).sum(),
-        PositionEncoding::Utf8 => text.len(),
-    }
+/// The line (from 0) holding byte `offset` of a text whose line starts are `starts`.
+fn line_at(starts: &[usize], offset: usize) -> usize {
+    starts.partition_point(|&start| start <= offset).saturating_sub(1)
 }
 
 #[cfg(test)]
@@ -346,141 +264,69 @@ mod tests {
 
     const NO_DEADLINE: Duration = Duration::from_secs(60);
 
-    /// Renders the hunks of `old` → `new` one a line, as `#index line:col..line:col "old" -> "new"`,
-    /// after checking that their edits turn `old` into `new`.
-    fn check_hunks(old: &str, new: &str, encoding: PositionEncoding, expected: Expect) {
-        let hunks = hunks(old, new, encoding, NO_DEADLINE);
-        assert_eq!(apply_text_edits(old, &text_edits(&hunks), encoding).as_deref(), Ok(new));
+    /// Renders the hunks of `old` → `new` one a line, as `#index line N bytes a..b "old" -> "new"`,
+    /// after checking that all of them together turn `old` into `new`.
+    fn check_hunks(old: &str, new: &str, expected: Expect) {
+        let hunks = hunks(old, new, NO_DEADLINE);
+        let all: Vec<usize> = hunks.iter().map(|hunk| hunk.index).collect();
+        assert_eq!(apply_hunks(old, &hunks, &all), new);
         let rendered: Vec<String> = hunks
             .iter()
             .map(|hunk| {
-                let Range { start, end } = hunk.range;
                 format!(
-                    "#{} {}:{}..{}:{} {:?} -> {:?}",
-                    hunk.index, start.line, start.character, end.line, end.character, hunk.old_text, hunk.new_text
+                    "#{} line {} bytes {:?} {:?} -> {:?}",
+                    hunk.index, hunk.line, hunk.old_bytes, hunk.old_text, hunk.new_text
                 )
             })
             .collect();
         expected.assert_eq(&rendered.join("\n"));
     }
 
-    fn utf16(old: &str, new: &str, expected: Expect) {
-        check_hunks(old, new, PositionEncoding::Utf16, expected);
-    }
-
     #[test]
     fn a_changed_word_is_an_edit_of_that_word() {
-        utf16(
+        check_hunks(
             "fn main() {\n    let count = 1;\n}\n",
             "fn main() {\n    let total = 1;\n}\n",
-            expect![[r##"#0 1:8..1:13 "count" -> "total""##]],
+            expect![[r#"#0 line 1 bytes 20..25 "count" -> "total""#]],
         );
     }
 
     #[test]
     fn inserted_and_deleted_lines_are_whole_lines() {
-        utf16("a\nb\nc\n", "a\nnew\nb\nc\n", expect![[r##"#0 1:0..1:0 "" -> "new\n""##]]);
-        utf16("a\nb\nc\nd\n", "a\nd\n", expect![[r##"#0 1:0..3:0 "b\nc\n" -> """##]]);
-        utf16("a\nb\n", "", expect![[r##"#0 0:0..2:0 "a\nb\n" -> """##]]);
-        utf16("", "a\nb", expect![[r##"#0 0:0..0:0 "" -> "a\nb""##]]);
-    }
-
-    #[test]
-    fn a_large_replacement_spans_exactly_its_lines() {
-        utf16(
-            "keep\none\ntwo\nthree\nfour\nkeep\n",
-            "keep\n1\n2\n3\n4\nkeep\n",
-            expect![[r##"#0 1:0..5:0 "one\ntwo\nthree\nfour\n" -> "1\n2\n3\n4\n""##]],
-        );
+        check_hunks("a\nb\nc\n", "a\nnew\nb\nc\n", expect![[r#"#0 line 1 bytes 2..2 "" -> "new\n""#]]);
+        check_hunks("a\nb\nc\nd\n", "a\nd\n", expect![[r#"#0 line 1 bytes 2..6 "b\nc\n" -> """#]]);
+        check_hunks("a\nb\n", "", expect![[r#"#0 line 0 bytes 0..4 "a\nb\n" -> """#]]);
+        check_hunks("", "a\nb", expect![[r#"#0 line 0 bytes 0..0 "" -> "a\nb""#]]);
     }
 
     #[test]
     fn hunks_are_separated_by_unchanged_lines() {
-        utf16(
+        check_hunks(
             "a = 1\nb = 2\nc = 3\nd = 4\n",
             "a = 10\nb = 2\nc = 3\nd = 40\n",
-            expect![[r##"
-            #0 0:4..0:5 "1" -> "10"
-            #1 3:4..3:5 "4" -> "40""##]],
+            expect![[r#"
+                #0 line 0 bytes 4..5 "1" -> "10"
+                #1 line 3 bytes 22..23 "4" -> "40""#]],
         );
     }
 
     #[test]
-    fn columns_count_utf16_units_or_bytes() {
-        check_hunks("😀é a\n", "😀é b\n", PositionEncoding::Utf16, expect![[r##"#0 0:4..0:5 "a" -> "b""##]]);
-        check_hunks("😀é a\n", "😀é b\n", PositionEncoding::Utf8, expect![[r##"#0 0:7..0:8 "a" -> "b""##]]);
-    }
-
-    #[test]
-    fn line_breaks_are_lf_crlf_and_lone_cr() {
-        utf16("a\rb\rc", "a\rB\rc", expect![[r##"#0 1:0..1:1 "b" -> "B""##]]);
-        // Between "\r" and "\n" is no LSP position, so the edit takes the whole "\r\n".
-        utf16("a\r\nb\r\n", "a\nb\r\n", expect![[r##"#0 0:1..1:0 "\r\n" -> "\n""##]]);
-        utf16("a\nb\n", "a\r\nb\n", expect![[r##"#0 0:1..0:1 "" -> "\r""##]]);
-    }
-
-    #[test]
-    fn a_missing_final_newline_is_a_change_of_the_last_line() {
-        utf16("a\nb", "a\nb\n", expect![[r##"#0 1:1..1:1 "" -> "\n""##]]);
-        utf16("a\nb\n", "a\nb", expect![[r##"#0 1:1..2:0 "\n" -> """##]]);
-    }
-
-    #[test]
-    fn hunks_stay_in_order_when_the_diff_slides_lines() {
-        utf16(
-            "a\n\r\naa\n\r\n\naaaaa",
-            "a\n\na\na\r\n\naaaaa",
-            expect![[r##"
-            #0 1:0..4:0 "\r\naa\n\r\n" -> ""
-            #1 5:0..5:0 "" -> "a\na\r\n\n""##]],
-        );
+    fn a_crlf_is_never_split() {
+        check_hunks("a\r\nb\r\n", "a\nb\r\n", expect![[r#"#0 line 0 bytes 1..3 "\r\n" -> "\n""#]]);
+        check_hunks("a\rb\rc", "a\rB\rc", expect![[r#"#0 line 1 bytes 2..3 "b" -> "B""#]]);
     }
 
     #[test]
     fn identical_texts_have_no_hunks() {
-        utf16("same\r\nthing", "same\r\nthing", expect![""]);
-        utf16("", "", expect![""]);
-    }
-
-    /// An edit: start (line, character), end, new text.
-    type Edit<'a> = ((u32, u32), (u32, u32), &'a str);
-
-    /// Applies `edits` to `text` and renders the result or the error.
-    fn check_apply(text: &str, edits: &[Edit<'_>], expected: Expect) {
-        let edits: Vec<TextEdit> = edits
-            .iter()
-            .map(|(start, end, new_text)| TextEdit {
-                range: Range { start: Position::new(start.0, start.1), end: Position::new(end.0, end.1) },
-                new_text: new_text.to_string(),
-            })
-            .collect();
-        let result = match apply_text_edits(text, &edits, PositionEncoding::Utf16) {
-            Ok(text) => format!("{text:?}"),
-            Err(why) => format!("error: {why}"),
-        };
-        expected.assert_eq(&result);
-    }
-
-    #[test]
-    fn text_edits_apply_as_a_client_applies_them() {
-        // Insertions at one position keep their order; ranges refer to the original text.
-        check_apply(
-            "ab\ncd",
-            &[((1, 0), (1, 0), "1"), ((0, 0), (0, 1), "A"), ((1, 0), (1, 0), "2")],
-            expect![[r#""Ab\n12cd""#]],
-        );
-        // Past the end of a line is its end (before "\r\n"); past the last line is the end.
-        check_apply("ab\r\ncd", &[((0, 9), (0, 9), "!"), ((7, 0), (8, 0), "?")], expect![[r#""ab!\r\ncd?""#]]);
-        check_apply("abcd", &[((0, 0), (0, 2), "x"), ((0, 1), (0, 3), "y")], expect!["error: edits 0 and 1 overlap"]);
-        check_apply("😀", &[((0, 1), (0, 2), "x")], expect!["error: edit 0: 0:1 is inside the character '😀'"]);
-        check_apply("abc", &[((0, 2), (0, 1), "x")], expect!["error: edit 0: its range ends before it starts"]);
+        check_hunks("same\r\nthing", "same\r\nthing", expect![""]);
+        check_hunks("", "", expect![""]);
     }
 
     #[test]
     fn chosen_hunks_apply_alone() {
         let old = "one\ntwo\nthree\nfour\nfive\n";
         let new = "ONE\ntwo\nthree\nfour\nFIVE\n";
-        let hunks = hunks(old, new, PositionEncoding::Utf16, NO_DEADLINE);
+        let hunks = hunks(old, new, NO_DEADLINE);
         let applied: Vec<String> = [&[][..], &[0], &[1], &[0, 1], &[7]]
             .iter()
             .map(|chosen| format!("{chosen:?} {:?}", apply_hunks(old, &hunks, chosen)))
@@ -519,33 +365,6 @@ mod tests {
         assert_eq!(unified_diff("a", "same", "same"), "");
     }
 
-    /// The exact byte offset of `position` in `text`, or `None` if the position is not exactly
-    /// on a character boundary of a line (past a line's end, between `\r` and `\n`, inside a
-    /// character). Written without the module's line index, to check it.
-    fn exact_offset(text: &str, position: Position, encoding: PositionEncoding) -> Option<usize> {
-        let (mut line, mut column) = (0u32, 0u32);
-        let mut chars = text.char_indices().peekable();
-        loop {
-            let offset = chars.peek().map_or(text.len(), |(at, _)| *at);
-            if (line, column) == (position.line, position.character) {
-                return Some(offset);
-            }
-            let (_, character) = chars.next()?;
-            if character == '\r' && chars.peek().is_some_and(|(_, next)| *next == '\n') {
-                chars.next();
-            }
-            if character == '\r' || character == '\n' {
-                line += 1;
-                column = 0;
-            } else {
-                column += match encoding {
-                    PositionEncoding::Utf16 => character.len_utf16() as u32,
-                    PositionEncoding::Utf8 => character.len_utf8() as u32,
-                };
-            }
-        }
-    }
-
     /// The whole lines of `text` (each with its line break) that lie inside the byte range `span`.
     fn whole_lines_within(text: &str, span: Span<usize>) -> Vec<&str> {
         let mut lines = Vec::new();
@@ -567,45 +386,51 @@ mod tests {
         lines
     }
 
-    /// The properties every diff must have, in both encodings:
-    /// - the edits turn `old` into `new`, and their positions are exact (no clamping needed);
-    /// - the edits are in order and do not overlap or touch;
-    /// - each hunk's `old_text` is what its range and `old_bytes` cover;
-    /// - no unchanged line lies inside an edit: no whole line of `old` inside an edit's range is
-    ///   also a whole line of `new` inside the text that edit puts in its place (otherwise the
-    ///   edit could be split around that line);
-    /// - applying any subset of hunks with `apply_hunks` equals applying their `TextEdit`s.
-    fn check_properties(old: &str, new: &str, subset: u64) {
-        for encoding in [PositionEncoding::Utf16, PositionEncoding::Utf8] {
-            let hunks = hunks(old, new, encoding, NO_DEADLINE);
-            let edits = text_edits(&hunks);
-            assert_eq!(apply_text_edits(old, &edits, encoding).as_deref(), Ok(new), "{encoding:?}");
-            let mut previous_end = None;
-            let mut shift: isize = 0;
-            for (number, hunk) in hunks.iter().enumerate() {
-                assert_eq!(hunk.index, number);
-                let start = exact_offset(old, hunk.range.start, encoding).expect("exact start");
-                let end = exact_offset(old, hunk.range.end, encoding).expect("exact end");
-                assert_eq!(start..end, hunk.old_bytes, "{encoding:?} {hunk:?}");
-                assert_eq!(&old[start..end], hunk.old_text);
-                assert_ne!(hunk.old_text, hunk.new_text);
-                if let Some(previous_end) = previous_end {
-                    assert!(previous_end < start, "hunks overlap or touch: {hunks:?}");
-                }
-                previous_end = Some(end);
+    /// The line (from 0) of byte `offset`, counted without the module's line index.
+    fn line_of(text: &str, offset: usize) -> usize {
+        split_lines(&text[..offset]).iter().filter(|line| line.ends_with(['\n', '\r'])).count()
+    }
 
-                let new_start = (start as isize + shift) as usize;
-                let removed = whole_lines_within(old, start..end);
-                let inserted = whole_lines_within(new, new_start..new_start + hunk.new_text.len());
-                for line in &removed {
-                    assert!(!inserted.contains(line), "unchanged line {line:?} inside {hunk:?}");
-                }
-                shift += hunk.new_text.len() as isize - hunk.old_text.len() as isize;
+    /// The properties every diff must have:
+    /// - the hunks together turn `old` into `new`;
+    /// - they are in order and do not overlap or touch, and split no character or `\r\n`;
+    /// - each hunk's `old_text` is what its `old_bytes` cover, and `line` is where that starts;
+    /// - no unchanged line lies inside a hunk: no whole line of `old` inside a hunk is also a
+    ///   whole line of `new` inside the text that hunk puts in its place;
+    /// - any subset of hunks applies alone, as the same hunks applied one by one from the end.
+    fn check_properties(old: &str, new: &str, subset: u64) {
+        let hunks = hunks(old, new, NO_DEADLINE);
+        let all: Vec<usize> = hunks.iter().map(|hunk| hunk.index).collect();
+        assert_eq!(apply_hunks(old, &hunks, &all), new);
+        let mut previous_end = None;
+        let mut shift: isize = 0;
+        for (number, hunk) in hunks.iter().enumerate() {
+            assert_eq!(hunk.index, number);
+            let span = hunk.old_bytes.clone();
+            assert_eq!(old.get(span.clone()), Some(hunk.old_text.as_str()), "{hunk:?}");
+            assert!(!(old[..span.start].ends_with('\r') && old[span.start..].starts_with('\n')), "{hunk:?}");
+            assert!(!(old[..span.end].ends_with('\r') && old[span.end..].starts_with('\n')), "{hunk:?}");
+            assert_eq!(hunk.line, line_of(old, span.start), "{hunk:?}");
+            assert_ne!(hunk.old_text, hunk.new_text);
+            if let Some(previous_end) = previous_end {
+                assert!(previous_end < span.start, "hunks overlap or touch: {hunks:?}");
             }
-            let chosen: Vec<usize> = (0..hunks.len()).filter(|index| subset & (1 << (index % 64)) != 0).collect();
-            let chosen_edits: Vec<TextEdit> = chosen.iter().map(|&index| edits[index].clone()).collect();
-            assert_eq!(Ok(apply_hunks(old, &hunks, &chosen)), apply_text_edits(old, &chosen_edits, encoding));
+            previous_end = Some(span.end);
+
+            let new_start = (span.start as isize + shift) as usize;
+            let removed = whole_lines_within(old, span.clone());
+            let inserted = whole_lines_within(new, new_start..new_start + hunk.new_text.len());
+            for line in &removed {
+                assert!(!inserted.contains(line), "unchanged line {line:?} inside {hunk:?}");
+            }
+            shift += hunk.new_text.len() as isize - hunk.old_text.len() as isize;
         }
+        let chosen: Vec<usize> = all.iter().copied().filter(|index| subset & (1 << (index % 64)) != 0).collect();
+        let mut one_by_one = old.to_string();
+        for hunk in hunks.iter().rev().filter(|hunk| chosen.contains(&hunk.index)) {
+            one_by_one.replace_range(hunk.old_bytes.clone(), &hunk.new_text);
+        }
+        assert_eq!(apply_hunks(old, &hunks, &chosen), one_by_one);
     }
 
     const PIECES: &[&str] = &["a", "b", "é", "中", "😀", " ", "\n", "\r\n", "\r", "ab\n", "a\r\n"];
@@ -634,7 +459,7 @@ mod tests {
         #![proptest_config(ProptestConfig { cases: 2000, failure_persistence: None, ..ProptestConfig::default() })]
 
         #[test]
-        fn edits_turn_old_into_new_minimally(pair in prop_oneof![edited_pair(), (text(), text())], subset in any::<u64>()) {
+        fn hunks_turn_old_into_new_minimally(pair in prop_oneof![edited_pair(), (text(), text())], subset in any::<u64>()) {
             check_properties(&pair.0, &pair.1, subset);
         }
     }

@@ -5,7 +5,7 @@
 use std::ops::Range;
 use std::time::Duration;
 
-use super::diff::{LineChange, line_changes, split_lines};
+use crate::diff::{LineChange, line_changes, split_lines};
 
 /// How long each of the two diffs may search for a small diff; a coarser one only means more
 /// conflicts, never a wrong merge.

@@ -1,0 +1,24 @@
+//! What an edit proposal is, independent of any protocol: hunks (byte spans, refined to the
+//! characters that changed), the three-way merge that carries a proposal onto text changed
+//! meanwhile, the pending-edit state machine (propose, accept all or some, reject with a reason,
+//! allow for the session), the sentences that tell the model what happened, and the approval
+//! policy. The language server turns hunks into `TextEdit`s and code actions, the terminal into
+//! a `git add -p`-like prompt; an ACP layer would turn them into diff blocks and permission
+//! requests.
+//!
+//! Words: a *proposal* is what a tool call would do; a *pending edit* is a proposal held for
+//! the user's *review*; *approval* is whether a tool call needs the user's yes at all.
+
+mod approval;
+pub mod diff;
+pub mod merge;
+pub mod notes;
+mod pending;
+
+pub use approval::{ApprovalPolicy, ApprovalRequest, Approver, Changed, Policy, Verdict, without_asking};
+pub use diff::{Hunk, apply_hunks, hunks, unified_diff};
+pub use merge::{Conflict, rebase};
+pub use pending::{
+    Choice, DIFF_DEADLINE, FileDiff, Observer, Origin, Outcome, PendingEdit, PendingEdits, ReadCurrent, Resolution,
+    ReviewError, Subject, Written,
+};

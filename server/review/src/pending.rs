@@ -1,0 +1,906 @@
+//! Pending edits: proposals held for the user's review, and the one state machine that decides
+//! them — propose, then accept (all hunks or some, optionally allowing the tool for the rest of
+//! the session), reject with a reason, or cancel; an accepted file change is then reported
+//! applied, failed or stale by whoever writes it.
+//!
+//! A pending edit is a value in a map with a oneshot sender; the run that proposed it awaits the
+//! receiver in its own task ([`PendingEdits::wait`]), so nothing else ever waits for a person.
+//! Deciding is synchronous: it works out what to write (rebasing onto text the user typed
+//! meanwhile, or refusing as stale where both changed the same lines), sends that down the
+//! oneshot as a [`Verdict`], and returns. An [`Observer`] (a protocol layer) is told of every
+//! step, to show it.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use reins_agent::{CommandProposal, FileChange, Proposal};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use crate::approval::{ApprovalRequest, Changed, Verdict};
+use crate::diff::{self, Hunk};
+use crate::{merge, notes};
+
+/// How long the hunk diff of a proposal may search before settling for coarser hunks.
+pub const DIFF_DEADLINE: Duration = Duration::from_millis(100);
+
+/// A proposal waiting for the user.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingEdit {
+    /// `e1`, `e2`, …: what accept and reject name.
+    pub id: String,
+    pub session_id: String,
+    pub run_id: String,
+    pub tool_call_id: String,
+    /// `edit`, `write`, `bash`, …
+    pub tool: String,
+    pub subject: Subject,
+}
+
+/// What a proposal changes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Subject {
+    /// Files, each with its hunks; hunk indexes run on across the files, so one index names one
+    /// hunk of the proposal. A tool's proposal is one file today; a patch may bring several.
+    Files(Vec<FileDiff>),
+    /// A command: nothing changes until it runs.
+    Command(CommandProposal),
+}
+
+/// One file of a proposal.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileDiff {
+    pub path: PathBuf,
+    /// The path as the user and the model read it (relative to the workspace).
+    pub shown: String,
+    /// The text the hunks apply to; `None` creates the file.
+    pub before: Option<String>,
+    pub after: String,
+    /// The buffer version `before` was read from, when an editor had the file open.
+    pub version: Option<i32>,
+    pub hunks: Vec<Hunk>,
+    /// The whole change as a unified diff.
+    pub diff: String,
+    /// How the change was found ("matched after ignoring trailing whitespace").
+    pub notes: Vec<String>,
+}
+
+/// Where a proposal comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Origin {
+    pub session_id: String,
+    pub run_id: String,
+    pub tool_call_id: String,
+    pub tool: String,
+}
+
+/// Reads a file as it is now: its text, with the buffer version when an editor has it open;
+/// `None` when it does not exist.
+pub type ReadCurrent<'a> = &'a dyn Fn(&Path) -> Option<(String, Option<i32>)>;
+
+/// How a pending edit ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Applied,
+    PartiallyApplied,
+    Rejected,
+    /// Whoever wrote the change failed (an editor refused it).
+    Failed,
+    /// The file changed under the proposal where the proposal changes it too.
+    Stale,
+    Cancelled,
+}
+
+/// A decision, or how an accepted change ended: what a reviewer is told.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolution {
+    pub id: String,
+    pub session_id: String,
+    pub run_id: String,
+    pub outcome: Outcome,
+    /// The hunks applied (for `Applied` and `PartiallyApplied`).
+    pub hunks: Vec<usize>,
+    /// Why: the user's reason, the stale place, the editor's refusal.
+    pub reason: Option<String>,
+}
+
+/// What the user chose when accepting.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Choice {
+    /// Only these hunks; `None`: all of them.
+    pub hunks: Option<Vec<usize>>,
+    /// Let the tool run without asking for the rest of the session.
+    pub allow_for_session: bool,
+    /// Why the hunks left out were left out.
+    pub reason: Option<String>,
+}
+
+/// How writing an accepted change went, as the writer reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Written {
+    Ok,
+    /// The file changed again before the change reached it.
+    Stale,
+    Failed(String),
+}
+
+/// A request about a pending edit that cannot be carried out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReviewError {
+    NoSuchEdit(String),
+    AlreadyDecided(String),
+    /// The run that proposed it stopped waiting.
+    Gone(String),
+    BadHunks(String),
+}
+
+/// Shows the review to a person. Called with the review's lock held, in the order things
+/// happen: it must not call back into [`PendingEdits`].
+pub trait Observer: Send + Sync {
+    /// A proposal now waits for the user.
+    fn proposed(&self, edit: &PendingEdit);
+    /// A pending edit was decided, or an accepted change was written (or not).
+    fn resolved(&self, resolution: &Resolution);
+    /// The proposals waiting on an existing file changed (one came or went): `waiting` are those
+    /// left, oldest first, for marks in the editor.
+    fn waiting_on(&self, path: &Path, waiting: &[&PendingEdit]);
+}
+
+/// Every pending edit of a process (all sessions), and the accepted changes not yet written.
+pub struct PendingEdits {
+    state: Mutex<State>,
+    observer: Arc<dyn Observer>,
+}
+
+#[derive(Default)]
+struct State {
+    next_id: u64,
+    /// Waiting proposals by number, so listings keep the order they came in.
+    waiting: BTreeMap<u64, Waiting>,
+    decided: HashSet<String>,
+    /// Accepted changes on their way to their files, by pending-edit id.
+    accepted: HashMap<String, Accepted>,
+    /// Which accepted change each file waits for, and the text it is to have.
+    writing: HashMap<PathBuf, (String, String)>,
+}
+
+struct Waiting {
+    edit: PendingEdit,
+    reply: oneshot::Sender<Verdict>,
+}
+
+struct Accepted {
+    resolution: Resolution,
+    /// Files not reported yet.
+    left: usize,
+}
+
+impl Subject {
+    /// What `proposal` changes, with `shown` giving each path as people read it.
+    pub fn of(proposal: &Proposal, shown: impl Fn(&Path) -> String) -> Self {
+        match proposal {
+            Proposal::Command(command) => Subject::Command(command.clone()),
+            Proposal::FileChange(change) => Subject::Files(vec![FileDiff::new(change, shown(&change.path), 0)]),
+        }
+    }
+
+    fn files(&self) -> &[FileDiff] {
+        match self {
+            Subject::Files(files) => files,
+            Subject::Command(_) => &[],
+        }
+    }
+
+    fn hunk_count(&self) -> usize {
+        self.files().iter().map(|file| file.hunks.len()).sum()
+    }
+}
+
+impl FileDiff {
+    /// The hunks of `change`, numbered from `first_index`.
+    pub fn new(change: &FileChange, shown: String, first_index: usize) -> Self {
+        let before = change.before.as_deref().unwrap_or("");
+        let mut hunks = diff::hunks(before, &change.after, DIFF_DEADLINE);
+        for hunk in &mut hunks {
+            hunk.index += first_index;
+        }
+        FileDiff {
+            path: change.path.clone(),
+            diff: diff::unified_diff(&shown, before, &change.after),
+            shown,
+            before: change.before.clone(),
+            after: change.after.clone(),
+            version: change.version,
+            hunks,
+            notes: change.notes.clone(),
+        }
+    }
+
+    /// A new file: nothing in the editor to mark.
+    pub fn creates(&self) -> bool {
+        self.before.is_none()
+    }
+}
+
+impl Origin {
+    pub fn of(request: &ApprovalRequest<'_>) -> Self {
+        Origin {
+            session_id: request.session_id.to_string(),
+            run_id: request.run_id.to_string(),
+            tool_call_id: request.call.id.clone(),
+            tool: request.call.name.clone(),
+        }
+    }
+}
+
+impl Outcome {
+    /// The name clients see.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Applied => "applied",
+            Outcome::PartiallyApplied => "partially_applied",
+            Outcome::Rejected => "rejected",
+            Outcome::Failed => "failed",
+            Outcome::Stale => "stale",
+            Outcome::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl ReviewError {
+    /// The stable code (as the harness's errors have): `invalid_argument` or `invalid_state`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ReviewError::NoSuchEdit(_) | ReviewError::BadHunks(_) => "invalid_argument",
+            ReviewError::AlreadyDecided(_) | ReviewError::Gone(_) => "invalid_state",
+        }
+    }
+}
+
+impl std::fmt::Display for ReviewError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReviewError::NoSuchEdit(id) => {
+                write!(f, "no pending edit {id:?}; reins.edit.list shows the pending ones")
+            }
+            ReviewError::AlreadyDecided(id) => write!(f, "{id} was already decided"),
+            ReviewError::Gone(id) => write!(f, "the run that proposed {id} is no longer waiting for it"),
+            ReviewError::BadHunks(message) => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for ReviewError {}
+
+impl PendingEdits {
+    pub fn new(observer: Arc<dyn Observer>) -> Self {
+        Self { state: Mutex::new(State::default()), observer }
+    }
+
+    /// Holds `subject` for review, tells the observer, and returns the pending edit and the
+    /// receiver its run waits on (see [`PendingEdits::wait`]).
+    pub fn propose(&self, origin: Origin, subject: Subject) -> (PendingEdit, oneshot::Receiver<Verdict>) {
+        let (reply, receiver) = oneshot::channel();
+        let mut state = lock(&self.state);
+        state.next_id += 1;
+        let number = state.next_id;
+        let edit = PendingEdit {
+            id: format!("e{number}"),
+            session_id: origin.session_id,
+            run_id: origin.run_id,
+            tool_call_id: origin.tool_call_id,
+            tool: origin.tool,
+            subject,
+        };
+        self.observer.proposed(&edit);
+        state.waiting.insert(number, Waiting { edit: edit.clone(), reply });
+        for file in edit.subject.files().iter().filter(|file| !file.creates()) {
+            self.tell_waiting_on(&state, &file.path);
+        }
+        (edit, receiver)
+    }
+
+    /// Waits for the verdict on `id` (proposed with `reply`), or until `cancel`. A run that stops
+    /// waiting, by `cancel` or by dropping this future, cancels the pending edit.
+    pub async fn wait(
+        self: &Arc<Self>,
+        id: &str,
+        reply: oneshot::Receiver<Verdict>,
+        cancel: &CancellationToken,
+    ) -> Verdict {
+        let mut unanswered = CancelOnDrop { edits: self.clone(), id: Some(id.to_string()) };
+        tokio::select! {
+            biased;
+            verdict = reply => {
+                unanswered.id = None;
+                verdict.unwrap_or_else(|_| Verdict::Reject {
+                    reason: "the review of this change was dropped; nothing was changed".into(),
+                })
+            }
+            () = cancel.cancelled() => Verdict::Reject { reason: "cancelled".to_string() },
+        }
+    }
+
+    /// The pending edits, of one session or all, oldest first.
+    pub fn list(&self, session_id: Option<&str>) -> Vec<PendingEdit> {
+        let state = lock(&self.state);
+        let waiting = state.waiting.values().map(|waiting| &waiting.edit);
+        waiting.filter(|edit| session_id.is_none_or(|id| edit.session_id == id)).cloned().collect()
+    }
+
+    /// The pending edits that change the existing file `path`, oldest first.
+    pub fn on_path(&self, path: &Path) -> Vec<PendingEdit> {
+        let state = lock(&self.state);
+        waiting_on(&state, path).into_iter().cloned().collect()
+    }
+
+    /// Rejects `id`; the model reads `reason`.
+    pub fn reject(&self, id: &str, reason: Option<String>) -> Result<Resolution, ReviewError> {
+        let waiting = self.take(id, None)?;
+        let edit = &waiting.edit;
+        let subject = match &edit.subject {
+            Subject::Command(command) => format!("the command `{}`", command.command),
+            Subject::Files(files) => {
+                let shown: Vec<&str> = files.iter().map(|file| file.shown.as_str()).collect();
+                format!("this {} of {}", edit.tool, shown.join(", "))
+            }
+        };
+        let for_model = notes::rejected_reason(&subject, reason.as_deref());
+        let shown = reason.filter(|reason| !reason.trim().is_empty()).unwrap_or_else(|| "rejected".to_string());
+        let resolution = resolution(edit, Outcome::Rejected, Vec::new(), Some(shown));
+        self.resolve(waiting, &resolution, Verdict::Reject { reason: for_model })?;
+        Ok(resolution)
+    }
+
+    /// Accepts `id` as `choice` says. `current` reads each file as it is now: a change to text the
+    /// user edited meanwhile is rebased onto it, or refused as stale where both touch the same
+    /// lines. The resolution says what was decided; for files, the observer hears how it ended
+    /// once the writer reports through [`PendingEdits::written`].
+    pub fn accept(&self, id: &str, choice: Choice, current: ReadCurrent<'_>) -> Result<Resolution, ReviewError> {
+        let waiting = self.take(id, choice.hunks.as_deref())?;
+        let allow_for_session = choice.allow_for_session;
+        let files = match &waiting.edit.subject {
+            Subject::Command(_) => {
+                let resolution = resolution(&waiting.edit, Outcome::Applied, Vec::new(), None);
+                self.resolve(waiting, &resolution, Verdict::Accept { changed: None, allow_for_session })?;
+                return Ok(resolution);
+            }
+            Subject::Files(files) => files.clone(),
+        };
+        let all: Vec<usize> = files.iter().flat_map(|file| file.hunks.iter().map(|hunk| hunk.index)).collect();
+        let mut chosen = choice.hunks.unwrap_or_else(|| all.clone());
+        chosen.sort_unstable();
+        chosen.dedup();
+        let outcome = if chosen.len() == all.len() { Outcome::Applied } else { Outcome::PartiallyApplied };
+        // A reason only says something about hunks left out; blank is no reason.
+        let reason = choice
+            .reason
+            .map(|reason| reason.trim().to_string())
+            .filter(|reason| outcome == Outcome::PartiallyApplied && !reason.is_empty());
+
+        let mut settled = Vec::new();
+        let mut stale = Vec::new();
+        for file in &files {
+            let mine: Vec<usize> = file.hunks.iter().map(|hunk| hunk.index).filter(|i| chosen.contains(i)).collect();
+            if mine.is_empty() && !file.hunks.is_empty() {
+                continue;
+            }
+            match settle(file, &mine, current(&file.path), reason.as_deref()) {
+                Ok(file) => settled.push(file),
+                Err(why) => stale.push(why),
+            }
+        }
+        if !stale.is_empty() {
+            let why = stale.join("\n");
+            let resolution = resolution(&waiting.edit, Outcome::Stale, Vec::new(), Some(why.clone()));
+            self.resolve(waiting, &resolution, Verdict::Reject { reason: why })?;
+            return Ok(resolution);
+        }
+
+        // Unchanged: the proposal goes as it was, and its own text is what the writer reports.
+        let as_proposed = settled.iter().all(|file| file.note.is_none() && file.current_is_before);
+        let verdict = if as_proposed {
+            Verdict::Accept { changed: None, allow_for_session }
+        } else {
+            let note = settled.iter().filter_map(|file| file.note.clone()).collect::<Vec<_>>().join("\n");
+            let files = settled.iter().map(|file| file.change.clone()).collect();
+            Verdict::Accept { changed: Some(Changed { files, note }), allow_for_session }
+        };
+        let resolution = resolution(&waiting.edit, outcome, chosen, reason);
+        let mut state = lock(&self.state);
+        for file in &settled {
+            state.writing.insert(file.change.path.clone(), (id.to_string(), file.change.after.clone()));
+        }
+        let accepted = Accepted { resolution: resolution.clone(), left: settled.len() };
+        state.accepted.insert(id.to_string(), accepted);
+        for file in files.iter().filter(|file| !file.creates()) {
+            self.tell_waiting_on(&state, &file.path);
+        }
+        if waiting.reply.send(verdict).is_err() {
+            forget_accepted(&mut state, id);
+            return Err(ReviewError::Gone(id.to_string()));
+        }
+        Ok(resolution)
+    }
+
+    /// The run stopped waiting for `id`: it is rejected with reason "cancelled", or, if it was
+    /// accepted at the same moment, its change will not be reported.
+    pub fn cancel(&self, id: &str) {
+        if let Ok(waiting) = self.take(id, None) {
+            let resolution = resolution(&waiting.edit, Outcome::Cancelled, Vec::new(), Some("cancelled".into()));
+            let _ = self.resolve(waiting, &resolution, Verdict::Reject { reason: "cancelled".to_string() });
+            return;
+        }
+        let mut state = lock(&self.state);
+        if let Some(mut accepted) = forget_accepted(&mut state, id) {
+            accepted.resolution.outcome = Outcome::Cancelled;
+            accepted.resolution.hunks.clear();
+            accepted.resolution.reason = Some("cancelled".into());
+            self.observer.resolved(&accepted.resolution);
+        }
+    }
+
+    /// The writer wrote (or failed to write) `after` to `path`. If that was an accepted change,
+    /// the observer hears how the pending edit ended once all its files are reported.
+    pub fn written(&self, path: &Path, after: &str, result: Written) {
+        let mut state = lock(&self.state);
+        let id = match state.writing.get(path) {
+            Some((id, expected)) if expected == after => id.clone(),
+            _ => return,
+        };
+        state.writing.remove(path);
+        let Some(accepted) = state.accepted.get_mut(&id) else { return };
+        accepted.left = accepted.left.saturating_sub(1);
+        let failure = match result {
+            Written::Ok => None,
+            Written::Stale => {
+                Some((Outcome::Stale, "the buffer changed again before the change reached the editor".to_string()))
+            }
+            Written::Failed(reason) => Some((Outcome::Failed, reason)),
+        };
+        if let Some((outcome, reason)) = failure {
+            accepted.resolution.outcome = outcome;
+            accepted.resolution.hunks.clear();
+            accepted.resolution.reason = Some(reason);
+        }
+        if accepted.left == 0
+            && let Some(accepted) = forget_accepted(&mut state, &id)
+        {
+            self.observer.resolved(&accepted.resolution);
+        }
+    }
+
+    /// Takes `id` out of the waiting map (marking it decided), after checking `chosen` hunks.
+    fn take(&self, id: &str, chosen: Option<&[usize]>) -> Result<Waiting, ReviewError> {
+        let mut state = lock(&self.state);
+        let Some(number) = state.waiting.iter().find(|(_, waiting)| waiting.edit.id == id).map(|(n, _)| *n) else {
+            if state.decided.contains(id) {
+                return Err(ReviewError::AlreadyDecided(id.to_string()));
+            }
+            return Err(ReviewError::NoSuchEdit(id.to_string()));
+        };
+        if let (Some(chosen), Some(waiting)) = (chosen, state.waiting.get(&number)) {
+            check_hunks(id, chosen, &waiting.edit.subject)?;
+        }
+        state.decided.insert(id.to_string());
+        state.waiting.remove(&number).ok_or_else(|| ReviewError::Gone(id.to_string()))
+    }
+
+    /// Tells the observer of a decision, updates the marks, and sends the run its verdict.
+    fn resolve(&self, waiting: Waiting, resolution: &Resolution, verdict: Verdict) -> Result<(), ReviewError> {
+        let state = lock(&self.state);
+        self.observer.resolved(resolution);
+        for file in waiting.edit.subject.files().iter().filter(|file| !file.creates()) {
+            self.tell_waiting_on(&state, &file.path);
+        }
+        waiting.reply.send(verdict).map_err(|_| ReviewError::Gone(resolution.id.clone()))
+    }
+
+    fn tell_waiting_on(&self, state: &State, path: &Path) {
+        self.observer.waiting_on(path, &waiting_on(state, path));
+    }
+}
+
+/// One file of an accepted proposal, settled against the file as it is now.
+struct Settled {
+    change: FileChange,
+    /// For the model: some hunks only, or merged into newer text.
+    note: Option<String>,
+    /// The file is as the proposal found it.
+    current_is_before: bool,
+}
+
+/// What to write to `file` with the hunks `chosen`, given the file as it is now (`current`), or
+/// why nothing can be.
+fn settle(
+    file: &FileDiff,
+    chosen: &[usize],
+    current: Option<(String, Option<i32>)>,
+    reason: Option<&str>,
+) -> Result<Settled, String> {
+    let before = file.before.as_deref().unwrap_or("");
+    let proposed = diff::apply_hunks(before, &file.hunks, chosen);
+    let partial = chosen.len() < file.hunks.len();
+    let (current_text, after, version, merged) = match current {
+        // The file was created while the write waited.
+        Some(_) if file.before.is_none() => return Err(notes::created_meanwhile_reason(&file.shown)),
+        Some((current, version)) if current != before => match merge::rebase(before, &proposed, &current) {
+            Ok(merged) => (Some(current), merged, version, true),
+            Err(conflict) => return Err(notes::stale_reason(&file.shown, &conflict, &current)),
+        },
+        Some((current, version)) => (Some(current), proposed, version, false),
+        None if file.before.is_some() => {
+            return Err(format!(
+                "{} was deleted while this change waited for review, so nothing was changed.",
+                file.shown
+            ));
+        }
+        None => (None, proposed, None, false),
+    };
+    let mut notes = Vec::new();
+    if partial {
+        notes.push(notes::partial_note(&file.shown, &file.hunks, chosen, &after, reason));
+    }
+    if merged {
+        notes.push(notes::merged_note(&file.shown));
+    }
+    let current_is_before = current_text.as_deref() == file.before.as_deref();
+    let after = if notes.is_empty() && current_is_before { file.after.clone() } else { after };
+    let change =
+        FileChange { path: file.path.clone(), before: current_text, after, version, notes: file.notes.clone() };
+    let note = (!notes.is_empty()).then(|| notes.join("\n"));
+    Ok(Settled { change, note, current_is_before })
+}
+
+/// Checks the hunk indexes of an accept.
+fn check_hunks(id: &str, chosen: &[usize], subject: &Subject) -> Result<(), ReviewError> {
+    if matches!(subject, Subject::Command(_)) {
+        return Err(ReviewError::BadHunks(format!("{id} is a command; it has no hunks to choose")));
+    }
+    if chosen.is_empty() {
+        return Err(ReviewError::BadHunks(format!(
+            "hunks is empty; name at least one hunk of {id}, or reject it with reins.edit.reject"
+        )));
+    }
+    let count = subject.hunk_count();
+    if let Some(missing) = chosen.iter().find(|index| **index >= count) {
+        return Err(ReviewError::BadHunks(format!(
+            "{id} has no hunk {missing}; its hunks are 0 to {}",
+            count.saturating_sub(1)
+        )));
+    }
+    Ok(())
+}
+
+fn resolution(edit: &PendingEdit, outcome: Outcome, hunks: Vec<usize>, reason: Option<String>) -> Resolution {
+    Resolution {
+        id: edit.id.clone(),
+        session_id: edit.session_id.clone(),
+        run_id: edit.run_id.clone(),
+        outcome,
+        hunks,
+        reason,
+    }
+}
+
+/// The waiting proposals that change the existing file `path`.
+fn waiting_on<'a>(state: &'a State, path: &Path) -> Vec<&'a PendingEdit> {
+    let waiting = state.waiting.values().map(|waiting| &waiting.edit);
+    waiting.filter(|edit| edit.subject.files().iter().any(|file| !file.creates() && file.path == path)).collect()
+}
+
+/// Drops an accepted change and the files waiting for it.
+fn forget_accepted(state: &mut State, id: &str) -> Option<Accepted> {
+    state.writing.retain(|_, (waiting_for, _)| waiting_for != id);
+    state.accepted.remove(id)
+}
+
+/// Cancels a pending edit when its run stops waiting before the user decided.
+struct CancelOnDrop {
+    edits: Arc<PendingEdits>,
+    /// `None` once the verdict arrived.
+    id: Option<String>,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(id) = &self.id {
+            self.edits.cancel(id);
+        }
+    }
+}
+
+/// A poisoned lock only means another thread panicked mid-update; the data is still usable.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use expect_test::{Expect, expect};
+
+    use super::*;
+
+    /// Writes down what the observer hears, one line each.
+    #[derive(Default)]
+    struct Recorder(Mutex<Vec<String>>);
+
+    impl Observer for Recorder {
+        fn proposed(&self, edit: &PendingEdit) {
+            let hunks = edit.subject.hunk_count();
+            let line =
+                format!("proposed {} {}/{} {} ({hunks} hunks)", edit.id, edit.session_id, edit.run_id, edit.tool);
+            lock(&self.0).push(line);
+        }
+        fn resolved(&self, r: &Resolution) {
+            let line = format!("resolved {} {} {:?} {:?}", r.id, r.outcome.as_str(), r.hunks, r.reason);
+            lock(&self.0).push(line);
+        }
+        fn waiting_on(&self, path: &Path, waiting: &[&PendingEdit]) {
+            let ids: Vec<&str> = waiting.iter().map(|edit| edit.id.as_str()).collect();
+            lock(&self.0).push(format!("waiting on {} {ids:?}", path.display()));
+        }
+    }
+
+    fn origin(session: &str, call: &str) -> Origin {
+        Origin { session_id: session.into(), run_id: "r1".into(), tool_call_id: call.into(), tool: "edit".into() }
+    }
+
+    fn change(path: &str, before: Option<&str>, after: &str) -> FileChange {
+        FileChange {
+            path: PathBuf::from(path),
+            before: before.map(str::to_string),
+            after: after.to_string(),
+            version: Some(1),
+            notes: Vec::new(),
+        }
+    }
+
+    fn edit_subject(path: &str, before: Option<&str>, after: &str) -> Subject {
+        Subject::of(&Proposal::FileChange(change(path, before, after)), |path| {
+            path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default()
+        })
+    }
+
+    /// A verdict, briefly: the gate's answer with the note or reason and the written text.
+    fn verdict(receiver: &mut oneshot::Receiver<Verdict>) -> String {
+        match receiver.try_recv() {
+            Err(_) => "no verdict".into(),
+            Ok(Verdict::Accept { changed: None, allow_for_session }) => {
+                format!("accept as proposed {allow_for_session}")
+            }
+            Ok(Verdict::Accept { changed: Some(changed), allow_for_session }) => {
+                let files: Vec<String> = changed.files.iter().map(|f| format!("{:?}", f.after)).collect();
+                format!("accept {} {allow_for_session}\nnote: {}", files.join(" "), changed.note)
+            }
+            Ok(Verdict::Reject { reason }) => format!("reject: {reason}"),
+        }
+    }
+
+    /// Proposes `before` → `after` for a.txt, lets the file read `current` by then, accepts as
+    /// `choice` says, and renders the result, the verdict and what the observer heard.
+    fn check_accept(before: &str, after: &str, current: &str, choice: Choice, expected: Expect) {
+        let recorder = Arc::new(Recorder::default());
+        let edits = PendingEdits::new(recorder.clone());
+        let (edit, mut receiver) = edits.propose(origin("s1", "c1"), edit_subject("/w/a.txt", Some(before), after));
+        let current = current.to_string();
+        let result = match edits.accept(&edit.id, choice, &|_| Some((current.clone(), Some(2)))) {
+            Ok(r) => format!("{} {:?} {:?}", r.outcome.as_str(), r.hunks, r.reason),
+            Err(err) => format!("error {}: {err}", err.code()),
+        };
+        let heard = lock(&recorder.0).join("\n");
+        expected.assert_eq(&format!("{result}\n{}\n{heard}", verdict(&mut receiver)));
+    }
+
+    const FIVE: &str = "one\ntwo\nthree\nfour\nfive\n";
+    const FIVE_CHANGED: &str = "ONE\ntwo\nthree\nfour\nFIVE\n";
+
+    #[test]
+    fn accepting_everything_goes_as_proposed() {
+        check_accept(
+            FIVE,
+            FIVE_CHANGED,
+            FIVE,
+            Choice::default(),
+            expect![[r#"
+                applied [0, 1] None
+                accept as proposed false
+                proposed e1 s1/r1 edit (2 hunks)
+                waiting on /w/a.txt ["e1"]
+                waiting on /w/a.txt []"#]],
+        );
+    }
+
+    #[test]
+    fn accepting_some_hunks_tells_the_model_which_and_why() {
+        let choice = Choice { hunks: Some(vec![1]), allow_for_session: true, reason: Some(" keep one ".into()) };
+        check_accept(
+            FIVE,
+            FIVE_CHANGED,
+            FIVE,
+            choice,
+            expect![[r#"
+                partially_applied [1] Some("keep one")
+                accept "one\ntwo\nthree\nfour\nFIVE\n" true
+                note: The user applied hunk 1 and did not apply hunk 0 (of 2 hunks) of this change to a.txt. The user's reason for not applying hunk 0: keep one
+                a.txt now reads, around the changes:
+                    1 | one
+                    2 | two
+                    3 | three
+                    4 | four
+                    5 | FIVE
+                proposed e1 s1/r1 edit (2 hunks)
+                waiting on /w/a.txt ["e1"]
+                waiting on /w/a.txt []"#]],
+        );
+    }
+
+    #[test]
+    fn text_changed_meanwhile_is_merged_or_stale() {
+        check_accept(
+            FIVE,
+            FIVE_CHANGED,
+            "one\ntwo\nTHREE\nfour\nfive\n",
+            Choice::default(),
+            expect![[r#"
+                applied [0, 1] None
+                accept "ONE\ntwo\nTHREE\nfour\nFIVE\n" false
+                note: a.txt changed in the editor while this change waited for review; the change was merged into the new text without touching the user's edits.
+                proposed e1 s1/r1 edit (2 hunks)
+                waiting on /w/a.txt ["e1"]
+                waiting on /w/a.txt []"#]],
+        );
+        check_accept(
+            FIVE,
+            FIVE_CHANGED,
+            "one\ntwo\nthree\nfour\nfive!\n",
+            Choice::default(),
+            expect![[r#"
+                stale [] Some("a.txt was not changed: the file changed after the edit was proposed: the user changed line 5 of the current text, where the edit changes line 5 of the text it was made from. a.txt now reads there:\n    3 | three\n    4 | four\n    5 | five!\nRead the file again and redo the change if it is still needed.")
+                reject: a.txt was not changed: the file changed after the edit was proposed: the user changed line 5 of the current text, where the edit changes line 5 of the text it was made from. a.txt now reads there:
+                    3 | three
+                    4 | four
+                    5 | five!
+                Read the file again and redo the change if it is still needed.
+                proposed e1 s1/r1 edit (2 hunks)
+                waiting on /w/a.txt ["e1"]
+                resolved e1 stale [] Some("a.txt was not changed: the file changed after the edit was proposed: the user changed line 5 of the current text, where the edit changes line 5 of the text it was made from. a.txt now reads there:\n    3 | three\n    4 | four\n    5 | five!\nRead the file again and redo the change if it is still needed.")
+                waiting on /w/a.txt []"#]],
+        );
+    }
+
+    #[test]
+    fn bad_choices_are_refused_and_leave_the_edit_waiting() {
+        let choice = |hunks: Vec<usize>| Choice { hunks: Some(hunks), ..Choice::default() };
+        check_accept(
+            FIVE,
+            FIVE_CHANGED,
+            FIVE,
+            choice(vec![2]),
+            expect![[r#"
+                error invalid_argument: e1 has no hunk 2; its hunks are 0 to 1
+                no verdict
+                proposed e1 s1/r1 edit (2 hunks)
+                waiting on /w/a.txt ["e1"]"#]],
+        );
+        check_accept(
+            FIVE,
+            FIVE_CHANGED,
+            FIVE,
+            choice(Vec::new()),
+            expect![[r#"
+                error invalid_argument: hunks is empty; name at least one hunk of e1, or reject it with reins.edit.reject
+                no verdict
+                proposed e1 s1/r1 edit (2 hunks)
+                waiting on /w/a.txt ["e1"]"#]],
+        );
+    }
+
+    #[test]
+    fn a_rejection_reaches_the_model_and_a_second_decision_is_refused() {
+        let recorder = Arc::new(Recorder::default());
+        let edits = PendingEdits::new(recorder.clone());
+        let (edit, mut receiver) =
+            edits.propose(origin("s1", "c1"), edit_subject("/w/a.txt", Some(FIVE), FIVE_CHANGED));
+        let rejected = edits.reject(&edit.id, Some(" not now ".into())).unwrap();
+        assert_eq!((rejected.outcome, rejected.reason.as_deref()), (Outcome::Rejected, Some(" not now ")));
+        assert_eq!(verdict(&mut receiver), "reject: The user rejected this edit of a.txt, saying: not now");
+        assert_eq!(edits.reject(&edit.id, None).unwrap_err(), ReviewError::AlreadyDecided("e1".into()));
+        let missing = edits.accept("e9", Choice::default(), &|_| None).unwrap_err();
+        assert_eq!(missing.to_string(), r#"no pending edit "e9"; reins.edit.list shows the pending ones"#);
+        assert!(edits.list(None).is_empty());
+    }
+
+    #[test]
+    fn sessions_reusing_a_tool_call_id_keep_their_own_edits() {
+        let edits = PendingEdits::new(Arc::new(Recorder::default()));
+        let (first, _first_rx) = edits.propose(origin("s1", "call_0"), edit_subject("/w/a.txt", Some("a\n"), "A\n"));
+        let (second, mut second_rx) =
+            edits.propose(origin("s2", "call_0"), edit_subject("/w/b.txt", Some("b\n"), "B\n"));
+        let sessions = |session| -> Vec<String> {
+            edits
+                .list(session)
+                .iter()
+                .map(|edit| format!("{} {} {}", edit.id, edit.session_id, edit.tool_call_id))
+                .collect()
+        };
+        assert_eq!(sessions(None), ["e1 s1 call_0", "e2 s2 call_0"]);
+        assert_eq!(sessions(Some("s2")), ["e2 s2 call_0"]);
+        let accepted = edits.accept(&second.id, Choice::default(), &|_| Some(("b\n".into(), None))).unwrap();
+        assert_eq!((accepted.session_id.as_str(), accepted.outcome), ("s2", Outcome::Applied));
+        assert_eq!(verdict(&mut second_rx), "accept as proposed false");
+        assert_eq!(sessions(None), [format!("{} s1 call_0", first.id)]);
+    }
+
+    #[test]
+    fn a_written_change_is_reported_once_its_file_is_written() {
+        let recorder = Arc::new(Recorder::default());
+        let edits = PendingEdits::new(recorder.clone());
+        let (edit, _rx) = edits.propose(origin("s1", "c1"), edit_subject("/w/a.txt", Some(FIVE), FIVE_CHANGED));
+        edits.accept(&edit.id, Choice::default(), &|_| Some((FIVE.into(), Some(1)))).unwrap();
+        // Another text for the same file is someone else's write.
+        edits.written(Path::new("/w/a.txt"), "other", Written::Ok);
+        edits.written(Path::new("/w/a.txt"), FIVE_CHANGED, Written::Failed("the editor refused".into()));
+        edits.written(Path::new("/w/a.txt"), FIVE_CHANGED, Written::Ok);
+        expect![[r#"
+            proposed e1 s1/r1 edit (2 hunks)
+            waiting on /w/a.txt ["e1"]
+            waiting on /w/a.txt []
+            resolved e1 failed [] Some("the editor refused")"#]]
+        .assert_eq(&lock(&recorder.0).join("\n"));
+    }
+
+    #[tokio::test]
+    async fn a_run_that_stops_waiting_cancels_its_edit() {
+        let recorder = Arc::new(Recorder::default());
+        let edits = Arc::new(PendingEdits::new(recorder.clone()));
+        let (edit, receiver) = edits.propose(origin("s1", "c1"), edit_subject("/w/new.txt", None, "new\n"));
+        let cancel = CancellationToken::new();
+        cancel.cancel();
+        let verdict = edits.wait(&edit.id, receiver, &cancel).await;
+        assert_eq!(verdict, Verdict::Reject { reason: "cancelled".into() });
+        // A new file has nothing to mark in the editor.
+        expect![[r#"
+            proposed e1 s1/r1 edit (1 hunks)
+            resolved e1 cancelled [] Some("cancelled")"#]]
+        .assert_eq(&lock(&recorder.0).join("\n"));
+        assert_eq!(edits.accept(&edit.id, Choice::default(), &|_| None).unwrap_err().code(), "invalid_state");
+    }
+
+    #[test]
+    fn hunks_are_numbered_across_the_files_of_a_proposal() {
+        let recorder = Arc::new(Recorder::default());
+        let edits = PendingEdits::new(recorder.clone());
+        let files = vec![
+            FileDiff::new(&change("/w/a.txt", Some("a\n"), "A\n"), "a.txt".into(), 0),
+            FileDiff::new(&change("/w/b.txt", Some("b\nc\nd\n"), "B\nc\nD\n"), "b.txt".into(), 1),
+        ];
+        let (edit, mut receiver) = edits.propose(origin("s1", "c1"), Subject::Files(files));
+        let choice = Choice { hunks: Some(vec![2]), ..Choice::default() };
+        let current = |path: &Path| {
+            std::fs::read_to_string(path)
+                .ok()
+                .or_else(|| Some(if path.ends_with("a.txt") { "a\n".into() } else { "b\nc\nd\n".into() }))
+        };
+        let accepted = edits.accept(&edit.id, choice, &|path| current(path).map(|text| (text, None))).unwrap();
+        assert_eq!((accepted.outcome, accepted.hunks.clone()), (Outcome::PartiallyApplied, vec![2]));
+        expect![[r#"
+            accept "b\nc\nD\n" false
+            note: The user applied hunk 2 and did not apply hunk 1 (of 2 hunks) of this change to b.txt. b.txt now reads, around the changes:
+                1 | b
+                2 | c
+                3 | D"#]]
+        .assert_eq(&verdict(&mut receiver));
+        edits.written(Path::new("/w/b.txt"), "b\nc\nD\n", Written::Ok);
+        expect![[r#"
+            proposed e1 s1/r1 edit (3 hunks)
+            waiting on /w/a.txt ["e1"]
+            waiting on /w/b.txt ["e1"]
+            waiting on /w/a.txt []
+            waiting on /w/b.txt []
+            resolved e1 partially_applied [2] None"#]]
+        .assert_eq(&lock(&recorder.0).join("\n"));
+    }
+}

@@ -64,7 +64,8 @@ impl TypedTool for FindTool {
         }
         let matcher = FileMatcher::new(&input.pattern)?;
         let walked = dir.clone();
-        let mut found = tokio::task::spawn_blocking(move || walk(&walked, &matcher))
+        let workspace = self.workspace.clone();
+        let mut found = tokio::task::spawn_blocking(move || walk(&walked, &matcher, workspace.as_ref()))
             .await
             .map_err(|err| ToolError::new(format!("find failed: {err}")))?;
         if found.is_empty() {
@@ -116,8 +117,9 @@ impl FileMatcher {
     }
 }
 
-/// Files under `dir` (not directories) that match, as absolute paths.
-fn walk(dir: &Path, matcher: &FileMatcher) -> Vec<PathBuf> {
+/// Files under `dir` (not directories, nor links to them) that match, as absolute paths. A
+/// symlink that leads out of the workspace is left out: no tool could use it.
+fn walk(dir: &Path, matcher: &FileMatcher, workspace: &dyn Workspace) -> Vec<PathBuf> {
     let mut found = Vec::new();
     for entry in ignore::WalkBuilder::new(dir).require_git(false).build() {
         let entry = match entry {
@@ -131,7 +133,9 @@ fn walk(dir: &Path, matcher: &FileMatcher) -> Vec<PathBuf> {
             continue;
         }
         let Ok(relative) = entry.path().strip_prefix(dir) else { continue };
-        if matcher.is_match(relative) {
+        let usable = !entry.path_is_symlink()
+            || (workspace.is_inside(entry.path()) && !entry.path().metadata().is_ok_and(|target| target.is_dir()));
+        if matcher.is_match(relative) && usable {
             found.push(entry.into_path());
         }
     }

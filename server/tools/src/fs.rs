@@ -40,6 +40,11 @@ impl FsWorkspace {
 
     /// [`Workspace::resolve`] for a path that is already a `Path`.
     pub fn resolve_path(&self, path: &Path) -> Result<PathBuf, WorkspaceError> {
+        // Taken literally, `~/x` would create a directory named `~` in the workspace, a trap for
+        // the next `rm -rf ~`; the model means the home directory, which it should spell out.
+        if path.components().next() == Some(Component::Normal("~".as_ref())) {
+            return Err(WorkspaceError::Tilde(path.display().to_string()));
+        }
         let absolute = if path.is_absolute() { path.to_path_buf() } else { self.cwd().join(path) };
         let outside = || WorkspaceError::OutsideRoots {
             path: path.display().to_string(),
@@ -48,13 +53,13 @@ impl FsWorkspace {
         // Only the real path is checked: a root may be reached through an alias (a symlinked
         // home directory), and the real path is what the tools go on to use.
         let real = real_path(&normalize(&absolute), 0).map_err(|err| io_error(path, &err))?;
-        if !self.is_inside(&real) {
+        if !self.under_roots(&real) {
             return Err(outside());
         }
         Ok(real)
     }
 
-    fn is_inside(&self, path: &Path) -> bool {
+    fn under_roots(&self, path: &Path) -> bool {
         self.roots.iter().any(|root| path.starts_with(root))
     }
 }
@@ -67,6 +72,10 @@ impl Workspace for FsWorkspace {
 
     fn resolve(&self, path: &str) -> Result<PathBuf, WorkspaceError> {
         self.resolve_path(Path::new(path))
+    }
+
+    fn is_inside(&self, path: &Path) -> bool {
+        self.resolve_path(path).is_ok()
     }
 
     async fn read_text(&self, path: &Path) -> Result<TextFile, WorkspaceError> {

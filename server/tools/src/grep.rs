@@ -56,6 +56,7 @@ impl GrepTool {
 
 /// Everything one search needs, moved onto a blocking thread.
 struct Search {
+    workspace: Arc<dyn Workspace>,
     root: PathBuf,
     cwd: PathBuf,
     matcher: RegexMatcher,
@@ -132,6 +133,7 @@ impl TypedTool for GrepTool {
             })?;
         let search = Search {
             files: input.glob.as_deref().map(FileMatcher::new).transpose()?,
+            workspace: self.workspace.clone(),
             root,
             cwd: self.workspace.cwd(),
             matcher,
@@ -190,6 +192,11 @@ impl Search {
                 }
             };
             if entry.file_type().is_none_or(|file_type| file_type.is_dir()) || !self.wanted(entry.path()) {
+                continue;
+            }
+            // The walk does not enter linked directories, but a linked file would be read
+            // through: only when its target is inside the workspace.
+            if entry.path_is_symlink() && !self.workspace.is_inside(entry.path()) {
                 continue;
             }
             visited.insert(entry.path().to_path_buf());

@@ -54,7 +54,8 @@ impl TypedTool for LsTool {
         let path = self.workspace.resolve(requested).map_err(workspace_error)?;
         let shown = display_path(self.workspace.as_ref(), &path);
         let listed = path.clone();
-        let entries = tokio::task::spawn_blocking(move || list_dir(&listed))
+        let workspace = self.workspace.clone();
+        let entries = tokio::task::spawn_blocking(move || list_dir(&listed, workspace.as_ref()))
             .await
             .map_err(|err| ToolError::new(format!("listing {shown} failed: {err}")))?
             .map_err(|reason| ToolError::new(format!("cannot list {shown}: {reason}")))?;
@@ -74,7 +75,9 @@ impl TypedTool for LsTool {
 }
 
 /// Entry names sorted case-insensitively (ties broken by exact name), directories with a `/`.
-fn list_dir(path: &Path) -> Result<Vec<String>, String> {
+/// A symlink that leads out of the workspace is named as such and not followed, so the listing
+/// tells nothing about what lies outside.
+fn list_dir(path: &Path, workspace: &dyn Workspace) -> Result<Vec<String>, String> {
     let metadata = std::fs::metadata(path).map_err(describe)?;
     if !metadata.is_dir() {
         return Err("it is a file, not a directory; use read to see its content".to_string());
@@ -85,6 +88,10 @@ fn list_dir(path: &Path) -> Result<Vec<String>, String> {
         let name = entry.file_name().to_string_lossy().into_owned();
         // `metadata` follows symlinks, so a link to a directory is listed as one.
         let entry_path: PathBuf = entry.path();
+        if entry.file_type().is_ok_and(|file_type| file_type.is_symlink()) && !workspace.is_inside(&entry_path) {
+            entries.push(format!("{name} -> (outside the workspace)"));
+            continue;
+        }
         let is_dir = std::fs::metadata(&entry_path).is_ok_and(|metadata| metadata.is_dir());
         entries.push(if is_dir { format!("{name}/") } else { name });
     }

@@ -20,6 +20,8 @@ pub struct TextFile {
 pub enum WorkspaceError {
     #[error("{path} is outside the workspace ({roots}); only files inside it can be used")]
     OutsideRoots { path: String, roots: String },
+    #[error("{0}: a path starting with `~` is not expanded; give it relative to the working directory, or absolute")]
+    Tilde(String),
     #[error("{0} does not exist")]
     NotFound(PathBuf),
     #[error("{path}: {reason}")]
@@ -46,6 +48,13 @@ pub trait Workspace: Send + Sync {
     /// path inside the roots. Refuses `..` escapes and symlinks that lead out. The path need not
     /// exist (a file about to be written).
     fn resolve(&self, path: &str) -> Result<PathBuf, WorkspaceError>;
+
+    /// Whether `path` (absolute), with its symlinks followed, lies inside the roots: a walk
+    /// (`grep`, `find`, `ls`) asks this of every symlink it meets, so no tool reads or shows
+    /// through a link that leads out.
+    fn is_inside(&self, path: &Path) -> bool {
+        path.to_str().is_some_and(|path| self.resolve(path).is_ok())
+    }
 
     /// Reads a file's text: the open buffer if there is one, else the disk.
     async fn read_text(&self, path: &Path) -> Result<TextFile, WorkspaceError>;

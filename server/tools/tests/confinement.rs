@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use expect_test::{Expect, expect};
 use reins_agent::Tool;
-use reins_tools::{FsWorkspace, LsTool, ReadTool, Workspace, WriteTool};
+use reins_tools::{FindTool, FsWorkspace, GrepTool, LsTool, ReadTool, Workspace, WriteTool};
 use support::{Fixture, outcome, run};
 
 /// The fixture's escape hatches: `link-file` → a file outside, `link-dir` → a directory outside,
@@ -137,10 +137,19 @@ fn paths_inside_are_accepted_however_spelled() {
 }
 
 #[test]
-fn tilde_is_not_expanded() {
+fn a_tilde_path_is_refused_rather_than_taken_literally() {
+    check_path(
+        "~/notes.txt",
+        expect![[r#"
+            read: error: ~/notes.txt: a path starting with `~` is not expanded; give it relative to the working directory, or absolute
+            write: error: ~/notes.txt: a path starting with `~` is not expanded; give it relative to the working directory, or absolute
+            ls: error: ~/notes.txt: a path starting with `~` is not expanded; give it relative to the working directory, or absolute
+        "#]],
+    );
     let fixture = fixture();
-    let resolved = fixture.workspace.resolve("~/notes.txt").unwrap();
-    assert_eq!(resolved, fixture.path("~/notes.txt"));
+    assert!(!fixture.path("~").exists());
+    // A name that merely starts with `~` is an ordinary file.
+    assert_eq!(fixture.workspace.resolve("~backup").unwrap(), fixture.path("~backup"));
 }
 
 #[test]
@@ -150,4 +159,61 @@ fn a_second_root_accepts_absolute_paths() {
     let secret = fixture.outside.join("secret.txt");
     assert_eq!(workspace.resolve(&secret.display().to_string()).unwrap(), secret);
     assert_eq!(workspace.resolve("link-file").unwrap(), secret);
+}
+
+/// Runs a walking tool (`grep`, `find`, `ls`) with `arguments` over the fixture and shows its
+/// answer, with the fixture's paths redacted.
+fn check_walk(tool: &str, arguments: &str, expected: Expect) {
+    let fixture = fixture();
+    let workspace: Arc<dyn Workspace> = fixture.workspace.clone();
+    let tool: Box<dyn Tool> = match tool {
+        "grep" => Box::new(GrepTool::new(workspace)),
+        "find" => Box::new(FindTool::new(workspace)),
+        _ => Box::new(LsTool::new(workspace)),
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let answer = outcome(runtime.block_on(run(tool.as_ref(), arguments)));
+    expected.assert_eq(&fixture.redact(&answer));
+}
+
+#[test]
+fn grep_does_not_read_through_a_symlink_that_leads_out() {
+    check_walk(
+        "grep",
+        r#"{"pattern": "secret|inside|deeper"}"#,
+        expect![[r#"
+        inside.txt:1: inside
+        sub/deeper.txt:1: deeper"#]],
+    );
+    check_walk(
+        "grep",
+        r#"{"pattern": "secret", "path": "link-file"}"#,
+        expect![[r#"error: link-file is outside the workspace ($ROOT); only files inside it can be used"#]],
+    );
+}
+
+#[test]
+fn find_does_not_list_symlinks_that_lead_out() {
+    check_walk(
+        "find",
+        r#"{"pattern": "*"}"#,
+        expect![[r#"
+        inside.txt
+        sub/deeper.txt"#]],
+    );
+}
+
+#[test]
+fn ls_names_a_symlink_that_leads_out_without_following_it() {
+    check_walk(
+        "ls",
+        r#"{}"#,
+        expect![[r#"
+        dangling -> (outside the workspace)
+        inner/
+        inside.txt
+        link-dir -> (outside the workspace)
+        link-file -> (outside the workspace)
+        sub/"#]],
+    );
 }

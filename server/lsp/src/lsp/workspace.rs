@@ -191,6 +191,10 @@ impl Workspace for EditorWorkspace {
         self.disk().resolve(path)
     }
 
+    fn is_inside(&self, path: &Path) -> bool {
+        self.disk().is_inside(path)
+    }
+
     async fn read_text(&self, path: &Path) -> Result<TextFile, WorkspaceError> {
         let disk = self.disk();
         let path = disk.resolve_path(path)?;

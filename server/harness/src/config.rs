@@ -9,6 +9,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use reins_ai::ApiKey;
+use reins_tools::SandboxMode;
 use toml::de::{DeTable, DeValue};
 
 use crate::registry::Api;
@@ -61,8 +62,23 @@ pub struct ConfigLayer {
     pub reserve_tokens: Option<u64>,
     pub keep_recent_tokens: Option<u64>,
     pub max_turns: Option<u32>,
+    /// `[tools]`: the longest timeout a `bash` call may ask for, in seconds.
+    pub max_timeout: Option<u64>,
+    /// `[tools]`: globs of variables passed to tools although their names look secret.
+    pub pass_env: Option<Vec<String>>,
+    pub sandbox: SandboxLayer,
     pub providers: BTreeMap<String, ProviderLayer>,
     pub models: Vec<ModelLayer>,
+}
+
+/// `[sandbox]`. Paths may start with `~/`. Only the user's own config may loosen the sandbox.
+#[derive(Debug, Clone, Default)]
+pub struct SandboxLayer {
+    pub mode: Option<SandboxMode>,
+    pub network: Option<bool>,
+    pub writable: Option<Vec<String>>,
+    /// Added to the built-in list of secrets.
+    pub deny_read: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -231,6 +247,23 @@ impl Reader<'_> {
                         }
                     }
                 }
+                "tools" => {
+                    for (field, value) in self.table(key, node).unwrap_or_default() {
+                        let path = format!("{key}.{field}");
+                        match canonical(field).as_str() {
+                            "max_timeout" => match self.uint(&path, value) {
+                                Some(0) => self.error(&path, value, "expected a number of seconds from 1 up"),
+                                seconds => layer.max_timeout = seconds.or(layer.max_timeout),
+                            },
+                            "pass_env" if self.kind != LayerKind::User => {
+                                self.error(&path, value, "only your own config.toml can pass secrets to tools")
+                            }
+                            "pass_env" => layer.pass_env = self.strings(&path, value),
+                            _ => self.unknown(&path, value),
+                        }
+                    }
+                }
+                "sandbox" => layer.sandbox = self.sandbox(key, node),
                 "providers" => {
                     for (name, value) in self.table(key, node).unwrap_or_default() {
                         let provider = self.provider(&format!("{key}.{name}"), value);
@@ -251,6 +284,36 @@ impl Reader<'_> {
             }
         }
         layer
+    }
+
+    fn sandbox(&mut self, path: &str, node: &Node) -> SandboxLayer {
+        let mut sandbox = SandboxLayer::default();
+        let user = self.kind == LayerKind::User;
+        let tighten_only = "only your own config.toml can loosen the sandbox; here it can only be tightened";
+        for (field, value) in self.table(path, node).unwrap_or_default() {
+            let key = format!("{path}.{field}");
+            match canonical(field).as_str() {
+                "mode" => match self.string(&key, value).as_deref().map(|name| (name, SandboxMode::parse(name))) {
+                    Some((_, Some(mode))) if user || mode == SandboxMode::ReadOnly => sandbox.mode = Some(mode),
+                    Some((_, Some(_))) => self.error(&key, value, tighten_only),
+                    Some((name, None)) => self.error(
+                        &key,
+                        value,
+                        &format!("expected \"off\", \"workspace-write\" or \"read-only\", found {name:?}"),
+                    ),
+                    None => {}
+                },
+                "network" => match self.boolean(&key, value) {
+                    Some(true) if !user => self.error(&key, value, tighten_only),
+                    network => sandbox.network = network.or(sandbox.network),
+                },
+                "writable" if !user => self.error(&key, value, tighten_only),
+                "writable" => sandbox.writable = self.strings(&key, value),
+                "deny_read" => sandbox.deny_read = self.strings(&key, value).unwrap_or_default(),
+                _ => self.unknown(&key, value),
+            }
+        }
+        sandbox
     }
 
     fn provider(&mut self, path: &str, node: &Node) -> ProviderLayer {
@@ -364,6 +427,15 @@ impl Reader<'_> {
             }
             _ => self.mismatch(path, node, "a string"),
         }
+    }
+
+    fn strings(&mut self, path: &str, node: &Node) -> Option<Vec<String>> {
+        let Value::List(items) = &node.value else { return self.mismatch(path, node, "a list of strings") };
+        let mut strings = Vec::new();
+        for (index, item) in items.iter().enumerate() {
+            strings.extend(self.string(&format!("{path}[{index}]"), item));
+        }
+        Some(strings)
     }
 
     fn uint(&mut self, path: &str, node: &Node) -> Option<u64> {

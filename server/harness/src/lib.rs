@@ -8,6 +8,7 @@ mod compaction;
 mod config;
 mod error;
 mod live_settings;
+mod process;
 mod prompt;
 mod registry;
 mod router;
@@ -20,6 +21,7 @@ pub use auth::{AuthKeys, KEY_COMMAND_TIMEOUT, mask, read_auth_file, run_key_comm
 pub use config::{ConfigDiagnostic, ConfigLayer, LayerKind, Source};
 pub use error::HarnessError;
 pub use live_settings::LiveSettings;
+pub use process::protect_process;
 pub use prompt::{CONTEXT_FILE_NAMES, ContextFile, PromptInputs, build_system_prompt};
 pub use registry::{Api, FALLBACK_PROVIDER, ModelEntry, ProviderInfo, Registry};
 pub use router::Router;

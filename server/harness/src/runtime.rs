@@ -512,9 +512,9 @@ impl Harness {
         cancel: Arc<Mutex<CancellationToken>>,
     ) -> Agent {
         let workspace = &self.options.workspace;
-        let tools: Vec<Arc<dyn Tool>> = builtin_tools(workspace.clone());
-        let root = workspace.cwd();
         let settings = self.settings();
+        let tools: Vec<Arc<dyn Tool>> = builtin_tools(workspace.clone(), settings.exec_policy(std::env::vars_os()));
+        let root = workspace.cwd();
         let inputs = PromptInputs::discover(
             &root,
             &root,

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use reins_ai::{ApiKey, Compat, Model, Prices};
+use reins_tools::{DEFAULT_MAX_OUTPUT_FILE_BYTES, DEFAULT_MAX_TIMEOUT_SECS, ExecPolicy, Sandbox, SandboxMode};
 
 use crate::auth::{self, AuthKeys};
 use crate::config::{ConfigDiagnostic, ConfigLayer, LayerKind, Source, trim_url};
@@ -39,6 +40,13 @@ pub struct Settings {
     pub approval: ApprovalPolicy,
     pub compaction: CompactionSettings,
     pub max_turns: Option<u32>,
+    /// `[tools] max_timeout`: the longest a `bash` call may run, in seconds.
+    pub max_timeout_secs: u64,
+    /// `[tools] pass_env`: globs of variables that reach tools although their names look secret
+    /// (never reins's own key variables).
+    pub pass_env: Vec<String>,
+    /// What commands may touch, with `~` expanded.
+    pub sandbox: Sandbox,
     /// Where each setting in force came from, by key (`model`, `approval.bash`,
     /// `providers.anthropic.base_url`, `providers.anthropic.api_key`).
     pub origins: BTreeMap<String, Source>,
@@ -64,6 +72,9 @@ pub enum KeySource {
 struct Base {
     config_dir: PathBuf,
     data_dir: PathBuf,
+    home: PathBuf,
+    /// Every variable reins reads a key from: never passed to a tool.
+    key_vars: Vec<String>,
     layers: Vec<(Source, ConfigLayer)>,
     /// The environment variables reins reads, looked up once.
     env: BTreeMap<String, String>,
@@ -85,6 +96,23 @@ impl std::fmt::Debug for Base {
 /// Variables read whatever the config says.
 const FIXED_VARS: &[&str] = &["OPENAI_BASE_URL", "OPENAI_API_KEY", "REINS_MODEL"];
 
+/// What a sandboxed command may not read, under the home directory; reins's auth file is added.
+const SECRET_PATHS: &[&str] = &[
+    ".ssh",
+    ".aws",
+    ".azure",
+    ".gnupg",
+    ".kube",
+    ".docker/config.json",
+    ".config/gcloud",
+    ".config/gh/hosts.yml",
+    ".git-credentials",
+    ".netrc",
+    ".pypirc",
+    ".password-store",
+    ".local/share/keyrings",
+];
+
 impl Settings {
     /// The user's config file, the environment (`OPENAI_BASE_URL`, `OPENAI_API_KEY`,
     /// `REINS_MODEL`, each provider's key and base URL variables, `REINS_HOME` else the XDG
@@ -98,16 +126,16 @@ impl Settings {
     /// trusted (an untrusted project's config is ignored entirely).
     pub fn load(var: impl Fn(&str) -> Option<String>, project: Option<&Path>) -> Self {
         let non_empty = |name: &str| var(name).filter(|v| !v.trim().is_empty());
+        let home = non_empty("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/tmp"));
         let (config_dir, data_dir) = match non_empty("REINS_HOME") {
             Some(home) => (PathBuf::from(&home), PathBuf::from(home)),
             None => {
-                let home = non_empty("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/tmp"));
                 let config = non_empty("XDG_CONFIG_HOME").map(PathBuf::from).unwrap_or_else(|| home.join(".config"));
                 let data = non_empty("XDG_DATA_HOME").map(PathBuf::from).unwrap_or_else(|| home.join(".local/share"));
                 (config.join("reins"), data.join("reins"))
             }
         };
-        let mut base = Base { config_dir, data_dir, ..Base::default() };
+        let mut base = Base { config_dir, data_dir, home, ..Base::default() };
         let user_file = base.config_dir.join("config.toml");
         if let Some((layer, diagnostics)) = ConfigLayer::from_file(&user_file, LayerKind::User) {
             base.layers.push((Source::File(user_file), layer));
@@ -136,11 +164,14 @@ impl Settings {
         // editor settings) read this snapshot, never the process environment.
         let registry = Registry::default();
         let mut names: Vec<String> = FIXED_VARS.iter().map(|name| name.to_string()).collect();
+        base.key_vars.push("OPENAI_API_KEY".to_string());
         for provider in &registry.providers {
             names.extend(provider.base_url_env.iter().chain(&provider.api_key_env).cloned());
+            base.key_vars.extend(provider.api_key_env.iter().cloned());
         }
         for (_, layer) in &base.layers {
             names.extend(layer.providers.values().filter_map(|provider| provider.api_key_env.clone()));
+            base.key_vars.extend(layer.providers.values().filter_map(|provider| provider.api_key_env.clone()));
         }
         base.env = names.into_iter().filter_map(|name| non_empty(&name).map(|value| (name, value))).collect();
         match auth::read_auth_file(&base.config_dir) {
@@ -210,6 +241,39 @@ impl Settings {
         }
     }
 
+    /// How tools start processes under these settings: `vars` (this process's environment) without
+    /// secrets, the sandbox, the limits. MCP servers take the same environment.
+    pub fn exec_policy(&self, vars: impl IntoIterator<Item = (std::ffi::OsString, std::ffi::OsString)>) -> ExecPolicy {
+        ExecPolicy {
+            env: Some(self.tool_env(vars)),
+            sandbox: self.sandbox.clone(),
+            max_timeout_secs: self.max_timeout_secs,
+            max_output_file_bytes: DEFAULT_MAX_OUTPUT_FILE_BYTES,
+        }
+    }
+
+    /// `vars` without reins's key variables, without any variable holding a key reins knows,
+    /// and without other secret-looking names unless `[tools] pass_env` lets them through
+    /// (see [`reins_tools::tool_env`]).
+    pub fn tool_env(
+        &self,
+        vars: impl IntoIterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+    ) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+        let mut keys: Vec<&str> = self
+            .keys
+            .values()
+            .filter_map(|source| match source {
+                KeySource::Key(key, _) => Some(key.expose()),
+                _ => None,
+            })
+            .collect();
+        keys.push(self.api_key.expose());
+        if let Some((_, auth)) = &self.base.auth {
+            keys.extend(auth.values().map(ApiKey::expose));
+        }
+        reins_tools::tool_env(vars, &self.base.key_vars, &keys, &self.pass_env)
+    }
+
     /// Where a setting came from (`default` when nothing set it).
     pub fn origin(&self, key: &str) -> Source {
         self.origins.get(key).cloned().unwrap_or(Source::Default)
@@ -229,6 +293,18 @@ fn compose(base: Arc<Base>, editor: Option<ConfigLayer>) -> Settings {
         approval: ApprovalPolicy::default(),
         compaction: CompactionSettings::default(),
         max_turns: None,
+        max_timeout_secs: DEFAULT_MAX_TIMEOUT_SECS,
+        pass_env: Vec::new(),
+        sandbox: Sandbox {
+            mode: SandboxMode::WorkspaceWrite,
+            network: false,
+            writable: Vec::new(),
+            deny_read: SECRET_PATHS
+                .iter()
+                .map(|path| base.home.join(path))
+                .chain([base.config_dir.join("auth.json")])
+                .collect(),
+        },
         origins: BTreeMap::new(),
         keys: BTreeMap::new(),
         diagnostics: base.diagnostics.clone(),
@@ -247,6 +323,19 @@ fn compose(base: Arc<Base>, editor: Option<ConfigLayer>) -> Settings {
         if let Some(key) = &layer.api_key {
             literal_keys.insert(FALLBACK_PROVIDER.to_string(), key.clone());
         }
+    }
+
+    if settings.sandbox.mode != SandboxMode::Off
+        && let Err(reason) = reins_tools::sandbox_support()
+    {
+        settings.diagnostics.push(ConfigDiagnostic {
+            origin: "this system".into(),
+            line: None,
+            key: "sandbox.mode".into(),
+            message: format!(
+                "{reason}, so bash runs without a sandbox; set sandbox.mode = \"off\" in config.toml to say that is intended"
+            ),
+        });
     }
 
     let names: Vec<String> = settings
@@ -326,6 +415,36 @@ fn apply_layer(
     if let Some(turns) = layer.max_turns {
         settings.max_turns = Some(turns);
         set(settings, "limits.max_turns".into());
+    }
+    if let Some(seconds) = layer.max_timeout {
+        settings.max_timeout_secs = seconds;
+        set(settings, "tools.max_timeout".into());
+    }
+    if let Some(pass) = &layer.pass_env {
+        settings.pass_env = pass.clone();
+        set(settings, "tools.pass_env".into());
+    }
+    let home = settings.base.home.clone();
+    let expand = |path: &String| match path.strip_prefix("~/") {
+        Some(rest) => home.join(rest),
+        None => PathBuf::from(path),
+    };
+    let sandbox = &layer.sandbox;
+    if let Some(mode) = sandbox.mode {
+        settings.sandbox.mode = mode;
+        set(settings, "sandbox.mode".into());
+    }
+    if let Some(network) = sandbox.network {
+        settings.sandbox.network = network;
+        set(settings, "sandbox.network".into());
+    }
+    if let Some(writable) = &sandbox.writable {
+        settings.sandbox.writable = writable.iter().map(expand).collect();
+        set(settings, "sandbox.writable".into());
+    }
+    if !sandbox.deny_read.is_empty() {
+        settings.sandbox.deny_read.extend(sandbox.deny_read.iter().map(expand));
+        set(settings, "sandbox.deny_read".into());
     }
     for (name, provider) in &layer.providers {
         if name == FALLBACK_PROVIDER {

@@ -224,3 +224,58 @@ fn user_models_extend_the_registry() {
     let gpt = s.resolve_model(Some("gpt-4.1"));
     assert_eq!((gpt.context_window, gpt.prices.output), (100_000, 8.0));
 }
+
+#[test]
+fn tools_get_the_environment_without_any_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("config.toml"), "[tools]\npass_env = [\"GITHUB_TOKEN\", \"OPENAI_API_KEY\"]\n")
+        .unwrap();
+    std::fs::write(tmp.path().join("auth.json"), r#"{"deepseek": {"key": "sk-from-auth"}}"#).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(tmp.path().join("auth.json"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let s = settings_in(Some(tmp.path()), None, &[("OPENAI_API_KEY", "sk-openai"), ("ANTHROPIC_API_KEY", "sk-ant")]);
+    let vars = [
+        ("PATH", "/usr/bin"),
+        ("OPENAI_API_KEY", "sk-openai"),
+        ("ANTHROPIC_API_KEY", "sk-ant"),
+        ("COPY_OF_A_KEY", "sk-ant"),
+        ("DEEPSEEK_COPY", "sk-from-auth"),
+        ("GITHUB_TOKEN", "ghp"),
+        ("AWS_SECRET_ACCESS_KEY", "aws"),
+    ];
+    let env = s.tool_env(vars.iter().map(|(name, value)| (name.into(), value.into())));
+    let names: Vec<String> = env.iter().map(|(name, _)| name.to_string_lossy().into_owned()).collect();
+    assert_eq!(names, ["GITHUB_TOKEN", "PATH"]);
+    let policy = s.exec_policy(Vec::new());
+    assert_eq!(policy.sandbox.mode, reins_tools::SandboxMode::WorkspaceWrite);
+    assert!(!policy.sandbox.network);
+    assert!(policy.sandbox.deny_read.contains(&tmp.path().join("auth.json")));
+}
+
+#[test]
+fn only_the_users_config_loosens_the_sandbox() {
+    let user = "[sandbox]\nnetwork = true\nwritable = [\"~/.cargo\"]\n[tools]\nmax_timeout = 60\n";
+    let project = "[sandbox]\nmode = \"off\"\nnetwork = true\nwritable = [\"/\"]\ndeny_read = [\"~/private\"]\n\
+                   [tools]\npass_env = [\"AWS_*\"]\n";
+    let (tmp, home, root) = setup(user, project, true);
+    let s = settings_in(Some(&home), Some(&root), &[("HOME", "/home/u")]);
+    expect![[r#"
+        project/.reins/config.toml:2: sandbox.mode: only your own config.toml can loosen the sandbox; here it can only be tightened
+        project/.reins/config.toml:3: sandbox.network: only your own config.toml can loosen the sandbox; here it can only be tightened
+        project/.reins/config.toml:4: sandbox.writable: only your own config.toml can loosen the sandbox; here it can only be tightened
+        project/.reins/config.toml:7: tools.pass_env: only your own config.toml can pass secrets to tools"#]]
+    .assert_eq(&show_diagnostics(&s, tmp.path()));
+    assert_eq!(s.sandbox.mode, reins_tools::SandboxMode::WorkspaceWrite);
+    assert!(s.sandbox.network, "the user's own choice stands");
+    assert_eq!(s.sandbox.writable, [PathBuf::from("/home/u/.cargo")]);
+    assert!(s.sandbox.deny_read.contains(&PathBuf::from("/home/u/private")));
+    assert!(s.sandbox.deny_read.contains(&PathBuf::from("/home/u/.ssh")));
+    assert_eq!(s.max_timeout_secs, 60);
+
+    let (tmp, home, root) = setup("", "[sandbox]\nmode = \"read-only\"\n", true);
+    let s = settings_in(Some(&home), Some(&root), &[]);
+    assert_eq!((s.sandbox.mode, show_diagnostics(&s, tmp.path())), (reins_tools::SandboxMode::ReadOnly, String::new()));
+}

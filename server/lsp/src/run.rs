@@ -4,6 +4,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 use reins_agent::{AgentEvent, Limits, TurnEndReason};
 use reins_ai::{ClientOptions, Content, Message, ProviderError};
@@ -11,6 +12,7 @@ use reins_harness::{
     ApprovalPolicy, Harness, HarnessError, HarnessEvent, HarnessEventSink, HarnessOptions, Router, SessionId, Settings,
 };
 use reins_tools::{FsWorkspace, Workspace};
+use tokio::signal::unix::{SignalKind, signal};
 
 use crate::terminal::{HumanOutput, TerminalApprover};
 
@@ -134,15 +136,15 @@ async fn run(args: RunArgs) -> ExitCode {
         Ok(started) => started,
         Err(err) => return fail(&err.to_string()),
     };
-    let (interrupt, session) = (harness.clone(), started.session_id.clone());
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            let _ = interrupt.cancel(&session);
-        }
-    });
+    let signalled = cancel_on_signals(&harness, &started.session_id);
     let Ok(outcome) = started.done.await else {
         return fail("the run ended without an outcome");
     };
+    let signal = signalled.load(Ordering::Relaxed);
+    if signal != 0 && signal != SignalKind::interrupt().as_raw_value() {
+        eprintln!("reins: stopped by signal {signal}");
+        return ExitCode::from(u8::try_from(128 + signal).unwrap_or(1));
+    }
 
     match outcome.reason {
         TurnEndReason::FinalAnswer => ExitCode::SUCCESS,
@@ -162,6 +164,31 @@ async fn run(args: RunArgs) -> ExitCode {
         TurnEndReason::Deadline => fail("stopped: the run's time limit passed"),
         TurnEndReason::ToolObservations => fail("stopped after tool results without a final answer"),
     }
+}
+
+/// Cancels the run on SIGINT, SIGTERM, SIGHUP or SIGQUIT: cancelling kills the process groups of
+/// the commands it runs, so none outlives reins. A second signal exits at once. Gives the
+/// number of the signal that came, 0 while none has.
+fn cancel_on_signals(harness: &Arc<Harness>, session: &SessionId) -> Arc<AtomicI32> {
+    let received = Arc::new(AtomicI32::new(0));
+    let kinds = [SignalKind::interrupt(), SignalKind::terminate(), SignalKind::hangup(), SignalKind::quit()];
+    for kind in kinds {
+        let Ok(mut signals) = signal(kind) else { continue };
+        let (harness, session, received) = (harness.clone(), session.clone(), received.clone());
+        tokio::spawn(async move {
+            if signals.recv().await.is_none() {
+                return;
+            }
+            if received.swap(kind.as_raw_value(), Ordering::Relaxed) != 0 {
+                std::process::exit(128 + kind.as_raw_value());
+            }
+            let _ = harness.cancel(&session);
+            if signals.recv().await.is_some() {
+                std::process::exit(128 + kind.as_raw_value());
+            }
+        });
+    }
+    received
 }
 
 /// The settings for a workspace: config files (the project's only when trusted), the

@@ -3,14 +3,16 @@
 //! The command runs in its own process group, so a timeout or a cancelled run kills everything it
 //! started, grandchildren included. stdout and stderr share one pipe, which keeps their lines in
 //! the order they were written. The result keeps the tail of the output (errors and summaries come
-//! last); the full output of a long command is kept in a file whose path the result gives.
+//! last); the full output of a long command is kept in a file whose path the result gives, up to a
+//! cap. Those files live in a directory of the tool's own, deleted with the tool (when its
+//! session ends), or by the next reins to start after a crash.
 
 use std::io::{self, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -23,9 +25,12 @@ use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command};
 
 use crate::Workspace;
+use crate::exec::{DEFAULT_TIMEOUT_SECS, ExecPolicy, SandboxMode};
+use crate::sandbox::{Confinement, sandbox_support};
 use crate::truncate::{MAX_BYTES, MAX_LINES, format_size, truncate_tail};
 
-const DEFAULT_TIMEOUT_SECS: u64 = 120;
+/// Names the directories that hold full output: `reins-output-PID-XXXXXX`.
+const OUTPUT_DIR_PREFIX: &str = "reins-output-";
 /// How long to keep reading after the shell exited while a background process still holds the
 /// output pipe open.
 const DRAIN_GRACE: Duration = Duration::from_millis(500);
@@ -46,11 +51,66 @@ pub struct BashInput {
 
 pub struct BashTool {
     workspace: Arc<dyn Workspace>,
+    policy: ExecPolicy,
+    /// Where full output goes, made at the first long output and deleted with the tool.
+    output_dir: Arc<Mutex<Option<tempfile::TempDir>>>,
 }
 
 impl BashTool {
+    /// A `bash` with the default [`ExecPolicy`]: this process's environment, no sandbox.
     pub fn new(workspace: Arc<dyn Workspace>) -> Self {
-        Self { workspace }
+        Self::with_policy(workspace, ExecPolicy::default())
+    }
+
+    pub fn with_policy(workspace: Arc<dyn Workspace>, policy: ExecPolicy) -> Self {
+        Self { workspace, policy, output_dir: Arc::default() }
+    }
+
+    /// The sandbox in a sentence for the model, or nothing when commands are not sandboxed.
+    fn sandbox_description(&self) -> String {
+        if !self.sandboxed() {
+            return String::new();
+        }
+        let sandbox = &self.policy.sandbox;
+        let writes = match sandbox.mode {
+            SandboxMode::ReadOnly => "nowhere but the temporary directory",
+            _ => "only inside the workspace and the temporary directory",
+        };
+        let network = if sandbox.network { "" } else { "; there is no network access" };
+        format!(" Commands run in a sandbox: they can read files but write {writes}{network}.")
+    }
+
+    /// Whether commands actually run sandboxed.
+    fn sandboxed(&self) -> bool {
+        self.policy.sandbox.mode != SandboxMode::Off && sandbox_support().is_ok()
+    }
+
+    /// What the model should know when a sandboxed command failed on a denial: which of the
+    /// sandbox's limits it may have met, and what it can do.
+    fn denial_notice(&self, output: &str, roots: &[PathBuf]) -> Option<String> {
+        let denied = ["Permission denied", "Operation not permitted", "Read-only file system"];
+        if !self.sandboxed() || !denied.iter().any(|words| output.contains(words)) {
+            return None;
+        }
+        let sandbox = &self.policy.sandbox;
+        let mut writable: Vec<String> = Vec::new();
+        if sandbox.mode == SandboxMode::WorkspaceWrite {
+            writable.extend(roots.iter().chain(&sandbox.writable).map(|path| path.display().to_string()));
+        }
+        writable.push(std::env::temp_dir().display().to_string());
+        let network = if sandbox.network { "" } else { " and the network is off" };
+        Some(format!(
+            "[The command ran in reins's `{}` sandbox: it may write only under {}; secrets such as ~/.ssh \
+             cannot be read{network}. If the error above is such a denial, work inside those directories \
+             instead; only the user can widen the sandbox ([sandbox] in reins's config.toml).]",
+            sandbox.mode.as_str(),
+            writable.join(", ")
+        ))
+    }
+
+    /// The timeout a call gets: what it asked for (or the default), from 1 s to the maximum.
+    fn timeout_secs(&self, asked: Option<u64>) -> u64 {
+        asked.unwrap_or(DEFAULT_TIMEOUT_SECS).clamp(1, self.policy.max_timeout_secs.max(1))
     }
 }
 
@@ -77,6 +137,10 @@ struct OutputLog {
     full: Option<tempfile::NamedTempFile>,
     /// The full output could not be written; the tail is still shown.
     full_failed: bool,
+    /// Bytes written to `full`; it stops at `full_cap`.
+    full_bytes: u64,
+    full_cap: u64,
+    output_dir: Arc<Mutex<Option<tempfile::TempDir>>>,
 }
 
 #[async_trait]
@@ -91,9 +155,11 @@ impl TypedTool for BashTool {
              and the exit code; a non-zero exit is reported as an error. Output is cut to its last \
              {MAX_LINES} lines or {}, and then the full output is saved to a file whose path is \
              given. The command is killed, with all processes it started, after `timeout` seconds \
-             (default {DEFAULT_TIMEOUT_SECS}). To leave a server running, redirect its output and \
-             background it: `cmd > log 2>&1 &`.",
-            format_size(MAX_BYTES)
+             (default {DEFAULT_TIMEOUT_SECS}, at most {}). To leave a server running, redirect its \
+             output and background it: `cmd > log 2>&1 &`.{}",
+            format_size(MAX_BYTES),
+            self.policy.max_timeout_secs,
+            self.sandbox_description()
         )
     }
 
@@ -104,7 +170,7 @@ impl TypedTool for BashTool {
         Ok(Some(Proposal::Command(CommandProposal {
             command: input.command.clone(),
             cwd: self.workspace.cwd(),
-            timeout_secs: input.timeout.unwrap_or(DEFAULT_TIMEOUT_SECS).max(1),
+            timeout_secs: self.timeout_secs(input.timeout),
         })))
     }
 
@@ -115,105 +181,110 @@ impl TypedTool for BashTool {
         cx: ToolContext<'_>,
     ) -> Result<ToolOutput, ToolError> {
         // The gate may have changed the command; what it allowed is what runs.
-        let proposal = match proposal {
+        let mut proposal = match proposal {
             Some(Proposal::Command(proposal)) => proposal,
-            _ => CommandProposal {
-                command: input.command,
-                cwd: self.workspace.cwd(),
-                timeout_secs: input.timeout.unwrap_or(DEFAULT_TIMEOUT_SECS).max(1),
-            },
+            _ => CommandProposal { command: input.command, cwd: self.workspace.cwd(), timeout_secs: 0 },
         };
-        run(&proposal, &cx).await
+        // Whatever the gate left there, the maximum holds.
+        proposal.timeout_secs = self.timeout_secs(Some(proposal.timeout_secs));
+        self.run(&proposal, &cx).await
     }
 }
 
-async fn run(proposal: &CommandProposal, cx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
-    let (mut child, mut output_pipe) = spawn(&proposal.command, &proposal.cwd)
-        .map_err(|err| ToolError::new(format!("could not start the command: {err}")))?;
-    let mut killer = GroupKiller { group: child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw) };
-    let mut log = OutputLog::new();
-    let mut buf = vec![0u8; 16 * 1024];
-    let mut last_update: Option<Instant> = None;
-    let mut interrupted = None;
-    let deadline = tokio::time::sleep(Duration::from_secs(proposal.timeout_secs));
-    tokio::pin!(deadline);
+impl BashTool {
+    async fn run(&self, proposal: &CommandProposal, cx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
+        let roots = self.workspace.roots();
+        let (mut child, mut output_pipe) = spawn(&proposal.command, &proposal.cwd, &self.policy, &roots)
+            .map_err(|err| ToolError::new(format!("could not start the command: {err}")))?;
+        let mut killer = GroupKiller { group: child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw) };
+        let mut log = OutputLog::new(self.output_dir.clone(), self.policy.max_output_file_bytes);
+        let mut buf = vec![0u8; 16 * 1024];
+        let mut last_update: Option<Instant> = None;
+        let mut interrupted = None;
+        let deadline = tokio::time::sleep(Duration::from_secs(proposal.timeout_secs));
+        tokio::pin!(deadline);
 
-    // Until the shell exits: read its output, and stop it on timeout or cancellation.
-    let mut pipe_open = true;
-    let status = loop {
-        tokio::select! {
-            read = output_pipe.read(&mut buf), if pipe_open => match read {
-                Ok(0) => pipe_open = false,
-                Ok(n) => {
-                    log.push(&buf[..n]);
-                    if last_update.is_none_or(|at| at.elapsed() >= UPDATE_INTERVAL) {
-                        last_update = Some(Instant::now());
-                        (cx.on_update)(&log.tail_text());
-                    }
-                }
-                Err(err) => {
-                    tracing::warn!("bash: reading the command's output failed: {err}");
-                    pipe_open = false;
-                }
-            },
-            status = child.wait() => break status,
-            () = &mut deadline, if interrupted.is_none() => {
-                interrupted = Some(Interrupted::TimedOut);
-                killer.kill();
-            }
-            () = cx.cancel.cancelled(), if interrupted.is_none() => {
-                interrupted = Some(Interrupted::Cancelled);
-                killer.kill();
-            }
-        }
-    };
-    killer.disarm();
-
-    // Then what is left in the pipe, unless a background process keeps it open.
-    let mut held_open = false;
-    if pipe_open {
-        let drain = tokio::time::sleep(DRAIN_GRACE);
-        tokio::pin!(drain);
-        loop {
+        // Until the shell exits: read its output, and stop it on timeout or cancellation.
+        let mut pipe_open = true;
+        let status = loop {
             tokio::select! {
-                read = output_pipe.read(&mut buf) => match read {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => log.push(&buf[..n]),
+                read = output_pipe.read(&mut buf), if pipe_open => match read {
+                    Ok(0) => pipe_open = false,
+                    Ok(n) => {
+                        log.push(&buf[..n]);
+                        if last_update.is_none_or(|at| at.elapsed() >= UPDATE_INTERVAL) {
+                            last_update = Some(Instant::now());
+                            (cx.on_update)(&log.tail_text());
+                        }
+                    }
+                    Err(err) => {
+                        tracing::warn!("bash: reading the command's output failed: {err}");
+                        pipe_open = false;
+                    }
                 },
-                () = &mut drain => {
-                    held_open = true;
-                    break;
+                status = child.wait() => break status,
+                () = &mut deadline, if interrupted.is_none() => {
+                    interrupted = Some(Interrupted::TimedOut);
+                    killer.kill();
                 }
-                () = cx.cancel.cancelled() => break,
+                () = cx.cancel.cancelled(), if interrupted.is_none() => {
+                    interrupted = Some(Interrupted::Cancelled);
+                    killer.kill();
+                }
+            }
+        };
+        killer.disarm();
+
+        // Then what is left in the pipe, unless a background process keeps it open.
+        let mut held_open = false;
+        if pipe_open {
+            let drain = tokio::time::sleep(DRAIN_GRACE);
+            tokio::pin!(drain);
+            loop {
+                tokio::select! {
+                    read = output_pipe.read(&mut buf) => match read {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => log.push(&buf[..n]),
+                    },
+                    () = &mut drain => {
+                        held_open = true;
+                        break;
+                    }
+                    () = cx.cancel.cancelled() => break,
+                }
             }
         }
-    }
 
-    let status = status.map_err(|err| ToolError::new(format!("waiting for the command failed: {err}")))?;
-    let (mut text, full_output) = log.finish();
-    if held_open && interrupted.is_none() {
-        text = with_notice(
-            text,
-            "[The command exited but a background process it started still holds the output open; \
+        let status = status.map_err(|err| ToolError::new(format!("waiting for the command failed: {err}")))?;
+        let (mut text, full_output) = log.finish();
+        if held_open && interrupted.is_none() {
+            text = with_notice(
+                text,
+                "[The command exited but a background process it started still holds the output open; \
              its further output is not captured. Redirect a background process's output \
              (`cmd > log 2>&1 &`) to keep it running.]",
-        );
+            );
+        }
+        let details = serde_json::json!({
+            "exitCode": status.code(),
+            "fullOutputPath": full_output,
+        });
+        let ending = match (interrupted, status.code()) {
+            (None, Some(0)) => return Ok(ToolOutput::text(text).with_details(details)),
+            (Some(Interrupted::TimedOut), _) => format!(
+                "Command timed out after {} s and was killed, with the processes it started.",
+                proposal.timeout_secs
+            ),
+            (Some(Interrupted::Cancelled), _) => "Command was cancelled and killed.".to_string(),
+            (None, Some(code)) => format!("Command exited with code {code}"),
+            (None, None) => format!("Command was killed by {}", describe_signal(status)),
+        };
+        let mut text = with_notice(text, &ending);
+        if let Some(notice) = self.denial_notice(&text, &roots) {
+            text = with_notice(text, &notice);
+        }
+        Err(ToolError::new(text))
     }
-    let details = serde_json::json!({
-        "exitCode": status.code(),
-        "fullOutputPath": full_output,
-    });
-    let ending = match (interrupted, status.code()) {
-        (None, Some(0)) => return Ok(ToolOutput::text(text).with_details(details)),
-        (Some(Interrupted::TimedOut), _) => format!(
-            "Command timed out after {} s and was killed, with the processes it started.",
-            proposal.timeout_secs
-        ),
-        (Some(Interrupted::Cancelled), _) => "Command was cancelled and killed.".to_string(),
-        (None, Some(code)) => format!("Command exited with code {code}"),
-        (None, None) => format!("Command was killed by {}", describe_signal(status)),
-    };
-    Err(ToolError::new(with_notice(text, &ending)))
 }
 
 /// `text`, a blank line, and `notice`.
@@ -227,11 +298,16 @@ fn with_notice(text: String, notice: &str) -> String {
 
 /// Starts `bash -c command` (or `sh -c` where there is no bash) in its own process group, with
 /// stdout and stderr on one pipe whose read end is returned.
-fn spawn(command: &str, cwd: &Path) -> io::Result<(Child, tokio::net::unix::pipe::Receiver)> {
+fn spawn(
+    command: &str,
+    cwd: &Path,
+    policy: &ExecPolicy,
+    roots: &[PathBuf],
+) -> io::Result<(Child, tokio::net::unix::pipe::Receiver)> {
     let (sender, receiver) = tokio::net::unix::pipe::pipe()?;
     let writer = sender.into_blocking_fd()?;
-    let child = match spawn_shell("bash", command, cwd, &writer) {
-        Err(err) if err.kind() == io::ErrorKind::NotFound => spawn_shell("sh", command, cwd, &writer)?,
+    let child = match spawn_shell("bash", command, cwd, policy, roots, &writer) {
+        Err(err) if err.kind() == io::ErrorKind::NotFound => spawn_shell("sh", command, cwd, policy, roots, &writer)?,
         other => other?,
     };
     // Our copy of the write end goes now, so the pipe ends when the command's processes close it.
@@ -239,17 +315,36 @@ fn spawn(command: &str, cwd: &Path) -> io::Result<(Child, tokio::net::unix::pipe
     Ok((child, receiver))
 }
 
-fn spawn_shell(shell: &str, command: &str, cwd: &Path, writer: &OwnedFd) -> io::Result<Child> {
+/// Starts one shell, confined to the policy's sandbox, with only the policy's environment.
+fn spawn_shell(
+    shell: &str,
+    command: &str,
+    cwd: &Path,
+    policy: &ExecPolicy,
+    roots: &[PathBuf],
+    writer: &OwnedFd,
+) -> io::Result<Child> {
     // `Command` holds its copies of the write end until it is dropped at the end of this function.
-    Command::new(shell)
+    let mut child = Command::new(shell);
+    child
         .arg("-c")
         .arg(command)
         .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::from(writer.try_clone()?))
         .stderr(Stdio::from(writer.try_clone()?))
-        .process_group(0)
-        .spawn()
+        .process_group(0);
+    if let Some(env) = &policy.env {
+        child.env_clear().envs(env.iter().map(|(name, value)| (name, value)));
+    }
+    if let Some(mut confinement) = Confinement::new(&policy.sandbox, roots)? {
+        // SAFETY: `apply` only makes system calls on what was built before the fork; it does not
+        // allocate or lock.
+        unsafe {
+            child.pre_exec(move || confinement.apply());
+        }
+    }
+    child.spawn()
 }
 
 fn describe_signal(status: ExitStatus) -> String {
@@ -281,8 +376,17 @@ impl Drop for GroupKiller {
 }
 
 impl OutputLog {
-    fn new() -> Self {
-        Self { tail: Vec::new(), total_bytes: 0, newlines: 0, full: None, full_failed: false }
+    fn new(output_dir: Arc<Mutex<Option<tempfile::TempDir>>>, full_cap: u64) -> Self {
+        Self {
+            tail: Vec::new(),
+            total_bytes: 0,
+            newlines: 0,
+            full: None,
+            full_failed: false,
+            full_bytes: 0,
+            full_cap,
+            output_dir,
+        }
     }
 
     fn push(&mut self, chunk: &[u8]) {
@@ -292,7 +396,7 @@ impl OutputLog {
         if self.full.is_some() {
             self.write_full(chunk);
         } else if !self.full_failed && (self.total_bytes > MAX_BYTES || self.newlines >= MAX_LINES) {
-            match tempfile::Builder::new().prefix("reins-bash-").suffix(".log").tempfile() {
+            match full_output_file(&self.output_dir) {
                 Ok(file) => {
                     self.full = Some(file);
                     let everything = std::mem::take(&mut self.tail);
@@ -311,6 +415,12 @@ impl OutputLog {
     }
 
     fn write_full(&mut self, chunk: &[u8]) {
+        let room = self.full_cap.saturating_sub(self.full_bytes);
+        let chunk = &chunk[..chunk.len().min(usize::try_from(room).unwrap_or(usize::MAX))];
+        if chunk.is_empty() {
+            return;
+        }
+        self.full_bytes += chunk.len() as u64;
         let written = self.full.as_mut().map(|file| file.write_all(chunk));
         if let Some(Err(err)) = written {
             tracing::warn!("bash: writing the full output failed: {err}");
@@ -338,7 +448,21 @@ impl OutputLog {
             let text = if shown.kept.is_empty() { "(no output)".to_string() } else { shown.kept };
             return (text, None);
         }
-        let full_output = self.full.and_then(|file| match file.keep() {
+        let cut = self.full_bytes < self.total_bytes as u64;
+        let mut full = self.full;
+        if let Some(file) = full.as_mut().filter(|_| cut) {
+            let marker = format!(
+                "\n[reins: the output was cut here, after its first {}; the command wrote {} in all. \
+                 Its last lines are in the tool result.]\n",
+                format_size(self.full_bytes as usize),
+                format_size(self.total_bytes)
+            );
+            if let Err(err) = file.write_all(marker.as_bytes()) {
+                tracing::warn!("bash: writing the full output failed: {err}");
+            }
+        }
+        // The file stays until the tool's directory goes (see `BashTool::output_dir`).
+        let full_output = full.and_then(|file| match file.keep() {
             Ok((_, path)) => Some(path),
             Err(err) => {
                 tracing::warn!("bash: keeping the full output failed: {err}");
@@ -346,6 +470,11 @@ impl OutputLog {
             }
         });
         let where_full = match &full_output {
+            Some(path) if cut => format!(
+                "Full output, cut after its first {}: {}",
+                format_size(self.full_bytes as usize),
+                path.display()
+            ),
             Some(path) => format!("Full output: {}", path.display()),
             None => "The full output could not be saved.".to_string(),
         };
@@ -364,5 +493,40 @@ impl OutputLog {
             )
         };
         (with_notice(shown.kept, &notice), full_output)
+    }
+}
+
+/// A new file for one command's full output, in the tool's directory (made now if need be).
+fn full_output_file(output_dir: &Mutex<Option<tempfile::TempDir>>) -> io::Result<tempfile::NamedTempFile> {
+    let mut dir = output_dir.lock().unwrap_or_else(PoisonError::into_inner);
+    if dir.is_none() {
+        remove_abandoned_output_dirs(&std::env::temp_dir());
+        let made = tempfile::Builder::new().prefix(&format!("{OUTPUT_DIR_PREFIX}{}-", std::process::id())).tempdir()?;
+        *dir = Some(made);
+    }
+    let dir = dir.as_ref().map(|dir| dir.path().to_path_buf()).unwrap_or_default();
+    tempfile::Builder::new().prefix("bash-").suffix(".log").tempfile_in(dir)
+}
+
+/// Removes the output directories that reins processes which are gone (crashed, killed) left
+/// in `temp`.
+fn remove_abandoned_output_dirs(temp: &Path) {
+    let Ok(entries) = std::fs::read_dir(temp) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|name| name.strip_prefix(OUTPUT_DIR_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // Signal 0 only asks whether the process exists; EPERM means it does, as another user's.
+        let gone = nix::sys::signal::kill(Pid::from_raw(pid), None) == Err(nix::errno::Errno::ESRCH);
+        // Another user's directory cannot be removed from a sticky temporary directory anyway.
+        if gone && entry.file_type().is_ok_and(|file_type| file_type.is_dir()) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
     }
 }

@@ -3,11 +3,13 @@
 
 mod bash;
 mod edit;
+mod exec;
 mod find;
 mod fs;
 mod grep;
 mod ls;
 mod read;
+mod sandbox;
 mod truncate;
 mod workspace;
 mod write;
@@ -19,21 +21,26 @@ use reins_agent::{Tool, ToolError};
 
 pub use bash::BashTool;
 pub use edit::{Applied, Edit, EditTool, apply_edits};
+pub use exec::{
+    DEFAULT_MAX_OUTPUT_FILE_BYTES, DEFAULT_MAX_TIMEOUT_SECS, DEFAULT_TIMEOUT_SECS, ExecPolicy, Sandbox, SandboxMode,
+    looks_secret, tool_env,
+};
 pub use find::FindTool;
 pub use fs::FsWorkspace;
 pub use grep::GrepTool;
 pub use ls::LsTool;
 pub use read::ReadTool;
+pub use sandbox::sandbox_support;
 pub use workspace::{TextFile, Workspace, WorkspaceError};
 pub use write::WriteTool;
 
-/// Every built-in tool, in the order they are presented to the model.
-pub fn builtin_tools(workspace: Arc<dyn Workspace>) -> Vec<Arc<dyn Tool>> {
+/// Every built-in tool, in the order they are presented to the model; commands run under `policy`.
+pub fn builtin_tools(workspace: Arc<dyn Workspace>, policy: ExecPolicy) -> Vec<Arc<dyn Tool>> {
     vec![
         Arc::new(ReadTool::new(workspace.clone())),
         Arc::new(WriteTool::new(workspace.clone())),
         Arc::new(EditTool::new(workspace.clone())),
-        Arc::new(BashTool::new(workspace.clone())),
+        Arc::new(BashTool::with_policy(workspace.clone(), policy)),
         Arc::new(LsTool::new(workspace.clone())),
         Arc::new(GrepTool::new(workspace.clone())),
         Arc::new(FindTool::new(workspace)),

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use expect_test::{Expect, expect};
 use reins_agent::{CommandProposal, Proposal, Tool, ToolContext};
-use reins_tools::BashTool;
+use reins_tools::{BashTool, ExecPolicy};
 use support::{Fixture, outcome, run, run_with};
 use tokio_util::sync::CancellationToken;
 
@@ -159,18 +159,88 @@ async fn a_background_process_holding_the_output_does_not_block_the_result() {
 }
 
 #[tokio::test]
-async fn long_output_keeps_the_tail_and_the_full_output_in_a_file() {
+async fn long_output_keeps_the_tail_and_the_full_output_in_a_file_deleted_with_the_tool() {
     let fixture = Fixture::new(&[]);
-    let answer = run(&BashTool::new(fixture.workspace.clone()), r#"{"command": "seq 1 5000"}"#).await.unwrap();
+    let tool = BashTool::new(fixture.workspace.clone());
+    let answer = run(&tool, r#"{"command": "seq 1 5000"}"#).await.unwrap();
     let (shown, notice) = answer.rsplit_once("\n\n").unwrap();
     let expected_tail: String = (3001..=5000).map(|n| format!("{n}\n")).collect();
     assert_eq!(format!("{shown}\n"), expected_tail);
     let full_path = notice.split("Full output: ").nth(1).unwrap().trim_end_matches(']');
     let full = std::fs::read_to_string(full_path).unwrap();
-    std::fs::remove_file(full_path).unwrap();
     assert_eq!(full, (1..=5000).map(|n| format!("{n}\n")).collect::<String>());
     expect!["[Showing lines 3001-5000 of 5000 (9.8 KB of 23.3 KB). Full output: $FILE]"]
         .assert_eq(&notice.replace(full_path, "$FILE"));
+    // The session that needed the file is over when its tools go.
+    let dir = std::path::Path::new(full_path).parent().unwrap().to_path_buf();
+    drop(tool);
+    assert!(!dir.exists(), "{} was left behind", dir.display());
+}
+
+#[tokio::test]
+async fn the_full_output_file_is_capped_and_says_where_it_was_cut() {
+    let fixture = Fixture::new(&[]);
+    let policy = ExecPolicy { max_output_file_bytes: 100_000, ..ExecPolicy::default() };
+    let tool = BashTool::with_policy(fixture.workspace.clone(), policy);
+    let answer = outcome(run(&tool, r#"{"command": "yes | head -c 1000000; echo; echo last"}"#).await);
+    let full_path = answer.split(": ").last().unwrap().trim_end_matches(']');
+    let full = std::fs::read(full_path).unwrap();
+    assert_eq!(&full[..100_000], "y\n".repeat(50_000).as_bytes());
+    expect![[r#"
+
+        [reins: the output was cut here, after its first 97.7 KB; the command wrote 976.6 KB in all. Its last lines are in the tool result.]
+    "#]]
+    .assert_eq(&String::from_utf8_lossy(&full[100_000..]));
+    expect![
+        "[Showing lines 498003-500002 of 500002 (3.9 KB of 976.6 KB). Full output, cut after its first 97.7 KB: $FILE]"
+    ]
+    .assert_eq(&answer.rsplit_once("\n\n").unwrap().1.replace(full_path, "$FILE"));
+    assert!(
+        answer.contains("y\n\nlast") || answer.contains("y\nlast"),
+        "the tail is shown: {}",
+        &answer[answer.len() - 300..]
+    );
+}
+
+#[tokio::test]
+async fn output_directories_of_processes_that_are_gone_are_removed() {
+    // A pid that is not running: the highest the kernel may hand out, plus one.
+    let max_pid: i64 = std::fs::read_to_string("/proc/sys/kernel/pid_max").unwrap().trim().parse().unwrap();
+    let abandoned = std::env::temp_dir().join(format!("reins-output-{}-test", max_pid + 1));
+    std::fs::create_dir_all(&abandoned).unwrap();
+    std::fs::write(abandoned.join("bash-1.log"), "old").unwrap();
+    let fixture = Fixture::new(&[]);
+    let tool = BashTool::new(fixture.workspace.clone());
+    run(&tool, r#"{"command": "seq 1 3000"}"#).await.unwrap();
+    assert!(!abandoned.exists());
+}
+
+#[tokio::test]
+async fn the_timeout_is_clamped_to_the_maximum() {
+    let fixture = Fixture::new(&[]);
+    let policy = ExecPolicy { max_timeout_secs: 1, ..ExecPolicy::default() };
+    let tool = BashTool::with_policy(fixture.workspace.clone(), policy);
+    let started = Instant::now();
+    let arguments = serde_json::json!({"command": "echo started; sleep 30", "timeout": u64::MAX}).to_string();
+    let answer = outcome(run(&tool, &arguments).await);
+    assert!(started.elapsed() < Duration::from_secs(10));
+    expect![[r#"
+        error: started
+
+        Command timed out after 1 s and was killed, with the processes it started."#]]
+    .assert_eq(&answer);
+    let description = tool.spec().description;
+    assert!(description.contains("at most 1)"), "{description}");
+}
+
+#[tokio::test]
+async fn the_command_gets_exactly_the_policys_environment() {
+    let fixture = Fixture::new(&[]);
+    let env = vec![("PATH".into(), std::env::var_os("PATH").unwrap()), ("ONLY_THIS".into(), "1".into())];
+    let policy = ExecPolicy { env: Some(env), ..ExecPolicy::default() };
+    let tool = BashTool::with_policy(fixture.workspace.clone(), policy);
+    let answer = run(&tool, r#"{"command": "env | grep -v -E '^(PWD|SHLVL|_)=' | sort"}"#).await.unwrap();
+    assert_eq!(answer, format!("ONLY_THIS=1\nPATH={}\n", std::env::var("PATH").unwrap()));
 }
 
 /// Runs `command`, whose output is too long, and shows the answer with the full output's path
@@ -178,10 +248,10 @@ async fn long_output_keeps_the_tail_and_the_full_output_in_a_file() {
 async fn check_long_output(command: &str, full_bytes: u64, expected: Expect) {
     let fixture = Fixture::new(&[]);
     let arguments = serde_json::json!({"command": command}).to_string();
-    let answer = outcome(run(&BashTool::new(fixture.workspace.clone()), &arguments).await);
+    let tool = BashTool::new(fixture.workspace.clone());
+    let answer = outcome(run(&tool, &arguments).await);
     let full_path = answer.split("Full output: ").nth(1).unwrap().split(']').next().unwrap();
     assert_eq!(std::fs::metadata(full_path).unwrap().len(), full_bytes);
-    std::fs::remove_file(full_path).unwrap();
     let answer = answer.replace(full_path, "$FILE");
     expected.assert_eq(&answer.replace(&"a".repeat(50 * 1024), "<50 KB of a>"));
 }

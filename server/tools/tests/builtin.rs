@@ -9,7 +9,7 @@ use support::Fixture;
 #[test]
 fn builtin_tools_are_the_seven_with_their_read_only_flags() {
     let fixture = Fixture::new(&[]);
-    let tools = builtin_tools(fixture.workspace.clone());
+    let tools = builtin_tools(fixture.workspace.clone(), reins_tools::ExecPolicy::default());
     let summary: Vec<String> = tools
         .iter()
         .map(|tool| format!("{}{}", tool.name(), if tool.read_only() { " (read-only)" } else { "" }))
@@ -31,7 +31,7 @@ fn builtin_tools_are_the_seven_with_their_read_only_flags() {
 #[test]
 fn grep_schema_uses_camel_case_and_describes_every_field() {
     let fixture = Fixture::new(&[]);
-    let tools = builtin_tools(fixture.workspace.clone());
+    let tools = builtin_tools(fixture.workspace.clone(), reins_tools::ExecPolicy::default());
     let grep = tools.iter().find(|tool| tool.name() == "grep").unwrap().spec();
     let properties = grep.parameters["properties"].as_object().unwrap();
     let described: Vec<(&str, bool)> = properties

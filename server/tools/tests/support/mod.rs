@@ -25,7 +25,12 @@ pub struct Fixture {
 impl Fixture {
     /// A workspace whose root holds `files` (path relative to the root, content).
     pub fn new(files: &[(&str, &str)]) -> Self {
-        let dir = tempfile::tempdir().unwrap();
+        Self::new_in(&std::env::temp_dir(), files)
+    }
+
+    /// [`Fixture::new`] in a temporary directory under `parent`.
+    pub fn new_in(parent: &Path, files: &[(&str, &str)]) -> Self {
+        let dir = tempfile::tempdir_in(parent).unwrap();
         let root = dir.path().canonicalize().unwrap().join("root");
         let outside = dir.path().canonicalize().unwrap().join("outside");
         std::fs::create_dir_all(&root).unwrap();

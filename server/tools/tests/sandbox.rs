@@ -1,0 +1,164 @@
+//! The bash sandbox, enforced by this machine's kernel (Landlock and seccomp): writes only where
+//! allowed, reads everywhere but the denied paths, no network unless allowed, and a denial the
+//! model can act on. Where the kernel has no Landlock, the tests check that this is reported.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use expect_test::{Expect, expect};
+use reins_tools::{BashTool, ExecPolicy, Sandbox, SandboxMode, sandbox_support};
+use support::{Fixture, outcome, run};
+
+/// The fixture with `outside/hidden/key.txt`, which the sandbox denies, beside `outside/secret.txt`.
+/// Its directory is not in the temporary directory: a denied path inside a writable directory
+/// would keep commands from making new entries right in it.
+fn fixture() -> Fixture {
+    let fixture = Fixture::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")), &[("inside.txt", "inside\n")]);
+    std::fs::create_dir_all(fixture.outside.join("hidden")).unwrap();
+    std::fs::write(fixture.outside.join("hidden/key.txt"), "key\n").unwrap();
+    fixture
+}
+
+fn sandbox(fixture: &Fixture, mode: SandboxMode, network: bool) -> Sandbox {
+    Sandbox { mode, network, writable: Vec::new(), deny_read: vec![fixture.outside.join("hidden")] }
+}
+
+/// Runs `command` under `sandbox` and shows the answer with the fixture's paths and the
+/// temporary directory redacted. `None` where the kernel cannot sandbox.
+async fn sandboxed(fixture: &Fixture, sandbox: Sandbox, command: &str) -> Option<String> {
+    if let Err(reason) = sandbox_support() {
+        assert!(reason.contains("Landlock"), "{reason}");
+        eprintln!("skipped: {reason}");
+        return None;
+    }
+    let policy = ExecPolicy { sandbox, ..ExecPolicy::default() };
+    let tool = BashTool::with_policy(fixture.workspace.clone(), policy);
+    let arguments = serde_json::json!({ "command": command }).to_string();
+    let answer = outcome(run(&tool, &arguments).await);
+    Some(fixture.redact(&answer).replace(&std::env::temp_dir().display().to_string(), "$TMP"))
+}
+
+async fn check(mode: SandboxMode, network: bool, command: &str, expected: Expect) {
+    let fixture = fixture();
+    let sandbox = sandbox(&fixture, mode, network);
+    let command = command.replace("$OUTSIDE", &fixture.outside.display().to_string());
+    if let Some(answer) = sandboxed(&fixture, sandbox, &command).await {
+        expected.assert_eq(&answer);
+    }
+}
+
+#[tokio::test]
+async fn workspace_write_writes_in_the_workspace_and_temp() {
+    check(
+        SandboxMode::WorkspaceWrite,
+        false,
+        "echo new > made.txt && mkdir -p sub/dir && mv made.txt sub/dir/ && cat sub/dir/made.txt \
+         && t=$(mktemp) && echo tmp > $t && cat $t && rm $t && echo quiet > /dev/null && ls / > /dev/null && echo ok",
+        expect![[r#"
+            new
+            tmp
+            ok
+        "#]],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_write_outside_is_denied_with_a_notice_the_model_can_act_on() {
+    let fixture = fixture();
+    let command = format!("cat {0}/secret.txt; echo no > {0}/new.txt", fixture.outside.display());
+    let Some(answer) = sandboxed(&fixture, sandbox(&fixture, SandboxMode::WorkspaceWrite, false), &command).await
+    else {
+        return;
+    };
+    expect![[r#"
+        error: secret
+        bash: line 1: $OUTSIDE/new.txt: Permission denied
+
+        Command exited with code 1
+
+        [The command ran in reins's `workspace-write` sandbox: it may write only under $ROOT, $TMP; secrets such as ~/.ssh cannot be read and the network is off. If the error above is such a denial, work inside those directories instead; only the user can widen the sandbox ([sandbox] in reins's config.toml).]"#]]
+    .assert_eq(&answer);
+    assert!(!fixture.outside.join("new.txt").exists());
+}
+
+#[tokio::test]
+async fn read_only_writes_nowhere_but_temp() {
+    check(
+        SandboxMode::ReadOnly,
+        false,
+        "cat inside.txt; echo x > $(mktemp) && echo temp ok; echo x >> inside.txt",
+        expect![[r#"
+            error: inside
+            temp ok
+            bash: line 1: inside.txt: Permission denied
+
+            Command exited with code 1
+
+            [The command ran in reins's `read-only` sandbox: it may write only under $TMP; secrets such as ~/.ssh cannot be read and the network is off. If the error above is such a denial, work inside those directories instead; only the user can widen the sandbox ([sandbox] in reins's config.toml).]"#]],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn denied_paths_cannot_be_read_though_their_directory_lists() {
+    check(
+        SandboxMode::WorkspaceWrite,
+        true,
+        "cat $OUTSIDE/hidden/key.txt; ls $OUTSIDE; cat $OUTSIDE/secret.txt",
+        expect![[r#"
+            cat: $OUTSIDE/hidden/key.txt: Permission denied
+            hidden
+            secret.txt
+            secret
+        "#]],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn the_network_is_off_unless_allowed() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let command = format!(
+        "(exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && echo tcp open || echo tcp refused; \
+         (echo hi > /dev/udp/127.0.0.1/{port}) 2>/dev/null && echo udp open || echo udp refused"
+    );
+    let fixture = fixture();
+    let Some(off) = sandboxed(&fixture, sandbox(&fixture, SandboxMode::WorkspaceWrite, false), &command).await else {
+        return;
+    };
+    assert_eq!(off, "tcp refused\nudp refused\n");
+    let on = sandboxed(&fixture, sandbox(&fixture, SandboxMode::WorkspaceWrite, true), &command).await.unwrap();
+    assert_eq!(on, "tcp open\nudp open\n");
+}
+
+#[tokio::test]
+async fn a_command_cannot_signal_or_inspect_reins() {
+    // As reins makes itself (the harness does, when it starts).
+    nix::sys::prctl::set_dumpable(false).unwrap();
+    check(
+        SandboxMode::WorkspaceWrite,
+        true,
+        "kill -0 $PPID 2>/dev/null && echo signalled; (exec 3< /proc/$PPID/mem) 2>/dev/null && echo opened; \
+         ls /proc/$PPID/root/ >/dev/null 2>&1 && echo listed; echo done",
+        expect![[r#"
+            done
+        "#]],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn off_runs_with_the_users_rights() {
+    let fixture = fixture();
+    let command = format!("cat {}/hidden/key.txt", fixture.outside.display());
+    let tool = BashTool::with_policy(
+        fixture.workspace.clone(),
+        ExecPolicy { sandbox: sandbox(&fixture, SandboxMode::Off, false), ..ExecPolicy::default() },
+    );
+    let arguments = serde_json::json!({ "command": command }).to_string();
+    assert_eq!(outcome(run(&tool, &arguments).await), "key\n");
+    let _: PathBuf = fixture.root.clone();
+}

@@ -1,0 +1,277 @@
+//! The escapes-and-secrets suite, through the real binary and the scripted model server: every
+//! tool tries every way out of the workspace, and bash tries every way to a key, with a canary
+//! key in every variable reins reads. Afterwards no canary may show in anything reins wrote or
+//! sent: stdout, stderr, the session files, the requests (tool results included).
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use scripted_llm::{Reply, ScriptedServer};
+use serde_json::{Value, json};
+use support::{CANARY_KEY, reins_command, workspace};
+
+/// The canary of variable `name`: distinct per variable, so a leak names its source.
+fn canary(name: &str) -> String {
+    format!("sk-canary-{}", name.to_lowercase().replace('_', "-"))
+}
+
+/// Every variable reins reads a key from: `OPENAI_API_KEY` and each known provider's.
+fn key_variables() -> Vec<String> {
+    let mut names: Vec<String> = reins_harness::Registry::default()
+        .providers
+        .iter()
+        .filter_map(|provider| provider.api_key_env.clone())
+        .collect();
+    names.push("OPENAI_API_KEY".into());
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// A home directory outside the workspace with secrets where people keep them, and reins's own
+/// directory there with an auth file.
+struct Home {
+    dir: tempfile::TempDir,
+}
+
+impl Home {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path();
+        std::fs::create_dir_all(path.join(".ssh")).unwrap();
+        std::fs::write(path.join(".ssh/id_ed25519"), canary("ssh")).unwrap();
+        std::fs::create_dir_all(path.join("reins")).unwrap();
+        let auth = json!({"deepseek": {"key": canary("auth-file")}}).to_string();
+        std::fs::write(path.join("reins/auth.json"), auth).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path.join("reins/auth.json"), std::fs::Permissions::from_mode(0o600)).unwrap();
+        Self { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn reins_home(&self) -> PathBuf {
+        self.path().join("reins")
+    }
+}
+
+/// `reins run --json --yes PROMPT` with the canaries in the environment and `home` as HOME.
+fn command(server: &ScriptedServer, dir: &Path, home: &Home, extra: &[&str]) -> tokio::process::Command {
+    let mut args = vec!["run", "--json", "--yes"];
+    args.extend_from_slice(extra);
+    args.push("go");
+    let mut command = reins_command(Some(&server.base_url()), dir, &args);
+    command.env("HOME", home.path()).env("REINS_HOME", home.reins_home());
+    for name in key_variables().iter().filter(|name| *name != "OPENAI_API_KEY") {
+        command.env(name, canary(name));
+    }
+    command
+}
+
+/// Every canary (the scripted server's key included) found in `text`.
+fn canaries_in(text: &str) -> Vec<String> {
+    let mut all: Vec<String> = key_variables().iter().map(|name| canary(name)).collect();
+    all.extend([canary("ssh"), canary("auth-file"), CANARY_KEY.to_string()]);
+    all.into_iter().filter(|canary| text.contains(canary.as_str())).collect()
+}
+
+/// Every regular file under `dir` whose bytes contain `needle`; links are not followed.
+fn files_containing(dir: &Path, needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            match entry.file_type() {
+                Ok(kind) if kind.is_dir() => stack.push(path),
+                Ok(kind)
+                    if kind.is_file()
+                        && String::from_utf8_lossy(&std::fs::read(&path).unwrap_or_default()).contains(needle) =>
+                {
+                    found.push(path.display().to_string())
+                }
+                _ => {}
+            }
+        }
+    }
+    found
+}
+
+/// The tool results the model was sent, in call order, as `(is error, text)`.
+fn tool_results(server: &ScriptedServer) -> Vec<(String, String)> {
+    let requests = server.chat_requests();
+    let Some(last) = requests.last() else { return Vec::new() };
+    last.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|message| message["role"] == "tool")
+        .map(|message| {
+            let id = message["tool_call_id"].as_str().unwrap_or_default().to_string();
+            let text = match &message["content"] {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            (id, text)
+        })
+        .collect()
+}
+
+/// Runs the calls, one turn each, and checks that nothing reins wrote or sent holds a canary.
+async fn check_no_canary(calls: Vec<(&str, Value)>) -> (ScriptedServer, Vec<(String, String)>) {
+    let dir = workspace(&[("inside.txt", "inside\n")]);
+    let home = Home::new();
+    std::os::unix::fs::symlink(home.path().join(".ssh/id_ed25519"), dir.path().join("key-link")).unwrap();
+    std::os::unix::fs::symlink(home.path().join(".ssh"), dir.path().join("ssh-link")).unwrap();
+    std::os::unix::fs::symlink(home.path().join(".ssh/missing"), dir.path().join("dangling")).unwrap();
+    let mut replies: Vec<Reply> = calls
+        .iter()
+        .enumerate()
+        .map(|(index, (tool, arguments))| {
+            let arguments = arguments.to_string().replace("$HOME", &home.path().display().to_string());
+            Reply::tool_call(format!("c{index}"), *tool, serde_json::from_str(&arguments).unwrap())
+        })
+        .collect();
+    replies.push(Reply::text("done"));
+    let server = ScriptedServer::start(replies).await;
+    let output = command(&server, dir.path(), &home, &[]).output().await.unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "stderr: {stderr}");
+    assert_eq!(canaries_in(&stdout), Vec::<String>::new(), "stdout leaked: {stdout}");
+    assert_eq!(canaries_in(&stderr), Vec::<String>::new(), "stderr leaked: {stderr}");
+    for request in server.requests() {
+        let body = request.body.to_string();
+        assert_eq!(canaries_in(&body), Vec::<String>::new(), "a request leaked: {body}");
+        let headers = format!("{:?}", request.headers);
+        assert_eq!(canaries_in(&headers.replace(CANARY_KEY, "")), Vec::<String>::new(), "{headers}");
+    }
+    let sessions = home.reins_home().join("sessions");
+    assert!(sessions.is_dir(), "the run kept its session");
+    for canary in key_variables().iter().map(|name| canary(name)).chain([canary("ssh"), CANARY_KEY.to_string()]) {
+        assert_eq!(files_containing(&sessions, &canary), Vec::<String>::new(), "a session file holds {canary}");
+        assert_eq!(files_containing(dir.path(), &canary), Vec::<String>::new(), "the workspace got {canary}");
+    }
+    let results = tool_results(&server);
+    assert_eq!(results.len(), calls.len(), "{results:?}");
+    (server, results)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_tool_reaches_a_key_or_a_secret_file_by_any_path() {
+    let paths = [
+        "../outside.txt",
+        "$HOME/.ssh/id_ed25519",
+        "~/.ssh/id_ed25519",
+        "key-link",
+        "ssh-link/id_ed25519",
+        "dangling",
+        "$HOME/reins/auth.json",
+    ];
+    let mut calls: Vec<(&str, Value)> = Vec::new();
+    for path in paths {
+        calls.push(("read", json!({"path": path})));
+        calls.push(("write", json!({"path": path, "content": "overwritten"})));
+        calls.push(("edit", json!({"path": path, "edits": [{"oldText": "sk", "newText": "xx"}]})));
+        calls.push(("ls", json!({"path": path})));
+        calls.push(("grep", json!({"pattern": "sk-canary", "path": path})));
+        calls.push(("find", json!({"pattern": "*", "path": path})));
+    }
+    // The walks from the root meet the links on their own.
+    calls.push(("grep", json!({"pattern": "canary"})));
+    calls.push(("find", json!({"pattern": "*"})));
+    let (_, results) = check_no_canary(calls.clone()).await;
+    for ((tool, arguments), (_, text)) in calls.iter().zip(&results) {
+        let walk_from_root = arguments.get("path").is_none();
+        assert!(
+            walk_from_root || text.contains("outside the workspace") || text.contains("is not expanded"),
+            "{tool} {arguments}: {text}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bash_sees_no_key_in_its_environment_nor_in_reins() {
+    let commands = [
+        "env",
+        "cat /proc/$PPID/environ | tr '\\0' '\\n'",
+        "cat /proc/$PPID/cmdline | tr '\\0' ' '",
+        "cat $HOME/.ssh/id_ed25519",
+        "cat $HOME/reins/auth.json",
+        "grep -r sk-canary $HOME",
+    ];
+    let calls: Vec<(&str, Value)> = commands.iter().map(|command| ("bash", json!({"command": command}))).collect();
+    let (_, results) = check_no_canary(calls).await;
+    // Not vacuous: the commands ran and saw the environment.
+    assert!(results[0].1.contains("PATH="), "{}", results[0].1);
+    assert!(results[1].1.contains("PATH="), "{}", results[1].1);
+    if reins_tools::sandbox_support().is_ok() {
+        assert!(results[3].1.contains("Permission denied"), "{}", results[3].1);
+    }
+}
+
+/// Starts `reins run` whose model calls bash to start `sleep` in the background and in the
+/// foreground, waits for both, sends `signal` to reins, and checks that reins and both sleeps end.
+async fn check_signal_ends_the_commands(signal: nix::sys::signal::Signal) {
+    let dir = workspace(&[]);
+    let home = Home::new();
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("c1", "bash", json!({"command": "sleep 300 & echo $! > bg.pid; echo $$ > sh.pid; sleep 300"})),
+        Reply::text("never reached"),
+    ])
+    .await;
+    let mut child = command(&server, dir.path(), &home, &[]).stdout(Stdio::null()).spawn().unwrap();
+    let read_pid = |name: &str| -> Option<i32> {
+        std::fs::read_to_string(dir.path().join(name)).ok().and_then(|text| text.trim().parse().ok())
+    };
+    let started = Instant::now();
+    let (background, shell) = loop {
+        if let (Some(background), Some(shell)) = (read_pid("bg.pid"), read_pid("sh.pid")) {
+            break (background, shell);
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "the command never started");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    // `setsid` execs reins when it may start a session itself, else runs it as its child.
+    let id = child.id().unwrap() as i32;
+    let comm = std::fs::read_to_string(format!("/proc/{id}/comm")).unwrap_or_default();
+    let reins = if comm.trim() == "setsid" { child_of(id).expect("reins runs under setsid") } else { id };
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(reins), signal).unwrap();
+    tokio::time::timeout(Duration::from_secs(10), child.wait()).await.expect("reins ended").unwrap();
+    for pid in [background, shell] {
+        assert!(wait_until_gone(pid).await, "process {pid} outlived reins after {signal}");
+    }
+}
+
+/// The first child of `pid`.
+fn child_of(pid: i32) -> Option<i32> {
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).ok()?;
+    children.split_whitespace().next()?.parse().ok()
+}
+
+/// Waits up to five seconds for `pid` to end (or linger only as a zombie).
+async fn wait_until_gone(pid: i32) -> bool {
+    for _ in 0..100 {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => return true,
+            Ok(stat) if stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z')) => return true,
+            Ok(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+    false
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_to_reins_run_ends_the_commands_it_started() {
+    check_signal_ends_the_commands(nix::sys::signal::Signal::SIGTERM).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_to_reins_run_ends_the_commands_it_started() {
+    check_signal_ends_the_commands(nix::sys::signal::Signal::SIGHUP).await;
+}

@@ -357,7 +357,7 @@ fn matches_ascii_text_against_typographic_characters() {
         "print(“hello — world”)\u{a0}# it’s\nnext()\n",
         r#"{"path": "a.py", "edits": [{"oldText": "print(\"hello - world\") # it's", "newText": "print(\"hi\")"}]}"#,
         expect![[r#"
-            print("hi")
+            print(“hi”)
             next()
             note: matched after treating typographic quotes, dashes and Unicode spaces as their ASCII forms
         "#]],
@@ -403,6 +403,55 @@ fn lines_repeated_unchanged_keep_the_files_bytes() {
 }
 
 #[test]
+fn lines_written_back_in_another_spelling_keep_the_files_bytes() {
+    // The first line comes back with smart quotes and trailing spaces the file does not have:
+    // only the normalisation tells it apart from oldText, so it is not a change.
+    check_edit(
+        "say(“hi”)\nx = 1\n",
+        r#"{"path": "a.py", "edits": [{"oldText": "say(\"hi\")\nx = 1\n", "newText": "say(“hi”)  \nx = 2\n"}]}"#,
+        expect![[r#"
+            say(“hi”)
+            x = 2
+            note: matched after treating typographic quotes, dashes and Unicode spaces as their ASCII forms
+        "#]],
+    );
+}
+
+#[test]
+fn changed_lines_keep_the_files_typography_where_they_repeat_old_text() {
+    check_edit(
+        "msg = “it’s fine” — ok\n",
+        r#"{"path": "a.py", "edits": [{"oldText": "msg = \"it's fine\" - ok", "newText": "msg = \"it's great\" - ok, \"really\""}]}"#,
+        expect![[r#"
+            msg = “it’s great” — ok, "really"
+            note: matched after treating typographic quotes, dashes and Unicode spaces as their ASCII forms
+        "#]],
+    );
+}
+
+#[test]
+fn a_whole_line_quoted_without_its_indentation_takes_it_along() {
+    check_edit(
+        "if x:\n    a()\n    b()\n",
+        r#"{"path": "a.py", "edits": [{"oldText": "a()\n", "newText": ""}]}"#,
+        expect![[r#"
+            if x:
+                b()
+        "#]],
+    );
+    check_edit(
+        "if x:\n    a()\n    b()\n",
+        r#"{"path": "a.py", "edits": [{"oldText": "a()\n", "newText": "c()\na()\n"}]}"#,
+        expect![[r#"
+            if x:
+                c()
+                a()
+                b()
+        "#]],
+    );
+}
+
+#[test]
 fn handles_multibyte_text() {
     check_edit(
         "msg = \"héllo 👋\"\nnom = \"日本語\"\n",
@@ -416,7 +465,7 @@ fn handles_multibyte_text() {
         "say(“👋 日本”)   \n",
         r#"{"path": "a.py", "edits": [{"oldText": "say(\"👋 日本\")", "newText": "say(\"🌍\")"}]}"#,
         expect![[r#"
-            say("🌍")   
+            say(“🌍”)   
             note: matched after treating typographic quotes, dashes and Unicode spaces as their ASCII forms
         "#]],
     );

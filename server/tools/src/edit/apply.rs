@@ -39,8 +39,6 @@ pub fn apply_edits(original: &str, edits: &[Edit], replace_all: bool, display_pa
     let label = |index: usize| if several { format!("edits[{index}]: ") } else { String::new() };
 
     let view = LfView::new(original);
-    // Two trailing spaces are a line break in Markdown, and mere noise elsewhere.
-    let markdown = [".md", ".markdown", ".mdx"].iter().any(|ext| display_path.to_ascii_lowercase().ends_with(ext));
     let texts: Vec<(Cow<str>, Cow<str>)> =
         edits.iter().map(|edit| (to_lf(&edit.old_text), to_lf(&edit.new_text))).collect();
     let mut places = Vec::new();
@@ -85,11 +83,19 @@ pub fn apply_edits(original: &str, edits: &[Edit], replace_all: bool, display_pa
     result.push_str(view.bom);
     let mut copied_to = 0;
     for place in &places {
-        result.push_str(&view.body[copied_to..view.to_body(place.span.start)]);
-        result.push_str(&splice::replacement(&view, place.span.clone(), &founds[place.edit], markdown));
-        copied_to = view.to_body(place.span.end);
+        let found = &founds[place.edit];
+        // Whole lines quoted from after their indentation: the indentation goes with the first
+        // line, so deleting that line does not leave it glued to the next one.
+        let line_start = view.text[..place.span.start].rfind('\n').map_or(0, |lf| lf + 1).max(copied_to);
+        let lead = &view.text[line_start..place.span.start];
+        let lead =
+            if found.old.contains('\n') && lead.chars().all(|ch| ch == ' ' || ch == '\t') { lead.len() } else { 0 };
+        let start = place.span.start - lead;
+        result.push_str(&view.body[view.to_body(copied_to)..view.to_body(start)]);
+        result.push_str(&splice::replacement(&view, start..place.span.end, lead, found));
+        copied_to = place.span.end;
     }
-    result.push_str(&view.body[copied_to..]);
+    result.push_str(&view.body[view.to_body(copied_to)..]);
 
     if result == original {
         return Err(fail(format!(

@@ -151,7 +151,22 @@ fn find_normalised(haystack: &str, needle: &str, normalisation: Normalisation) -
         .map(|(at, _)| at..at + needle_norm.len())
         .filter(|span| !must_end_line || span.end == hay.text.len() || hay.text.as_bytes()[span.end] == b'\n')
         .map(|span| hay.source_range(haystack, span))
+        .map(|span| {
+            if normalisation == Normalisation::TrailingWhitespace {
+                through_trailing_whitespace(haystack, span)
+            } else {
+                span
+            }
+        })
         .collect()
+}
+
+/// `span` extended over the whitespace that ends its last line, when only whitespace follows it
+/// there: that whitespace is what the match overlooked, so the splice sees the whole file line.
+fn through_trailing_whitespace(haystack: &str, span: Range<usize>) -> Range<usize> {
+    let rest = &haystack[span.end..];
+    let line_rest = &rest[..rest.find('\n').unwrap_or(rest.len())];
+    if !line_rest.is_empty() && line_rest.trim().is_empty() { span.start..span.end + line_rest.len() } else { span }
 }
 
 /// Matches ignoring each line's leading whitespace, then keeps the places whose indentation

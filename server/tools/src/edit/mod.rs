@@ -9,6 +9,7 @@ mod hint;
 mod matching;
 mod needle;
 mod reindent;
+mod restyle;
 mod splice;
 mod stale;
 

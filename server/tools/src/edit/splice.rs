@@ -1,10 +1,12 @@
 //! Turning a matched span into its replacement bytes without touching what the model did not
 //! change. The file is seen through an [`LfView`] (no BOM, CRLF folded to LF) with the way back to
 //! its bytes. Within a span, `oldText`'s lines are aligned with the file's; lines the model
-//! repeated unchanged in `newText` are copied from the file (its quotes, dashes, trailing spaces
-//! and line endings), file lines the model did not quote (a blank line it left out, a stale
-//! context line) stay, and only changed lines take `newText` — re-indented to the file when the
-//! match ignored indentation, ending as the line they replace ends.
+//! repeated unchanged in `newText` — or wrote again differing only in what the match overlooked
+//! (quotes, trailing spaces) — are copied from the file (its quotes, dashes, trailing spaces and
+//! line endings), file lines the model did not quote (a blank line it left out, a stale context
+//! line) stay, and only changed lines take `newText` — re-indented to the file when the match
+//! ignored indentation, keeping the file's typography in what they repeat, ending as the line
+//! they replace ends.
 
 use std::ops::Range;
 
@@ -12,6 +14,7 @@ use similar::{Algorithm, DiffOp, capture_diff_slices};
 
 use super::matching::{Found, Normalisation, ascii_typography};
 use super::reindent::IndentMap;
+use super::restyle::restyle;
 
 /// The file as matching sees it, and the way back to its bytes.
 pub(crate) struct LfView<'a> {
@@ -35,7 +38,13 @@ struct Splice<'v, 'a> {
     next_matched: usize,
     /// Where the line being replaced or inserted after starts, for its line ending.
     anchor: usize,
-    keep_hard_breaks: bool,
+    /// Bytes of indentation the first matched line starts with that the model's copy left out.
+    lead: usize,
+    /// The lead is written before the first new line, unless a file line comes first.
+    lead_owed: bool,
+    /// The last line written has no line break — a kept file line that had none where the
+    /// model's copy had one, or newText's last line —: one is written if anything follows.
+    owed_break: bool,
     out: String,
 }
 
@@ -90,10 +99,9 @@ impl<'a> LfView<'a> {
     }
 }
 
-/// The bytes that replace `span` for an edit found as `found`. With `keep_hard_breaks` (a
-/// Markdown file), a changed line keeps the two trailing spaces of the line it replaces when the
-/// model's copy of that line had dropped them.
-pub(crate) fn replacement(view: &LfView, span: Range<usize>, found: &Found, keep_hard_breaks: bool) -> String {
+/// The bytes that replace `span` for an edit found as `found`. The span starts `lead` bytes of
+/// indentation before the text the model quoted, which belong to whatever comes first in its place.
+pub(crate) fn replacement(view: &LfView, span: Range<usize>, lead: usize, found: &Found) -> String {
     let old_lines: Vec<&str> = found.old.split_inclusive('\n').collect();
     let new_lines: Vec<&str> = found.new.split_inclusive('\n').collect();
     let mut splice = Splice {
@@ -101,8 +109,10 @@ pub(crate) fn replacement(view: &LfView, span: Range<usize>, found: &Found, keep
         matched: line_ranges(&view.text, span.clone()),
         next_matched: 0,
         anchor: span.start,
+        lead,
+        lead_owed: lead > 0,
+        owed_break: false,
         out: String::with_capacity(found.new.len()),
-        keep_hard_breaks,
     };
     let aligned = splice.align(&old_lines);
     let indent = (found.normalisation == Normalisation::Indentation)
@@ -115,11 +125,25 @@ pub(crate) fn replacement(view: &LfView, span: Range<usize>, found: &Found, keep
             IndentMap::infer(&pairs, &found.old, &found.new, &view.text)
         })
         .flatten();
-    for op in capture_diff_slices(Algorithm::Myers, &old_lines, &new_lines) {
+    // Lines are compared as the normalisations see them: a line the model wrote again with other
+    // quotes or trailing spaces is not a change, whatever bytes it came with.
+    let old_keys: Vec<(String, bool)> = old_lines.iter().map(|line| style_key(line)).collect();
+    let new_keys: Vec<(String, bool)> = new_lines.iter().map(|line| style_key(line)).collect();
+    for op in capture_diff_slices(Algorithm::Myers, &old_keys, &new_keys) {
         match op {
-            DiffOp::Equal { old_index, len, .. } => {
-                for matched in aligned[old_index..old_index + len].iter().flatten() {
-                    splice.keep_through(*matched);
+            DiffOp::Equal { old_index, new_index, len } => {
+                for offset in 0..len {
+                    let (old, new) = (old_lines[old_index + offset], new_lines[new_index + offset]);
+                    let Some(matched) = aligned[old_index + offset] else { continue };
+                    if old == new || content(old) != content(splice.line(matched)) {
+                        // Repeated, or respelled from a copy that was not the file's bytes anyway.
+                        splice.keep_through(matched);
+                        splice.owed_break = new.ends_with('\n') && !splice.line(matched).ends_with('\n');
+                    } else {
+                        // An exact copy written again in another style on purpose.
+                        splice.drop_through(&[Some(matched)]);
+                        splice.write_new(new, Some((old, matched)), indent.as_ref());
+                    }
                 }
             }
             DiffOp::Delete { old_index, old_len, .. } => {
@@ -131,27 +155,21 @@ pub(crate) fn replacement(view: &LfView, span: Range<usize>, found: &Found, keep
                 }
             }
             DiffOp::Replace { old_index, old_len, new_index, new_len } => {
-                let olds = old_index..old_index + old_len;
-                let news = &new_lines[new_index..new_index + new_len];
-                if old_len == new_len {
-                    // Line for line: each new line takes the place (and ending) of its old one.
-                    for (old, new_line) in olds.zip(news) {
-                        let paired = aligned[old].map(|matched| {
-                            splice.drop_through(&[Some(matched)]);
-                            (old_lines[old], matched)
-                        });
+                // Each old line takes its share of the new lines, in order, so file lines the
+                // model did not quote (a blank line it left out) stay where they were between
+                // them; the last old line always takes the last new line (which may end without
+                // a line break, as the old one does).
+                let share = |index: usize| index * new_len / old_len;
+                for index in 0..old_len {
+                    let old = old_index + index;
+                    let news = &new_lines[new_index + share(index)..new_index + share(index + 1)];
+                    if let Some(matched) = aligned[old] {
+                        splice.drop_through(&[Some(matched)]);
+                    }
+                    let paired = aligned[old].filter(|_| news.len() == 1).map(|matched| (old_lines[old], matched));
+                    for new_line in news {
                         splice.write_new(new_line, paired, indent.as_ref());
                     }
-                } else {
-                    let first = aligned[olds.clone()].iter().flatten().next().copied();
-                    if let Some(matched) = first {
-                        splice.keep_before(matched);
-                        splice.anchor = splice.matched[matched].start;
-                    }
-                    for new_line in news {
-                        splice.write_new(new_line, None, indent.as_ref());
-                    }
-                    splice.drop_through(&aligned[olds]);
                 }
             }
         }
@@ -160,9 +178,23 @@ pub(crate) fn replacement(view: &LfView, span: Range<usize>, found: &Found, keep
     splice.out
 }
 
+/// A line as the normalisations compare it: without trailing whitespace, typography as ASCII,
+/// and whether it ends with a line break.
+fn style_key(line: &str) -> (String, bool) {
+    (content(line).trim_end().chars().map(ascii_typography).collect(), line.ends_with('\n'))
+}
+
+/// A line without its `\n`.
+fn content(line: &str) -> &str {
+    line.strip_suffix('\n').unwrap_or(line)
+}
+
 impl Splice<'_, '_> {
+    /// A matched line as the model quoted it (the first without its lead).
     fn line(&self, matched: usize) -> &str {
-        &self.view.text[self.matched[matched].clone()]
+        let range = &self.matched[matched];
+        let skip = if matched == 0 { self.lead } else { 0 };
+        &self.view.text[range.start + skip..range.end]
     }
 
     /// For each of `old_lines`, the matched line it stands for: compared without surrounding
@@ -186,7 +218,11 @@ impl Splice<'_, '_> {
     /// Copies the file's unquoted lines before `matched` (they were never the model's to drop).
     fn keep_before(&mut self, matched: usize) {
         for line in self.next_matched..matched {
+            if std::mem::take(&mut self.owed_break) {
+                self.out.push_str(self.view.ending_of_line_at(self.anchor));
+            }
             self.out.push_str(self.view.bytes(self.matched[line].clone()));
+            self.lead_owed = false;
         }
         self.next_matched = self.next_matched.max(matched);
     }
@@ -197,46 +233,54 @@ impl Splice<'_, '_> {
         self.anchor = self.matched[matched].start;
     }
 
-    /// Drops the matched lines of deleted old lines, and unquoted file lines between them; file
-    /// lines before the first are kept.
+    /// Drops the matched lines of deleted old lines; file lines the model did not quote, before
+    /// and between them, are kept.
     fn drop_through(&mut self, aligned: &[Option<usize>]) {
-        let mut matched_lines = aligned.iter().flatten();
-        if let Some(&first) = matched_lines.next() {
-            self.keep_before(first);
-            self.anchor = self.matched[first].start;
-            let last = matched_lines.last().copied().unwrap_or(first);
-            self.next_matched = last + 1;
+        for (nth, &matched) in aligned.iter().flatten().enumerate() {
+            self.keep_before(matched);
+            if nth == 0 {
+                self.anchor = self.matched[matched].start;
+            }
+            self.next_matched = matched + 1;
         }
     }
 
-    /// Writes one line of `newText`: re-indented when `indent` says so, keeping a Markdown hard
-    /// break (two trailing spaces) the model's copy of the line it replaces left out when
-    /// `keep_hard_breaks`, and ending as the file's line at the anchor ends.
+    /// Writes one line of `newText`: re-indented when `indent` says so, and ending as the file's
+    /// line at the anchor ends. Paired with the file line it replaces, it keeps the file's
+    /// spelling of what the model repeated (see `restyle`) and the file's trailing whitespace when
+    /// the model's copy had dropped it (a Markdown hard break, or noise the model did not mean to
+    /// touch).
     fn write_new(&mut self, new_line: &str, paired: Option<(&str, usize)>, indent: Option<&IndentMap>) {
-        let content = new_line.strip_suffix('\n').unwrap_or(new_line);
         let mut line = match indent {
-            Some(map) => map.apply(content),
-            None => content.to_string(),
+            Some(map) => map.apply(content(new_line)),
+            None => content(new_line).to_string(),
         };
         if let Some((old_line, matched)) = paired {
             self.anchor = self.matched[matched].start;
-            let file_line = self.line(matched);
-            let file_content = file_line.strip_suffix('\n').unwrap_or(file_line);
-            let file_trailing = &file_content[file_content.trim_end_matches(' ').len()..];
-            let old_content = old_line.strip_suffix('\n').unwrap_or(old_line);
+            let file_content = content(self.line(matched));
+            let file_trailing = &file_content[file_content.trim_end_matches([' ', '\t']).len()..];
+            let old_content = content(old_line);
+            if let Some(restyled) = restyle(&line, old_content, file_content) {
+                line = restyled;
+            }
             let dropped = !old_content.ends_with(char::is_whitespace);
-            if self.keep_hard_breaks
-                && file_trailing.len() >= 2
-                && dropped
-                && !line.ends_with(char::is_whitespace)
-                && !line.is_empty()
-            {
+            if !file_trailing.is_empty() && dropped && !line.ends_with(char::is_whitespace) && !line.is_empty() {
                 line.push_str(file_trailing);
             }
+        }
+        if std::mem::take(&mut self.owed_break) {
+            self.out.push_str(self.view.ending_of_line_at(self.anchor));
+        }
+        if std::mem::take(&mut self.lead_owed) {
+            let start = self.matched[0].start;
+            self.out.push_str(&self.view.text[start..start + self.lead]);
         }
         self.out.push_str(&line);
         if new_line.ends_with('\n') {
             self.out.push_str(self.view.ending_of_line_at(self.anchor));
+        } else {
+            // newText's last line, placed before file lines the model did not quote.
+            self.owed_break = true;
         }
     }
 }

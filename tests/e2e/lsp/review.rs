@@ -428,7 +428,7 @@ async fn a_loose_match_shows_its_note_in_the_proposal() {
     expect![[r#"["edits[0]: matched after ignoring trailing whitespace","edits[1]: matched after treating typographic quotes, dashes and Unicode spaces as their ASCII forms"]"#]].assert_eq(&edit["notes"].to_string());
     expect![[r#"
         0 1:4-1:5 "1" -> "10"
-        1 3:5-3:9 "’s b" -> "'s bee""#]]
+        1 3:8-3:9 "b" -> "bee""#]]
     .assert_eq(&hunks(&edit));
     lsp.client.command("reins.edit.accept", json!({"id": edit["id"]})).await.unwrap();
     lsp.run_events(&run_id).await;

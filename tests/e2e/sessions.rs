@@ -313,3 +313,34 @@ async fn a_prompt_survives_a_kill_before_the_first_answer() {
     let list = sessions_json(&reins_within(None, dir.path(), &["sessions", "list", "--json"]).await);
     assert_eq!(list[0]["firstMessage"], "remember this prompt", "{list}");
 }
+
+/// A pi 1.6 fixture (server/session/tests/fixtures/pi-1.6) copied into `dir`.
+fn pi_1_6_fixture(dir: &std::path::Path, name: &str) -> (std::path::PathBuf, Value) {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../session/tests/fixtures/pi-1.6");
+    let path = dir.join(format!("{name}.jsonl"));
+    std::fs::copy(fixtures.join(format!("{name}.jsonl")), &path).unwrap();
+    let context =
+        serde_json::from_str(&std::fs::read_to_string(fixtures.join(format!("{name}.context.json"))).unwrap());
+    (path, context.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pi_1_6_session_continues_with_its_context_edits_and_its_tools() {
+    let dir = workspace(&[]);
+    let (path, pi_request) = pi_1_6_fixture(dir.path(), "active-tools");
+    let server = ScriptedServer::start(vec![Reply::text("reins answers")]).await;
+    let run =
+        reins_run(&server, dir.path(), &["--session", &path.display().to_string(), "answer with fewer tools"]).await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let request = &server.chat_requests()[0].body;
+    // What pi sent for its last turn, then pi's answer and the new prompt.
+    let mut pi_messages = vec![json!({"role": "system", "content": "pi's own"})];
+    pi_messages.extend(pi_request["messages"].as_array().unwrap().iter().cloned());
+    pi_messages.push(json!({"role": "assistant", "content": "Answer with fewer tools."}));
+    pi_messages.push(json!({"role": "user", "content": "answer with fewer tools"}));
+    let pi_body = json!({ "messages": pi_messages });
+    assert_eq!(transcript(request), transcript(&pi_body));
+    let tools: Vec<&str> =
+        request["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
+    assert_eq!(tools, ["read", "ls"], "the tools pi's system messages left active");
+}

@@ -152,7 +152,7 @@ impl Harness {
         let model = self.settings().resolve_model(model.filter(|model| !model.trim().is_empty()));
         if !self.options.persist {
             let id = format!("mem-{}-{:x}", self.next(), now_ms());
-            return Ok(self.go_live(id, None, model, Vec::new()));
+            return Ok(self.go_live(id, None, model, Vec::new(), None));
         }
         let mut file = self.store.create(&self.cwd(), None).map_err(session_error)?;
         file.set_durability(Durability::Write);
@@ -163,7 +163,7 @@ impl Harness {
         }
         file.flush().map_err(session_error)?;
         let id = file.id().to_string();
-        Ok(self.go_live(id, Some(file), model, Vec::new()))
+        Ok(self.go_live(id, Some(file), model, Vec::new(), None))
     }
 
     /// Opens a session by id (or unique prefix) or path, and continues from its leaf.
@@ -483,10 +483,19 @@ impl Harness {
             None => settings.resolve_model(None),
         };
         let id = file.id().to_string();
-        self.go_live(id, Some(file), model, context.messages)
+        self.go_live(id, Some(file), model, context.messages, context.active_tools)
     }
 
-    fn go_live(&self, id: SessionId, file: Option<SessionFile>, model: Model, messages: Vec<Message>) -> SessionId {
+    /// `active_tools`: the tools the session recorded as offered (pi 1.6), where reins has them;
+    /// `None` offers them all.
+    fn go_live(
+        &self,
+        id: SessionId,
+        file: Option<SessionFile>,
+        model: Model,
+        messages: Vec<Message>,
+        active_tools: Option<Vec<String>>,
+    ) -> SessionId {
         let file = file.map(|file| Arc::new(Mutex::new(file)));
         let cancel = Arc::new(Mutex::new(CancellationToken::new()));
         let running = Arc::new(Mutex::new(None));
@@ -497,7 +506,7 @@ impl Harness {
             settings: self.settings.clone(),
             approver: self.options.approver.clone(),
         };
-        let agent = self.new_agent(model, messages, gate, file.clone(), cancel.clone());
+        let agent = self.new_agent(model, messages, active_tools, gate, file.clone(), cancel.clone());
         let session = Arc::new(LiveSession { id: id.clone(), agent, file, running, cancel });
         lock(&self.sessions).insert(id.clone(), session);
         id
@@ -507,13 +516,17 @@ impl Harness {
         &self,
         model: Model,
         messages: Vec<Message>,
+        active_tools: Option<Vec<String>>,
         gate: ApprovalGate,
         file: Option<Arc<Mutex<SessionFile>>>,
         cancel: Arc<Mutex<CancellationToken>>,
     ) -> Agent {
         let workspace = &self.options.workspace;
         let settings = self.settings();
-        let tools: Vec<Arc<dyn Tool>> = builtin_tools(workspace.clone(), settings.exec_policy(std::env::vars_os()));
+        let mut tools: Vec<Arc<dyn Tool>> = builtin_tools(workspace.clone(), settings.exec_policy(std::env::vars_os()));
+        if let Some(active) = active_tools {
+            tools.retain(|tool| active.iter().any(|name| *name == tool.spec().name));
+        }
         let root = workspace.cwd();
         let inputs = PromptInputs::discover(
             &root,

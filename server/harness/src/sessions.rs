@@ -151,6 +151,10 @@ fn describe(kind: &EntryKind) -> (&'static str, Option<String>, String) {
         EntryKind::Label { label, .. } => ("label", None, label.clone().unwrap_or_default()),
         EntryKind::SessionInfo { name } => ("session_info", None, name.clone().unwrap_or_default()),
         EntryKind::Leaf { target_id } => ("leaf", None, target_id.clone()),
+        EntryKind::ContextEdit { target_id, replacement } => {
+            let what = if replacement.is_some() { "replaces" } else { "leaves out" };
+            ("context_edit", None, format!("{what} {target_id}"))
+        }
         EntryKind::Unknown(kind) => ("unknown", None, kind.clone()),
     }
 }

@@ -6,12 +6,14 @@
 //! always valid to send — every tool call is answered exactly once, right after its assistant
 //! message, and no result is left without its call.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
-use reins_ai::{Content, Message, StopReason, ToolResultMessage};
+use reins_ai::{AssistantMessage, Content, Message, StopReason, ToolResultMessage, UserMessage};
+use serde::Deserialize;
 
 use crate::error::SessionError;
-use crate::format::{ContextLine, EntryTag};
+use crate::format::{ContextLine, Entry, EntryKind, EntryTag, SystemRecord};
+use crate::message::ContentField;
 use crate::message::{branch_summary_text, compaction_summary_text, user_message};
 use crate::time::ms_from_iso;
 use crate::tree::SessionTree;
@@ -26,6 +28,9 @@ pub struct SessionContext {
     pub model: Option<ModelRef>,
     /// From the latest `thinking_level_change` on the path; `None` when never set (pi: "off").
     pub thinking_level: Option<String>,
+    /// The tools the session offers the model at this point, as recorded by pi 1.6's system
+    /// messages (and reins's `active_tools_change`); `None` when the path records none.
+    pub active_tools: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,8 +57,12 @@ impl SessionTree {
         let path = self.path_indices(leaf);
         let (model, thinking_level) = self.settings(&path);
         let mut messages = Vec::new();
+        let mut tools = ActiveTools::default();
         let compaction_at = path.iter().rposition(|&index| self.tag(index) == EntryTag::Compaction);
-        let emitted: Box<dyn Iterator<Item = &u32>> = match compaction_at {
+        // The entries the context is built from, as pi's `buildContextEntries`: with a compaction,
+        // its summary, the kept entries before it (without system messages: the compaction's own
+        // checkpoint stands for them) and everything after it.
+        let entries: Vec<u32> = match compaction_at {
             Some(at) => {
                 let compaction = self.fields(path[at]);
                 let timestamp = entry_ms(&compaction);
@@ -61,36 +70,81 @@ impl SessionTree {
                     vec![Content::text(compaction_summary_text(compaction.summary.as_deref().unwrap_or_default()))],
                     timestamp,
                 ));
+                if let Some(checkpoint) = &compaction.system_message {
+                    tools.apply(checkpoint);
+                }
                 // As pi: kept entries run from `firstKeptEntryId` to the compaction; when that entry
                 // is not on the path, nothing before the compaction is kept.
                 let first_kept = compaction.first_kept_entry_id.as_deref();
                 let kept_from = path[..at].iter().position(|&index| Some(self.id_at(index)) == first_kept);
                 let kept = kept_from.map_or(&path[..0], |from| &path[from..at]);
-                Box::new(kept.iter().chain(&path[at + 1..]))
+                let kept = kept.iter().copied().filter(|&index| !self.is_system_message(index));
+                kept.chain(path[at + 1..].iter().copied()).collect()
             }
-            None => Box::new(path.iter()),
+            None => path,
         };
-        for &index in emitted {
-            if let Some(message) = self.context_message(index) {
-                messages.push(message);
+        let edits = self.context_edits(&entries);
+        for &index in &entries {
+            // A `context_edit` replaces the content of its target, or (no replacement) leaves
+            // it out of the context.
+            let edit = edits.get(self.id_at(index)).map(|&edit| self.fields(edit).replacement);
+            if let Some(None) = edit {
+                continue;
             }
+            if self.tag(index) == EntryTag::ActiveToolsChange {
+                tools.set(self.parse_entry(index).ok());
+                continue;
+            }
+            let Some((message, editable)) = self.context_message(index, &mut tools) else { continue };
+            messages.push(match edit {
+                Some(Some(replacement)) if editable => with_content(message, replacement.content),
+                _ => message,
+            });
         }
-        SessionContext { messages: repair_tool_pairs(messages), model, thinking_level }
+        SessionContext { messages: repair_tool_pairs(messages), model, thinking_level, active_tools: tools.names }
     }
 
-    /// The message entry `index` contributes, if any.
-    fn context_message(&self, index: u32) -> Option<Message> {
+    /// The latest `context_edit` among `entries` for each target, by target id.
+    fn context_edits(&self, entries: &[u32]) -> HashMap<String, u32> {
+        let mut edits = HashMap::new();
+        for &index in entries.iter().filter(|&&index| self.tag(index) == EntryTag::ContextEdit) {
+            if let Some(target) = self.fields(index).target_id {
+                edits.insert(target, index);
+            }
+        }
+        edits
+    }
+
+    fn is_system_message(&self, index: u32) -> bool {
+        self.tag(index) == EntryTag::Message
+            && self.fields(index).message.is_some_and(|message| message.role == "system")
+    }
+
+    /// The message entry `index` contributes, if any, and whether a `context_edit` may replace
+    /// its content (pi replaces that of user, assistant, tool result and custom messages). A
+    /// pi 1.6 system message contributes no message (reins sends its own system prompt) but
+    /// changes the active tools.
+    fn context_message(&self, index: u32, tools: &mut ActiveTools) -> Option<(Message, bool)> {
         match self.tag(index) {
-            EntryTag::Message => self.fields(index).message?.into_message(),
+            EntryTag::Message => {
+                let record = self.fields(index).message?;
+                if record.role == "system" {
+                    let line: SystemLine = serde_json::from_slice(self.line_bytes(index)).unwrap_or_default();
+                    tools.apply(&line.message);
+                    return None;
+                }
+                let editable = matches!(record.role.as_str(), "user" | "assistant" | "toolResult" | "custom");
+                Some((record.into_message()?, editable))
+            }
             EntryTag::CustomMessage => {
                 let fields = self.fields(index);
                 let timestamp = entry_ms(&fields);
-                Some(user_message(fields.content?.into_content(), timestamp))
+                Some((user_message(fields.content?.into_content(), timestamp), true))
             }
             EntryTag::BranchSummary => {
                 let fields = self.fields(index);
                 let summary = fields.summary.as_deref().filter(|summary| !summary.is_empty())?;
-                Some(user_message(vec![Content::text(branch_summary_text(summary))], entry_ms(&fields)))
+                Some((user_message(vec![Content::text(branch_summary_text(summary))], entry_ms(&fields)), false))
             }
             _ => None,
         }
@@ -141,6 +195,52 @@ impl SessionTree {
             );
             ContextLine::default()
         })
+    }
+}
+
+/// The tool set replayed along the path.
+#[derive(Default)]
+struct ActiveTools {
+    names: Option<Vec<String>>,
+}
+
+impl ActiveTools {
+    /// A pi 1.6 system message: tools added and removed (the first one adds them all).
+    fn apply(&mut self, system: &SystemRecord) {
+        if system.tools_added.is_empty() && system.tools_removed.is_empty() {
+            return;
+        }
+        let names = self.names.get_or_insert_with(Vec::new);
+        names.retain(|name| !system.tools_removed.iter().any(|removed| removed.name == *name));
+        for added in &system.tools_added {
+            if !names.contains(&added.name) {
+                names.push(added.name.clone());
+            }
+        }
+    }
+
+    /// A reins `active_tools_change`: the whole set.
+    fn set(&mut self, entry: Option<Entry>) {
+        if let Some(Entry { kind: EntryKind::ActiveToolsChange { tools }, .. }) = entry {
+            self.names = Some(tools);
+        }
+    }
+}
+
+/// The `message` of a pi 1.6 system message entry, for its tool changes.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct SystemLine {
+    message: SystemRecord,
+}
+
+/// `message` with its content replaced by a `context_edit`'s.
+fn with_content(message: Message, content: Option<ContentField>) -> Message {
+    let content = content.map(ContentField::into_content).unwrap_or_default();
+    match message {
+        Message::User(user) => Message::User(UserMessage { content, ..user }),
+        Message::Assistant(assistant) => Message::Assistant(AssistantMessage { content, ..assistant }),
+        Message::ToolResult(result) => Message::ToolResult(ToolResultMessage { content, ..result }),
     }
 }
 

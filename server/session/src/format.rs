@@ -83,6 +83,12 @@ pub enum EntryKind {
     SessionInfo {
         name: Option<String>,
     },
+    /// pi 1.6: from here on, the context shows `target_id`'s message with `replacement`'s
+    /// `content` instead of its own, or (`None`) leaves it out. The target itself is unchanged.
+    ContextEdit {
+        target_id: String,
+        replacement: Option<Value>,
+    },
     /// A reins addition: the position moved to `target_id` without a new message. Its `parentId`
     /// is the target too, so pi (which takes the last line as the leaf) lands in the same place.
     Leaf {
@@ -106,6 +112,7 @@ pub enum EntryTag {
     Label,
     SessionInfo,
     Leaf,
+    ContextEdit,
     /// pi 1.6: the usage of a model call that is not an assistant message (cache warming).
     Usage,
     Unknown,
@@ -141,6 +148,32 @@ pub(crate) struct ContextLine {
     pub thinking_level: Option<String>,
     pub label: Option<String>,
     pub name: Option<String>,
+    pub target_id: Option<String>,
+    /// `context_edit`: `None` when absent or `null` (the target is left out).
+    pub replacement: Option<Replacement>,
+    /// `compaction` (pi 1.6): the prompt and tools in force at the compaction.
+    pub system_message: Option<SystemRecord>,
+}
+
+/// The new content a `context_edit` gives its target.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(crate) struct Replacement {
+    pub content: Option<ContentField>,
+}
+
+/// The tool changes a pi 1.6 `system` message records (its prompt sections reins does not use).
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+pub(crate) struct SystemRecord {
+    pub tools_added: Vec<ToolName>,
+    pub tools_removed: Vec<ToolName>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(crate) struct ToolName {
+    pub name: String,
 }
 
 impl EntryTag {
@@ -157,6 +190,7 @@ impl EntryTag {
             "label" => EntryTag::Label,
             "session_info" => EntryTag::SessionInfo,
             "leaf" => EntryTag::Leaf,
+            "context_edit" => EntryTag::ContextEdit,
             "usage" => EntryTag::Usage,
             _ => EntryTag::Unknown,
         }
@@ -275,6 +309,10 @@ impl Entry {
                 }
             }
             EntryKind::Leaf { target_id } => line.field("targetId", target_id),
+            EntryKind::ContextEdit { target_id, replacement } => {
+                line.field("targetId", target_id);
+                line.field("replacement", replacement);
+            }
             EntryKind::Unknown(_) => {}
         }
         line.extra(&self.extra);
@@ -310,6 +348,7 @@ impl EntryKind {
             EntryKind::Label { .. } => "label",
             EntryKind::SessionInfo { .. } => "session_info",
             EntryKind::Leaf { .. } => "leaf",
+            EntryKind::ContextEdit { .. } => "context_edit",
             EntryKind::Unknown(name) => name,
         }
     }
@@ -373,6 +412,12 @@ fn take_kind(kind: &str, map: &mut Map<String, Value>) -> Option<EntryKind> {
         }
         "session_info" => EntryKind::SessionInfo { name: take_string(map, "name") },
         "leaf" if has_str(map, "targetId") => EntryKind::Leaf { target_id: take_string(map, "targetId")? },
+        "context_edit"
+            if has_str(map, "targetId") && map.get("replacement").is_some_and(|r| r.is_null() || r.is_object()) =>
+        {
+            let replacement = map.remove("replacement").filter(|replacement| !replacement.is_null());
+            EntryKind::ContextEdit { target_id: take_string(map, "targetId")?, replacement }
+        }
         _ => return None,
     };
     Some(entry)

@@ -95,7 +95,8 @@ impl SessionStore {
     }
 
     /// Finds a session by path, or by its id (or an unambiguous prefix of it) among the sessions of
-    /// `cwd` first and then of every workspace.
+    /// `cwd` first and then of every workspace. The id is read from each file's header, so a file
+    /// is found whatever it is called.
     pub fn find(&self, id_or_path: &str, cwd: &Path) -> Result<PathBuf, SessionError> {
         let as_path = Path::new(id_or_path);
         // Anything at that path is what was meant; opening it says what is wrong with it.
@@ -107,10 +108,19 @@ impl SessionStore {
             dirs.extend(read.filter_map(Result::ok).map(|entry| entry.path()).filter(|path| path.is_dir()));
         }
         for dir in dirs {
-            let matches: Vec<PathBuf> = session_files(&dir)?
+            let ids: Vec<(PathBuf, String)> = session_files(&dir)?
                 .into_iter()
-                .filter(|path| file_session_id(path).is_some_and(|id| id.starts_with(id_or_path)))
+                .filter_map(|path| Some((session_id(&path)?, path)))
+                .map(|(id, path)| (path, id))
                 .collect();
+            // An exact id wins over ids it is a prefix of.
+            let exact: Vec<PathBuf> =
+                ids.iter().filter(|(_, id)| id == id_or_path).map(|(path, _)| path.clone()).collect();
+            let matches = if exact.is_empty() {
+                ids.into_iter().filter(|(_, id)| id.starts_with(id_or_path)).map(|(path, _)| path).collect()
+            } else {
+                exact
+            };
             match matches.len() {
                 0 => continue,
                 1 => return Ok(matches.into_iter().next().unwrap_or_default()),
@@ -145,9 +155,23 @@ pub(crate) fn file_name(header: &Header) -> String {
     format!("{}_{}.jsonl", header.timestamp.replace([':', '.'], "-"), header.id)
 }
 
-fn file_session_id(path: &Path) -> Option<&str> {
-    let stem = path.file_stem()?.to_str()?;
-    Some(stem.split_once('_').map_or(stem, |(_, id)| id))
+/// The id of the session in `path`, from its header whatever the file is called; from the name
+/// (`<time>_<id>.jsonl`) when the header cannot be read.
+fn session_id(path: &Path) -> Option<String> {
+    header_id(path).or_else(|| {
+        let stem = path.file_stem()?.to_str()?;
+        Some(stem.split_once('_').map_or(stem, |(_, id)| id).to_string())
+    })
+}
+
+/// Reads the header line only (at most 1 MiB, as pi bounds it), of regular files only.
+fn header_id(path: &Path) -> Option<String> {
+    use std::io::{BufRead, BufReader, Read};
+    let file = open_regular(path, OpenOptions::new().read(true)).ok()?;
+    let mut line = Vec::new();
+    BufReader::new(file.take(1 << 20)).read_until(b'\n', &mut line).ok()?;
+    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&line);
+    Header::parse(std::str::from_utf8(line).ok()?.trim()).ok().map(|header| header.id)
 }
 
 fn session_files(dir: &Path) -> Result<Vec<PathBuf>, SessionError> {

@@ -1,6 +1,6 @@
 //! What a session cost: the tokens and dollars of every model call it records, on every branch —
-//! assistant messages, and (pi 1.6) the summaries behind compactions and branch summaries and
-//! `usage` entries (cache warming and the like).
+//! assistant messages, and (pi 1.6) the summaries behind compactions and branch summaries, tools
+//! that called a model, and `usage` entries (cache warming and the like).
 
 use reins_ai::Usage;
 use serde::Deserialize;
@@ -36,7 +36,10 @@ impl SessionTree {
             }
             let Ok(line) = serde_json::from_slice::<UsageLine>(self.line_bytes(index)) else { continue };
             let usage = match (tag, line.message) {
-                (EntryTag::Message, Some(message)) if message.role == "assistant" => message.usage,
+                // A tool result's usage is the model work the tool did itself (pi 1.6).
+                (EntryTag::Message, Some(message)) if matches!(message.role.as_str(), "assistant" | "toolResult") => {
+                    message.usage
+                }
                 (EntryTag::Message, _) => None,
                 _ => line.usage,
             };

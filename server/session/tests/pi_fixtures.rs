@@ -1,5 +1,7 @@
-//! Sessions written by pi 0.73.1 (see fixtures/pi/README.md): every line survives a parse/write
-//! round trip, and the context reins builds at a leaf is what pi sent to the model there.
+//! Sessions written by pi 0.73.1 (fixtures/pi) and pi 1.6 (fixtures/pi-1.6; see the README.md of
+//! each): every line survives a parse/write round trip, and the context reins builds at a leaf is
+//! what pi sent to the model there — the same roles, order, text and tool call ids, and (pi 1.6)
+//! the same tools offered.
 
 use std::path::{Path, PathBuf};
 
@@ -7,10 +9,22 @@ use reins_ai::{Content, Message};
 use reins_session::{Entry, Header, SessionTree};
 use serde_json::Value;
 
-const FIXTURES: [&str; 6] = ["plain", "tools", "named", "forked", "compacted", "navigated"];
+const FIXTURES: [&str; 6] = ["pi/plain", "pi/tools", "pi/named", "pi/forked", "pi/compacted", "pi/navigated"];
+const FIXTURES_1_6: [&str; 10] = [
+    "pi-1.6/plain",
+    "pi-1.6/tools",
+    "pi-1.6/compacted",
+    "pi-1.6/overflow",
+    "pi-1.6/navigated",
+    "pi-1.6/forked",
+    "pi-1.6/models",
+    "pi-1.6/labels",
+    "pi-1.6/active-tools",
+    "pi-1.6/bash-steering",
+];
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pi").join(format!("{name}.jsonl"))
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(format!("{name}.jsonl"))
 }
 
 /// Parses every line of `name`, writes it back, and checks the JSON is the same.
@@ -91,11 +105,15 @@ fn check_context(name: &str) {
     let tree = SessionTree::load(&fixture(name)).unwrap();
     let context = tree.context_for(expected["leaf"].as_str().unwrap()).unwrap();
     assert_eq!(render_ours(&context.messages), render_request(expected["messages"].as_array().unwrap()), "{name}");
+    if let Some(tools) = expected.get("tools") {
+        let tools: Vec<&str> = tools.as_array().unwrap().iter().map(|tool| tool.as_str().unwrap()).collect();
+        assert_eq!(context.active_tools.unwrap_or_default(), tools, "{name}: the tools offered");
+    }
 }
 
 #[test]
 fn every_pi_fixture_round_trips() {
-    for name in FIXTURES {
+    for name in FIXTURES.iter().chain(&FIXTURES_1_6) {
         check_round_trip(name);
     }
 }
@@ -108,8 +126,15 @@ fn context_matches_what_pi_sent() {
 }
 
 #[test]
+fn context_matches_what_pi_1_6_sent() {
+    for name in FIXTURES_1_6 {
+        check_context(name);
+    }
+}
+
+#[test]
 fn plain_context_holds_the_first_exchange() {
-    let tree = SessionTree::load(&fixture("plain")).unwrap();
+    let tree = SessionTree::load(&fixture("pi/plain")).unwrap();
     let context = tree.context().unwrap();
     expect_test::expect![[r#"
         [
@@ -127,7 +152,7 @@ fn plain_context_holds_the_first_exchange() {
 
 #[test]
 fn named_session_has_its_name() {
-    let tree = SessionTree::load(&fixture("named")).unwrap();
+    let tree = SessionTree::load(&fixture("pi/named")).unwrap();
     assert_eq!(tree.name(), Some("fixture session"));
     // pi clamps `high` to `off` for a model without reasoning, and writes no change.
     assert_eq!(tree.context().unwrap().thinking_level.as_deref(), Some("off"));
@@ -135,15 +160,52 @@ fn named_session_has_its_name() {
 
 #[test]
 fn forked_session_points_at_its_parent() {
-    let tree = SessionTree::load(&fixture("forked")).unwrap();
+    let tree = SessionTree::load(&fixture("pi/forked")).unwrap();
     let parent = tree.header().parent_session.as_deref().unwrap();
     assert!(parent.starts_with("/work/fixture-home/agent/sessions/--work-fixture-workspace--/"), "{parent}");
 }
 
 #[test]
 fn compacted_context_starts_with_the_summary() {
-    let tree = SessionTree::load(&fixture("compacted")).unwrap();
+    let tree = SessionTree::load(&fixture("pi/compacted")).unwrap();
     let messages = tree.context().unwrap().messages;
     let first = render_ours(&messages[..1]).remove(0);
     assert!(first.starts_with("user: The conversation history before this point was compacted"), "{first}");
+}
+
+#[test]
+fn session_usage_counts_the_summaries_pi_1_6_paid_for() {
+    // `navigated`: the branch summary's call (300 + 40 tokens) on top of the answers.
+    for (name, summary_input) in [("pi-1.6/navigated", 300), ("pi-1.6/overflow", 625), ("pi-1.6/compacted", 0)] {
+        let tree = SessionTree::load(&fixture(name)).unwrap();
+        let answers: u64 = std::fs::read_to_string(fixture(name))
+            .unwrap()
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|entry| entry["message"]["role"] == "assistant")
+            .map(|entry| entry["message"]["usage"]["input"].as_u64().unwrap_or(0))
+            .sum();
+        let summaries: u64 = std::fs::read_to_string(fixture(name))
+            .unwrap()
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|entry| entry["type"] == "compaction" || entry["type"] == "branch_summary")
+            .map(|entry| entry["usage"]["input"].as_u64().unwrap_or(0))
+            .sum();
+        assert!(summaries >= summary_input, "{name}: {summaries}");
+        assert_eq!(tree.total_usage().input, answers + summaries, "{name}");
+    }
+}
+
+#[test]
+fn a_session_is_found_by_the_id_in_its_header_whatever_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = reins_session::SessionStore::new(dir.path());
+    let cwd = Path::new("/work/fixture-workspace");
+    let sessions = store.dir_for(cwd);
+    std::fs::create_dir_all(&sessions).unwrap();
+    std::fs::copy(fixture("pi-1.6/plain"), sessions.join("renamed by hand.jsonl")).unwrap();
+    let id = SessionTree::load(&fixture("pi-1.6/plain")).unwrap().header().id.clone();
+    assert_eq!(store.find(&id[..8], cwd).unwrap(), sessions.join("renamed by hand.jsonl"));
+    assert_eq!(store.find(&id, Path::new("/elsewhere")).unwrap(), sessions.join("renamed by hand.jsonl"));
 }

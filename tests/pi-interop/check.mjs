@@ -1,4 +1,4 @@
-// Checks that a session file written by `reins run` opens in the pi coding agent 0.73.1: pi's own
+// Checks that a session file written by `reins run` opens in the pi coding agent (0.73.1 or 1.6): pi's own
 // SessionManager rebuilds the conversation reins would send, and `pi -p --session FILE` continues
 // it with the same history (tool call and result, same ids) that reins itself sends.
 //
@@ -39,12 +39,20 @@ const REPLIES = [
   { text: "pi: it was tangerine." },
   // reins --fork at run 1's answer.
   { text: "The file is named notes.txt." },
+  // pi starts a session, reins continues it (a read and an answer), pi continues after reins.
+  { text: "pi: hello from pi." },
+  { toolCalls: [{ id: "call_read_2", name: "read", arguments: { path: "notes.txt" } }] },
+  { text: "reins: the word is tangerine." },
+  { text: "pi: you asked about the word." },
 ];
 const PROMPTS = {
   first: "what does notes.txt say?",
   second: "what did I just ask you?",
   third: "which word was it again?",
   fork: "what is the file called?",
+  piFirst: "hello, pi",
+  reinsOnPi: "read notes.txt for me",
+  piAfterReins: "what did I ask you to read?",
 };
 
 // ---- the model server behind a recording proxy ----
@@ -169,7 +177,9 @@ async function piContext(file, leafOf = (manager) => manager.getLeafId()) {
   const { SessionManager, buildSessionContext } = await import(path.join(PI_PACKAGE_DIR, "dist", "core", "session-manager.js"));
   const manager = SessionManager.open(file);
   const leaf = leafOf(manager);
-  return { manager, leaf, messages: buildSessionContext(manager.getEntries(), leaf).messages.map(fromPiContext) };
+  // pi 1.6 puts its own system prompt into the context as system messages; reins has its own.
+  const messages = buildSessionContext(manager.getEntries(), leaf).messages.filter((m) => m.role !== "system");
+  return { manager, leaf, messages: messages.map(fromPiContext) };
 }
 
 function onlyRequest(model, phase) {
@@ -238,10 +248,11 @@ async function main() {
     check("pi's SessionManager lands on the leaf reins reports", opened.leaf, tree.leaf);
     check("pi's SessionManager context equals the history reins sends", opened.messages, history);
 
-    // The same comparison must fail on a file pi cannot read (pi then starts an empty session).
+    // The same comparison must fail on a file pi cannot read.
     const broken = path.join(WORK_DIR, "broken.jsonl");
     fs.writeFileSync(broken, fs.readFileSync(file, "utf8").split("\n").slice(1).join("\n"));
-    const brokenContext = await piContext(broken);
+    // (pi 0.73.1 starts an empty session there, pi 1.6 refuses the file.)
+    const brokenContext = await piContext(broken).catch(() => ({ messages: null }));
     assert.notDeepStrictEqual(brokenContext.messages, history, "the check cannot tell a file pi fails to read from a good one");
     console.log("ok - the comparison fails on a copy without its session header");
 
@@ -267,6 +278,26 @@ async function main() {
     check("pi sees the fork's parent session", forked.manager.getHeader().parentSession, file);
     check("pi's context of the fork equals reins's request in it", forked.messages, reinsFork);
     check("the fork kept run 1 and left run 2 out", reinsFork.filter((m) => m.role === "user").map((m) => m.text), [PROMPTS.first, PROMPTS.fork]);
+
+    // A session pi wrote, continued by reins: pi then sees its own context plus reins's turn.
+    model.phase("pi-first");
+    await pi(["-p", PROMPTS.piFirst]);
+    const piSessions = path.join(piAgentDir, "sessions");
+    const piFile = fs.readdirSync(piSessions).flatMap((dir) => fs.readdirSync(path.join(piSessions, dir)).map((f) => path.join(piSessions, dir, f)))
+      .filter((f) => f !== forPiPrint).sort().at(-1);
+    model.phase("reins-on-pi");
+    await reins(model, ["run", "--json", "--yes", "--session", piFile, "--model", MODEL, PROMPTS.reinsOnPi]);
+    const reinsOnPi = model.requests("reins-on-pi").map(conversationOf);
+    check("reins continued pi's session from pi's first exchange", reinsOnPi[0].map((m) => m.text), [PROMPTS.piFirst, "pi: hello from pi.", PROMPTS.reinsOnPi]);
+    const reinsTurn = [...reinsOnPi.at(-1), { role: "assistant", text: "reins: the word is tangerine.", toolCalls: [] }];
+    check("pi's SessionManager context of its session after reins's turn", (await piContext(piFile)).messages, reinsTurn);
+    model.phase("pi-after-reins");
+    await pi(["--session", piFile, "-p", PROMPTS.piAfterReins]);
+    check(
+      "pi continues after reins's turn with pi's context plus reins's turn",
+      conversationOf(onlyRequest(model, "pi-after-reins")),
+      [...reinsTurn, { role: "user", text: PROMPTS.piAfterReins }],
+    );
   } finally {
     model.stop();
   }

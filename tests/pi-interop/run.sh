@@ -49,7 +49,7 @@ for version in $PI_VERSIONS; do
     0.*) package="@mariozechner/pi-coding-agent"; node_dir="$(dirname "$(command -v node)")" ;;
     *) package="@earendil-works/pi-coding-agent"; node_dir="$(node22_bin)" ;;
   esac
-  prefix="${PI_PREFIX:-$cache/pi-$version}"
+  prefix="$cache/pi-$version"
   PATH="$node_dir:$PATH" npm_install "$prefix" "$package" "$version"
   echo "pi-interop: pi $version (node $("$node_dir/node" --version))"
   work_dir="$(mktemp -d "${TMPDIR:-/tmp}/reins-pi-interop.XXXXXX")"

@@ -13,6 +13,7 @@
 mod edit_corpus;
 mod lsp;
 mod peer;
+mod pi16;
 mod review;
 mod sessions;
 
@@ -43,6 +44,10 @@ fn main() {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     if args.first().is_some_and(|first| first == RSS_WRAPPER_FLAG) {
         std::process::exit(run_rss_wrapper(&args[1..]));
+    }
+    // `reins-bench sessions`: only the session figures (no binary, no model server).
+    if args.first().is_some_and(|first| first == "sessions") {
+        std::process::exit(i32::from(sessions::measure() && std::env::var_os("BENCH_STRICT").is_some()));
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build();
     let Ok(runtime) = runtime else {

@@ -1,7 +1,12 @@
 //! Session figures: a 100,000-entry session file opened and its context built, one entry
-//! appended and flushed, a fork, and the memory it took — against the session targets.
+//! appended and flushed, a fork, and the memory it took — against the session targets; and the
+//! same open and context for a session in pi 1.6's shape, as a ratio to today's format.
 
-use reins_session::{BenchFigures, bench_large_session};
+use std::time::Instant;
+
+use reins_session::{BenchFigures, SessionFile, bench_large_session};
+
+use crate::pi16;
 
 /// Prints the figures and their targets; true when a target is missed.
 pub fn measure() -> bool {
@@ -19,7 +24,56 @@ pub fn measure() -> bool {
             return true;
         }
     };
-    print(&figures)
+    let missed = print(&figures);
+    missed | measure_pi16(dir.path(), figures.entries, figures.open_ms + figures.context_ms)
+}
+
+/// Open + context of a 100,000-entry pi 1.6 session (the median of three), next to
+/// `today_ms`, the same for today's format measured in this run.
+fn measure_pi16(dir: &std::path::Path, entries: usize, today_ms: f64) -> bool {
+    let path = match pi16::write(&dir.join("pi-1.6"), entries) {
+        Ok(path) => path,
+        Err(err) => {
+            println!(
+                "
+pi 1.6 session not measured: {err}"
+            );
+            return true;
+        }
+    };
+    let mut samples = Vec::new();
+    let mut messages = 0;
+    for _ in 0..3 {
+        let started = Instant::now();
+        let context = SessionFile::open(&path).and_then(|session| session.context());
+        samples.push(started.elapsed().as_secs_f64() * 1000.0);
+        match context {
+            Ok(context) => messages = context.messages.len(),
+            Err(err) => {
+                println!(
+                    "
+pi 1.6 session not measured: {err}"
+                );
+                return true;
+            }
+        }
+    }
+    samples.sort_by(f64::total_cmp);
+    let ms = samples[1];
+    let bytes = std::fs::metadata(&path).map_or(0, |meta| meta.len());
+    println!(
+        "
+pi 1.6 session ({} entries, {:.1} MB: system messages, context edits, checkpoints)",
+        entries,
+        bytes as f64 / (1024.0 * 1024.0)
+    );
+    println!(
+        "  open + context             {ms:>9.1} ms  (median of 3; {messages} messages; {:.2}x today's format)",
+        ms / today_ms
+    );
+    let ok = ms < 150.0;
+    println!("  [{}] open and build the context under 150 ms", if ok { "ok" } else { "MISSED" });
+    !ok
 }
 
 fn print(f: &BenchFigures) -> bool {

@@ -1,0 +1,390 @@
+//! One live connection to a server, through rmcp: a child process in its own process group
+//! (stderr to the log, killed with its group when the connection goes) or a streamable HTTP
+//! session, and the client side of the protocol (roots, progress, `tools/list_changed`).
+
+use std::collections::{HashMap, VecDeque};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use rmcp::model::{
+    ClientCapabilities, ClientInfo, Implementation, ListRootsResult, LoggingLevel, LoggingMessageNotificationParam,
+    ProgressNotificationParam, ProgressToken, Root, RootsCapabilities,
+};
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::ChildStderr;
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+
+use crate::Options;
+use crate::config::{ServerConfig, Transport};
+use crate::stdio::LineTransport;
+
+/// How many of a server's last stderr lines are kept for error messages.
+const STDERR_TAIL_LINES: usize = 20;
+/// Longest stderr line kept, in bytes.
+const STDERR_LINE_MAX: usize = 500;
+/// How long a stopping server may take to exit after its stdin closes before its group is killed.
+const EXIT_GRACE: Duration = Duration::from_millis(500);
+
+pub(crate) type Service = RunningService<RoleClient, Handler>;
+
+/// A started connection.
+pub(crate) struct Connection {
+    pub(crate) service: Service,
+    pub(crate) handler: Handler,
+    /// The child process of a stdio server.
+    pub(crate) process: Option<Process>,
+}
+
+/// The client side of the protocol for one connection.
+#[derive(Clone)]
+pub(crate) struct Handler {
+    server: Arc<str>,
+    roots: Arc<[Root]>,
+    /// Set when the server says its tools changed; cleared when they are listed again.
+    pub(crate) tools_changed: Arc<AtomicBool>,
+    /// Calls in flight that want progress, by progress token.
+    progress: Arc<Mutex<HashMap<ProgressToken, mpsc::UnboundedSender<String>>>>,
+}
+
+/// A stdio server's child process, the leader of its own process group.
+pub(crate) struct Process {
+    group: Pid,
+    /// The exit status, once the process has exited.
+    exited: watch::Receiver<Option<ExitStatus>>,
+    stderr: StderrTail,
+    /// Set when the server's stderr has ended.
+    stderr_done: watch::Receiver<bool>,
+}
+
+/// The last lines a server wrote to stderr.
+#[derive(Clone, Default)]
+pub(crate) struct StderrTail(Arc<Mutex<VecDeque<String>>>);
+
+/// Stops routing progress of a call when the call ends.
+pub(crate) struct ProgressRoute {
+    handler: Handler,
+    token: ProgressToken,
+}
+
+impl Connection {
+    /// Starts the server and runs the `initialize` handshake, by `deadline`.
+    pub(crate) async fn open(config: &ServerConfig, context: &Options, deadline: Instant) -> Result<Self, String> {
+        let handler = Handler::new(&config.name, &context.roots);
+        let waited = format!("{} s", config.startup_timeout.as_secs_f64());
+        match &config.transport {
+            Transport::Stdio { command, args, env, cwd } => {
+                let cwd = cwd.as_deref().or(context.roots.first().map(PathBuf::as_path));
+                let (mut process, stdout, stdin) =
+                    Process::spawn(&config.name, command, args, &context.base_env, env, cwd)?;
+                let transport = LineTransport::new(&config.name, stdout, stdin);
+                match tokio::time::timeout_at(deadline, handler.clone().serve(transport)).await {
+                    Ok(Ok(service)) => Ok(Self { service, handler, process: Some(process) }),
+                    Ok(Err(err)) => Err(process.failure(&format!("the `initialize` handshake failed: {err}")).await),
+                    Err(_) => Err(process
+                        .timed_out(format!("it did not answer `initialize` within {waited} (startup_timeout_sec)"))),
+                }
+            }
+            Transport::Http { url, bearer_token, headers } => {
+                let client = http_client(headers)?;
+                let mut transport_config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                if let Some(token) = bearer_token {
+                    transport_config = transport_config.auth_header(token.expose());
+                }
+                let transport = StreamableHttpClientTransport::with_client(client, transport_config);
+                match tokio::time::timeout_at(deadline, handler.clone().serve(transport)).await {
+                    Ok(Ok(service)) => Ok(Self { service, handler, process: None }),
+                    Ok(Err(err)) => Err(format!("cannot connect to {url}: {err}")),
+                    Err(_) => Err(format!("{url} did not answer `initialize` within {waited} (startup_timeout_sec)")),
+                }
+            }
+        }
+    }
+
+    /// Why the connection is gone, or `None` while it is up.
+    pub(crate) fn lost(&self) -> Option<String> {
+        if let Some(process) = &self.process
+            && let Some(status) = *process.exited.borrow()
+        {
+            return Some(process.describe_exit(status));
+        }
+        self.service.peer().is_transport_closed().then(|| "the connection closed".to_string())
+    }
+
+    /// Why the connection is gone, once it is: the process's exit and last stderr lines say
+    /// more than a closed pipe, so they are waited for a moment.
+    pub(crate) async fn loss_reason(&self) -> String {
+        if let Some(process) = &self.process {
+            let mut exited = process.exited.clone();
+            let mut stderr_done = process.stderr_done.clone();
+            let _ = tokio::time::timeout(EXIT_GRACE, async {
+                let _ = exited.wait_for(Option::is_some).await;
+                let _ = stderr_done.wait_for(|done| *done).await;
+            })
+            .await;
+        }
+        self.lost().unwrap_or_else(|| "the connection closed".to_string())
+    }
+
+    /// Closes the connection: stdin closes (or the HTTP session ends), then the process group
+    /// is killed if it has not exited within a short grace.
+    pub(crate) async fn close(mut self) {
+        let _ = self.service.close_with_timeout(EXIT_GRACE).await;
+        if let Some(mut process) = self.process.take() {
+            let _ = tokio::time::timeout(EXIT_GRACE, process.exited.wait_for(Option::is_some)).await;
+            process.kill();
+        }
+    }
+}
+
+impl Handler {
+    fn new(server: &str, roots: &[PathBuf]) -> Self {
+        let roots = roots
+            .iter()
+            .filter_map(|root| {
+                let uri = reqwest::Url::from_file_path(root).ok()?;
+                let name = root.file_name().map(|name| name.to_string_lossy().into_owned());
+                Some(Root { uri: uri.to_string(), name })
+            })
+            .collect();
+        Self { server: server.into(), roots, tools_changed: Arc::new(AtomicBool::new(false)), progress: Arc::default() }
+    }
+
+    /// Routes the progress notifications of a call to `sender` until the route is dropped.
+    pub(crate) fn route_progress(&self, token: ProgressToken, sender: mpsc::UnboundedSender<String>) -> ProgressRoute {
+        lock(&self.progress).insert(token.clone(), sender);
+        ProgressRoute { handler: self.clone(), token }
+    }
+}
+
+impl Drop for ProgressRoute {
+    fn drop(&mut self) {
+        lock(&self.handler.progress).remove(&self.token);
+    }
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientInfo {
+        let mut capabilities = ClientCapabilities::default();
+        if !self.roots.is_empty() {
+            capabilities.roots = Some(RootsCapabilities { list_changed: Some(false) });
+        }
+        ClientInfo {
+            meta: None,
+            protocol_version: Default::default(),
+            capabilities,
+            client_info: Implementation {
+                name: "reins".into(),
+                title: None,
+                version: env!("CARGO_PKG_VERSION").into(),
+                description: None,
+                icons: None,
+                website_url: None,
+            },
+        }
+    }
+
+    async fn list_roots(&self, _: RequestContext<RoleClient>) -> Result<ListRootsResult, ErrorData> {
+        Ok(ListRootsResult { roots: self.roots.to_vec() })
+    }
+
+    async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
+        tracing::debug!(server = %self.server, "MCP server says its tools changed");
+        self.tools_changed.store(true, Ordering::SeqCst);
+    }
+
+    async fn on_progress(&self, params: ProgressNotificationParam, _: NotificationContext<RoleClient>) {
+        let Some(sender) = lock(&self.progress).get(&params.progress_token).cloned() else { return };
+        let mut text = match params.total {
+            Some(total) => format!("progress {}/{}", params.progress, total),
+            None => format!("progress {}", params.progress),
+        };
+        if let Some(message) = params.message.filter(|message| !message.is_empty()) {
+            text.push_str(&format!(": {message}"));
+        }
+        let _ = sender.send(text);
+    }
+
+    async fn on_logging_message(&self, params: LoggingMessageNotificationParam, _: NotificationContext<RoleClient>) {
+        let server = &self.server;
+        let data = &params.data;
+        match params.level {
+            LoggingLevel::Debug => tracing::debug!(target: "reins_mcp::server_log", %server, %data),
+            LoggingLevel::Info | LoggingLevel::Notice => {
+                tracing::info!(target: "reins_mcp::server_log", %server, %data)
+            }
+            _ => tracing::warn!(target: "reins_mcp::server_log", %server, %data),
+        }
+    }
+}
+
+impl Process {
+    fn spawn(
+        server: &str,
+        command: &str,
+        args: &[String],
+        base_env: &[(String, String)],
+        env: &[(String, String)],
+        cwd: Option<&Path>,
+    ) -> Result<(Self, tokio::process::ChildStdout, tokio::process::ChildStdin), String> {
+        let mut cmd = tokio::process::Command::new(command);
+        cmd.args(args)
+            .env_clear()
+            .envs(base_env.iter().map(|(name, value)| (name, value)))
+            .envs(env.iter().map(|(name, value)| (name, value)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Its own group, so that stopping it stops what it started (npx starts node).
+            .process_group(0)
+            .kill_on_drop(true);
+        if let Some(cwd) = cwd {
+            cmd.current_dir(cwd);
+        }
+        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            cmd.pre_exec(|| {
+                // If reins dies without cleaning up, the server dies too.
+                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)
+            });
+        }
+        let mut child = cmd.spawn().map_err(|err| match err.kind() {
+            std::io::ErrorKind::NotFound => {
+                format!("cannot start `{command}`: it was not found; is it installed and on PATH?")
+            }
+            _ => format!("cannot start `{command}`: {err}"),
+        })?;
+        let (Some(stdout), Some(stdin), Some(stderr), Some(pid)) =
+            (child.stdout.take(), child.stdin.take(), child.stderr.take(), child.id())
+        else {
+            return Err(format!("cannot start `{command}`: its standard streams were not set up"));
+        };
+        let group = Pid::from_raw(pid as i32);
+        let stderr_tail = StderrTail::default();
+        let (stderr_sender, stderr_done) = watch::channel(false);
+        let (server_name, tail) = (server.to_string(), stderr_tail.clone());
+        tokio::spawn(async move {
+            log_stderr(server_name, stderr, tail).await;
+            let _ = stderr_sender.send(true);
+        });
+        let (exit_sender, exited) = watch::channel(None);
+        tokio::spawn(async move {
+            let status = child.wait().await;
+            let _ = exit_sender.send(Some(status.unwrap_or_else(|_| ExitStatus::from_raw(0))));
+        });
+        Ok((Self { group, exited, stderr: stderr_tail, stderr_done }, stdout, stdin))
+    }
+
+    /// Kills the process group (ESRCH — it is gone already — is fine).
+    pub(crate) fn kill(&self) {
+        let _ = killpg(self.group, Signal::SIGKILL);
+    }
+
+    /// How the process ended, with its last stderr lines.
+    pub(crate) fn describe_exit(&self, status: ExitStatus) -> String {
+        let how = match (status.code(), status.signal()) {
+            (Some(code), _) => format!("the server exited with status {code}"),
+            (None, Some(signal)) => match Signal::try_from(signal) {
+                Ok(signal) => format!("the server was killed by {}", signal.as_str()),
+                Err(_) => format!("the server was killed by signal {signal}"),
+            },
+            _ => "the server exited".to_string(),
+        };
+        self.stderr.append_to(how)
+    }
+
+    /// The reason a start failed: `reason`, or how the process ended if it did, with its stderr.
+    async fn failure(&mut self, reason: &str) -> String {
+        // The process may be on its way out; its exit says more than a closed pipe does.
+        let _ = tokio::time::timeout(EXIT_GRACE, async {
+            let _ = self.exited.wait_for(Option::is_some).await;
+            let _ = self.stderr_done.wait_for(|done| *done).await;
+        })
+        .await;
+        match *self.exited.borrow() {
+            Some(status) => self.describe_exit(status),
+            None => self.stderr.append_to(reason.to_string()),
+        }
+    }
+
+    /// The reason a start timed out, with what the server wrote to stderr.
+    fn timed_out(&self, reason: String) -> String {
+        self.stderr.append_to(reason)
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+impl StderrTail {
+    fn push(&self, line: String) {
+        let mut lines = lock(&self.0);
+        if lines.len() == STDERR_TAIL_LINES {
+            lines.pop_front();
+        }
+        lines.push_back(line);
+    }
+
+    /// `reason`, followed by the last stderr lines when there are any.
+    fn append_to(&self, reason: String) -> String {
+        let lines = lock(&self.0);
+        // Stack traces and banners come first; the last few lines say what went wrong.
+        let last: Vec<&str> = lines.iter().rev().take(5).rev().map(String::as_str).collect();
+        if last.is_empty() { reason } else { format!("{reason}; its stderr ends with: {}", last.join(" | ")) }
+    }
+}
+
+/// Sends each stderr line of a server to the log (never to stdout) and keeps the last ones.
+async fn log_stderr(server: String, stderr: ChildStderr, tail: StderrTail) {
+    let mut lines = BufReader::new(stderr).split(b'\n');
+    while let Ok(Some(line)) = lines.next_segment().await {
+        let mut line = String::from_utf8_lossy(&line).trim_end().to_string();
+        if line.is_empty() {
+            continue;
+        }
+        if line.len() > STDERR_LINE_MAX {
+            let mut end = STDERR_LINE_MAX;
+            while !line.is_char_boundary(end) {
+                end -= 1;
+            }
+            line.truncate(end);
+            line.push('…');
+        }
+        tracing::info!(target: "reins_mcp::stderr", %server, "{line}");
+        tail.push(line);
+    }
+}
+
+fn http_client(headers: &[(String, String)]) -> Result<reqwest::Client, String> {
+    let mut map = reqwest::header::HeaderMap::new();
+    for (name, value) in headers {
+        let header = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("`{name}` is not a valid HTTP header name"))?;
+        let mut value = reqwest::header::HeaderValue::from_str(value)
+            .map_err(|_| format!("the value of header `{name}` is not a valid HTTP header value"))?;
+        value.set_sensitive(true);
+        map.insert(header, value);
+    }
+    reqwest::Client::builder()
+        .default_headers(map)
+        .connect_timeout(Duration::from_secs(10))
+        .build()
+        .map_err(|err| format!("cannot set up an HTTP client: {err}"))
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}

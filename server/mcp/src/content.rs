@@ -1,0 +1,192 @@
+//! A `tools/call` result as the model reads it: text stays text, images stay images, what the
+//! model cannot take (audio, binary resources) is described in a line, structured content is
+//! rendered as JSON text, and `isError: true` becomes an error result.
+
+use reins_agent::{ToolError, ToolOutput};
+use reins_ai::Content;
+use rmcp::model::{RawContent, ResourceContents};
+use serde_json::{Value, json};
+
+/// The tool result of a call to `tool` of `server`, from the `tools/call` result as JSON: a
+/// block reins cannot read is described rather than failing the whole result.
+pub(crate) fn tool_output(server: &str, tool: &str, result: &Value) -> Result<ToolOutput, ToolError> {
+    let blocks = match result.get("content") {
+        Some(Value::Array(blocks)) => blocks.as_slice(),
+        None | Some(Value::Null) => &[],
+        Some(_) => {
+            return Err(ToolError::new(format!(
+                "the MCP server `{server}` answered with a malformed result: `content` is not a list"
+            )));
+        }
+    };
+    let mut content: Vec<Content> = blocks.iter().filter_map(convert_json).collect();
+    if let Some(structured) = result.get("structuredContent").filter(|value| !value.is_null()) {
+        // Servers should repeat structured content as JSON text; add it only when they did not.
+        let repeated = content.iter().any(|block| match block {
+            Content::Text { text } => serde_json::from_str::<Value>(text).is_ok_and(|parsed| parsed == *structured),
+            _ => false,
+        });
+        if !repeated {
+            let text = serde_json::to_string_pretty(structured).unwrap_or_else(|_| structured.to_string());
+            content.push(Content::text(text));
+        }
+    }
+    if result.get("isError") == Some(&Value::Bool(true)) {
+        let texts: Vec<&str> = content
+            .iter()
+            .filter_map(|block| match block {
+                Content::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        let message = if texts.is_empty() {
+            format!("the MCP tool `{tool}` of server `{server}` reported an error without a message")
+        } else {
+            texts.join("\n")
+        };
+        return Err(ToolError::new(message));
+    }
+    if content.is_empty() {
+        content.push(Content::text("(the tool returned no content)"));
+    }
+    Ok(ToolOutput { content, details: Some(json!({"mcp": {"server": server, "tool": tool}})) })
+}
+
+/// One content block; empty text is left out.
+fn convert_json(block: &Value) -> Option<Content> {
+    match serde_json::from_value::<RawContent>(block.clone()) {
+        Ok(RawContent::Text(text)) if text.text.is_empty() => None,
+        Ok(block) => Some(convert(block)),
+        Err(_) => {
+            let kind = block.get("type").and_then(Value::as_str).unwrap_or("(none)");
+            Some(Content::text(format!("[a content block of type `{kind}` that reins cannot show]")))
+        }
+    }
+}
+
+fn convert(block: RawContent) -> Content {
+    match block {
+        RawContent::Text(text) => Content::text(text.text),
+        RawContent::Image(image) => Content::Image { data: image.data, mime_type: image.mime_type },
+        RawContent::Audio(audio) => {
+            Content::text(format!("[audio ({}), {} not shown to the model]", audio.mime_type, size(&audio.data)))
+        }
+        RawContent::Resource(embedded) => match embedded.resource {
+            ResourceContents::TextResourceContents { uri, text, .. } => {
+                Content::text(format!("[resource {uri}]\n{text}"))
+            }
+            ResourceContents::BlobResourceContents { uri, mime_type, blob, .. } => match mime_type {
+                Some(mime) if mime.starts_with("image/") => Content::Image { data: blob, mime_type: mime },
+                mime => Content::text(format!(
+                    "[resource {uri} ({}), {} of binary data not shown to the model]",
+                    mime.as_deref().unwrap_or("no type given"),
+                    size(&blob)
+                )),
+            },
+        },
+        RawContent::ResourceLink(link) => {
+            let mut line = format!("[resource link {}: {}", link.uri, link.name);
+            if let Some(description) = link.description.filter(|text| !text.is_empty()) {
+                line.push_str(&format!(" — {description}"));
+            }
+            if let Some(mime) = link.mime_type {
+                line.push_str(&format!(" ({mime})"));
+            }
+            line.push(']');
+            Content::text(line)
+        }
+    }
+}
+
+/// The size of base64 data once decoded, for a person.
+fn size(base64: &str) -> String {
+    let bytes = base64.trim_end_matches('=').len() * 3 / 4;
+    if bytes < 1024 { format!("{bytes} bytes") } else { format!("{} KiB", bytes / 1024) }
+}
+
+#[cfg(test)]
+mod tests {
+    use expect_test::{Expect, expect};
+
+    use super::*;
+
+    fn check(result: Value, expected: Expect) {
+        let rendered = match tool_output("everything", "t", &result) {
+            Ok(output) => serde_json::to_string(&output.content).unwrap(),
+            Err(err) => format!("error: {err}"),
+        };
+        expected.assert_eq(&rendered);
+    }
+
+    #[test]
+    fn text_and_images() {
+        check(
+            json!({"content": [{"type": "text", "text": "A tiny image:"},
+                               {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}]}),
+            expect![[
+                r#"[{"type":"text","text":"A tiny image:"},{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"}]"#
+            ]],
+        );
+    }
+
+    #[test]
+    fn is_error_becomes_an_error_result() {
+        check(
+            json!({"content": [{"type": "text", "text": "Invalid arguments: a must be a number"}], "isError": true}),
+            expect!["error: Invalid arguments: a must be a number"],
+        );
+        check(
+            json!({"content": [], "isError": true}),
+            expect!["error: the MCP tool `t` of server `everything` reported an error without a message"],
+        );
+    }
+
+    #[test]
+    fn structured_content_is_json_text_unless_repeated() {
+        check(
+            json!({"content": [], "structuredContent": {"temperature": 22.5, "conditions": "Sunny"}}),
+            expect![[r#"[{"type":"text","text":"{\n  \"conditions\": \"Sunny\",\n  \"temperature\": 22.5\n}"}]"#]],
+        );
+        check(
+            json!({"content": [{"type": "text", "text": "{\"temperature\": 22.5}"}],
+                   "structuredContent": {"temperature": 22.5}}),
+            expect![[r#"[{"type":"text","text":"{\"temperature\": 22.5}"}]"#]],
+        );
+    }
+
+    #[test]
+    fn resources_audio_and_links_are_described() {
+        check(
+            json!({"content": [
+                {"type": "resource", "resource": {"uri": "demo://text/1", "mimeType": "text/plain", "text": "hello"}},
+                {"type": "resource", "resource": {"uri": "demo://blob/1", "mimeType": "application/gzip", "blob": "AAAAAAAA"}},
+                {"type": "resource", "resource": {"uri": "demo://img", "mimeType": "image/png", "blob": "iVBO"}},
+                {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"},
+                {"type": "resource_link", "uri": "demo://x", "name": "x.txt", "description": "a file", "mimeType": "text/plain"}
+            ]}),
+            expect![[
+                r#"[{"type":"text","text":"[resource demo://text/1]\nhello"},{"type":"text","text":"[resource demo://blob/1 (application/gzip), 6 bytes of binary data not shown to the model]"},{"type":"image","data":"iVBO","mimeType":"image/png"},{"type":"text","text":"[audio (audio/wav), 3 bytes not shown to the model]"},{"type":"text","text":"[resource link demo://x: x.txt — a file (text/plain)]"}]"#
+            ]],
+        );
+    }
+
+    #[test]
+    fn nothing_at_all_says_so() {
+        check(json!({"content": []}), expect![[r#"[{"type":"text","text":"(the tool returned no content)"}]"#]]);
+        check(json!({}), expect![[r#"[{"type":"text","text":"(the tool returned no content)"}]"#]]);
+    }
+
+    #[test]
+    fn unknown_blocks_are_described_and_bad_content_is_an_error() {
+        check(
+            json!({"content": [{"type": "text", "text": "ok"}, {"type": "hologram", "data": 1}]}),
+            expect![[
+                r#"[{"type":"text","text":"ok"},{"type":"text","text":"[a content block of type `hologram` that reins cannot show]"}]"#
+            ]],
+        );
+        check(
+            json!({"content": "nope"}),
+            expect!["error: the MCP server `everything` answered with a malformed result: `content` is not a list"],
+        );
+    }
+}

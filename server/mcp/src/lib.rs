@@ -1,0 +1,59 @@
+//! The user's MCP servers, through rmcp: each server's tools become ordinary agent tools named
+//! `mcp__server__tool`, so that the agent's policies, approval, events and session recording
+//! apply to them unchanged.
+//!
+//! A [`Servers`] is a set of servers started together: the configured ones, shared by every
+//! session, or the ones a client gave one session (ACP `session/new`). A [`SessionServers`] joins
+//! the two for one session and hands the agent its tools. Nothing here reads config files or the
+//! environment: the harness resolves a [`ServerConfig`] and passes it in.
+
+mod config;
+mod connection;
+mod content;
+mod names;
+mod schema;
+mod server;
+mod set;
+mod stdio;
+mod tool;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub use config::{DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, ServerConfig, Transport};
+pub use names::{MAX_NAME_LEN, assign_names, public_name};
+pub use schema::normalize_input_schema;
+pub use server::ServerState;
+pub use set::{ServerStatus, Servers, SessionServers, ToolInfo};
+pub use tool::McpTool;
+
+/// How often a server that stopped after it was ready is started again before it is given up.
+pub const MAX_RESTARTS: u32 = 3;
+
+/// What every server of a set shares.
+pub struct Options {
+    /// The environment every stdio server starts from, before its own `env`: reins's own
+    /// without provider keys (the harness scrubs it).
+    pub base_env: Vec<(String, String)>,
+    /// The workspace roots: offered to servers as MCP roots; the first is a stdio server's
+    /// working directory unless it has its own.
+    pub roots: Vec<PathBuf>,
+    /// Where warnings go: a server could not start, or stopped.
+    pub notify: Arc<dyn Fn(Notice) + Send + Sync>,
+    pub max_restarts: u32,
+}
+
+/// A warning about one server, for the user (stderr in `reins run`, `window/showMessage` in
+/// the LSP server).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    pub server: String,
+    /// A sentence that names the server and says what happened.
+    pub message: String,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self { base_env: Vec::new(), roots: Vec::new(), notify: Arc::new(|_| {}), max_restarts: MAX_RESTARTS }
+    }
+}

@@ -1,0 +1,350 @@
+//! One server's lifecycle: started on first need (within its startup timeout), its tool list kept
+//! fresh (`tools/list_changed`), a death reported once and repaired by a restart on the next use
+//! while the restart budget lasts, stopped with its process group.
+//!
+//! A server that fails to start stays failed (its reason shows in listings) until its set is
+//! built again, as when the configuration changes: retrying a missing command every run would
+//! only repeat the same warning.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam, ClientRequest,
+    JsonObject, RequestId, ServerResult,
+};
+use rmcp::service::{PeerRequestOptions, ServiceError};
+use rmcp::{Peer, RoleClient};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::ServerConfig;
+use crate::connection::Connection;
+use crate::{Notice, Options};
+
+/// Where a server is in its life, for listings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerState {
+    /// Not needed yet.
+    Idle,
+    Starting,
+    Ready,
+    /// It stopped after it was ready; the next use restarts it.
+    Exited(String),
+    /// It could not be started (or restarted); its tools are not offered.
+    Failed(String),
+    /// Shut down with reins or with its session.
+    Stopped,
+}
+
+/// A tool as the server describes it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ServerTool {
+    pub(crate) name: String,
+    pub(crate) description: String,
+    pub(crate) input_schema: Arc<JsonObject>,
+}
+
+pub(crate) struct Server {
+    pub(crate) config: ServerConfig,
+    options: Arc<Options>,
+    state: Mutex<State>,
+    /// Held while the server starts, so that concurrent users wait for one start.
+    starting: tokio::sync::Mutex<()>,
+    restarts: AtomicU32,
+    /// Changes whenever the tool list may have: a new connection, a fresh listing.
+    generation: AtomicU64,
+}
+
+enum State {
+    Idle,
+    Starting,
+    Ready(Arc<Live>),
+    Exited(String),
+    Failed(String),
+    Stopped,
+}
+
+/// A ready connection and the tools it listed.
+struct Live {
+    connection: Connection,
+    tools: Mutex<Arc<[ServerTool]>>,
+}
+
+/// A call in flight: if it is dropped before its answer came (the run was cancelled, the call
+/// timed out), the server is told with `notifications/cancelled`.
+struct InFlight {
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+}
+
+impl Server {
+    pub(crate) fn new(config: ServerConfig, options: Arc<Options>) -> Self {
+        Self {
+            config,
+            options,
+            state: Mutex::new(State::Idle),
+            starting: tokio::sync::Mutex::new(()),
+            restarts: AtomicU32::new(0),
+            generation: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    pub(crate) fn state(&self) -> ServerState {
+        match &*lock(&self.state) {
+            State::Idle => ServerState::Idle,
+            State::Starting => ServerState::Starting,
+            State::Ready(live) => match live.connection.lost() {
+                Some(reason) => ServerState::Exited(reason),
+                None => ServerState::Ready,
+            },
+            State::Exited(reason) => ServerState::Exited(reason.clone()),
+            State::Failed(reason) => ServerState::Failed(reason.clone()),
+            State::Stopped => ServerState::Stopped,
+        }
+    }
+
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+
+    /// The tools it listed, if it is up; starts nothing.
+    pub(crate) fn listed_tools(&self) -> Option<Arc<[ServerTool]>> {
+        match &*lock(&self.state) {
+            State::Ready(live) => Some(lock(&live.tools).clone()),
+            _ => None,
+        }
+    }
+
+    /// The server's tools, starting it (or restarting it after it exited) first, and listing
+    /// them again if the server said they changed. Empty when the server is not available.
+    pub(crate) async fn tools(&self) -> Arc<[ServerTool]> {
+        let Ok(live) = self.ready().await else { return Arc::from([]) };
+        if live.connection.handler.tools_changed.swap(false, Ordering::SeqCst) {
+            let deadline = Instant::now() + self.config.startup_timeout;
+            match list_tools(&live.connection, deadline).await {
+                Ok(tools) => {
+                    *lock(&live.tools) = tools.into();
+                    self.generation.fetch_add(1, Ordering::SeqCst);
+                }
+                Err(err) => tracing::warn!(server = %self.name(), "listing the changed tools failed: {err}"),
+            }
+        }
+        lock(&live.tools).clone()
+    }
+
+    /// Calls a tool. Progress goes to `on_progress`; `cancel` (or dropping the future) tells the
+    /// server the call is cancelled. The error is for the model.
+    pub(crate) async fn call(
+        &self,
+        tool: &str,
+        arguments: JsonObject,
+        cancel: &CancellationToken,
+        on_progress: &(dyn Fn(&str) + Send + Sync),
+    ) -> Result<Value, String> {
+        let live = self.ready().await?;
+        let peer = live.connection.service.peer().clone();
+        let request = ClientRequest::CallToolRequest(CallToolRequest {
+            method: Default::default(),
+            params: CallToolRequestParams {
+                meta: None,
+                name: tool.to_string().into(),
+                arguments: Some(arguments),
+                task: None,
+            },
+            extensions: Default::default(),
+        });
+        let handle = match peer.send_cancellable_request(request, PeerRequestOptions::no_options()).await {
+            Ok(handle) => handle,
+            Err(err) => return Err(self.call_failed(&live, err).await),
+        };
+        let (progress_sender, mut progress) = mpsc::unbounded_channel();
+        let _route = live.connection.handler.route_progress(handle.progress_token.clone(), progress_sender);
+        let mut in_flight = InFlight { peer, id: Some(handle.id.clone()) };
+        let mut answer = handle.rx;
+        loop {
+            tokio::select! {
+                answer = &mut answer => {
+                    in_flight.id = None;
+                    return match answer {
+                        // rmcp reads a result it finds malformed (an empty `content`, a block type
+                        // it does not know) as a custom result: rendered leniently all the same.
+                        Ok(Ok(ServerResult::CallToolResult(result))) => Ok(serde_json::to_value(result).unwrap_or_default()),
+                        Ok(Ok(ServerResult::CustomResult(result))) => Ok(result.0),
+                        Ok(Ok(ServerResult::EmptyResult(_))) => Ok(Value::Object(Default::default())),
+                        Ok(Ok(_)) => Err(format!("the MCP server `{}` answered `tools/call` with something else than a tool result", self.name())),
+                        Ok(Err(err)) => Err(self.call_failed(&live, err).await),
+                        Err(_) => Err(self.call_failed(&live, ServiceError::TransportClosed).await),
+                    };
+                }
+                Some(text) = progress.recv() => on_progress(&text),
+                _ = cancel.cancelled() => return Err("cancelled".to_string()),
+            }
+        }
+    }
+
+    /// Stops the server; it is not started again.
+    pub(crate) async fn stop(&self) {
+        let _starting = self.starting.lock().await;
+        let previous = std::mem::replace(&mut *lock(&self.state), State::Stopped);
+        if let State::Ready(live) = previous {
+            match Arc::try_unwrap(live) {
+                Ok(live) => live.connection.close().await,
+                // A call still holds it; dropping ours kills the process group when it ends.
+                Err(live) => drop(live),
+            }
+        }
+    }
+
+    /// A ready connection: the current one, or a new one.
+    async fn ready(&self) -> Result<Arc<Live>, String> {
+        if let Some(live) = self.current().await {
+            return Ok(live);
+        }
+        let _starting = self.starting.lock().await;
+        // Someone else may have started it while we waited.
+        if let Some(live) = self.current().await {
+            return Ok(live);
+        }
+        let restart = {
+            let mut state = lock(&self.state);
+            match &*state {
+                State::Failed(reason) => return Err(self.unavailable(reason)),
+                State::Stopped => return Err(format!("the MCP server `{}` was stopped", self.name())),
+                State::Exited(reason) => {
+                    if self.restarts.load(Ordering::SeqCst) >= self.options.max_restarts {
+                        let reason = format!("{reason}; gave up after {} restarts", self.options.max_restarts);
+                        *state = State::Failed(reason.clone());
+                        return Err(self.unavailable(&reason));
+                    }
+                    true
+                }
+                State::Idle | State::Starting | State::Ready(_) => false,
+            }
+        };
+        if restart {
+            self.restarts.fetch_add(1, Ordering::SeqCst);
+        }
+        *lock(&self.state) = State::Starting;
+        match self.start().await {
+            Ok(live) => {
+                let live = Arc::new(live);
+                *lock(&self.state) = State::Ready(live.clone());
+                self.generation.fetch_add(1, Ordering::SeqCst);
+                Ok(live)
+            }
+            Err(reason) => {
+                let verb = if restart { "could not be restarted" } else { "could not be started" };
+                (self.options.notify)(Notice {
+                    server: self.name().to_string(),
+                    message: format!("MCP server `{}` {verb}: {reason}; going on without its tools", self.name()),
+                });
+                *lock(&self.state) = State::Failed(reason.clone());
+                Err(self.unavailable(&reason))
+            }
+        }
+    }
+
+    /// The ready connection, if it is still up. A connection found gone is reported once and
+    /// becomes `Exited`.
+    async fn current(&self) -> Option<Arc<Live>> {
+        let live = match &*lock(&self.state) {
+            State::Ready(live) => live.clone(),
+            _ => return None,
+        };
+        if live.connection.lost().is_none() {
+            return Some(live);
+        }
+        let reason = live.connection.loss_reason().await;
+        {
+            let mut state = lock(&self.state);
+            // Another caller may have found it gone first.
+            if !matches!(&*state, State::Ready(current) if Arc::ptr_eq(current, &live)) {
+                return None;
+            }
+            *state = State::Exited(reason.clone());
+        }
+        (self.options.notify)(Notice {
+            server: self.name().to_string(),
+            message: format!("MCP server `{}` stopped: {reason}; it will be restarted when next needed", self.name()),
+        });
+        None
+    }
+
+    async fn start(&self) -> Result<Live, String> {
+        let deadline = Instant::now() + self.config.startup_timeout;
+        let connection = Connection::open(&self.config, &self.options, deadline).await?;
+        // A change announced before this listing is in it; one announced later is not.
+        connection.handler.tools_changed.store(false, Ordering::SeqCst);
+        let tools = list_tools(&connection, deadline).await?;
+        tracing::info!(server = %self.name(), tools = tools.len(), "MCP server ready");
+        Ok(Live { connection, tools: Mutex::new(tools.into()) })
+    }
+
+    /// The model's message for a call that failed below the tool (the server is gone, or
+    /// answered with a protocol error).
+    async fn call_failed(&self, live: &Live, err: ServiceError) -> String {
+        let name = self.name();
+        match err {
+            ServiceError::McpError(error) => format!("the MCP server `{name}` refused the call: {}", error.message),
+            _ => {
+                let reason = live.connection.loss_reason().await;
+                format!(
+                    "the MCP server `{name}` stopped during the call ({reason}); it will be restarted on the next call"
+                )
+            }
+        }
+    }
+
+    fn unavailable(&self, reason: &str) -> String {
+        format!("the MCP server `{}` is not available: {reason}", self.name())
+    }
+}
+
+async fn list_tools(connection: &Connection, deadline: Instant) -> Result<Vec<ServerTool>, String> {
+    let listed = tokio::time::timeout_at(deadline, connection.service.peer().list_all_tools()).await;
+    let tools = match listed {
+        Ok(Ok(tools)) => tools,
+        Ok(Err(err)) => return Err(format!("`tools/list` failed: {err}")),
+        Err(_) => return Err("it did not answer `tools/list` within the startup timeout".to_string()),
+    };
+    Ok(tools
+        .into_iter()
+        .map(|tool| ServerTool {
+            description: tool.description.map(|text| text.into_owned()).or(tool.title).unwrap_or_default(),
+            name: tool.name.into_owned(),
+            input_schema: tool.input_schema,
+        })
+        .collect())
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let peer = self.peer.clone();
+        runtime.spawn(async move {
+            let notification = CancelledNotification {
+                params: CancelledNotificationParam {
+                    request_id: id,
+                    reason: Some("reins stopped waiting for the call".into()),
+                },
+                method: Default::default(),
+                extensions: Default::default(),
+            };
+            if let Err(err) = peer.send_notification(notification.into()).await {
+                tracing::debug!("could not send notifications/cancelled: {err}");
+            }
+        });
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}

@@ -1,0 +1,104 @@
+//! A server's tool as an ordinary agent [`Tool`]: the agent's validation of JSON, timeouts,
+//! truncation, approval gate, events and session recording apply to it as to any other.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use reins_agent::{Prepared, Proposal, Tool, ToolContext, ToolError, ToolOutput};
+use reins_ai::ToolSpec;
+use rmcp::model::JsonObject;
+use serde_json::Value;
+
+use crate::content::tool_output;
+use crate::schema::normalize_input_schema;
+use crate::server::{Server, ServerTool};
+
+/// Tool `tool` of `server`, offered to the model as `name` (`mcp__server__tool`).
+pub struct McpTool {
+    name: String,
+    spec: ToolSpec,
+    tool: String,
+    server: Arc<Server>,
+}
+
+impl McpTool {
+    pub(crate) fn new(name: String, server: Arc<Server>, tool: &ServerTool) -> Self {
+        let spec = ToolSpec {
+            name: name.clone(),
+            description: tool.description.clone(),
+            parameters: normalize_input_schema(&tool.input_schema),
+        };
+        Self { name, spec, tool: tool.name.clone(), server }
+    }
+
+    /// The server's name.
+    pub fn server(&self) -> &str {
+        self.server.name()
+    }
+
+    /// The server's name for the tool.
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+}
+
+#[async_trait]
+impl Tool for McpTool {
+    fn spec(&self) -> ToolSpec {
+        self.spec.clone()
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Never: a server's `readOnlyHint` is a hint from a program we do not control, and read-only
+    /// calls run in parallel and are retried.
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        Some(self.server.config.tool_timeout)
+    }
+
+    async fn prepare(&self, arguments: &Value) -> Result<Prepared, ToolError> {
+        let arguments: JsonObject = match arguments {
+            Value::Object(map) => map.clone(),
+            Value::Null => JsonObject::new(),
+            other => {
+                return Err(ToolError::new(format!(
+                    "invalid arguments: expected a JSON object matching the tool's schema, found {}",
+                    kind(other)
+                )));
+            }
+        };
+        Ok(Prepared { proposal: None, input: Box::new(arguments) })
+    }
+
+    async fn execute(
+        &self,
+        prepared: Prepared,
+        _proposal: Option<Proposal>,
+        cx: ToolContext<'_>,
+    ) -> Result<ToolOutput, ToolError> {
+        let arguments = prepared
+            .input
+            .downcast::<JsonObject>()
+            .map_err(|_| ToolError::new(format!("internal error: {} was prepared by another tool", self.name)))?;
+        let result = self.server.call(&self.tool, *arguments, &cx.cancel, cx.on_update).await.map_err(ToolError)?;
+        tool_output(self.server.name(), &self.tool, &result)
+    }
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

@@ -1,0 +1,111 @@
+// A scripted MCP server for reins's tests, on the official TypeScript SDK (the one the reference
+// server @modelcontextprotocol/server-everything is built on): tools that misbehave on request
+// (crash mid-call, hang, print junk to stdout, answer with empty content), change the tool list,
+// and report what the client sent (cancellations, environment, HTTP headers).
+//
+// Usage: node test-server.mjs stdio|http
+//   MCP_NODE_MODULES  the node_modules that hold @modelcontextprotocol/sdk (tests/mcp/install.sh)
+//   RECORD_FILE       where cancellations are appended, one line each (optional)
+//   PORT              the HTTP port (http mode); the server prints "listening on PORT" to stderr
+import { appendFileSync } from "node:fs";
+import { createServer } from "node:http";
+import { randomUUID } from "node:crypto";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+
+const modules = process.env.MCP_NODE_MODULES;
+if (!modules) {
+  console.error("test-server: set MCP_NODE_MODULES");
+  process.exit(2);
+}
+const sdk = (path) => import(pathToFileURL(join(modules, "@modelcontextprotocol/sdk/dist/esm", path)).href);
+const { Server } = await sdk("server/index.js");
+const { StdioServerTransport } = await sdk("server/stdio.js");
+const { StreamableHTTPServerTransport } = await sdk("server/streamableHttp.js");
+const { ListToolsRequestSchema, CallToolRequestSchema } = await sdk("types.js");
+
+const mode = process.argv[2] || "stdio";
+const record = (line) => {
+  if (process.env.RECORD_FILE) appendFileSync(process.env.RECORD_FILE, line + "\n");
+};
+const object = (properties = {}, required = []) => ({ type: "object", properties, required });
+
+const tools = [
+  { name: "echo", description: "Echoes the text back.", inputSchema: object({ text: { type: "string" } }, ["text"]) },
+  { name: "sleep", description: "Waits, then answers.", inputSchema: object({ seconds: { type: "number" } }, ["seconds"]) },
+  { name: "crash", description: "Exits the server in the middle of the call.", inputSchema: object() },
+  { name: "junk", description: "Prints a line that is not JSON-RPC to stdout, then answers.", inputSchema: object() },
+  { name: "empty", description: "Answers with no content at all.", inputSchema: object() },
+  { name: "env", description: "The server's environment.", inputSchema: object() },
+  { name: "pid", description: "The server's process id.", inputSchema: object() },
+  { name: "headers", description: "The HTTP headers of this request.", inputSchema: object() },
+  { name: "fail", description: "Answers with isError.", inputSchema: object() },
+  { name: "add_tool", description: "Adds a tool and says the list changed.", inputSchema: object({ name: { type: "string" } }, ["name"]) },
+];
+
+function newServer() {
+  const server = new Server({ name: "reins-test-server", version: "1.0.0" }, { capabilities: { tools: { listChanged: true } } });
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const args = request.params.arguments || {};
+    const text = (text) => ({ content: [{ type: "text", text }] });
+    switch (request.params.name) {
+      case "echo":
+        return text(`echo: ${args.text}`);
+      case "sleep":
+        return await new Promise((resolve) => {
+          const timer = setTimeout(() => resolve(text(`slept ${args.seconds} s`)), args.seconds * 1000);
+          extra.signal.addEventListener("abort", () => {
+            clearTimeout(timer);
+            record(`cancelled ${extra.requestId}`);
+            resolve(text("cancelled"));
+          });
+        });
+      case "crash":
+        console.error("crashing on purpose");
+        setTimeout(() => process.exit(7), 50);
+        return await new Promise(() => {});
+      case "junk":
+        process.stdout.write("this line is not JSON-RPC\n");
+        return text("after the junk");
+      case "empty":
+        return { content: [] };
+      case "env":
+        return text(JSON.stringify(process.env));
+      case "pid":
+        return text(String(process.pid));
+      case "headers":
+        return text(JSON.stringify(extra.requestInfo?.headers ?? {}));
+      case "fail":
+        return { content: [{ type: "text", text: "it went wrong on purpose" }], isError: true };
+      case "add_tool":
+        tools.push({ name: args.name, description: "Added at run time.", inputSchema: object() });
+        await server.sendToolListChanged();
+        return text(`added ${args.name}`);
+      default:
+        return { content: [{ type: "text", text: `unknown tool ${request.params.name}` }], isError: true };
+    }
+  });
+  return server;
+}
+
+if (mode === "stdio") {
+  console.error("test server on stdio");
+  await newServer().connect(new StdioServerTransport());
+} else {
+  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID() });
+  await newServer().connect(transport);
+  const http = createServer(async (req, res) => {
+    let body = "";
+    for await (const chunk of req) body += chunk;
+    try {
+      await transport.handleRequest(req, res, body ? JSON.parse(body) : undefined);
+    } catch (err) {
+      console.error("handling a request failed:", err);
+      if (!res.headersSent) res.writeHead(500).end();
+    }
+  });
+  http.listen(Number(process.env.PORT || 0), "127.0.0.1", () => {
+    console.error(`listening on ${http.address().port}`);
+  });
+}

@@ -52,7 +52,8 @@ impl Provider for OpenAiCompatible {
         tracing::debug!(url, model = request.model.id, messages = request.messages.len(), "chat completions request");
         let body = serde_json::to_vec(&request::chat_request(request));
         let assembler = Assembler::new(on_event);
-        let outgoing = Outgoing { url: &url, body, headers: self.headers(), http_error };
+        let output_limit = request.output_limit();
+        let outgoing = Outgoing { url: &url, body, headers: self.headers(), http_error, output_limit };
         self.transport.call(outgoing, assembler, &request.model, cancel).await
     }
 }

@@ -17,8 +17,15 @@ pub struct Request {
     pub system_prompt: String,
     pub messages: Vec<Message>,
     pub tools: Vec<ToolSpec>,
-    /// Output limit for this call; `None` leaves the provider's default.
+    /// Output limit for this call; `None` takes the model's `max_output`.
     pub max_tokens: Option<u64>,
+}
+
+impl Request {
+    /// The output limit in tokens: the request's own, else the model's (0: none known).
+    pub fn output_limit(&self) -> u64 {
+        self.max_tokens.unwrap_or(self.model.max_output)
+    }
 }
 
 /// A tool as the model sees it.

@@ -26,6 +26,8 @@ pub struct SseParser {
     /// Data of the event being built; `None` until a `data` field arrives.
     data: Option<String>,
     event: Option<String>,
+    /// Comment lines seen (keep-alives, mostly).
+    comments: usize,
 }
 
 impl SseParser {
@@ -56,6 +58,18 @@ impl SseParser {
         events
     }
 
+    /// How many comment lines (`: keep-alive`) came so far: they are never dispatched, but a
+    /// caller may want to know that the connection is alive and carries nothing.
+    pub fn comments(&self) -> usize {
+        self.comments
+    }
+
+    /// Bytes held for an event not yet dispatched: its data so far and the line not yet ended. A
+    /// caller bounds it, as a stream without line ends would otherwise grow it without end.
+    pub fn pending_len(&self) -> usize {
+        self.line.len() + self.data.as_ref().map_or(0, String::len)
+    }
+
     /// Ends the stream: an event whose lines all arrived but whose closing blank line did not is
     /// still dispatched (some servers omit it); an unfinished line is dropped, as it may be cut.
     pub fn finish(&mut self) -> Option<SseEvent> {
@@ -71,7 +85,8 @@ impl SseParser {
             return;
         }
         if line[0] == b':' {
-            return; // a comment, such as `: keep-alive`
+            self.comments += 1; // a comment, such as `: keep-alive`
+            return;
         }
         let line = String::from_utf8_lossy(&line);
         let (field, value) = match line.split_once(':') {

@@ -5,10 +5,16 @@
 //! arrived nothing is retried, and a broken stream ends the call with an error while the assembler
 //! keeps what came. The API key goes only into the headers the provider builds: it is never
 //! logged, and any error text that echoes it is redacted.
+//!
+//! Two bounds keep a misbehaving server from holding a run forever: the idle timeout counts from
+//! the last piece of content, so keep-alive comments and pings do not extend it, and a stream
+//! that goes on far past the call's output limit is cut. A success status whose body is not an
+//! event stream (an HTML page, a JSON body, nothing) is reported as what it is.
 
 use std::time::Duration;
 
-use reqwest::header::{HeaderMap, RETRY_AFTER};
+use reqwest::header::{CONTENT_TYPE, HeaderMap, RETRY_AFTER};
+use tokio::time::Instant;
 use tokio_util::bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
@@ -21,7 +27,8 @@ use crate::sse::{SseEvent, SseParser};
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
     pub connect_timeout: Duration,
-    /// The longest silence between two pieces of a response (not a limit on the whole response).
+    /// The longest wait for the response head, and then between two pieces of content (not a
+    /// limit on the whole response). Keep-alive comments and pings do not count as content.
     pub idle_timeout: Duration,
     /// Retries after the first attempt, for transient failures only.
     pub max_retries: u32,
@@ -48,6 +55,8 @@ pub(crate) struct Outgoing<'a> {
     pub headers: Result<HeaderMap, ProviderError>,
     /// The error for a non-success status and its body.
     pub http_error: fn(u16, &[u8]) -> ProviderError,
+    /// The output limit the request asks for, in tokens (0: none); the stream is cut well past it.
+    pub output_limit: u64,
 }
 
 pub(crate) struct Call<'a> {
@@ -57,12 +66,29 @@ pub(crate) struct Call<'a> {
     pub body: Bytes,
     /// The error for a non-success status and its body.
     pub http_error: fn(u16, &[u8]) -> ProviderError,
+    /// How far the stream may run before it is cut.
+    pub cap: OutputCap,
+}
+
+/// Bounds on one answer, well past what a server that honours the output limit sends.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OutputCap {
+    /// The output limit asked for, in tokens (0: none).
+    limit: u64,
+    /// Bytes of content: text, thinking, tool-call arguments, and a line not yet ended.
+    bytes: usize,
+    /// Events that carried something.
+    events: usize,
 }
 
 /// What the transport does after the assembler took an event.
 #[derive(Debug)]
 pub(crate) enum Step {
+    /// Content (or anything else that shows the answer is moving).
     Continue,
+    /// An event that carries nothing, such as Anthropic's `ping`: it does not hold off the idle
+    /// timeout.
+    KeepAlive,
     /// The answer is complete: stop reading.
     Done,
     Failed(ProviderError),
@@ -76,8 +102,37 @@ pub(crate) trait Assemble {
     fn on_event(&mut self, event: &SseEvent) -> Step;
     /// Whether the answer is known to be whole, so a stream that ends or breaks now lost nothing.
     fn is_complete(&self) -> bool;
+    /// Bytes of content so far: text, thinking and tool-call arguments.
+    fn output_len(&self) -> usize;
     /// The message: what arrived, with `error` (if the call failed) deciding the stop reason.
     fn into_message(self, model: &Model, error: Option<ProviderError>) -> AssistantMessage;
+}
+
+/// A token is about four bytes of text and rarely over eight; a stream past this many bytes per
+/// token of its output limit is not honouring the limit.
+const CAP_BYTES_PER_TOKEN: usize = 16;
+/// Servers send about one event per token, a few per token at most (a character each).
+const CAP_EVENTS_PER_TOKEN: usize = 8;
+/// The cap never assumes a smaller limit than this, so short limits leave room for structure.
+const CAP_MIN_TOKENS: u64 = 4096;
+/// The limit the cap assumes when the request has none: larger than any model's.
+const CAP_UNKNOWN_TOKENS: u64 = 256 * 1024;
+/// How much of a body that is not an event stream is kept to quote in the error.
+const HEAD_BYTES: usize = 200;
+
+/// What a response body has shown so far, for errors that say what came.
+struct BodyWatch {
+    content_type: Option<String>,
+    /// The first bytes of the body.
+    head: Vec<u8>,
+    bytes: usize,
+    /// Events dispatched, and those of them that carried content.
+    events: usize,
+    content_events: usize,
+    /// Whether something arrived since the last content that carried none (comments, pings).
+    keep_alives: bool,
+    /// When the last content came (or the response head, before any).
+    last_content: Instant,
 }
 
 /// How one attempt failed, and whether another may succeed.
@@ -129,10 +184,11 @@ impl Transport {
         model: &Model,
         cancel: &CancellationToken,
     ) -> AssistantMessage {
-        let Outgoing { url, body, headers, http_error } = outgoing;
+        let Outgoing { url, body, headers, http_error, output_limit } = outgoing;
         let outcome = match (body, headers) {
             (Ok(body), Ok(headers)) => {
-                let call = Call { url, headers, body: Bytes::from(body), http_error };
+                let cap = OutputCap::for_limit(output_limit);
+                let call = Call { url, headers, body: Bytes::from(body), http_error, cap };
                 self.stream(&call, &mut assembler, cancel).await
             }
             (Err(error), _) => {
@@ -162,7 +218,7 @@ impl Transport {
         let mut attempt = 1;
         loop {
             let failure = match self.attempt(client, call, cancel).await {
-                Ok((response, first)) => match self.read_stream(response, first, call.url, assembler, cancel).await {
+                Ok((response, first)) => match self.read_stream(response, first, call, assembler, cancel).await {
                     Ok(()) => return Ok(()),
                     Err(failure) => failure,
                 },
@@ -193,10 +249,13 @@ impl Transport {
         &self,
         mut response: reqwest::Response,
         first: Option<Bytes>,
-        url: &str,
+        call: &Call<'_>,
         assembler: &mut impl Assemble,
         cancel: &CancellationToken,
     ) -> Result<(), Failure> {
+        let url = call.url;
+        let idle = self.options.idle_timeout;
+        let mut watch = BodyWatch::new(&response);
         let mut parser = SseParser::default();
         let mut next = first;
         loop {
@@ -205,27 +264,36 @@ impl Transport {
                     match assembler.on_event(&event) {
                         Step::Failed(error) => return Err(Failure::fatal(error)),
                         Step::Retry(error) => return Err(Failure::retryable(error, None)),
-                        Step::Continue | Step::Done => {}
+                        Step::Continue | Step::KeepAlive | Step::Done => {}
                     }
                 }
                 return match assembler.is_complete() {
                     true => Ok(()),
-                    false => Err(Failure::fatal(ProviderError::new(
-                        ProviderErrorKind::Stream,
-                        format!("the stream from {url} ended before the answer was complete"),
-                    ))),
+                    false => Err(Failure::fatal(watch.ended_early(url))),
                 };
             };
-            for event in parser.feed(&bytes) {
+            watch.saw_bytes(&bytes);
+            let comments = parser.comments();
+            let events = parser.feed(&bytes);
+            watch.keep_alives |= parser.comments() > comments;
+            for event in events {
+                watch.events += 1;
                 match assembler.on_event(&event) {
-                    Step::Continue => {}
+                    Step::Continue => watch.saw_content(),
+                    Step::KeepAlive => watch.keep_alives = true,
                     Step::Done => return Ok(()),
                     Step::Failed(error) => return Err(Failure::fatal(error)),
                     Step::Retry(error) => return Err(Failure::retryable(error, None)),
                 }
             }
-            next = match self.read_chunk(&mut response, url, cancel).await {
+            if let Some(error) = call.cap.exceeded(url, assembler.output_len(), parser.pending_len(), &watch) {
+                return Err(Failure::fatal(error));
+            }
+            next = match self.read_chunk(&mut response, url, watch.last_content + idle, cancel).await {
                 Ok(next) => next,
+                Err(error) if error.kind == ProviderErrorKind::Timeout => {
+                    return Err(Failure::fatal(watch.silence(url, idle)));
+                }
                 // The answer is whole once its stop reason came; only trailing events are lost.
                 Err(error) if error.kind == ProviderErrorKind::Stream && assembler.is_complete() => {
                     tracing::warn!(url, "stream broke after the stop reason: {}", error.message);
@@ -278,25 +346,26 @@ impl Transport {
             });
         }
         // A connection that breaks before the first byte of the body lost nothing: retry it.
-        match self.read_chunk(&mut response, url, cancel).await {
+        match self.read_chunk(&mut response, url, Instant::now() + idle, cancel).await {
             Ok(first) => Ok((response, first)),
             Err(error) if error.kind == ProviderErrorKind::Stream => Err(Failure::retryable(error, None)),
             Err(error) => Err(Failure::fatal(error)),
         }
     }
 
-    /// The next piece of the body; `None` at its end. Fails on silence, a broken connection, cancel.
+    /// The next piece of the body; `None` at its end. Fails when `deadline` passes, the connection
+    /// breaks, or the call is cancelled.
     async fn read_chunk(
         &self,
         response: &mut reqwest::Response,
         url: &str,
+        deadline: Instant,
         cancel: &CancellationToken,
     ) -> Result<Option<Bytes>, ProviderError> {
-        let idle = self.options.idle_timeout;
         tokio::select! {
             _ = cancel.cancelled() => Err(aborted()),
-            read = tokio::time::timeout(idle, response.chunk()) => match read {
-                Err(_) => Err(timeout_error(url, idle)),
+            read = tokio::time::timeout_at(deadline, response.chunk()) => match read {
+                Err(_) => Err(timeout_error(url, self.options.idle_timeout)),
                 Ok(Err(error)) => Err(ProviderError::new(
                     ProviderErrorKind::Stream,
                     format!("the stream from {url} broke: {}", error_chain(&error)),
@@ -316,7 +385,8 @@ impl Transport {
         const MAX_ERROR_BODY: usize = 64 * 1024;
         let mut body = Vec::new();
         while body.len() < MAX_ERROR_BODY {
-            match self.read_chunk(&mut response, url, cancel).await {
+            let deadline = Instant::now() + self.options.idle_timeout;
+            match self.read_chunk(&mut response, url, deadline, cancel).await {
                 Ok(Some(chunk)) => body.extend_from_slice(&chunk),
                 Ok(None) => break,
                 Err(error) if error.kind == ProviderErrorKind::Stream => break, // keep what came
@@ -324,6 +394,117 @@ impl Transport {
             }
         }
         Ok(body)
+    }
+}
+
+impl BodyWatch {
+    fn new(response: &reqwest::Response) -> Self {
+        let content_type =
+            response.headers().get(CONTENT_TYPE).map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
+        Self {
+            content_type,
+            head: Vec::new(),
+            bytes: 0,
+            events: 0,
+            content_events: 0,
+            keep_alives: false,
+            last_content: Instant::now(),
+        }
+    }
+
+    fn saw_bytes(&mut self, bytes: &[u8]) {
+        let keep = bytes.len().min(HEAD_BYTES.saturating_sub(self.head.len()));
+        self.head.extend_from_slice(&bytes[..keep]);
+        self.bytes += bytes.len();
+    }
+
+    fn saw_content(&mut self) {
+        self.content_events += 1;
+        self.keep_alives = false;
+        self.last_content = Instant::now();
+    }
+
+    /// "Content-Type text/html, 1234 bytes: <!DOCTYPE html>…", or "an empty body".
+    fn what_came(&self) -> String {
+        if self.bytes == 0 {
+            return "an empty body".to_string();
+        }
+        let kind = match &self.content_type {
+            Some(content_type) => format!("Content-Type {content_type}"),
+            None => "no Content-Type".to_string(),
+        };
+        let mut head = String::from_utf8_lossy(&self.head).into_owned();
+        if self.bytes > self.head.len() {
+            head.push('…');
+        }
+        format!("{kind}, {} bytes: {head:?}", self.bytes)
+    }
+
+    /// The error for a body that ended before the answer was whole.
+    fn ended_early(&self, url: &str) -> ProviderError {
+        match self.events {
+            0 => ProviderError::new(
+                ProviderErrorKind::Protocol,
+                format!("{url} answered with {} instead of a stream of completion events", self.what_came()),
+            ),
+            _ => ProviderError::new(
+                ProviderErrorKind::Stream,
+                format!("the stream from {url} ended before the answer was complete"),
+            ),
+        }
+    }
+
+    /// The error for a body that went without content for the idle timeout.
+    fn silence(&self, url: &str, idle: Duration) -> ProviderError {
+        let seconds = idle.as_secs_f64();
+        let message = match (self.content_events, self.bytes, self.keep_alives) {
+            (0, 0, _) => format!("{url} sent nothing for {seconds:.1} s (the idle timeout)"),
+            (_, _, true) => format!("{url} sent only keep-alives, no content, for {seconds:.1} s (the idle timeout)"),
+            (0, _, false) => format!(
+                "{url} sent no complete event for {seconds:.1} s (the idle timeout); it answered with {}",
+                self.what_came()
+            ),
+            _ => format!("{url} sent no complete event for {seconds:.1} s (the idle timeout)"),
+        };
+        ProviderError::new(ProviderErrorKind::Timeout, message)
+    }
+}
+
+impl OutputCap {
+    fn for_limit(limit: u64) -> Self {
+        let tokens = match limit {
+            0 => CAP_UNKNOWN_TOKENS,
+            limit => limit.max(CAP_MIN_TOKENS),
+        };
+        let tokens = usize::try_from(tokens).unwrap_or(usize::MAX);
+        Self {
+            limit,
+            bytes: tokens.saturating_mul(CAP_BYTES_PER_TOKEN),
+            events: tokens.saturating_mul(CAP_EVENTS_PER_TOKEN),
+        }
+    }
+
+    /// The error that cuts the stream, once `output` bytes of content, `pending` bytes of an
+    /// event not yet ended or the events seen go past the cap.
+    fn exceeded(&self, url: &str, output: usize, pending: usize, watch: &BodyWatch) -> Option<ProviderError> {
+        let limit = match self.limit {
+            0 => "with no output limit asked for".to_string(),
+            limit => format!("far past the {limit}-token output limit asked for"),
+        };
+        let message = if output > self.bytes {
+            format!("{url} sent over {} KB of output without finishing, {limit}; stopped reading", self.bytes / 1000)
+        } else if watch.content_events > self.events {
+            format!("{url} sent over {} events without finishing, {limit}; stopped reading", self.events)
+        } else if pending > self.bytes {
+            format!(
+                "{url} sent over {} KB that do not end an event; stopped reading. It answered with {}",
+                self.bytes / 1000,
+                watch.what_came()
+            )
+        } else {
+            return None;
+        };
+        Some(ProviderError::new(ProviderErrorKind::Stream, message))
     }
 }
 

@@ -125,7 +125,14 @@ fn init_tracing() {
     if let Ok(quiet) = "tower_lsp_server::codec=off".parse() {
         filter = filter.add_directive(quiet);
     }
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
+    // Colours only for a person at a terminal: a log file or an editor's log pane shows escapes.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(ansi)
+        .init();
 }
 
 /// A path as people read it: relative to `root` when inside it.

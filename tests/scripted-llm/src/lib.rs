@@ -4,7 +4,8 @@
 //! script (streamed as chunked SSE, or as one JSON completion when the request does not stream),
 //! answers `POST …/v1/messages` with the same replies in the Anthropic Messages API format,
 //! answers `GET …/models`, and records every request. HTTP is hand-rolled so that the wire can
-//! misbehave on purpose: cut mid-body, stall, send keep-alive comments or error payloads.
+//! misbehave on purpose: cut mid-body, stall, send keep-alive comments or error payloads, reset
+//! the connection, stream without end or answer with something that is not a stream ([`Fault`]).
 
 mod http;
 mod render;
@@ -15,5 +16,5 @@ mod server;
 #[cfg(test)]
 mod tests;
 
-pub use reply::{HttpError, Reply, ScriptedToolCall, ScriptedUsage};
+pub use reply::{Fault, HttpError, Reply, ScriptedToolCall, ScriptedUsage};
 pub use server::{RecordedRequest, ScriptedServer};

@@ -48,6 +48,36 @@ pub struct Reply {
     pub no_space: bool,
     /// Play this reply this many times (benchmarks).
     pub repeat: usize,
+    /// Instead of the reply, misbehave this way (after `delay_ms`).
+    pub fault: Option<Fault>,
+}
+
+/// A way for the server to fail that no well-behaved reply shows. Endless and stalling faults
+/// end when the client hangs up, or after [`Fault::MAX_SECONDS`] at the latest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", rename_all_fields = "camelCase", tag = "kind")]
+pub enum Fault {
+    /// Close the connection once the request is read, before any byte of a response.
+    ResetBeforeHeaders,
+    /// Read the request and never answer.
+    StallBeforeHeaders,
+    /// Send the head of a 200 event stream, then nothing.
+    StallAfterHeaders,
+    /// Send the head of a 200 event stream, then only keep-alives every `every_ms`: `: ping`
+    /// comments, or `ping` events in Anthropic mode.
+    KeepAliveOnly { every_ms: u64 },
+    /// Stream text deltas without end, one every `every_ms`.
+    Endless { every_ms: u64 },
+    /// Send the head of a 200 event stream, then `chunk` (raw bytes of the body) again and again,
+    /// one every `every_ms`: empty deltas, unknown events, a line that never ends.
+    Repeat { chunk: String, every_ms: u64 },
+    /// Answer with this status, content type and body (an HTML page, plain JSON, nothing).
+    Body { status: u16, content_type: String, body: String },
+}
+
+impl Fault {
+    /// How long an endless or stalling fault goes on when the client does not hang up.
+    pub const MAX_SECONDS: u64 = 300;
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -107,6 +137,7 @@ impl Default for Reply {
             crlf: false,
             no_space: false,
             repeat: 1,
+            fault: None,
         }
     }
 }
@@ -280,6 +311,11 @@ impl Reply {
     pub fn with_repeat(mut self, times: usize) -> Self {
         self.repeat = times;
         self
+    }
+
+    /// A reply that misbehaves: see [`Fault`].
+    pub fn fault(fault: Fault) -> Self {
+        Self { fault: Some(fault), ..Self::default() }
     }
 
     /// The finish reason this reply reports.

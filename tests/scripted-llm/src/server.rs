@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::BufReader;
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
@@ -16,7 +16,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use crate::http::{self, HttpRequest};
 use crate::render::{self, RequestShape, StreamEvent};
 use crate::render_anthropic;
-use crate::reply::Reply;
+use crate::reply::{Fault, Reply};
 
 /// A running scripted server; dropping it stops the server and closes its connections.
 pub struct ScriptedServer {
@@ -210,8 +210,18 @@ fn next_reply(shared: &Shared) -> Option<Reply> {
     script.pop_front()
 }
 
+/// Which API a reply answers, for faults whose shape depends on it.
+#[derive(Clone, Copy, PartialEq)]
+enum Api {
+    OpenAi,
+    Anthropic,
+}
+
 async fn play(writer: &mut OwnedWriteHalf, reply: &Reply, request_body: &Value) -> io::Result<AfterResponse> {
     sleep_ms(reply.delay_ms).await;
+    if let Some(fault) = &reply.fault {
+        return play_fault(writer, fault, Api::OpenAi).await;
+    }
     if let Some(error) = &reply.error {
         let kind = if error.status == 429 { "rate_limit_error" } else { "server_error" };
         let body = error.body.clone().unwrap_or_else(|| render::error_body(&error.message, kind));
@@ -237,6 +247,9 @@ async fn play(writer: &mut OwnedWriteHalf, reply: &Reply, request_body: &Value) 
 /// Plays a reply to an Anthropic Messages API request (`POST …/v1/messages`).
 async fn play_anthropic(writer: &mut OwnedWriteHalf, reply: &Reply, request_body: &Value) -> io::Result<AfterResponse> {
     sleep_ms(reply.delay_ms).await;
+    if let Some(fault) = &reply.fault {
+        return play_fault(writer, fault, Api::Anthropic).await;
+    }
     if let Some(error) = &reply.error {
         let body = error.body.clone().unwrap_or_else(|| render_anthropic::error_body(error.status, &error.message));
         let headers: Vec<(&str, String)> =
@@ -294,6 +307,80 @@ async fn write_sse(
     }
     http::write_last_chunk(writer).await?;
     Ok(AfterResponse::KeepOpen)
+}
+
+/// Misbehaves as `fault` says. A write failing means the client hung up, which ends the fault.
+async fn play_fault(writer: &mut OwnedWriteHalf, fault: &Fault, api: Api) -> io::Result<AfterResponse> {
+    let sse_head = [
+        ("Content-Type", "text/event-stream".to_string()),
+        ("Cache-Control", "no-cache".to_string()),
+        ("Transfer-Encoding", "chunked".to_string()),
+    ];
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(Fault::MAX_SECONDS);
+    match fault {
+        Fault::ResetBeforeHeaders => return Ok(AfterResponse::Close),
+        Fault::StallBeforeHeaders => tokio::time::sleep_until(deadline).await,
+        Fault::StallAfterHeaders => {
+            http::write_head(writer, 200, &sse_head).await?;
+            writer.flush().await?;
+            tokio::time::sleep_until(deadline).await;
+        }
+        Fault::KeepAliveOnly { every_ms } => {
+            http::write_head(writer, 200, &sse_head).await?;
+            let ping: &[u8] = match api {
+                Api::OpenAi => b": ping\n\n",
+                Api::Anthropic => b"event: ping\ndata: {\"type\": \"ping\"}\n\n",
+            };
+            while tokio::time::Instant::now() < deadline {
+                http::write_chunk(writer, ping).await?;
+                sleep_ms((*every_ms).max(1)).await;
+            }
+        }
+        Fault::Endless { every_ms } => {
+            http::write_head(writer, 200, &sse_head).await?;
+            let shape = RequestShape { model: "scripted".to_string(), ..RequestShape::default() };
+            let (opening, delta) = match api {
+                Api::OpenAi => {
+                    let role = render::stream_events(&Reply::default(), &shape).swap_remove(0);
+                    let role = match role {
+                        StreamEvent::Chunk(value) => value,
+                        StreamEvent::Done => Value::Null,
+                    };
+                    let mut delta = role.clone();
+                    delta["choices"][0]["delta"] = json!({"content": "endless "});
+                    (vec![format!("data: {role}\n\n")], format!("data: {delta}\n\n"))
+                }
+                Api::Anthropic => {
+                    let opening = render_anthropic::stream_events(&Reply::text("x"), &shape)
+                        .into_iter()
+                        .take_while(|(name, _)| *name != "content_block_delta")
+                        .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
+                        .collect();
+                    let delta = json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "endless "}});
+                    (opening, format!("event: content_block_delta\ndata: {delta}\n\n"))
+                }
+            };
+            for event in opening {
+                http::write_chunk(writer, event.as_bytes()).await?;
+            }
+            while tokio::time::Instant::now() < deadline {
+                http::write_chunk(writer, delta.as_bytes()).await?;
+                sleep_ms(*every_ms).await;
+            }
+        }
+        Fault::Repeat { chunk, every_ms } => {
+            http::write_head(writer, 200, &sse_head).await?;
+            while tokio::time::Instant::now() < deadline {
+                http::write_chunk(writer, chunk.as_bytes()).await?;
+                sleep_ms(*every_ms).await;
+            }
+        }
+        Fault::Body { status, content_type, body } => {
+            http::write_full(writer, *status, &[], content_type, body.as_bytes()).await?;
+            return Ok(AfterResponse::KeepOpen);
+        }
+    }
+    Ok(AfterResponse::Close)
 }
 
 async fn write_json(

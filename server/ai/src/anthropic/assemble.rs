@@ -73,7 +73,9 @@ impl<'a> Assembler<'a> {
                 return Step::Done;
             }
             WireEvent::Error { error } => return self.on_error(error),
-            WireEvent::ContentBlockStop {} | WireEvent::Ping {} | WireEvent::Unknown => {}
+            // Pings, and events of kinds reins does not know, show only that the connection lives.
+            WireEvent::Ping {} | WireEvent::Unknown => return Step::KeepAlive,
+            WireEvent::ContentBlockStop {} => {}
         }
         Step::Continue
     }
@@ -182,7 +184,7 @@ impl Assemble for Assembler<'_> {
     fn on_event(&mut self, event: &SseEvent) -> Step {
         let data = event.data.trim();
         if data.is_empty() {
-            return Step::Continue;
+            return Step::KeepAlive;
         }
         match serde_json::from_str::<WireEvent>(data) {
             Ok(event) => self.on_wire_event(event),
@@ -198,12 +200,25 @@ impl Assemble for Assembler<'_> {
         self.stopped || self.stop_reason.is_some()
     }
 
+    fn output_len(&self) -> usize {
+        self.blocks.iter().map(Block::len).sum()
+    }
+
     fn into_message(self, model: &Model, error: Option<ProviderError>) -> AssistantMessage {
         Assembler::into_message(self, model, error)
     }
 }
 
 impl Block {
+    /// Bytes of output the block holds.
+    fn len(&self) -> usize {
+        match self {
+            Block::Text(text) | Block::RedactedThinking(text) => text.len(),
+            Block::Thinking { thinking, .. } => thinking.len(),
+            Block::ToolCall { input_json, .. } => input_json.len(),
+        }
+    }
+
     fn into_content(self) -> Content {
         match self {
             Block::Text(text) => Content::Text { text },
@@ -299,7 +314,7 @@ mod tests {
         let mut failure = None;
         for data in data {
             match assembler.on_event(&SseEvent { event: None, data: data.to_string() }) {
-                Step::Continue => {}
+                Step::Continue | Step::KeepAlive => {}
                 Step::Done => out.push("step done".to_string()),
                 Step::Retry(error) => out.push(format!("step retry: {}", error.message)),
                 Step::Failed(error) => {

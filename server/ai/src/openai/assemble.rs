@@ -54,7 +54,7 @@ impl<'a> Assembler<'a> {
             return Step::Done;
         }
         if data.is_empty() {
-            return Step::Continue;
+            return Step::KeepAlive;
         }
         let chunk: ChatChunk = match serde_json::from_str(data) {
             Ok(chunk) => chunk,
@@ -70,8 +70,12 @@ impl<'a> Assembler<'a> {
             }
             _ => {}
         }
-        self.on_chunk(chunk);
-        Step::Continue
+        match self.on_chunk(chunk) {
+            true => Step::Continue,
+            // A chunk with an empty delta and nothing else (some servers send them while the
+            // model thinks) shows the connection is alive, not that the answer moves.
+            false => Step::KeepAlive,
+        }
     }
 
     /// Whether the answer is known to be whole: `[DONE]` or a finish reason arrived.
@@ -88,35 +92,46 @@ impl<'a> Assembler<'a> {
         })
     }
 
-    fn on_chunk(&mut self, chunk: ChatChunk) {
+    /// Takes one chunk; returns whether it carried anything (content, usage, a finish reason).
+    fn on_chunk(&mut self, chunk: ChatChunk) -> bool {
+        let mut carried = false;
         if let Some(usage) = chunk.usage
             && usage != WireUsage::default()
         {
             self.usage = Some(usage);
+            carried = true;
         }
         // With `n = 1` (the default) there is one choice; others are ignored.
-        let Some(choice) = chunk.choices.and_then(|choices| choices.into_iter().next()) else { return };
+        let Some(choice) = chunk.choices.and_then(|choices| choices.into_iter().next()) else { return carried };
         if let Some(delta) = choice.delta {
-            self.on_delta(delta);
+            carried |= self.on_delta(delta);
         }
         if let Some(reason) = choice.finish_reason.filter(|reason| !reason.is_empty()) {
             self.finish_reason = Some(reason);
+            carried = true;
         }
+        carried
     }
 
-    fn on_delta(&mut self, delta: Delta) {
+    /// Takes one delta; returns whether it carried any content.
+    fn on_delta(&mut self, delta: Delta) -> bool {
+        let mut carried = false;
         let thinking = delta.reasoning_content.filter(|text| !text.is_empty()).or(delta.reasoning);
         if let Some(thinking) = thinking.filter(|text| !text.is_empty()) {
             let index = self.append_text(thinking.clone(), true);
             (self.on_event)(StreamEvent::Thinking { index, delta: thinking });
+            carried = true;
         }
         if let Some(text) = delta.content.filter(|text| !text.is_empty()) {
             let index = self.append_text(text.clone(), false);
             (self.on_event)(StreamEvent::Text { index, delta: text });
+            carried = true;
         }
         for call in delta.tool_calls.unwrap_or_default() {
             self.on_tool_call(call);
+            carried = true;
         }
+        carried
     }
 
     /// Appends to the last block when it is of the same kind, else starts one; returns its index.
@@ -195,12 +210,24 @@ impl Assemble for Assembler<'_> {
         Assembler::is_complete(self)
     }
 
+    fn output_len(&self) -> usize {
+        self.blocks.iter().map(Block::len).sum()
+    }
+
     fn into_message(self, model: &Model, error: Option<ProviderError>) -> AssistantMessage {
         Assembler::into_message(self, model, error)
     }
 }
 
 impl Block {
+    /// Bytes of output the block holds.
+    fn len(&self) -> usize {
+        match self {
+            Block::Text(text) | Block::Thinking(text) => text.len(),
+            Block::ToolCall { arguments, .. } => arguments.len(),
+        }
+    }
+
     fn into_content(self) -> Content {
         match self {
             Block::Text(text) => Content::Text { text },
@@ -282,7 +309,7 @@ mod tests {
         let mut failure = None;
         for data in data {
             match assembler.on_event(&SseEvent { event: None, data: data.to_string() }) {
-                Step::Continue => {}
+                Step::Continue | Step::KeepAlive => {}
                 Step::Done => break,
                 Step::Failed(error) | Step::Retry(error) => {
                     failure = Some(error);

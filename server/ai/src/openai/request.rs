@@ -12,15 +12,18 @@ use crate::message::{AssistantMessage, Content, Message, ToolResultMessage};
 use crate::provider::Request;
 
 /// The streaming request body for `request`.
+/// The output limit is always sent (from the model's entry unless the request sets one): a
+/// server left to its own default may stream without end.
 pub fn chat_request(request: &Request) -> ChatRequest<'_> {
     let compat = &request.model.compat;
+    let output_limit = Some(request.output_limit()).filter(|&tokens| tokens > 0);
     ChatRequest {
         model: &request.model.id,
         messages: messages(request),
         stream: true,
         stream_options: StreamOptions { include_usage: true },
-        max_tokens: request.max_tokens.filter(|_| !compat.max_completion_tokens),
-        max_completion_tokens: request.max_tokens.filter(|_| compat.max_completion_tokens),
+        max_tokens: output_limit.filter(|_| !compat.max_completion_tokens),
+        max_completion_tokens: output_limit.filter(|_| compat.max_completion_tokens),
         tools: request
             .tools
             .iter()
@@ -317,7 +320,9 @@ mod tests {
         let value: Value = serde_json::from_str(&body(&request)).unwrap();
         expect![[r#"[{"content":[{"text":"what is this?","type":"text"},{"image_url":{"url":"data:image/png;base64,AAAA"},"type":"image_url"}],"role":"user"},{"content":null,"role":"assistant","tool_calls":[{"function":{"arguments":"{}","name":"read"},"id":"c1","type":"function"}]},{"content":"an image","role":"tool","tool_call_id":"c1"},{"content":[{"text":"Images from the tool results above:","type":"text"},{"image_url":{"url":"data:image/png;base64,AAAA"},"type":"image_url"}],"role":"user"}]"#]]
         .assert_eq(&value["messages"].to_string());
-        assert!(value.get("tools").is_none() && value.get("max_tokens").is_none());
+        assert!(value.get("tools").is_none());
+        // Without a limit of its own, the request takes the model's.
+        assert_eq!(value["max_tokens"], json!(request.model.max_output));
     }
 
     #[test]
@@ -327,7 +332,8 @@ mod tests {
             system_prompt: "Be brief.".into(),
             messages: vec![Message::user("hi")],
             tools: Vec::new(),
-            max_tokens: Some(100),
+            // The model's own limit (100) is sent, under the name the model takes.
+            max_tokens: None,
         };
         request.model.compat = crate::model::Compat { developer_role: true, max_completion_tokens: true };
         let value: Value = serde_json::from_str(&body(&request)).unwrap();

@@ -29,13 +29,13 @@ pub enum AgentError {
 struct Shared {
     provider: Arc<dyn Provider>,
     hooks: Arc<dyn Hooks>,
-    limits: Limits,
     state: Mutex<State>,
     queues: Queues,
 }
 
 struct State {
     context: AgentContext,
+    limits: Limits,
     /// The running run's number and cancel token.
     running: Option<(u64, CancellationToken)>,
     runs_started: u64,
@@ -70,8 +70,8 @@ impl AgentError {
 
 impl Agent {
     pub fn new(context: AgentContext, provider: Arc<dyn Provider>, hooks: Arc<dyn Hooks>, limits: Limits) -> Self {
-        let state = State { context, running: None, runs_started: 0 };
-        let shared = Shared { provider, hooks, limits, state: Mutex::new(state), queues: Queues::default() };
+        let state = State { context, limits, running: None, runs_started: 0 };
+        let shared = Shared { provider, hooks, state: Mutex::new(state), queues: Queues::default() };
         Self { shared: Arc::new(shared) }
     }
 
@@ -80,7 +80,7 @@ impl Agent {
     /// midway ends the run without adding its messages to the context; use [`Agent::abort`] to
     /// stop a run and keep what it did.
     pub async fn prompt(&self, messages: Vec<Message>, emit: EventSink) -> Result<RunOutcome, AgentError> {
-        let (context, cancel, guard) = {
+        let (context, limits, cancel, guard) = {
             let mut state = lock(&self.shared.state);
             if state.running.is_some() {
                 return Err(AgentError::Busy);
@@ -89,11 +89,10 @@ impl Agent {
             let cancel = CancellationToken::new();
             state.running = Some((state.runs_started, cancel.clone()));
             let guard = RunningGuard { shared: &self.shared, run: state.runs_started };
-            (state.context.clone(), cancel, guard)
+            (state.context.clone(), state.limits.clone(), cancel, guard)
         };
         let hooks = QueuedHooks { inner: self.shared.hooks.as_ref(), queues: &self.shared.queues };
-        let outcome =
-            run(context, messages, self.shared.provider.as_ref(), &hooks, &self.shared.limits, &emit, cancel).await;
+        let outcome = run(context, messages, self.shared.provider.as_ref(), &hooks, &limits, &emit, cancel).await;
         lock(&self.shared.state).context.messages.extend(outcome.messages.iter().cloned());
         drop(guard);
         Ok(outcome)
@@ -147,6 +146,11 @@ impl Agent {
     /// `prepare_next_turn` hook may change it between turns).
     pub fn set_model(&self, model: Model) {
         lock(&self.shared.state).context.model = model;
+    }
+
+    /// Takes effect at the next run.
+    pub fn set_limits(&self, limits: Limits) {
+        lock(&self.shared.state).limits = limits;
     }
 
     /// Takes effect at the next run.

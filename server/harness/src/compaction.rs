@@ -12,8 +12,32 @@ use tokio_util::sync::CancellationToken;
 
 use crate::approval::ApprovalGate;
 use crate::error::HarnessError;
-use crate::runtime::{Compacted, CompactionSettings, lock, session_error};
+use crate::live_settings::LiveSettings;
+use crate::runtime::{lock, session_error};
 use crate::summary::{FileActivity, compaction_summary};
+
+/// When the conversation is compacted, in estimated tokens.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompactionSettings {
+    /// Compact automatically when the context comes within `reserve_tokens` of the window.
+    pub auto: bool,
+    pub reserve_tokens: u64,
+    /// How much of the newest conversation a compaction keeps verbatim.
+    pub keep_recent_tokens: u64,
+}
+
+impl Default for CompactionSettings {
+    fn default() -> Self {
+        Self { auto: true, reserve_tokens: 16_384, keep_recent_tokens: 20_000 }
+    }
+}
+
+/// What a compaction did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Compacted {
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+}
 
 /// Whether `context` plus `extra_tokens` comes within `reserve_tokens` of the model's window.
 pub(crate) fn near_window(context: &AgentContext, extra_tokens: u64, reserve_tokens: u64) -> bool {
@@ -30,7 +54,8 @@ pub(crate) struct SessionHooks {
 pub(crate) struct AutoCompact {
     pub file: Arc<Mutex<SessionFile>>,
     pub provider: Arc<dyn Provider>,
-    pub settings: CompactionSettings,
+    /// Read at each turn: a change of `compaction` applies from the next turn.
+    pub settings: LiveSettings,
     /// The session's token for the harness's own model calls (see `LiveSession::cancel`).
     pub cancel: Arc<Mutex<CancellationToken>>,
 }
@@ -43,29 +68,31 @@ impl Hooks for SessionHooks {
 
     async fn prepare_next_turn(&self, context: &mut AgentContext) {
         let Some(auto) = &self.auto_compact else { return };
-        if !near_window(context, 0, auto.settings.reserve_tokens) {
+        let settings = auto.settings.get().compaction.clone();
+        if !settings.auto || !near_window(context, 0, settings.reserve_tokens) {
             return;
         }
         let cancel = lock(&auto.cancel).clone();
         let compacted =
-            compact_file(&auto.file, auto.provider.as_ref(), &context.model, auto.settings.keep_recent_tokens, &cancel)
-                .await;
-        match compacted.and_then(|_| lock(&auto.file).context().map_err(session_error)) {
-            Ok(compacted) => context.messages = compacted.messages,
+            compact_and_reload(&auto.file, auto.provider.as_ref(), &context.model, &settings, &cancel).await;
+        match compacted {
+            Ok((_, messages)) => context.messages = messages,
             Err(err) => tracing::warn!("automatic compaction failed; going on without it: {err}"),
         }
     }
 }
 
-/// Compacts the session at its leaf: the model summarizes what lies before the cut point, and a
-/// `compaction` entry makes that summary stand in for it.
-pub(crate) async fn compact_file(
+/// Compacts the session at its leaf — the model summarizes what lies before the cut point, and a
+/// `compaction` entry makes that summary stand in for it — and reloads its context: answers what
+/// the compaction did and the messages the agent goes on with.
+pub(crate) async fn compact_and_reload(
     file: &Mutex<SessionFile>,
     provider: &dyn Provider,
     model: &Model,
-    keep_recent_tokens: u64,
+    settings: &CompactionSettings,
     cancel: &CancellationToken,
-) -> Result<Compacted, HarnessError> {
+) -> Result<(Compacted, Vec<Message>), HarnessError> {
+    let keep_recent_tokens = settings.keep_recent_tokens;
     let (to_summarize, previous_summary, cut, tokens_before) = {
         let mut file = lock(file);
         file.flush().map_err(session_error)?;
@@ -102,8 +129,9 @@ pub(crate) async fn compact_file(
     let mut file = lock(file);
     file.compact(summary, &cut.first_kept_entry_id, tokens_before, Some(details)).map_err(session_error)?;
     file.flush().map_err(session_error)?;
-    let tokens_after = estimate_context_tokens(&file.context().map_err(session_error)?.messages);
-    Ok(Compacted { tokens_before, tokens_after })
+    let messages = file.context().map_err(session_error)?.messages;
+    let tokens_after = estimate_context_tokens(&messages);
+    Ok((Compacted { tokens_before, tokens_after }, messages))
 }
 
 /// The messages on the current branch that `target` is not an ancestor of: what navigating to

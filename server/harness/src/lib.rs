@@ -18,6 +18,7 @@ mod settings;
 mod summary;
 
 pub use auth::{AuthKeys, KEY_COMMAND_TIMEOUT, mask, read_auth_file, run_key_command};
+pub use compaction::{Compacted, CompactionSettings};
 pub use config::{ConfigDiagnostic, ConfigLayer, LayerKind, Source};
 pub use error::HarnessError;
 pub use live_settings::LiveSettings;
@@ -25,10 +26,7 @@ pub use process::protect_process;
 pub use prompt::{CONTEXT_FILE_NAMES, ContextFile, PromptInputs, build_system_prompt};
 pub use registry::{Api, FALLBACK_PROVIDER, ModelEntry, ProviderInfo, Registry};
 pub use router::Router;
-pub use runtime::{
-    Compacted, CompactionSettings, Harness, HarnessEvent, HarnessEventSink, HarnessOptions, RunId, RunStarted,
-    SessionId,
-};
+pub use runtime::{Harness, HarnessEvent, HarnessEventSink, HarnessOptions, RunId, RunStarted, SessionId};
 pub use sessions::{SessionInfo, SessionTreeView, TreeNode};
 pub use settings::{DEFAULT_BASE_URL, DEFAULT_MODEL, KeySource, Settings};
 pub use summary::{FileActivity, render_transcript};

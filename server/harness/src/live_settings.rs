@@ -1,6 +1,8 @@
 //! The settings in force: one value the harness and every session's hooks read at each use, and
 //! that a settings change (the editor's `didChangeConfiguration`, `reins.model.set`) replaces
 //! whole, so a change applies from the next tool call, turn or run, never halfway through one.
+//! Whoever builds a harness makes the handle and may keep a clone to read; only the harness
+//! writes it.
 
 use std::sync::{Arc, PoisonError, RwLock};
 
@@ -20,7 +22,7 @@ impl LiveSettings {
     }
 
     /// Puts `settings` in force; answers them.
-    pub fn set(&self, settings: Settings) -> Arc<Settings> {
+    pub(crate) fn set(&self, settings: Settings) -> Arc<Settings> {
         let settings = Arc::new(settings);
         *self.0.write().unwrap_or_else(PoisonError::into_inner) = settings.clone();
         settings

@@ -1,10 +1,10 @@
 //! The provider of a harness: routes each request to a client for its model's provider — the
 //! Anthropic client for `api = "anthropic"`, the OpenAI-compatible one for the rest — each with
 //! that provider's own key. Switching a session's model therefore switches the client at the
-//! next turn with nothing else to do.
+//! next turn with nothing else to do. [`LiveRouter`] swaps the router when the settings change.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use async_trait::async_trait;
 use reins_ai::{
@@ -68,5 +68,31 @@ impl Provider for Router {
                 ..AssistantMessage::default()
             },
         }
+    }
+}
+
+/// The router of the settings in force: each call reads the router in force, so new keys and
+/// providers apply from the next model call; a call under way keeps the router it started with.
+pub(crate) struct LiveRouter {
+    current: RwLock<Arc<Router>>,
+}
+
+impl LiveRouter {
+    pub fn new(settings: &Settings) -> Self {
+        Self { current: RwLock::new(Arc::new(Router::new(settings.clone(), ClientOptions::default()))) }
+    }
+
+    /// Routes the next model calls by `settings`.
+    pub fn replace(&self, settings: &Settings) {
+        let next = Arc::new(Router::new(settings.clone(), ClientOptions::default()));
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = next;
+    }
+}
+
+#[async_trait]
+impl Provider for LiveRouter {
+    async fn stream(&self, request: &Request, on_event: EventSink<'_>, cancel: &CancellationToken) -> AssistantMessage {
+        let router = self.current.read().unwrap_or_else(PoisonError::into_inner).clone();
+        router.stream(request, on_event, cancel).await
     }
 }

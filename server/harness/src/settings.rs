@@ -7,13 +7,15 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use reins_ai::{ApiKey, Compat, Model, Prices};
+use reins_agent::Limits;
+use reins_ai::{ApiKey, Compat, Message, Model, Prices, ProviderError};
 use reins_tools::{DEFAULT_MAX_OUTPUT_FILE_BYTES, DEFAULT_MAX_TIMEOUT_SECS, ExecPolicy, Sandbox, SandboxMode};
 
 use crate::auth::{self, AuthKeys};
+use crate::compaction::CompactionSettings;
 use crate::config::{ConfigDiagnostic, ConfigLayer, LayerKind, Source, trim_url};
+use crate::error::HarnessError;
 use crate::registry::{Api, FALLBACK_PROVIDER, ProviderInfo, Registry, blank_entry};
-use crate::runtime::CompactionSettings;
 use reins_review::ApprovalPolicy;
 
 /// Ollama's OpenAI-compatible endpoint: the endpoint when nothing is configured, so reins works
@@ -272,6 +274,42 @@ impl Settings {
             keys.extend(auth.values().map(ApiKey::expose));
         }
         reins_tools::tool_env(vars, &self.base.key_vars, &keys, &self.pass_env)
+    }
+
+    /// Whether a model of `provider` can be called: it has a key (or a command that gives one),
+    /// or it is a local server that needs none.
+    pub fn key_available(&self, provider: &str) -> bool {
+        let local = self.registry.provider(provider).is_some_and(|info| info.local);
+        local || !matches!(self.key_source(provider), KeySource::None)
+    }
+
+    /// A failed model call as the user reads it: what went wrong and what to do about it, naming
+    /// the endpoint of the model that failed (and saying how to configure one when that is the
+    /// built-in default nobody chose).
+    pub fn provider_failure(&self, error: &ProviderError, provider: &str, model: &str) -> HarnessError {
+        let model = self.resolve_recorded(provider, model);
+        let configured = self.base_url_configured || model.base_url != self.base_url;
+        HarnessError::from_provider(error, &model.base_url, configured)
+    }
+
+    /// Why a run that ended in error failed: its last provider failure, else the run's `error`.
+    pub fn run_failure(&self, messages: &[Message], error: Option<&str>) -> String {
+        let failed = messages.iter().rev().find_map(|message| match message {
+            Message::Assistant(assistant) => Some((assistant.error.as_ref()?, assistant)),
+            _ => None,
+        });
+        match failed {
+            Some((failure, assistant)) => {
+                self.provider_failure(failure, &assistant.provider, &assistant.model).to_string()
+            }
+            None => error.unwrap_or("the run failed").to_string(),
+        }
+    }
+
+    /// The loop's limits these settings set (the turn limit); the rest are the agent's defaults.
+    pub fn limits(&self) -> Limits {
+        let defaults = Limits::default();
+        Limits { max_turns: self.max_turns.unwrap_or(defaults.max_turns), ..defaults }
     }
 
     /// Where a setting came from (`default` when nothing set it).

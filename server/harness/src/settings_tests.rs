@@ -279,3 +279,16 @@ fn only_the_users_config_loosens_the_sandbox() {
     let s = settings_in(Some(&home), Some(&root), &[]);
     assert_eq!((s.sandbox.mode, show_diagnostics(&s, tmp.path())), (reins_tools::SandboxMode::ReadOnly, String::new()));
 }
+
+#[test]
+fn keys_at_hand_and_failures_per_provider() {
+    let editor = serde_json::json!({"providers": {"anthropic": {"apiKey": "x"}}});
+    let s = settings(&[("HOME", "/nonexistent")]).with_editor_settings(&editor);
+    let available = ["anthropic", "openai", "ollama"].map(|provider| s.key_available(provider));
+    assert_eq!(available, [true, false, true]);
+    let refused = reins_ai::ProviderError::new(reins_ai::ProviderErrorKind::Connection, "connection refused");
+    let failure = |provider: &str, model: &str| s.provider_failure(&refused, provider, model).to_string();
+    assert!(failure("anthropic", "claude-haiku-4-5").contains("connection refused"));
+    // The built-in endpoint nobody chose: say how to choose one.
+    assert!(failure("openai-compatible", "qwen2.5-coder:7b").contains("set OPENAI_BASE_URL"));
+}

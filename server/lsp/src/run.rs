@@ -6,10 +6,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 
-use reins_agent::{AgentEvent, Limits, TurnEndReason};
-use reins_ai::{ClientOptions, Content, Message, ProviderError};
+use reins_agent::{AgentEvent, TurnEndReason};
+use reins_ai::Content;
 use reins_harness::{
-    ApprovalPolicy, Harness, HarnessError, HarnessEvent, HarnessEventSink, HarnessOptions, Router, SessionId, Settings,
+    ApprovalPolicy, Harness, HarnessError, HarnessEvent, HarnessEventSink, HarnessOptions, LiveSettings, SessionId,
+    Settings,
 };
 use reins_tools::{FsWorkspace, Workspace};
 use tokio::signal::unix::{SignalKind, signal};
@@ -102,8 +103,12 @@ async fn run(args: RunArgs) -> ExitCode {
         Err(err) => return fail(&format!("cannot read the current directory: {err}")),
     };
     let mut settings = load_settings(&root);
+    // The command line's word goes over the config's.
     if args.yes {
         settings.approval = ApprovalPolicy::approve_all();
+    }
+    if let Some(max_turns) = args.max_turns {
+        settings.max_turns = Some(max_turns);
     }
     let workspace: Arc<dyn Workspace> = match FsWorkspace::new(vec![root]) {
         Ok(workspace) => Arc::new(workspace),
@@ -115,19 +120,15 @@ async fn run(args: RunArgs) -> ExitCode {
         let human = HumanOutput::new();
         Arc::new(move |event: HarnessEvent| human.show(&event.event))
     };
-    let model = settings.resolve_model(args.model.as_deref());
-    let configured = settings.base_url_configured || model.base_url != settings.base_url;
     let persist = args.session != SessionChoice::None;
     let harness = Harness::new(HarnessOptions {
-        provider: Arc::new(Router::new(settings.clone(), ClientOptions::default())),
+        settings: LiveSettings::new(settings),
         workspace,
+        provider: None,
         approver: Arc::new(TerminalApprover),
-        limits: Limits { max_turns: args.max_turns.or(settings.max_turns).unwrap_or(50), ..Limits::default() },
         events,
         date: today(),
         persist,
-        compaction: settings.compaction.clone(),
-        settings,
     });
 
     let started = choose_session(&harness, &args.session, args.model.as_deref())
@@ -152,13 +153,7 @@ async fn run(args: RunArgs) -> ExitCode {
             eprintln!("reins: cancelled");
             ExitCode::from(130)
         }
-        TurnEndReason::Error => {
-            let message = match last_provider_error(&outcome.messages) {
-                Some(error) => HarnessError::from_provider(error, &model.base_url, configured).to_string(),
-                None => outcome.error.unwrap_or_else(|| "the run failed".into()),
-            };
-            fail(&message)
-        }
+        TurnEndReason::Error => fail(&harness.settings().run_failure(&outcome.messages, outcome.error.as_deref())),
         TurnEndReason::MaxTurns => fail("stopped: the run reached --max-turns before the model finished"),
         TurnEndReason::RepeatedAction => fail("stopped: the model repeated the same tool call twice in a row"),
         TurnEndReason::Deadline => fail("stopped: the run's time limit passed"),
@@ -232,13 +227,6 @@ fn print_json_event(event: &AgentEvent) {
     let mut stdout = std::io::stdout().lock();
     // A closed pipe only means nobody is listening any more.
     let _ = writeln!(stdout, "{line}").and_then(|_| stdout.flush());
-}
-
-fn last_provider_error(messages: &[Message]) -> Option<&ProviderError> {
-    messages.iter().rev().find_map(|message| match message {
-        Message::Assistant(assistant) => assistant.error.as_ref(),
-        _ => None,
-    })
 }
 
 fn fail(message: &str) -> ExitCode {

@@ -7,9 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use reins_agent::Limits;
-use reins_ai::ClientOptions;
-use reins_harness::{Harness, HarnessOptions, Router, SessionInfo, SessionTreeView};
+use reins_harness::{Harness, HarnessOptions, LiveSettings, SessionInfo, SessionTreeView};
 use reins_tools::FsWorkspace;
 
 use crate::terminal::TerminalApprover;
@@ -73,15 +71,13 @@ fn run(args: &SessionsArgs) -> Result<String, String> {
     let settings = crate::run::load_settings(&root);
     let workspace = FsWorkspace::new(vec![root]).map_err(|e| e.to_string())?;
     let harness = Harness::new(HarnessOptions {
-        provider: Arc::new(Router::new(settings.clone(), ClientOptions::default())),
+        settings: LiveSettings::new(settings),
         workspace: Arc::new(workspace),
+        provider: None,
         approver: Arc::new(TerminalApprover),
-        limits: Limits::default(),
         events: Arc::new(|_| {}),
         date: String::new(),
         persist: true,
-        compaction: settings.compaction.clone(),
-        settings,
     });
     let to_json = |value: serde_json::Result<String>| value.map(|text| text + "\n").map_err(|e| e.to_string());
     match &args.command {

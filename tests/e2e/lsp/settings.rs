@@ -140,3 +140,42 @@ async fn model_list_shows_the_registry_with_keys_at_hand_and_the_default() {
     assert_eq!(current.len(), 1);
     assert_eq!(current[0]["id"], "anthropic/claude-haiku-4-5");
 }
+
+/// Sends a message in `session` and waits for its run to end; answers its events.
+async fn run_in(lsp: &super::Session, session: &Value, text: &str) -> Vec<Value> {
+    let started = lsp.client.command("reins.chat.send", json!({"sessionId": session, "text": text})).await.unwrap();
+    lsp.run_events(started["runId"].as_str().unwrap()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limits_and_compaction_changed_mid_session_apply_to_the_next_run() {
+    let replies = vec![
+        Reply::tool_call("c1", "read", json!({"path": "a.txt"})),
+        Reply::text(format!("first answer: {}", "details ".repeat(300))),
+        Reply::tool_call("c2", "read", json!({"path": "a.txt"})),
+        Reply::text("## Goal\nRead a.txt."),
+        Reply::text("third answer"),
+    ];
+    let lsp = start(&[("a.txt", "alpha\n")], replies, json!({"compaction": {"auto": false}})).await;
+    let long_question = format!("first question: {}", "the parser module needs work ".repeat(80));
+    let session = chat(&lsp, None, &long_question).await;
+
+    // At most one model call per run from now on.
+    let change = json!({"limits": {"maxTurns": 1}});
+    lsp.client.notify("workspace/didChangeConfiguration", json!({"settings": change})).await;
+    let events = run_in(&lsp, &session, "read it again").await;
+    assert_eq!(events.last().unwrap()["reason"], "max_turns", "{events:?}");
+
+    // Compaction on, and a window the conversation no longer fits: the next run compacts first.
+    let change = json!({"compaction": {"auto": true, "reserveTokens": 100, "keepRecentTokens": 50},
+        "models": [{"id": "scripted-model", "provider": "openai-compatible", "contextWindow": 1200, "maxOutput": 256}]});
+    lsp.client.notify("workspace/didChangeConfiguration", json!({"settings": change})).await;
+    let events = run_in(&lsp, &session, "third question").await;
+    assert_eq!(events.last().unwrap()["reason"], "final_answer", "{events:?}");
+    let requests = lsp.server.chat_requests();
+    assert_eq!(requests.len(), 5);
+    let system = requests[3].body["messages"][0]["content"].as_str().unwrap_or_default();
+    assert!(system.starts_with("You are summarizing"), "{system}");
+    let compacted = requests[4].body["messages"][1]["content"].to_string();
+    assert!(compacted.contains("compacted into the following summary"), "{compacted}");
+}

@@ -54,7 +54,7 @@ async fn on_disk<T: Send + 'static>(
 }
 
 pub async fn execute(state: &State, command: Command) -> Result<Value> {
-    let harness = state.harness()?;
+    let harness = &state.harness;
     let empty = || Ok(json!({}));
     match command {
         Command::ChatSend(send) => chat_send(state, send).await,
@@ -110,7 +110,7 @@ pub async fn execute(state: &State, command: Command) -> Result<Value> {
             let compacted = harness.compact(&session.session_id).await.map_err(to_proto::harness_error)?;
             Ok(json!({ "tokensBefore": compacted.tokens_before, "tokensAfter": compacted.tokens_after }))
         }
-        Command::ModelList => Ok(to_proto::model_list(&state.settings.current())),
+        Command::ModelList => Ok(to_proto::model_list(&harness.settings())),
         Command::ModelSet(set) => model_set(state, set),
         Command::EditAccept(accept) => {
             state.reviews.accept(&accept.id, accept.hunks, accept.allow_for_session, accept.reason)
@@ -144,17 +144,13 @@ async fn ask_about_selection(state: &State, ask: Ask) -> Result<Value> {
 }
 
 fn model_set(state: &State, set: ModelSet) -> Result<Value> {
-    let harness = state.harness()?;
+    let harness = &state.harness;
     if set.model.trim().is_empty() {
         return Err(to_proto::invalid_argument("reins.model.set: model is empty"));
     }
     let model = match set.session_id {
         Some(session_id) => harness.set_model(&session_id, &set.model).map_err(to_proto::harness_error)?,
-        None => {
-            let settings = state.settings.choose_model(set.model.trim());
-            harness.set_settings((*settings).clone());
-            settings.resolve_model(None)
-        }
+        None => harness.choose_model(set.model.trim()),
     };
     Ok(json!({ "model": model }))
 }

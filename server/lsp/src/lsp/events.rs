@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use reins_agent::{AgentEvent, TurnEndReason};
 use reins_ai::{Content, Message, StreamEvent, Usage};
-use reins_harness::{HarnessError, HarnessEvent, HarnessEventSink};
+use reins_harness::{HarnessEvent, HarnessEventSink, LiveSettings};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -23,7 +23,6 @@ use tower_lsp_server::ls_types::{
     WorkDoneProgressBegin, WorkDoneProgressEnd, WorkDoneProgressReport,
 };
 
-use crate::lsp::config::{self, ServerSettings};
 use crate::lsp::to_proto;
 
 /// At most this many text-delta notifications a second per run (one per interval).
@@ -95,7 +94,8 @@ enum ProgressStep {
 
 struct Pump {
     client: Client,
-    settings: Arc<ServerSettings>,
+    /// The harness's settings in force, read for what a failure message says to do.
+    settings: LiveSettings,
     work_done_progress: Arc<AtomicBool>,
     seq: u64,
     pending: HashMap<RunKey, PendingDelta>,
@@ -108,7 +108,7 @@ struct Pump {
 impl Events {
     /// Starts the event task. `work_done_progress` says whether the client takes `$/progress`
     /// (known after `initialize`).
-    pub fn start(client: Client, settings: Arc<ServerSettings>, work_done_progress: Arc<AtomicBool>) -> Self {
+    pub fn start(client: Client, settings: LiveSettings, work_done_progress: Arc<AtomicBool>) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         let pump = Pump {
             client,
@@ -282,19 +282,7 @@ impl Pump {
             TurnEndReason::RepeatedAction => "stopped: the model repeated the same tool call".to_string(),
             TurnEndReason::Deadline => "stopped: the run's time limit passed".to_string(),
             TurnEndReason::ToolObservations => "stopped after tool results without a final answer".to_string(),
-            TurnEndReason::Error => {
-                let provider_error = messages.iter().rev().find_map(|message| match message {
-                    Message::Assistant(assistant) => Some((assistant.error.as_ref()?, assistant.provider.as_str())),
-                    _ => None,
-                });
-                match provider_error {
-                    Some((provider_error, provider)) => {
-                        let (base_url, configured) = config::endpoint(&self.settings.current(), provider);
-                        HarnessError::from_provider(provider_error, &base_url, configured).to_string()
-                    }
-                    None => error.unwrap_or("the run failed").to_string(),
-                }
-            }
+            TurnEndReason::Error => self.settings.get().run_failure(messages, error),
         }
     }
 

@@ -10,7 +10,6 @@ mod dispatch;
 pub(crate) mod documents;
 mod events;
 mod from_proto;
-mod provider;
 mod review;
 mod server;
 mod to_proto;

@@ -8,11 +8,10 @@
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
-use reins_agent::Limits;
 use reins_ai::Content;
-use reins_harness::{Harness, HarnessOptions, Settings};
+use reins_harness::{Harness, HarnessOptions, LiveSettings, Settings};
 use reins_tools::{FsWorkspace, Workspace};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -29,10 +28,9 @@ use tower_lsp_server::{Client, LanguageServer};
 
 use crate::lsp::code_actions;
 use crate::lsp::commands::{self, Command};
-use crate::lsp::config::{self, ServerSettings};
+use crate::lsp::config::{self, EditorSettings};
 use crate::lsp::documents::{Documents, PositionEncoding};
 use crate::lsp::events::Events;
-use crate::lsp::provider::LiveRouter;
 use crate::lsp::review::{ReviewApprover, Reviews};
 use crate::lsp::workspace::EditorWorkspace;
 use crate::lsp::{dispatch, from_proto, lock, to_proto};
@@ -46,15 +44,16 @@ pub struct State {
     pub client: Client,
     pub documents: Arc<Mutex<Documents>>,
     pub workspace: Arc<EditorWorkspace>,
-    pub settings: Arc<ServerSettings>,
-    pub provider: Arc<LiveRouter>,
+    /// The editor's layer of the settings; the settings in force are the harness's.
+    pub editor_settings: EditorSettings,
     /// What `initialize` found wrong in the settings, shown once the client is initialized.
     pub startup_warning: Mutex<Option<String>>,
     pub events: Events,
     /// The pending edits, waiting for the user.
     pub reviews: Arc<Reviews>,
     pub work_done_progress: Arc<AtomicBool>,
-    pub harness: OnceLock<Arc<Harness>>,
+    pub harness: Arc<Harness>,
+    initialized: AtomicBool,
 }
 
 /// The params of `reins/debug/documentText`.
@@ -68,24 +67,31 @@ impl Server {
     pub fn new(client: Client, fallback: FsWorkspace) -> Self {
         let documents = Arc::new(Mutex::new(Documents::default()));
         // Until `initialize` names the workspace and brings the client's settings.
-        let settings = Settings::from_env(env_var);
-        let provider = Arc::new(LiveRouter::new(&settings));
-        let settings = Arc::new(ServerSettings::new(settings));
+        let settings = LiveSettings::new(Settings::from_env(env_var));
         let work_done_progress = Arc::new(AtomicBool::new(false));
         let events = Events::start(client.clone(), settings.clone(), work_done_progress.clone());
         let reviews = Arc::new(Reviews::new(documents.clone(), events.clone()));
-        let workspace = EditorWorkspace::new(documents.clone(), client.clone(), fallback, reviews.clone());
+        let workspace = Arc::new(EditorWorkspace::new(documents.clone(), client.clone(), fallback, reviews.clone()));
+        let harness = Harness::new(HarnessOptions {
+            settings,
+            workspace: workspace.clone(),
+            provider: None,
+            approver: Arc::new(ReviewApprover { reviews: reviews.clone(), workspace: workspace.clone() }),
+            events: events.sink(),
+            date: today(),
+            persist: true,
+        });
         let state = State {
             client,
             documents,
-            workspace: Arc::new(workspace),
-            settings,
-            provider,
+            workspace,
+            editor_settings: EditorSettings::default(),
             startup_warning: Mutex::new(None),
             events,
             reviews,
             work_done_progress,
-            harness: OnceLock::new(),
+            harness,
+            initialized: AtomicBool::new(false),
         };
         Self { state: Arc::new(state) }
     }
@@ -149,8 +155,9 @@ impl LanguageServer for Server {
 
     async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
         self.sync_guarded("didChangeConfiguration", |state| {
-            let (settings, previous) = state.settings.apply_editor_settings(&params.settings);
-            state.use_settings(&settings);
+            let editor = state.editor_settings.changed(&params.settings);
+            let next = state.harness.settings().with_editor_settings(&editor);
+            let (settings, previous) = state.harness.set_settings(next);
             if let Some(warning) = config::warning(&settings, Some(&previous)) {
                 tracing::warn!("{warning}");
                 let client = state.client.clone();
@@ -193,11 +200,10 @@ impl LanguageServer for Server {
 }
 
 impl State {
-    pub fn harness(&self) -> Result<&Arc<Harness>> {
-        self.harness.get().ok_or_else(|| to_proto::error("invalid_state", "the server is not initialized yet"))
-    }
-
     fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
+        if self.initialized.swap(true, Ordering::Relaxed) {
+            return Err(to_proto::error("invalid_state", "initialize was already called"));
+        }
         let offered = params.capabilities.general.as_ref().and_then(|general| general.position_encodings.as_ref());
         let utf8 = offered.is_some_and(|encodings| encodings.contains(&PositionEncodingKind::UTF8));
         lock(&self.documents).encoding = if utf8 { PositionEncoding::Utf8 } else { PositionEncoding::Utf16 };
@@ -223,25 +229,9 @@ impl State {
         let options = params.initialization_options.as_ref().unwrap_or(&Value::Null);
         let loaded = config::load(env_var, roots.first().map(PathBuf::as_path));
         self.workspace.set_roots(roots);
-        let settings = self.settings.initialize(loaded, options);
+        let editor = self.editor_settings.initialize(options);
+        let (settings, _) = self.harness.set_settings(loaded.with_editor_settings(&editor));
         *lock(&self.startup_warning) = config::warning(&settings, None);
-        self.provider.replace(&settings);
-        let limits =
-            Limits { max_turns: settings.max_turns.unwrap_or(Limits::default().max_turns), ..Limits::default() };
-        let harness = Harness::new(HarnessOptions {
-            settings: (*settings).clone(),
-            workspace: self.workspace.clone(),
-            provider: self.provider.clone(),
-            approver: Arc::new(ReviewApprover { reviews: self.reviews.clone(), workspace: self.workspace.clone() }),
-            limits,
-            events: self.events.sink(),
-            date: today(),
-            persist: true,
-            compaction: settings.compaction.clone(),
-        });
-        if self.harness.set(harness).is_err() {
-            return Err(to_proto::error("invalid_state", "initialize was already called"));
-        }
 
         let encoding = if utf8 { PositionEncodingKind::UTF8 } else { PositionEncodingKind::UTF16 };
         Ok(InitializeResult {
@@ -277,7 +267,7 @@ impl State {
     /// Starts a run with `content` in `session_id` (a new session when absent) and watches its
     /// task, so a run that dies without an outcome is still reported.
     pub fn start_run(&self, session_id: Option<String>, content: Vec<Content>) -> Result<Value> {
-        let harness = self.harness()?;
+        let harness = &self.harness;
         let session_id = match session_id {
             Some(id) => id,
             None => self.new_session(None)?,
@@ -295,16 +285,7 @@ impl State {
 
     /// A new session, with the default model of the settings in force.
     pub fn new_session(&self, name: Option<String>) -> Result<String> {
-        self.harness()?.new_session(name, None).map_err(to_proto::harness_error)
-    }
-
-    /// Puts `settings` in force: the next model calls route by them, and the harness resolves
-    /// models (new sessions' default, `reins.model.set`, live sessions' endpoints) through them.
-    pub fn use_settings(&self, settings: &Settings) {
-        self.provider.replace(settings);
-        if let Some(harness) = self.harness.get() {
-            harness.set_settings(settings.clone());
-        }
+        self.harness.new_session(name, None).map_err(to_proto::harness_error)
     }
 }
 

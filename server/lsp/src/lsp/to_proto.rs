@@ -126,7 +126,7 @@ pub fn model_list(settings: &Settings) -> Value {
                 "maxOutput": entry.max_output,
                 "reasoning": entry.reasoning,
                 "prices": entry.prices,
-                "keyAvailable": crate::lsp::config::key_available(settings, &entry.provider),
+                "keyAvailable": settings.key_available(&entry.provider),
                 "current": entry.provider == default.provider && entry.id == default.id,
             })
         })

@@ -1,0 +1,523 @@
+//! The harness runtime: live sessions, each an [`Agent`] with its tools, prompt, approval gate
+//! and session file, and the settings in force, which the harness alone replaces and everything
+//! reads from here. The LSP server and the CLI drive it the same way; it reports through one
+//! event sink. What is done to sessions is in [`sessions`], runs in [`runs`].
+
+mod runs;
+mod sessions;
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use reins_agent::{Agent, AgentContext, AgentEvent, Hooks, RunOutcome, Tool};
+use reins_ai::{Message, Model, Provider};
+use reins_review::Approver;
+use reins_session::{Durability, SessionError, SessionFile, SessionStore};
+use reins_tools::{Workspace, builtin_tools};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use crate::approval::ApprovalGate;
+use crate::compaction::{AutoCompact, SessionHooks};
+use crate::error::HarnessError;
+use crate::live_settings::LiveSettings;
+use crate::prompt::{PromptInputs, build_system_prompt};
+use crate::router::LiveRouter;
+use crate::sessions::{SessionListing, SessionRecorder};
+use crate::settings::Settings;
+
+pub type SessionId = String;
+pub type RunId = String;
+
+/// An agent event, with the session and run it belongs to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HarnessEvent {
+    pub session_id: SessionId,
+    pub run_id: RunId,
+    pub event: AgentEvent,
+}
+
+pub type HarnessEventSink = Arc<dyn Fn(HarnessEvent) + Send + Sync>;
+
+/// What a harness is built from.
+pub struct HarnessOptions {
+    /// The settings in force. The harness owns them from now on: only [`Harness::set_settings`]
+    /// and [`Harness::choose_model`] replace them; others may hold the handle to read them.
+    pub settings: LiveSettings,
+    pub workspace: Arc<dyn Workspace>,
+    /// The model provider; `None` routes each call by the settings in force.
+    pub provider: Option<Arc<dyn Provider>>,
+    /// Asks the user where the approval policy in force says `ask`.
+    pub approver: Arc<dyn Approver>,
+    /// Where every session's events go.
+    pub events: HarnessEventSink,
+    /// `YYYY-MM-DD`, for the system prompt.
+    pub date: String,
+    /// Keep sessions on disk (`false`: `reins run --no-session`).
+    pub persist: bool,
+}
+
+/// A run that has started: its id, and its outcome when it ends.
+pub struct RunStarted {
+    pub session_id: SessionId,
+    pub run_id: RunId,
+    pub done: oneshot::Receiver<RunOutcome>,
+}
+
+pub struct Harness {
+    options: HarnessOptions,
+    /// The settings in force (`options.settings`, shared with every session's hooks).
+    settings: LiveSettings,
+    /// The default model [`Harness::choose_model`] chose, and the one the settings alone give.
+    model_choice: Mutex<ModelChoice>,
+    provider: Arc<dyn Provider>,
+    /// The router behind `provider` when none was given, rebuilt when the settings change.
+    router: Option<Arc<LiveRouter>>,
+    store: SessionStore,
+    sessions: Mutex<HashMap<SessionId, Arc<LiveSession>>>,
+    listing: Mutex<SessionListing>,
+    counter: AtomicU64,
+}
+
+/// A default model chosen without a session holds until the settings change the model
+/// themselves (a `didChangeConfiguration` that names another one).
+#[derive(Default)]
+struct ModelChoice {
+    chosen: Option<String>,
+    configured: String,
+}
+
+struct LiveSession {
+    id: SessionId,
+    agent: Agent,
+    /// `None` when sessions are not kept on disk.
+    file: Option<Arc<Mutex<SessionFile>>>,
+    /// The run in progress. Set before the run is spawned, so a second send fails at once.
+    /// Shared with the approval gate, which tells the approver the run of each call.
+    running: Arc<Mutex<Option<RunId>>>,
+    /// Cancels the harness's own model calls of the current run or operation (compaction,
+    /// summaries); the agent's calls are cancelled through the agent. Shared with the hooks.
+    cancel: Arc<Mutex<CancellationToken>>,
+}
+
+impl Harness {
+    pub fn new(options: HarnessOptions) -> Arc<Self> {
+        let settings = options.settings.clone();
+        let current = settings.get();
+        let store = SessionStore::new(current.data_dir.join("sessions"));
+        let (provider, router): (Arc<dyn Provider>, _) = match &options.provider {
+            Some(provider) => (provider.clone(), None),
+            None => {
+                let router = Arc::new(LiveRouter::new(&current));
+                (router.clone(), Some(router))
+            }
+        };
+        let model_choice = Mutex::new(ModelChoice { chosen: None, configured: current.model.clone() });
+        Arc::new(Self {
+            options,
+            settings,
+            model_choice,
+            provider,
+            router,
+            store,
+            sessions: Mutex::new(HashMap::new()),
+            listing: Mutex::default(),
+            counter: AtomicU64::new(0),
+        })
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> Arc<Settings> {
+        self.settings.get()
+    }
+
+    /// Puts `next` in force (the editor's settings changed), keeping a default model that
+    /// [`Harness::choose_model`] chose unless `next` changes the model itself; answers the
+    /// settings now in force and the previous ones. From now on: new sessions take the new
+    /// default model; models resolve through the new registry and route to the new endpoints
+    /// and keys; each live session's model (the same provider and id) is resolved again, so a
+    /// new endpoint or window applies from its next turn; the approval policy applies from the
+    /// next tool call, compaction from the next turn, limits from the next run.
+    pub fn set_settings(&self, mut next: Settings) -> (Arc<Settings>, Arc<Settings>) {
+        {
+            let mut choice = lock(&self.model_choice);
+            if next.model != choice.configured {
+                choice.chosen = None;
+            }
+            choice.configured = next.model.clone();
+            if let Some(model) = &choice.chosen {
+                next.model = model.clone();
+            }
+        }
+        let previous = self.settings.get();
+        let settings = self.settings.set(next);
+        if let Some(router) = &self.router {
+            router.replace(&settings);
+        }
+        for session in lock(&self.sessions).values() {
+            let current = session.agent.context().model;
+            session.agent.set_model(settings.resolve_recorded(&current.provider, &current.id));
+        }
+        (settings, previous)
+    }
+
+    /// Makes `model` the default of sessions started from now on (`reins.model.set` without a
+    /// session); answers it resolved.
+    pub fn choose_model(&self, model: &str) -> Model {
+        lock(&self.model_choice).chosen = Some(model.to_string());
+        let mut next = (*self.settings.get()).clone();
+        next.model = model.to_string();
+        self.settings.set(next).resolve_model(None)
+    }
+
+    fn cwd(&self) -> PathBuf {
+        self.options.workspace.cwd()
+    }
+
+    fn go_live_from_file(&self, mut file: SessionFile) -> SessionId {
+        file.set_durability(Durability::Write);
+        let context = file.context().unwrap_or_default();
+        let settings = self.settings();
+        let model = match &context.model {
+            Some(recorded) => settings.resolve_recorded(&recorded.provider, &recorded.model_id),
+            None => settings.resolve_model(None),
+        };
+        let id = file.id().to_string();
+        self.go_live(id, Some(file), model, context.messages, context.active_tools)
+    }
+
+    /// `active_tools`: the tools the session recorded as offered (pi 1.6), where reins has them;
+    /// `None` offers them all.
+    fn go_live(
+        &self,
+        id: SessionId,
+        file: Option<SessionFile>,
+        model: Model,
+        messages: Vec<Message>,
+        active_tools: Option<Vec<String>>,
+    ) -> SessionId {
+        let file = file.map(|file| Arc::new(Mutex::new(file)));
+        let cancel = Arc::new(Mutex::new(CancellationToken::new()));
+        let running = Arc::new(Mutex::new(None));
+        let gate = ApprovalGate {
+            session_id: id.clone(),
+            running: running.clone(),
+            allowed: Arc::new(Mutex::new(HashSet::new())),
+            settings: self.settings.clone(),
+            approver: self.options.approver.clone(),
+        };
+        let agent = self.new_agent(model, messages, active_tools, gate, file.clone(), cancel.clone());
+        let session = Arc::new(LiveSession { id: id.clone(), agent, file, running, cancel });
+        lock(&self.sessions).insert(id.clone(), session);
+        id
+    }
+
+    fn new_agent(
+        &self,
+        model: Model,
+        messages: Vec<Message>,
+        active_tools: Option<Vec<String>>,
+        gate: ApprovalGate,
+        file: Option<Arc<Mutex<SessionFile>>>,
+        cancel: Arc<Mutex<CancellationToken>>,
+    ) -> Agent {
+        let workspace = &self.options.workspace;
+        let settings = self.settings();
+        let mut tools: Vec<Arc<dyn Tool>> = builtin_tools(workspace.clone(), settings.exec_policy(std::env::vars_os()));
+        if let Some(active) = active_tools {
+            tools.retain(|tool| active.iter().any(|name| *name == tool.spec().name));
+        }
+        let root = workspace.cwd();
+        let inputs = PromptInputs::discover(
+            &root,
+            &root,
+            &settings.config_dir,
+            settings.is_trusted(&root),
+            tools.iter().map(|tool| tool.spec()).collect(),
+            self.options.date.clone(),
+        );
+        let context = AgentContext { system_prompt: build_system_prompt(&inputs), model, messages, tools };
+        let hooks: Arc<dyn Hooks> = Arc::new(SessionHooks {
+            gate,
+            auto_compact: file.map(|file| AutoCompact {
+                file,
+                provider: self.provider.clone(),
+                settings: self.settings.clone(),
+                cancel,
+            }),
+        });
+        Agent::new(context, self.provider.clone(), hooks, settings.limits())
+    }
+
+    /// The event sink of one run: records to the session file, then forwards.
+    fn emitter(&self, session: &LiveSession, run_id: &str) -> reins_agent::EventSink {
+        let sink = self.options.events.clone();
+        let recorder = session.file.clone().map(SessionRecorder::new);
+        let (session_id, run_id) = (session.id.clone(), run_id.to_string());
+        Arc::new(move |event: AgentEvent| {
+            if let Some(recorder) = &recorder {
+                recorder.record(&event);
+            }
+            sink(HarnessEvent { session_id: session_id.clone(), run_id: run_id.clone(), event });
+        })
+    }
+
+    fn session(&self, session_id: &str) -> Result<Arc<LiveSession>, HarnessError> {
+        lock(&self.sessions).get(session_id).cloned().ok_or_else(|| {
+            HarnessError::InvalidArgument(format!("no session {session_id:?} is open; open it or start a new one"))
+        })
+    }
+
+    /// Marks an idle session busy for an operation that awaits the model (navigating with a
+    /// summary, compacting), so that no run starts on the file meanwhile.
+    fn claim(&self, session_id: &str) -> Result<(Arc<LiveSession>, Claim), HarnessError> {
+        let session = self.session(session_id)?;
+        {
+            let mut running = lock(&session.running);
+            if running.is_some() {
+                return Err(HarnessError::Busy);
+            }
+            *running = Some("maintenance".to_string());
+        }
+        session.fresh_cancel();
+        Ok((session.clone(), Claim(session)))
+    }
+
+    fn running_session(&self, session_id: &str, what: &str) -> Result<Arc<LiveSession>, HarnessError> {
+        let session = self.session(session_id)?;
+        if lock(&session.running).is_none() {
+            return Err(HarnessError::InvalidState(format!(
+                "no run is in progress in session {session_id}, so there is nothing to {what}; send a message instead"
+            )));
+        }
+        Ok(session)
+    }
+
+    fn require_persist(&self) -> Result<(), HarnessError> {
+        if self.options.persist {
+            Ok(())
+        } else {
+            Err(HarnessError::InvalidState("sessions are not kept on disk in this run (--no-session)".into()))
+        }
+    }
+
+    fn next(&self) -> u64 {
+        self.counter.fetch_add(1, Ordering::Relaxed) + 1
+    }
+}
+
+impl LiveSession {
+    /// A new token for the run or operation that starts now.
+    fn fresh_cancel(&self) {
+        *lock(&self.cancel) = CancellationToken::new();
+    }
+
+    fn current_cancel(&self) -> CancellationToken {
+        lock(&self.cancel).clone()
+    }
+
+    fn file(&self) -> Result<&Arc<Mutex<SessionFile>>, HarnessError> {
+        self.file.as_ref().ok_or_else(|| {
+            HarnessError::InvalidState(format!("session {} is not kept on disk, so it has no tree", self.id))
+        })
+    }
+
+    fn has_path(&self, path: &std::path::Path) -> bool {
+        self.file.as_ref().is_some_and(|file| lock(file).path() == path)
+    }
+}
+
+/// Releases a [`Harness::claim`]: the session is idle again however the operation ended.
+struct Claim(Arc<LiveSession>);
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        *lock(&self.0.running) = None;
+    }
+}
+
+/// Marks a session idle when its run's task ends, however it ends.
+struct IdleOnDrop<'a>(&'a Mutex<Option<RunId>>);
+
+impl Drop for IdleOnDrop<'_> {
+    fn drop(&mut self) {
+        *lock(self.0) = None;
+    }
+}
+
+pub(crate) fn session_error(error: SessionError) -> HarnessError {
+    HarnessError::Session(error.to_string())
+}
+
+/// A poisoned lock only means another thread panicked mid-update; the data is still usable.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use async_trait::async_trait;
+    use reins_ai::{AssistantMessage, Content, EventSink, Request, StopReason};
+    use reins_review::{ApprovalRequest, Verdict};
+    use reins_tools::FsWorkspace;
+
+    use super::*;
+
+    /// A provider whose first call panics (a bug somewhere below the harness) and whose later
+    /// calls answer "fine".
+    struct PanicsOnce(Mutex<bool>);
+
+    #[async_trait]
+    impl Provider for PanicsOnce {
+        async fn stream(&self, request: &Request, _: EventSink<'_>, _: &CancellationToken) -> AssistantMessage {
+            let first = std::mem::replace(&mut *lock(&self.0), false);
+            assert!(!first, "a bug in the provider");
+            AssistantMessage {
+                content: vec![Content::text("fine")],
+                model: request.model.id.clone(),
+                stop_reason: StopReason::Stop,
+                ..AssistantMessage::default()
+            }
+        }
+    }
+
+    struct NoApprover;
+
+    #[async_trait]
+    impl Approver for NoApprover {
+        async fn decide(&self, _: ApprovalRequest<'_>, _: &CancellationToken) -> Verdict {
+            Verdict::Reject { reason: "no".into() }
+        }
+    }
+
+    /// Answers "fine", except summary requests, which wait until they are cancelled.
+    struct SummariesHang(tokio::sync::Notify);
+
+    #[async_trait]
+    impl Provider for SummariesHang {
+        async fn stream(&self, request: &Request, _: EventSink<'_>, cancel: &CancellationToken) -> AssistantMessage {
+            if request.system_prompt.starts_with("You are summarizing") {
+                self.0.notify_one();
+                cancel.cancelled().await;
+                return AssistantMessage { stop_reason: StopReason::Aborted, ..AssistantMessage::default() };
+            }
+            AssistantMessage {
+                content: vec![Content::text("fine")],
+                stop_reason: StopReason::Stop,
+                ..AssistantMessage::default()
+            }
+        }
+    }
+
+    fn harness_with(dir: &std::path::Path, provider: Arc<dyn Provider>, keep_recent_tokens: u64) -> Arc<Harness> {
+        let home = dir.join("home");
+        let settings = Settings::from_env(|name| (name == "REINS_HOME").then(|| home.display().to_string()));
+        let mut settings = settings;
+        settings.compaction.keep_recent_tokens = keep_recent_tokens;
+        Harness::new(HarnessOptions {
+            settings: LiveSettings::new(settings),
+            workspace: Arc::new(FsWorkspace::new(vec![dir.to_path_buf()]).unwrap()),
+            provider: Some(provider),
+            approver: Arc::new(NoApprover),
+            events: Arc::new(|_| {}),
+            date: "2026-11-30".into(),
+            persist: true,
+        })
+    }
+
+    #[tokio::test]
+    async fn cancel_stops_a_compaction_and_frees_the_session() {
+        let tmp = tempfile::tempdir().unwrap();
+        let provider = Arc::new(SummariesHang(tokio::sync::Notify::new()));
+        let harness = harness_with(tmp.path(), provider.clone(), 1);
+        let session = harness.new_session(None, None).unwrap();
+        for text in ["one", "two"] {
+            harness.send(&session, vec![Content::text(text)]).unwrap().done.await.unwrap();
+        }
+
+        let compacting = {
+            let (harness, session) = (harness.clone(), session.clone());
+            tokio::spawn(async move { harness.compact(&session).await })
+        };
+        provider.0.notified().await;
+        assert!(harness.is_running(&session).unwrap(), "a compaction holds the session");
+        assert!(harness.cancel(&session).unwrap());
+        let result = tokio::time::timeout(std::time::Duration::from_secs(5), compacting).await.unwrap().unwrap();
+        assert_eq!(result.unwrap_err().code(), "compaction");
+        assert!(!harness.is_running(&session).unwrap());
+        assert_eq!(harness.messages(&session).unwrap().len(), 4, "nothing was lost or replaced");
+    }
+
+    #[tokio::test]
+    async fn a_run_that_panics_leaves_its_session_usable() {
+        let tmp = tempfile::tempdir().unwrap();
+        let harness = harness_with(tmp.path(), Arc::new(PanicsOnce(Mutex::new(true))), 20_000);
+        let session = harness.new_session(None, None).unwrap();
+
+        let started = harness.send(&session, vec![Content::text("hello")]).unwrap();
+        assert!(started.done.await.is_err(), "the panicked run has no outcome");
+        assert!(!harness.is_running(&session).unwrap(), "the session is not stuck busy");
+
+        let again = harness.send(&session, vec![Content::text("hello again")]).unwrap();
+        let outcome = again.done.await.unwrap();
+        assert_eq!(outcome.reason, reins_agent::TurnEndReason::FinalAnswer);
+    }
+
+    /// Calls `ls` every time, counting the calls.
+    struct AlwaysLs(Mutex<u32>);
+
+    #[async_trait]
+    impl Provider for AlwaysLs {
+        async fn stream(&self, _: &Request, _: EventSink<'_>, _: &CancellationToken) -> AssistantMessage {
+            let mut calls = lock(&self.0);
+            *calls += 1;
+            let call = reins_ai::ToolCall {
+                id: format!("c{calls}"),
+                name: "ls".into(),
+                arguments: serde_json::json!({"path": format!("./{calls}")}),
+            };
+            AssistantMessage {
+                content: vec![Content::ToolCall(call)],
+                stop_reason: StopReason::ToolUse,
+                ..AssistantMessage::default()
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn settings_changed_between_runs_apply_to_the_next_run() {
+        let tmp = tempfile::tempdir().unwrap();
+        let provider = Arc::new(AlwaysLs(Mutex::new(0)));
+        let harness = harness_with(tmp.path(), provider.clone(), 20_000);
+        let session = harness.new_session(None, None).unwrap();
+        let mut settings = (*harness.settings()).clone();
+        settings.max_turns = Some(3);
+        harness.set_settings(settings.clone());
+        let outcome = harness.send(&session, vec![Content::text("go")]).unwrap().done.await.unwrap();
+        assert_eq!((outcome.reason, *lock(&provider.0)), (reins_agent::TurnEndReason::MaxTurns, 3));
+
+        settings.max_turns = Some(1);
+        harness.set_settings(settings);
+        let outcome = harness.send(&session, vec![Content::text("again")]).unwrap().done.await.unwrap();
+        assert_eq!((outcome.reason, *lock(&provider.0)), (reins_agent::TurnEndReason::MaxTurns, 4));
+    }
+
+    #[test]
+    fn a_chosen_default_model_holds_until_the_settings_change_the_model() {
+        let tmp = tempfile::tempdir().unwrap();
+        let harness = harness_with(tmp.path(), Arc::new(AlwaysLs(Mutex::new(0))), 20_000);
+        let mut settings = (*harness.settings()).clone();
+        settings.model = "a".into();
+        harness.set_settings(settings.clone());
+        assert_eq!(harness.choose_model("b").id, "b");
+        // New settings that keep the model keep the choice too…
+        settings.base_url = "http://h/v1".into();
+        let (now, before) = harness.set_settings(settings.clone());
+        assert_eq!((now.model.as_str(), before.model.as_str(), now.base_url.as_str()), ("b", "b", "http://h/v1"));
+        // …until they name another one.
+        settings.model = "c".into();
+        assert_eq!(harness.set_settings(settings).0.model, "c");
+    }
+}

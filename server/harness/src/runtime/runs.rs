@@ -1,0 +1,157 @@
+//! The run side of the harness: one run at a time per session, sent in the background, steered
+//! and followed up while it goes, cancelled; compaction before a run near the window and once
+//! after a provider says the context is too long.
+
+use std::sync::{Arc, Mutex};
+
+use reins_agent::{AgentEvent, RunOutcome, TurnEndReason};
+use reins_ai::{Content, Message, Usage, UserMessage, now_ms};
+use reins_session::{SessionFile, estimate_tokens};
+use tokio::sync::oneshot;
+
+use super::{Harness, IdleOnDrop, LiveSession, RunStarted, lock};
+use crate::compaction::{CompactionSettings, compact_and_reload, near_window, overflowed};
+use crate::error::HarnessError;
+
+impl Harness {
+    /// Sends a user message; the run goes on in the background. `Busy` if one is going.
+    pub fn send(self: &Arc<Self>, session_id: &str, content: Vec<Content>) -> Result<RunStarted, HarnessError> {
+        if content.iter().all(|block| matches!(block, Content::Text { text } if text.trim().is_empty())) {
+            return Err(HarnessError::InvalidArgument("the message is empty".into()));
+        }
+        let session = self.session(session_id)?;
+        let run_id = format!("r{}", self.next());
+        {
+            let mut running = lock(&session.running);
+            if running.is_some() {
+                return Err(HarnessError::Busy);
+            }
+            *running = Some(run_id.clone());
+        }
+        session.fresh_cancel();
+        let (done_tx, done) = oneshot::channel();
+        let emit = self.emitter(&session, &run_id);
+        let message = Message::User(UserMessage { content, timestamp: now_ms() });
+        let harness = self.clone();
+        let task_session = session.clone();
+        tokio::spawn(async move {
+            // Cleared even if the run panics, so the session does not stay busy for ever.
+            let _idle = IdleOnDrop(&task_session.running);
+            if let Some(outcome) = harness.run_to_end(&task_session, message, emit).await {
+                let _ = done_tx.send(outcome);
+            }
+        });
+        Ok(RunStarted { session_id: session.id.clone(), run_id, done })
+    }
+
+    /// One run, and the one retry after a compaction when the provider says the context is too
+    /// long. Afterwards the agent's messages are reloaded from the file, the source of truth.
+    async fn run_to_end(
+        &self,
+        session: &LiveSession,
+        message: Message,
+        emit: reins_agent::EventSink,
+    ) -> Option<RunOutcome> {
+        // The settings in force when the run starts hold for all of it (the approval policy and
+        // automatic compaction between turns read them again as they go).
+        let settings = self.settings();
+        session.agent.set_limits(settings.limits());
+        if let Some(file) = &session.file
+            && settings.compaction.auto
+        {
+            self.compact_if_near_window(session, file, &settings.compaction, estimate_tokens(&message)).await;
+            // Cancelled while compacting: the run ends before it starts.
+            if session.current_cancel().is_cancelled() {
+                let outcome = RunOutcome {
+                    reason: TurnEndReason::Aborted,
+                    messages: Vec::new(),
+                    usage: Usage::default(),
+                    error: None,
+                };
+                emit(AgentEvent::AgentEnd {
+                    reason: outcome.reason,
+                    messages: Vec::new(),
+                    usage: Usage::default(),
+                    error: None,
+                });
+                return Some(outcome);
+            }
+        }
+        let mut outcome = session.agent.prompt(vec![message], emit.clone()).await.ok()?;
+        if let Some(file) = &session.file {
+            if overflowed(&outcome) {
+                let model = session.agent.context().model;
+                let settings = self.settings().compaction.clone();
+                let cancel = session.current_cancel();
+                match compact_and_reload(file, self.provider.as_ref(), &model, &settings, &cancel).await {
+                    Ok((_, messages)) => {
+                        let _ = session.agent.set_messages(messages);
+                        if let Ok(retried) = session.agent.prompt(Vec::new(), emit).await {
+                            outcome = retried;
+                        }
+                    }
+                    Err(err) => tracing::warn!("compaction after a context overflow failed: {err}"),
+                }
+            }
+            match lock(file).context() {
+                Ok(context) => {
+                    let _ = session.agent.set_messages(context.messages);
+                }
+                Err(err) => tracing::error!("could not reload session {}: {err}", session.id),
+            }
+        }
+        Some(outcome)
+    }
+
+    /// Compacts before a run whose prompt would bring the context near the window; a failure is
+    /// logged and the run goes on uncompacted (the provider may still take it).
+    async fn compact_if_near_window(
+        &self,
+        session: &LiveSession,
+        file: &Mutex<SessionFile>,
+        settings: &CompactionSettings,
+        prompt_tokens: u64,
+    ) {
+        let context = session.agent.context();
+        if !near_window(&context, prompt_tokens, settings.reserve_tokens) {
+            return;
+        }
+        let cancel = session.current_cancel();
+        match compact_and_reload(file, self.provider.as_ref(), &context.model, settings, &cancel).await {
+            Ok((_, messages)) => {
+                let _ = session.agent.set_messages(messages);
+            }
+            Err(err) => tracing::warn!("automatic compaction failed; going on without it: {err}"),
+        }
+    }
+
+    /// Queues a message for the running run, delivered after its current tools finish.
+    pub fn steer(&self, session_id: &str, text: String) -> Result<(), HarnessError> {
+        let session = self.running_session(session_id, "steer")?;
+        session.agent.steer(Message::user(text));
+        Ok(())
+    }
+
+    /// Queues a message to continue with when the running run would stop.
+    pub fn follow_up(&self, session_id: &str, text: String) -> Result<(), HarnessError> {
+        let session = self.running_session(session_id, "follow up")?;
+        session.agent.follow_up(Message::user(text));
+        Ok(())
+    }
+
+    /// Cancels the running run, if any; true when there was one.
+    pub fn cancel(&self, session_id: &str) -> Result<bool, HarnessError> {
+        let session = self.session(session_id)?;
+        let running = lock(&session.running).is_some();
+        if running {
+            session.agent.abort();
+            lock(&session.cancel).cancel();
+        }
+        Ok(running)
+    }
+
+    /// Whether a run is going in the session.
+    pub fn is_running(&self, session_id: &str) -> Result<bool, HarnessError> {
+        Ok(lock(&self.session(session_id)?.running).is_some())
+    }
+}

@@ -1,0 +1,186 @@
+//! The session side of the harness: starting, opening, listing, forking, navigating, labelling,
+//! renaming and compacting sessions, a session's model, and its conversation.
+
+use reins_ai::{Message, Model, now_ms};
+use reins_session::{Durability, EntryKind, SessionError, SessionFile};
+
+use super::{Harness, SessionId, lock, session_error};
+use crate::compaction::{Compacted, branch_messages, compact_and_reload};
+use crate::error::HarnessError;
+use crate::sessions::{SessionInfo, SessionTreeView};
+use crate::summary::branch_summary;
+
+impl Harness {
+    /// Starts a new, empty session with the configured model.
+    pub fn new_session(&self, name: Option<String>, model: Option<&str>) -> Result<SessionId, HarnessError> {
+        let model = self.settings().resolve_model(model.filter(|model| !model.trim().is_empty()));
+        if !self.options.persist {
+            let id = format!("mem-{}-{:x}", self.next(), now_ms());
+            return Ok(self.go_live(id, None, model, Vec::new(), None));
+        }
+        let mut file = self.store.create(&self.cwd(), None).map_err(session_error)?;
+        file.set_durability(Durability::Write);
+        file.append(EntryKind::ModelChange { provider: model.provider.clone(), model_id: model.id.clone() })
+            .map_err(session_error)?;
+        if let Some(name) = name.filter(|name| !name.trim().is_empty()) {
+            file.set_name(&name).map_err(session_error)?;
+        }
+        file.flush().map_err(session_error)?;
+        let id = file.id().to_string();
+        Ok(self.go_live(id, Some(file), model, Vec::new(), None))
+    }
+
+    /// Opens a session by id (or unique prefix) or path, and continues from its leaf.
+    pub fn open_session(&self, id_or_path: &str) -> Result<SessionId, HarnessError> {
+        if let Some(live) = lock(&self.sessions).get(id_or_path) {
+            return Ok(live.id.clone());
+        }
+        self.require_persist()?;
+        let path = self.store.find(id_or_path, &self.cwd()).map_err(session_error)?;
+        if let Some(live) = lock(&self.sessions).values().find(|live| live.has_path(&path)) {
+            return Ok(live.id.clone());
+        }
+        let file = SessionFile::open(&path).map_err(session_error)?;
+        Ok(self.go_live_from_file(file))
+    }
+
+    /// Opens the most recent session of this workspace, if there is one; an error when that one
+    /// cannot be opened.
+    pub fn continue_recent(&self) -> Result<Option<SessionId>, HarnessError> {
+        self.require_persist()?;
+        let Some(path) = self.store.most_recent(&self.cwd()).map_err(session_error)? else { return Ok(None) };
+        if let Some(live) = lock(&self.sessions).values().find(|live| live.has_path(&path)) {
+            return Ok(Some(live.id.clone()));
+        }
+        // The newest file is the one the user means; when it cannot be read, say so rather than
+        // continue an older one or start over.
+        let file =
+            SessionFile::open(&path).map_err(|error| session_error(SessionError::NotContinued(Box::new(error))))?;
+        Ok(Some(self.go_live_from_file(file)))
+    }
+
+    /// The sessions of this workspace, newest first.
+    pub fn list_sessions(&self) -> Result<Vec<SessionInfo>, HarnessError> {
+        if !self.options.persist {
+            return Ok(Vec::new());
+        }
+        let files = self.store.files(&self.cwd()).map_err(session_error)?;
+        Ok(lock(&self.listing).list(&files))
+    }
+
+    /// The tree of a session by id (or unique prefix) or path, read without opening it.
+    pub fn peek_tree(&self, id_or_path: &str) -> Result<SessionTreeView, HarnessError> {
+        let path = self.store.find(id_or_path, &self.cwd()).map_err(session_error)?;
+        let tree = reins_session::SessionTree::load(&path).map_err(session_error)?;
+        Ok(SessionTreeView::of(&tree.header().id, &tree))
+    }
+
+    /// A session's tree and current leaf.
+    pub fn tree(&self, session_id: &str) -> Result<SessionTreeView, HarnessError> {
+        let session = self.session(session_id)?;
+        let file = session.file()?;
+        let file = lock(file);
+        Ok(SessionTreeView::of(&session.id, file.tree()))
+    }
+
+    /// A new session holding the path from the root to `entry_id`; continues from there.
+    pub fn fork(&self, session_id: &str, entry_id: &str) -> Result<SessionId, HarnessError> {
+        let session = self.session(session_id)?;
+        let forked = {
+            let mut file = lock(session.file()?);
+            file.flush().map_err(session_error)?;
+            file.fork(entry_id).map_err(session_error)?
+        };
+        Ok(self.go_live_from_file(forked))
+    }
+
+    /// Moves the session's position to `entry_id`; the next message continues from there. With
+    /// `summarize`, the model first writes a summary of the branch being left, which the new
+    /// position's context carries.
+    pub async fn navigate(&self, session_id: &str, entry_id: &str, summarize: bool) -> Result<(), HarnessError> {
+        let (session, _claim) = self.claim(session_id)?;
+        let file = session.file()?.clone();
+        let left_behind = {
+            let mut file = lock(&file);
+            file.flush().map_err(session_error)?;
+            if !file.tree().contains(entry_id) {
+                return Err(HarnessError::InvalidArgument(format!("session {session_id} has no entry {entry_id}")));
+            }
+            if summarize { branch_messages(file.tree(), entry_id)? } else { Vec::new() }
+        };
+        let summary = if left_behind.is_empty() {
+            None
+        } else {
+            let model = session.agent.context().model;
+            let cancel = session.current_cancel();
+            Some(branch_summary(self.provider.as_ref(), &model, &left_behind, &cancel).await?)
+        };
+        let context = {
+            let mut file = lock(&file);
+            file.navigate(entry_id, summary).map_err(session_error)?;
+            file.context().map_err(session_error)?
+        };
+        session.agent.set_messages(context.messages).map_err(|_| HarnessError::Busy)
+    }
+
+    /// Sets (or with `None` clears) the label of an entry.
+    pub fn label(&self, session_id: &str, entry_id: &str, label: Option<&str>) -> Result<(), HarnessError> {
+        let session = self.session(session_id)?;
+        let mut file = lock(session.file()?);
+        file.label(entry_id, label.filter(|label| !label.trim().is_empty())).map_err(session_error)?;
+        file.flush().map_err(session_error)
+    }
+
+    /// Names the session.
+    pub fn rename(&self, session_id: &str, name: &str) -> Result<(), HarnessError> {
+        let session = self.session(session_id)?;
+        let mut file = lock(session.file()?);
+        file.set_name(name).map_err(session_error)?;
+        file.flush().map_err(session_error)
+    }
+
+    /// Summarizes the older part of the conversation so that it fits the window again.
+    pub async fn compact(&self, session_id: &str) -> Result<Compacted, HarnessError> {
+        let (session, _claim) = self.claim(session_id)?;
+        let model = session.agent.context().model;
+        let file = session.file()?.clone();
+        let settings = self.settings().compaction.clone();
+        let (compacted, messages) =
+            compact_and_reload(&file, self.provider.as_ref(), &model, &settings, &session.current_cancel()).await?;
+        session.agent.set_messages(messages).map_err(|_| HarnessError::Busy)?;
+        Ok(compacted)
+    }
+
+    /// The conversation so far, as the model sees it.
+    pub fn messages(&self, session_id: &str) -> Result<Vec<Message>, HarnessError> {
+        Ok(self.session(session_id)?.agent.messages())
+    }
+
+    pub fn session_ids(&self) -> Vec<SessionId> {
+        lock(&self.sessions).keys().cloned().collect()
+    }
+
+    /// Switches the model of a session; takes effect at its next turn and is recorded in the file
+    /// (when it changes).
+    pub fn set_model(&self, session_id: &str, model_id: &str) -> Result<Model, HarnessError> {
+        if model_id.trim().is_empty() {
+            return Err(HarnessError::InvalidArgument("the model id is empty".into()));
+        }
+        let session = self.session(session_id)?;
+        let model = self.settings().resolve_model(Some(model_id));
+        let current = session.agent.context().model;
+        if (current.provider.as_str(), current.id.as_str()) == (model.provider.as_str(), model.id.as_str()) {
+            // Nothing changes, and the file needs no entry saying so.
+            session.agent.set_model(model.clone());
+            return Ok(model);
+        }
+        if let Some(file) = &session.file {
+            let mut file = lock(file);
+            file.append(EntryKind::ModelChange { provider: model.provider.clone(), model_id: model.id.clone() })
+                .and_then(|_| file.flush())
+                .map_err(session_error)?;
+        }
+        session.agent.set_model(model.clone());
+        Ok(model)
+    }
+}

@@ -251,17 +251,32 @@ impl Harness {
         Agent::new(context, self.provider.clone(), hooks, settings.limits())
     }
 
-    /// The event sink of one run: records to the session file, then forwards.
-    fn emitter(&self, session: &LiveSession, run_id: &str) -> reins_agent::EventSink {
+    /// The event sink of one run: records to the session file, then forwards — all but the
+    /// run's `agent_end`, which [`Emitter::finish`] forwards once the session is idle again, so a
+    /// client that sends the next message as soon as it sees `agent_end` is never told `busy`.
+    fn emitter(&self, session: &LiveSession, run_id: &str) -> Emitter {
         let sink = self.options.events.clone();
         let recorder = session.file.clone().map(SessionRecorder::new);
         let (session_id, run_id) = (session.id.clone(), run_id.to_string());
-        Arc::new(move |event: AgentEvent| {
+        let held: Arc<Mutex<Option<HarnessEvent>>> = Arc::default();
+        let holder = held.clone();
+        let forward = sink.clone();
+        let emit: reins_agent::EventSink = Arc::new(move |event: AgentEvent| {
             if let Some(recorder) = &recorder {
                 recorder.record(&event);
             }
-            sink(HarnessEvent { session_id: session_id.clone(), run_id: run_id.clone(), event });
-        })
+            let event = HarnessEvent { session_id: session_id.clone(), run_id: run_id.clone(), event };
+            let mut held = lock(&holder);
+            // An end followed by more events (a retry after compaction) was not the last one.
+            if let Some(end) = held.take() {
+                forward(end);
+            }
+            match event.event {
+                AgentEvent::AgentEnd { .. } => *held = Some(event),
+                _ => forward(event),
+            }
+        });
+        Emitter { emit, held, sink }
     }
 
     fn session(&self, session_id: &str) -> Result<Arc<LiveSession>, HarnessError> {
@@ -326,6 +341,23 @@ impl LiveSession {
 
     fn has_path(&self, path: &std::path::Path) -> bool {
         self.file.as_ref().is_some_and(|file| lock(file).path() == path)
+    }
+}
+
+/// A run's event sink, and the `agent_end` it holds back until the run's session is idle.
+struct Emitter {
+    emit: reins_agent::EventSink,
+    held: Arc<Mutex<Option<HarnessEvent>>>,
+    sink: HarnessEventSink,
+}
+
+impl Emitter {
+    /// Forwards the held `agent_end`, if the run got that far.
+    fn finish(&self) {
+        let end = lock(&self.held).take();
+        if let Some(end) = end {
+            (self.sink)(end);
+        }
     }
 }
 
@@ -519,5 +551,32 @@ mod tests {
         // …until they name another one.
         settings.model = "c".into();
         assert_eq!(harness.set_settings(settings).0.model, "c");
+    }
+
+    #[tokio::test]
+    async fn a_session_is_idle_by_the_time_its_agent_end_is_out() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        let settings = Settings::from_env(|name| (name == "REINS_HOME").then(|| home.display().to_string()));
+        let (tx, mut ends) = tokio::sync::mpsc::unbounded_channel();
+        let harness = Harness::new(HarnessOptions {
+            settings: LiveSettings::new(settings),
+            workspace: Arc::new(FsWorkspace::new(vec![tmp.path().to_path_buf()]).unwrap()),
+            provider: Some(Arc::new(PanicsOnce(Mutex::new(false)))),
+            approver: Arc::new(NoApprover),
+            events: Arc::new(move |event: HarnessEvent| {
+                if matches!(event.event, AgentEvent::AgentEnd { .. }) {
+                    let _ = tx.send(event.session_id);
+                }
+            }),
+            date: "2026-11-30".into(),
+            persist: true,
+        });
+        let session = harness.new_session(None, None).unwrap();
+        for text in ["one", "two", "three"] {
+            harness.send(&session, vec![Content::text(text)]).unwrap();
+            assert_eq!(ends.recv().await.as_ref(), Some(&session));
+            assert!(!harness.is_running(&session).unwrap(), "busy after agent_end ({text})");
+        }
     }
 }

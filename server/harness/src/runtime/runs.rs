@@ -30,14 +30,18 @@ impl Harness {
         }
         session.fresh_cancel();
         let (done_tx, done) = oneshot::channel();
-        let emit = self.emitter(&session, &run_id);
+        let emitter = self.emitter(&session, &run_id);
         let message = Message::User(UserMessage { content, timestamp: now_ms() });
         let harness = self.clone();
         let task_session = session.clone();
         tokio::spawn(async move {
-            // Cleared even if the run panics, so the session does not stay busy for ever.
-            let _idle = IdleOnDrop(&task_session.running);
-            if let Some(outcome) = harness.run_to_end(&task_session, message, emit).await {
+            let outcome = {
+                // Cleared even if the run panics, so the session does not stay busy for ever.
+                let _idle = IdleOnDrop(&task_session.running);
+                harness.run_to_end(&task_session, message, emitter.emit.clone()).await
+            };
+            emitter.finish();
+            if let Some(outcome) = outcome {
                 let _ = done_tx.send(outcome);
             }
         });

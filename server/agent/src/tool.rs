@@ -22,23 +22,64 @@ use tokio_util::sync::CancellationToken;
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Proposal {
     FileChange(FileChange),
+    /// Changes to several files that land together or not at all (a patch), in the order given.
+    FileChanges {
+        files: Vec<FileChange>,
+    },
     Command(CommandProposal),
 }
 
-/// A whole-file change: the text before (none for a new file) and after.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// A whole-file change: the text before (none for a new file) and after, and whether the file
+/// is deleted or moved.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FileChange {
     /// Absolute path inside the workspace.
     pub path: PathBuf,
     /// The text the change was computed from; `None` creates the file.
     pub before: Option<String>,
+    /// The text after; empty when the file is deleted.
     pub after: String,
+    /// The file is removed (`before` must be its text).
+    pub delete: bool,
+    /// The file is renamed to this absolute path, with `after` as its text there.
+    pub moved_to: Option<PathBuf>,
     /// The version of the open buffer `before` was read from, when the editor had it open.
     pub version: Option<i32>,
     /// How the change was found, for the model and the reviewer ("matched after ignoring
     /// trailing whitespace").
     pub notes: Vec<String>,
+}
+
+impl FileChange {
+    /// The change that takes the file back to `before` (to roll back a patch that failed midway).
+    pub fn undo(&self) -> FileChange {
+        FileChange {
+            path: self.moved_to.clone().unwrap_or_else(|| self.path.clone()),
+            before: (!self.delete).then(|| self.after.clone()),
+            after: self.before.clone().unwrap_or_default(),
+            delete: self.before.is_none(),
+            moved_to: self.moved_to.as_ref().map(|_| self.path.clone()),
+            version: None,
+            notes: Vec::new(),
+        }
+    }
+
+    /// Where the file is after the change.
+    pub fn final_path(&self) -> &PathBuf {
+        self.moved_to.as_ref().unwrap_or(&self.path)
+    }
+}
+
+impl Proposal {
+    /// The file changes it proposes, in order (none for a command).
+    pub fn file_changes(&self) -> &[FileChange] {
+        match self {
+            Proposal::FileChange(change) => std::slice::from_ref(change),
+            Proposal::FileChanges { files } => files,
+            Proposal::Command(_) => &[],
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

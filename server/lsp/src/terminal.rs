@@ -5,7 +5,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
-use reins_agent::{AgentEvent, Proposal};
+use reins_agent::{AgentEvent, FileChange, Proposal};
 use reins_ai::StreamEvent;
 use reins_harness::{ApprovalRequest, Approver, Verdict};
 use reins_review::diff;
@@ -187,45 +187,55 @@ fn ask_on_tty(question: &str) -> Result<Answer, String> {
 pub fn render_proposal(proposal: &Proposal, color: bool) -> String {
     let paint = |line: &str, code: &str| if color { format!("\x1b[{code}m{line}\x1b[0m") } else { line.to_string() };
     match proposal {
-        Proposal::FileChange(change) => {
-            let path = change.path.display().to_string();
-            let path = path.trim_start_matches('/');
-            let before = change.before.as_deref().unwrap_or("");
-            let old_header = if change.before.is_some() { format!("--- a/{path}") } else { "--- /dev/null".into() };
-            let mut out = String::new();
-            for note in &change.notes {
-                out.push_str(&paint(&format!("note: {note}"), "33"));
-                out.push('\n');
-            }
-            out.push_str(&paint(&old_header, "1"));
-            out.push('\n');
-            out.push_str(&paint(&format!("+++ b/{path}"), "1"));
-            out.push('\n');
-            // The hunks an editor would offer one by one, each with its own context.
-            let hunks = diff::hunks(before, &change.after, HUNK_DIFF_DEADLINE);
-            for hunk in &hunks {
-                out.push_str(&paint(&format!("hunk {}:", hunk.index), "1;36"));
-                out.push('\n');
-                let only = diff::apply_hunks(before, &hunks, &[hunk.index]);
-                for line in diff::unified_diff(path, before, &only).lines().skip(2) {
-                    let code = match line.as_bytes().first() {
-                        Some(b'+') => "32",
-                        Some(b'-') => "31",
-                        Some(b'@') => "36",
-                        _ => "0",
-                    };
-                    out.push_str(&paint(line, code));
-                    out.push('\n');
-                }
-            }
-            out
-        }
+        Proposal::FileChange(change) => render_file_change(change, &paint),
+        Proposal::FileChanges { files } => files.iter().map(|change| render_file_change(change, &paint)).collect(),
         Proposal::Command(command) => format!(
             "{}\n{}\n",
             paint(&format!("$ {}", command.command), "1"),
             paint(&format!("  in {} (timeout {} s)", command.cwd.display(), command.timeout_secs), "2")
         ),
     }
+}
+
+/// One file of a proposal: its notes, a header that says whether it is created, deleted or
+/// moved, and its hunks one by one.
+fn render_file_change(change: &FileChange, paint: &dyn Fn(&str, &str) -> String) -> String {
+    let path = change.path.display().to_string();
+    let path = path.trim_start_matches('/');
+    let before = change.before.as_deref().unwrap_or("");
+    let old_header = if change.before.is_some() { format!("--- a/{path}") } else { "--- /dev/null".into() };
+    let new_header = match &change.moved_to {
+        _ if change.delete => "+++ /dev/null".to_string(),
+        Some(to) => format!("+++ b/{}", to.display().to_string().trim_start_matches('/')),
+        None => format!("+++ b/{path}"),
+    };
+    let mut out = String::new();
+    for note in &change.notes {
+        out.push_str(&paint(&format!("note: {note}"), "33"));
+        out.push('\n');
+    }
+    out.push_str(&paint(&old_header, "1"));
+    out.push('\n');
+    out.push_str(&paint(&new_header, "1"));
+    out.push('\n');
+    // The hunks an editor would offer one by one, each with its own context.
+    let hunks = diff::hunks(before, &change.after, HUNK_DIFF_DEADLINE);
+    for hunk in &hunks {
+        out.push_str(&paint(&format!("hunk {}:", hunk.index), "1;36"));
+        out.push('\n');
+        let only = diff::apply_hunks(before, &hunks, &[hunk.index]);
+        for line in diff::unified_diff(path, before, &only).lines().skip(2) {
+            let code = match line.as_bytes().first() {
+                Some(b'+') => "32",
+                Some(b'-') => "31",
+                Some(b'@') => "36",
+                _ => "0",
+            };
+            out.push_str(&paint(line, code));
+            out.push('\n');
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -245,6 +255,7 @@ mod tests {
             after: "x = 1\ny = 3\n".into(),
             version: None,
             notes: vec!["matched after ignoring trailing whitespace".into()],
+            ..FileChange::default()
         });
         expect![[r#"
             note: matched after ignoring trailing whitespace
@@ -269,6 +280,7 @@ mod tests {
             after,
             version: None,
             notes: Vec::new(),
+            ..FileChange::default()
         });
         expect![[r#"
             --- a/w/a.txt

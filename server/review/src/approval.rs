@@ -83,9 +83,14 @@ impl Verdict {
             Verdict::Accept { changed: None, allow_for_session } => (Gate::Allow, allow_for_session),
             Verdict::Accept { changed: Some(Changed { mut files, note }), allow_for_session } => {
                 let gate = match (files.pop(), files.is_empty()) {
-                    (Some(file), true) => Gate::AllowChanged { proposal: Proposal::FileChange(file), note },
-                    // A proposal is one file until the agent carries proposals of several.
-                    _ => Gate::Block { reason: "a change of several files cannot be applied in part".into() },
+                    (Some(file), true) if file.moved_to.is_none() && !file.delete => {
+                        Gate::AllowChanged { proposal: Proposal::FileChange(file), note }
+                    }
+                    (Some(file), _) => {
+                        files.push(file);
+                        Gate::AllowChanged { proposal: Proposal::FileChanges { files }, note }
+                    }
+                    (None, _) => Gate::Block { reason: note },
                 };
                 (gate, allow_for_session)
             }
@@ -168,6 +173,7 @@ mod tests {
             after: "b\n".into(),
             version: None,
             notes: Vec::new(),
+            ..FileChange::default()
         };
         let accepted = Verdict::Accept { changed: None, allow_for_session: true };
         assert_eq!(accepted.into_gate(), (Gate::Allow, true));

@@ -10,7 +10,7 @@
 //! oneshot as a [`Verdict`], and returns. An [`Observer`] (a protocol layer) is told of every
 //! step, to show it.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -43,7 +43,8 @@ pub struct PendingEdit {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Subject {
     /// Files, each with its hunks; hunk indexes run on across the files, so one index names one
-    /// hunk of the proposal. A tool's proposal is one file today; a patch may bring several.
+    /// hunk of the proposal. (A patch of several files is held as one pending edit per file; see
+    /// [`PendingEdits::decide`].)
     Files(Vec<FileDiff>),
     /// A command: nothing changes until it runs.
     Command(CommandProposal),
@@ -58,6 +59,11 @@ pub struct FileDiff {
     /// The text the hunks apply to; `None` creates the file.
     pub before: Option<String>,
     pub after: String,
+    /// The file is deleted (its one hunk removes every line).
+    pub delete: bool,
+    /// The file is renamed to this path (with `after` as its text there), shown as `moved_shown`.
+    pub moved_to: Option<PathBuf>,
+    pub moved_shown: Option<String>,
     /// The buffer version `before` was read from, when an editor had the file open.
     pub version: Option<i32>,
     pub hunks: Vec<Hunk>,
@@ -159,7 +165,8 @@ struct State {
     next_id: u64,
     /// Waiting proposals by number, so listings keep the order they came in.
     waiting: BTreeMap<u64, Waiting>,
-    decided: HashSet<String>,
+    /// Decided pending edits and how each was decided.
+    decided: HashMap<String, Outcome>,
     /// Accepted changes on their way to their files, by pending-edit id.
     accepted: HashMap<String, Accepted>,
     /// Which accepted change each file waits for, and the text it is to have.
@@ -180,9 +187,26 @@ struct Accepted {
 impl Subject {
     /// What `proposal` changes, with `shown` giving each path as people read it.
     pub fn of(proposal: &Proposal, shown: impl Fn(&Path) -> String) -> Self {
+        if let Proposal::Command(command) = proposal {
+            return Subject::Command(command.clone());
+        }
+        let mut files: Vec<FileDiff> = Vec::new();
+        for change in proposal.file_changes() {
+            let first_index = files.iter().map(|file| file.hunks.len()).sum();
+            files.push(FileDiff::new(change, &shown, first_index));
+        }
+        Subject::Files(files)
+    }
+
+    /// What `proposal` changes, one subject per file (a command is one): what the user reviews
+    /// as separate pending edits.
+    pub fn each_file(proposal: &Proposal, shown: impl Fn(&Path) -> String) -> Vec<Self> {
         match proposal {
-            Proposal::Command(command) => Subject::Command(command.clone()),
-            Proposal::FileChange(change) => Subject::Files(vec![FileDiff::new(change, shown(&change.path), 0)]),
+            Proposal::Command(command) => vec![Subject::Command(command.clone())],
+            _ => {
+                let files = proposal.file_changes().iter();
+                files.map(|change| Subject::Files(vec![FileDiff::new(change, &shown, 0)])).collect()
+            }
         }
     }
 
@@ -199,19 +223,30 @@ impl Subject {
 }
 
 impl FileDiff {
-    /// The hunks of `change`, numbered from `first_index`.
-    pub fn new(change: &FileChange, shown: String, first_index: usize) -> Self {
+    /// The hunks of `change`, numbered from `first_index`; `shown` gives paths as people read them.
+    pub fn new(change: &FileChange, shown: &dyn Fn(&Path) -> String, first_index: usize) -> Self {
         let before = change.before.as_deref().unwrap_or("");
         let mut hunks = diff::hunks(before, &change.after, DIFF_DEADLINE);
         for hunk in &mut hunks {
             hunk.index += first_index;
         }
+        let path_shown = shown(&change.path);
+        let moved_shown = change.moved_to.as_deref().map(shown);
+        let mut diff = diff::unified_diff(&path_shown, before, &change.after);
+        if let Some(to) = &moved_shown {
+            // The header names both ends of a move, even when the text stays as it was.
+            let body: String = diff.lines().skip(2).map(|line| format!("{line}\n")).collect();
+            diff = format!("--- {path_shown}\n+++ {to}\n{body}");
+        }
         FileDiff {
             path: change.path.clone(),
-            diff: diff::unified_diff(&shown, before, &change.after),
-            shown,
+            diff,
+            shown: path_shown,
             before: change.before.clone(),
             after: change.after.clone(),
+            delete: change.delete,
+            moved_to: change.moved_to.clone(),
+            moved_shown,
             version: change.version,
             hunks,
             notes: change.notes.clone(),
@@ -323,6 +358,38 @@ impl PendingEdits {
         }
     }
 
+    /// Holds each file of `proposal` as its own pending edit (a command as one), waits until the
+    /// user decided every one or the run stops, and answers for the proposal as a whole: the files
+    /// accepted land together, with a note on the ones rejected; if any file went stale, or the
+    /// run stopped, none does.
+    pub async fn decide(
+        self: &Arc<Self>,
+        origin: Origin,
+        proposal: &Proposal,
+        shown: impl Fn(&Path) -> String,
+        cancel: &CancellationToken,
+    ) -> Verdict {
+        let subjects = Subject::each_file(proposal, shown);
+        if subjects.len() == 1 {
+            let subject = subjects.into_iter().next().unwrap_or(Subject::Files(Vec::new()));
+            let (edit, reply) = self.propose(origin, subject);
+            return self.wait(&edit.id, reply, cancel).await;
+        }
+        // All are shown before any is awaited, and each is cancelled if the run stops waiting.
+        let proposed: Vec<(PendingEdit, oneshot::Receiver<Verdict>)> =
+            subjects.into_iter().map(|subject| self.propose(origin.clone(), subject)).collect();
+        let mut guards: Vec<CancelOnDrop> =
+            proposed.iter().map(|(edit, _)| CancelOnDrop { edits: self.clone(), id: Some(edit.id.clone()) }).collect();
+        let mut verdicts = Vec::with_capacity(proposed.len());
+        for ((edit, reply), guard) in proposed.into_iter().zip(&mut guards) {
+            let verdict = self.wait(&edit.id, reply, cancel).await;
+            guard.id = None;
+            let outcome = lock(&self.state).decided.get(&edit.id).copied().unwrap_or(Outcome::Cancelled);
+            verdicts.push((edit, outcome, verdict));
+        }
+        combine(proposal, verdicts)
+    }
+
     /// The pending edits, of one session or all, oldest first.
     pub fn list(&self, session_id: Option<&str>) -> Vec<PendingEdit> {
         let state = lock(&self.state);
@@ -387,6 +454,16 @@ impl PendingEdits {
             if mine.is_empty() && !file.hunks.is_empty() {
                 continue;
             }
+            if let Some(to) = &file.moved_to
+                && current(to).is_some()
+            {
+                stale.push(format!(
+                    "{} was not moved: {} was created while the move waited for review.",
+                    file.shown,
+                    file.moved_shown.as_deref().unwrap_or_default()
+                ));
+                continue;
+            }
             match settle(file, &mine, current(&file.path), reason.as_deref()) {
                 Ok(file) => settled.push(file),
                 Err(why) => stale.push(why),
@@ -410,6 +487,7 @@ impl PendingEdits {
         };
         let resolution = resolution(&waiting.edit, outcome, chosen, reason);
         let mut state = lock(&self.state);
+        state.decided.insert(id.to_string(), outcome);
         for file in &settled {
             state.writing.insert(file.change.path.clone(), (id.to_string(), file.change.after.clone()));
         }
@@ -476,7 +554,7 @@ impl PendingEdits {
     fn take(&self, id: &str, chosen: Option<&[usize]>) -> Result<Waiting, ReviewError> {
         let mut state = lock(&self.state);
         let Some(number) = state.waiting.iter().find(|(_, waiting)| waiting.edit.id == id).map(|(n, _)| *n) else {
-            if state.decided.contains(id) {
+            if state.decided.contains_key(id) {
                 return Err(ReviewError::AlreadyDecided(id.to_string()));
             }
             return Err(ReviewError::NoSuchEdit(id.to_string()));
@@ -484,13 +562,15 @@ impl PendingEdits {
         if let (Some(chosen), Some(waiting)) = (chosen, state.waiting.get(&number)) {
             check_hunks(id, chosen, &waiting.edit.subject)?;
         }
-        state.decided.insert(id.to_string());
+        // Rejected until the decision says otherwise (see `resolve` and `accept`).
+        state.decided.insert(id.to_string(), Outcome::Rejected);
         state.waiting.remove(&number).ok_or_else(|| ReviewError::Gone(id.to_string()))
     }
 
     /// Tells the observer of a decision, updates the marks, and sends the run its verdict.
     fn resolve(&self, waiting: Waiting, resolution: &Resolution, verdict: Verdict) -> Result<(), ReviewError> {
-        let state = lock(&self.state);
+        let mut state = lock(&self.state);
+        state.decided.insert(resolution.id.clone(), resolution.outcome);
         self.observer.resolved(resolution);
         for file in waiting.edit.subject.files().iter().filter(|file| !file.creates()) {
             self.tell_waiting_on(&state, &file.path);
@@ -501,6 +581,48 @@ impl PendingEdits {
     fn tell_waiting_on(&self, state: &State, path: &Path) {
         self.observer.waiting_on(path, &waiting_on(state, path));
     }
+}
+
+/// The answer for a proposal of several files from the verdicts on each (in the proposal's order).
+fn combine(proposal: &Proposal, verdicts: Vec<(PendingEdit, Outcome, Verdict)>) -> Verdict {
+    let failed: Vec<String> = verdicts
+        .iter()
+        .filter(|(_, outcome, _)| !matches!(outcome, Outcome::Applied | Outcome::PartiallyApplied | Outcome::Rejected))
+        .filter_map(|(_, _, verdict)| match verdict {
+            Verdict::Reject { reason } => Some(reason.clone()),
+            Verdict::Accept { .. } => None,
+        })
+        .collect();
+    if !failed.is_empty() {
+        return Verdict::Reject { reason: format!("{}\nNo file of the change was changed.", failed.join("\n")) };
+    }
+    let allow_for_session =
+        verdicts.iter().any(|(_, _, verdict)| matches!(verdict, Verdict::Accept { allow_for_session: true, .. }));
+    let mut files = Vec::new();
+    let mut notes = Vec::new();
+    let mut as_proposed = true;
+    for ((_, _, verdict), change) in verdicts.iter().zip(proposal.file_changes()) {
+        match verdict {
+            Verdict::Accept { changed: None, .. } => files.push(change.clone()),
+            Verdict::Accept { changed: Some(changed), .. } => {
+                as_proposed = false;
+                files.extend(changed.files.iter().cloned());
+                notes.push(changed.note.clone());
+            }
+            Verdict::Reject { reason } => {
+                as_proposed = false;
+                notes.push(reason.clone());
+            }
+        }
+    }
+    if files.is_empty() {
+        return Verdict::Reject { reason: notes.join("\n") };
+    }
+    if as_proposed {
+        return Verdict::Accept { changed: None, allow_for_session };
+    }
+    notes.retain(|note| !note.is_empty());
+    Verdict::Accept { changed: Some(Changed { files, note: notes.join("\n") }), allow_for_session }
 }
 
 /// One file of an accepted proposal, settled against the file as it is now.
@@ -526,6 +648,13 @@ fn settle(
     let (current_text, after, version, merged) = match current {
         // The file was created while the write waited.
         Some(_) if file.before.is_none() => return Err(notes::created_meanwhile_reason(&file.shown)),
+        // A deletion is all or nothing: text typed meanwhile would go with the file.
+        Some((current, _)) if file.delete && current != before => {
+            return Err(format!(
+                "{} was not deleted: it changed while its deletion waited for review. Read it again and decide whether it should still go.",
+                file.shown
+            ));
+        }
         Some((current, version)) if current != before => match merge::rebase(before, &proposed, &current) {
             Ok(merged) => (Some(current), merged, version, true),
             Err(conflict) => return Err(notes::stale_reason(&file.shown, &conflict, &current)),
@@ -548,8 +677,15 @@ fn settle(
     }
     let current_is_before = current_text.as_deref() == file.before.as_deref();
     let after = if notes.is_empty() && current_is_before { file.after.clone() } else { after };
-    let change =
-        FileChange { path: file.path.clone(), before: current_text, after, version, notes: file.notes.clone() };
+    let change = FileChange {
+        path: file.path.clone(),
+        before: current_text,
+        after,
+        delete: file.delete,
+        moved_to: file.moved_to.clone(),
+        version,
+        notes: file.notes.clone(),
+    };
     let note = (!notes.is_empty()).then(|| notes.join("\n"));
     Ok(Settled { change, note, current_is_before })
 }
@@ -655,6 +791,7 @@ mod tests {
             after: after.to_string(),
             version: Some(1),
             notes: Vec::new(),
+            ..FileChange::default()
         }
     }
 
@@ -871,11 +1008,12 @@ mod tests {
 
     #[test]
     fn hunks_are_numbered_across_the_files_of_a_proposal() {
+        let name = |path: &Path| path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
         let recorder = Arc::new(Recorder::default());
         let edits = PendingEdits::new(recorder.clone());
         let files = vec![
-            FileDiff::new(&change("/w/a.txt", Some("a\n"), "A\n"), "a.txt".into(), 0),
-            FileDiff::new(&change("/w/b.txt", Some("b\nc\nd\n"), "B\nc\nD\n"), "b.txt".into(), 1),
+            FileDiff::new(&change("/w/a.txt", Some("a\n"), "A\n"), &name, 0),
+            FileDiff::new(&change("/w/b.txt", Some("b\nc\nd\n"), "B\nc\nD\n"), &name, 1),
         ];
         let (edit, mut receiver) = edits.propose(origin("s1", "c1"), Subject::Files(files));
         let choice = Choice { hunks: Some(vec![2]), ..Choice::default() };

@@ -2,7 +2,7 @@
 //!
 //! Confinement is the point of this file: every path the model names is normalised, its symlinks
 //! are resolved, and the result must lie inside one of the roots. Writes are atomic and refuse to
-//! overwrite text that changed since the change was computed.
+//! overwrite text that changed since the change was computed; deletes and moves check it too.
 
 use std::fs;
 use std::io::{self, Write};
@@ -89,7 +89,7 @@ impl Workspace for FsWorkspace {
     }
 
     async fn apply(&self, change: &FileChange) -> Result<(), WorkspaceError> {
-        // The gate may have rewritten the change, so its path is checked again.
+        // The gate may have rewritten the change, so its paths are checked again.
         let path = self.resolve_path(&change.path)?;
         let current = read_file(&path).await?;
         let unchanged = match (&change.before, &current) {
@@ -100,10 +100,33 @@ impl Workspace for FsWorkspace {
         if !unchanged {
             return Err(WorkspaceError::Stale { path, expected: change.version, actual: None });
         }
+        let target = match &change.moved_to {
+            Some(to) => {
+                let to = self.resolve_path(to)?;
+                if read_file(&to).await?.is_some() {
+                    return Err(WorkspaceError::Stale { path: to, expected: None, actual: None });
+                }
+                Some(to)
+            }
+            None => None,
+        };
+        let delete = change.delete;
         let after = change.after.clone();
-        tokio::task::spawn_blocking(move || write_atomically(&path, after.as_bytes()))
-            .await
-            .map_err(|err| WorkspaceError::Io { path: change.path.clone(), reason: err.to_string() })?
+        tokio::task::spawn_blocking(move || {
+            if delete {
+                return fs::remove_file(&path).map_err(|err| io_error(&path, &err));
+            }
+            match target {
+                // Written at the new place first: a failure leaves the file where it was.
+                Some(to) => {
+                    write_atomically(&to, after.as_bytes())?;
+                    fs::remove_file(&path).map_err(|err| io_error(&path, &err))
+                }
+                None => write_atomically(&path, after.as_bytes()),
+            }
+        })
+        .await
+        .map_err(|err| WorkspaceError::Io { path: change.path.clone(), reason: err.to_string() })?
     }
 }
 

@@ -1,5 +1,5 @@
-//! The built-in tools — `read`, `write`, `edit`, `bash`, `ls`, `grep`, `find` — each a typed
-//! [`reins_agent::Tool`] that works through a [`Workspace`].
+//! The built-in tools — `read`, `write`, `edit` (or `apply_patch`), `bash`, `ls`, `grep`, `find`
+//! — each a typed [`reins_agent::Tool`] that works through a [`Workspace`].
 
 mod bash;
 mod edit;
@@ -8,6 +8,7 @@ mod find;
 mod fs;
 mod grep;
 mod ls;
+mod patch;
 mod read;
 mod sandbox;
 mod truncate;
@@ -29,17 +30,42 @@ pub use find::FindTool;
 pub use fs::FsWorkspace;
 pub use grep::GrepTool;
 pub use ls::LsTool;
+pub use patch::{ApplyPatchInput, ApplyPatchTool, apply_patch_to};
 pub use read::ReadTool;
 pub use sandbox::sandbox_support;
-pub use workspace::{TextFile, Workspace, WorkspaceError};
+pub use workspace::{TextFile, Workspace, WorkspaceError, apply_each};
 pub use write::WriteTool;
+
+/// How the model edits files: one dialect is offered, never both, so the model is not torn
+/// between two ways of doing one thing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EditFormat {
+    /// `edit`: oldText/newText pairs.
+    #[default]
+    Edit,
+    /// `apply_patch`: the Codex patch format OpenAI's coding models are trained on.
+    ApplyPatch,
+}
 
 /// Every built-in tool, in the order they are presented to the model; commands run under `policy`.
 pub fn builtin_tools(workspace: Arc<dyn Workspace>, policy: ExecPolicy) -> Vec<Arc<dyn Tool>> {
+    builtin_tools_editing_with(workspace, policy, EditFormat::Edit)
+}
+
+/// [`builtin_tools`], with files edited in `edit_format`.
+pub fn builtin_tools_editing_with(
+    workspace: Arc<dyn Workspace>,
+    policy: ExecPolicy,
+    edit_format: EditFormat,
+) -> Vec<Arc<dyn Tool>> {
+    let editor: Arc<dyn Tool> = match edit_format {
+        EditFormat::Edit => Arc::new(EditTool::new(workspace.clone())),
+        EditFormat::ApplyPatch => Arc::new(ApplyPatchTool::new(workspace.clone())),
+    };
     vec![
         Arc::new(ReadTool::new(workspace.clone())),
         Arc::new(WriteTool::new(workspace.clone())),
-        Arc::new(EditTool::new(workspace.clone())),
+        editor,
         Arc::new(BashTool::with_policy(workspace.clone(), policy)),
         Arc::new(LsTool::new(workspace.clone())),
         Arc::new(GrepTool::new(workspace.clone())),

@@ -63,8 +63,41 @@ pub trait Workspace: Send + Sync {
     /// against the current text and answer `Stale` rather than overwrite newer text.
     async fn apply(&self, change: &FileChange) -> Result<(), WorkspaceError>;
 
+    /// Applies several changes together, all or none: see [`apply_each`], which an
+    /// implementation that can apply them in one go (an editor's workspace edit) improves on.
+    async fn apply_all(&self, changes: &[FileChange]) -> Result<(), WorkspaceError> {
+        apply_each(self, changes).await
+    }
+
     /// Open buffers whose text differs from the disk, so searches see what the user sees.
     fn open_buffers(&self) -> Vec<(PathBuf, String)> {
         Vec::new()
     }
+}
+
+/// Applies `changes` one by one, all or none: each is checked against the text it was computed
+/// from before any is applied, and if one fails midway the ones before it are undone (as far as
+/// undoing can: text typed meanwhile is never overwritten).
+pub async fn apply_each<W: Workspace + ?Sized>(workspace: &W, changes: &[FileChange]) -> Result<(), WorkspaceError> {
+    for change in changes {
+        let current = match workspace.read_text(&change.path).await {
+            Ok(file) => Some(file.text),
+            Err(WorkspaceError::NotFound(_)) => None,
+            Err(err) => return Err(err),
+        };
+        if current != change.before {
+            return Err(WorkspaceError::Stale { path: change.path.clone(), expected: change.version, actual: None });
+        }
+    }
+    for (done, change) in changes.iter().enumerate() {
+        if let Err(err) = workspace.apply(change).await {
+            for applied in changes[..done].iter().rev() {
+                if let Err(undo) = workspace.apply(&applied.undo()).await {
+                    tracing::warn!("could not undo the change to {}: {undo}", applied.path.display());
+                }
+            }
+            return Err(err);
+        }
+    }
+    Ok(())
 }

@@ -57,6 +57,7 @@ impl TypedTool for WriteTool {
             after: input.content.clone(),
             version,
             notes: Vec::new(),
+            ..FileChange::default()
         })))
     }
 

@@ -2,11 +2,14 @@
 //! `oldText`/`newText` pairs written the way models garble them (ASCII for typographic quotes,
 //! trailing whitespace dropped or added, other indentation, line-number prefixes, literal escapes,
 //! blank lines left out, a stale context line), every line the model did not change keeps the
-//! file's bytes — line endings, BOM and all — and only the changed lines differ.
+//! file's bytes — line endings, BOM and all — and only the changed lines differ. The same
+//! changes go through `edit` and, as one hunk of a patch, through `apply_patch`.
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
-use reins_tools::{Edit, apply_edits};
+use std::collections::BTreeMap;
+
+use reins_tools::{Edit, apply_edits, apply_patch_to};
 
 /// How the model's copy of the file's lines differs from them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,6 +119,8 @@ fn params() -> impl Strategy<Value = Params> {
 /// A case: the file, the edit, and what must come out of it.
 #[derive(Debug)]
 struct Case {
+    /// The same change as an `apply_patch` call.
+    patch: String,
     file: String,
     old: String,
     new: String,
@@ -181,6 +186,8 @@ impl Params {
             .find(|&i| !(self.lines[i].blank && self.garble == Garble::BlankLines))
             .unwrap_or(window.start);
         let mut old_lines: Vec<String> = Vec::new();
+        // The same change as one hunk of a patch.
+        let mut hunk: Vec<String> = Vec::new();
         let mut new_lines: Vec<String> = Vec::new();
         let mut kept = Vec::new();
         let mut new_count = 0;
@@ -242,28 +249,33 @@ impl Params {
             old_lines.push(quoted.clone());
             match change {
                 Change::Keep => {
+                    hunk.push(format!(" {quoted}"));
                     new_lines.push(quoted);
                     kept.push(file_lines[index].clone());
                 }
                 Change::Respell => {
-                    new_lines.push(match self.garble {
+                    let respelled = match self.garble {
                         Garble::Typography => content.clone(),
                         _ => format!("{quoted}  "),
-                    });
+                    };
+                    hunk.extend([format!("-{quoted}"), format!("+{respelled}")]);
+                    new_lines.push(respelled);
                     kept.push(file_lines[index].clone());
                 }
                 Change::Replace => {
+                    hunk.extend([format!("-{quoted}"), format!("+{}", marker())]);
                     new_lines.push(marker());
                     new_count += 1;
                 }
-                Change::Delete => {}
+                Change::Delete => hunk.push(format!("-{quoted}")),
                 Change::InsertAfter => {
-                    new_lines.push(quoted);
-                    kept.push(file_lines[index].clone());
                     let inserted = format!(
                         "{}zz{index:02}b = 1",
                         if self.garble == Garble::Indentation { String::new() } else { indent(line.depth) }
                     );
+                    hunk.extend([format!(" {quoted}"), format!("+{inserted}")]);
+                    new_lines.push(quoted);
+                    kept.push(file_lines[index].clone());
                     new_lines.push(inserted);
                     new_count += 1;
                 }
@@ -279,10 +291,11 @@ impl Params {
             text
         };
         let (mut old, mut new) = (join(&old_lines), join(&new_lines));
+        let mut patch = format!("*** Begin Patch\n*** Update File: a.py\n@@\n{}\n*** End Patch", hunk.join("\n"));
         if self.garble == Garble::Escapes {
-            (old, new) = (escape(&old), escape(&new));
+            (old, new, patch) = (escape(&old), escape(&new), escape(&patch));
         }
-        Case { file, old, new, kept, new_lines: new_count }
+        Case { file, old, new, patch, kept, new_lines: new_count }
     }
 }
 
@@ -301,14 +314,30 @@ fn escape(text: &str) -> String {
     text.replace('"', "\\\"").replace('\t', "\\t").replace('\n', "\\n")
 }
 
-/// Applies the case's edit; `Ok(true)` when it landed (and kept every byte it must keep),
-/// `Ok(false)` when it was refused.
-fn check(case: &Case) -> Result<bool, TestCaseError> {
-    let edit = Edit { old_text: case.old.clone(), new_text: case.new.clone() };
-    let Ok(applied) = apply_edits(&case.file, &[edit], false, "a.py") else { return Ok(false) };
+/// The two dialects of one change.
+#[derive(Debug, Clone, Copy)]
+enum Dialect {
+    Edit,
+    Patch,
+}
+
+/// Applies the case's change in `dialect`; `Ok(true)` when it landed (and kept every byte it
+/// must keep), `Ok(false)` when it was refused.
+fn check(case: &Case, dialect: Dialect) -> Result<bool, TestCaseError> {
+    let landed = match dialect {
+        Dialect::Edit => {
+            let edit = Edit { old_text: case.old.clone(), new_text: case.new.clone() };
+            apply_edits(&case.file, &[edit], false, "a.py").ok().map(|applied| applied.text)
+        }
+        Dialect::Patch => {
+            let files = BTreeMap::from([("a.py".to_string(), case.file.clone())]);
+            apply_patch_to(&case.patch, &files).ok().and_then(|mut files| files.remove("a.py").flatten())
+        }
+    };
+    let Some(text) = landed else { return Ok(false) };
     let had_bom = case.file.starts_with('\u{feff}');
-    prop_assert_eq!(applied.text.starts_with('\u{feff}'), had_bom, "the BOM must stay as it was");
-    let body = applied.text.strip_prefix('\u{feff}').unwrap_or(&applied.text);
+    prop_assert_eq!(text.starts_with('\u{feff}'), had_bom, "the BOM must stay as it was");
+    let body = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let lines: Vec<&str> = body.split_inclusive('\n').collect();
     let (model, file): (Vec<&str>, Vec<&str>) = lines.iter().partition(|line| line.contains("zz"));
     let kept: Vec<&str> = case.kept.iter().map(String::as_str).filter(|line| !line.is_empty()).collect();
@@ -317,22 +346,33 @@ fn check(case: &Case) -> Result<bool, TestCaseError> {
     Ok(true)
 }
 
-#[test]
-fn lines_the_model_did_not_change_keep_the_files_bytes() {
+/// Runs 3000 random cases through `dialect`, failing on the first that changes a byte it must
+/// keep, and on too few landings.
+fn check_property(dialect: Dialect) {
     let config = Config { cases: 3000, failure_persistence: None, ..Config::default() };
     let mut runner = TestRunner::new(config);
     let landed = std::cell::Cell::new(0usize);
     let result = runner.run(&params(), |params| {
         let case = params.build();
-        let landed_here = check(&case).map_err(|err| TestCaseError::fail(format!("{err}\n{case:#?}")))?;
+        let landed_here = check(&case, dialect).map_err(|err| TestCaseError::fail(format!("{err}\n{case:#?}")))?;
         if landed_here {
             landed.set(landed.get() + 1);
         }
         Ok(())
     });
     if let Err(failure) = result {
-        panic!("{failure}");
+        panic!("{dialect:?}: {failure}");
     }
     // A property that holds because nothing lands proves nothing.
-    assert!(landed.get() > 1800, "only {} of 3000 random edits landed", landed.get());
+    assert!(landed.get() > 1800, "{dialect:?}: only {} of 3000 random changes landed", landed.get());
+}
+
+#[test]
+fn lines_the_model_did_not_change_keep_the_files_bytes() {
+    check_property(Dialect::Edit);
+}
+
+#[test]
+fn lines_outside_a_patchs_changes_keep_the_files_bytes() {
+    check_property(Dialect::Patch);
 }

@@ -66,9 +66,9 @@ pub struct ReviewApprover {
 impl Approver for ReviewApprover {
     async fn decide(&self, request: ApprovalRequest<'_>, cancel: &CancellationToken) -> Verdict {
         let cwd = self.workspace.cwd();
-        let subject = Subject::of(request.proposal, |path| crate::display_path(path, &cwd));
-        let (edit, reply) = self.reviews.edits.propose(Origin::of(&request), subject);
-        self.reviews.edits.wait(&edit.id, reply, cancel).await
+        let shown = |path: &Path| crate::display_path(path, &cwd);
+        // One pending edit per file: a patch of several is decided file by file.
+        self.reviews.edits.decide(Origin::of(&request), request.proposal, shown, cancel).await
     }
 }
 

@@ -20,7 +20,7 @@ use tower_lsp_server::ls_types::{
     CodeActionParams, CodeActionProviderCapability, CodeActionResponse, DidChangeConfigurationParams,
     DidChangeTextDocumentParams, DidChangeWorkspaceFoldersParams, DidCloseTextDocumentParams,
     DidOpenTextDocumentParams, ExecuteCommandOptions, ExecuteCommandParams, InitializeParams, InitializeResult,
-    InitializedParams, MessageType, OneOf, PositionEncodingKind, ResourceOperationKind, ServerCapabilities, ServerInfo,
+    InitializedParams, MessageType, OneOf, PositionEncodingKind, ServerCapabilities, ServerInfo,
     TextDocumentSyncCapability, TextDocumentSyncKind, TextDocumentSyncOptions, WorkspaceFoldersServerCapabilities,
     WorkspaceServerCapabilities,
 };
@@ -212,10 +212,8 @@ impl State {
         let workspace_edit =
             params.capabilities.workspace.as_ref().and_then(|workspace| workspace.workspace_edit.as_ref());
         let document_changes = workspace_edit.and_then(|edit| edit.document_changes) == Some(true);
-        let create_files = workspace_edit
-            .and_then(|edit| edit.resource_operations.as_ref())
-            .is_some_and(|operations| operations.contains(&ResourceOperationKind::Create));
-        self.workspace.set_edit_support(document_changes, create_files);
+        let operations = workspace_edit.and_then(|edit| edit.resource_operations.clone()).unwrap_or_default();
+        self.workspace.set_edit_support(document_changes, &operations);
 
         #[allow(deprecated)] // rootUri is the fallback for clients without workspace folders.
         let roots: Vec<PathBuf> = match (&params.workspace_folders, &params.root_uri) {

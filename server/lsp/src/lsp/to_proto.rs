@@ -9,9 +9,9 @@ use ropey::Rope;
 use serde_json::{Value, json};
 use tower_lsp_server::jsonrpc::{Error, ErrorCode};
 use tower_lsp_server::ls_types::{
-    CreateFile, CreateFileOptions, Diagnostic, DiagnosticSeverity, DocumentChangeOperation, DocumentChanges,
-    NumberOrString, OneOf, OptionalVersionedTextDocumentIdentifier, Range, ResourceOp, TextDocumentEdit, TextEdit, Uri,
-    WorkspaceEdit,
+    CreateFile, CreateFileOptions, DeleteFile, DeleteFileOptions, Diagnostic, DiagnosticSeverity,
+    DocumentChangeOperation, DocumentChanges, NumberOrString, OneOf, OptionalVersionedTextDocumentIdentifier, Range,
+    RenameFile, RenameFileOptions, ResourceOp, TextDocumentEdit, TextEdit, Uri, WorkspaceEdit,
 };
 
 use crate::lsp::documents::{self, PositionEncoding};
@@ -87,6 +87,63 @@ pub fn create_file_edit(uri: Uri, content: Option<TextEdit>) -> WorkspaceEdit {
     WorkspaceEdit {
         changes: None,
         document_changes: Some(DocumentChanges::Operations(operations)),
+        change_annotations: None,
+    }
+}
+
+/// One file of a change of several: what the editor is to do with it, in order.
+pub enum FileOperation {
+    /// Edits of a document (`version` as in [`document_edit`]).
+    Edit {
+        uri: Uri,
+        version: Option<i32>,
+        edits: Vec<TextEdit>,
+    },
+    /// A new file (failing if it exists), then its content.
+    Create {
+        uri: Uri,
+        content: Option<TextEdit>,
+    },
+    Rename {
+        from: Uri,
+        to: Uri,
+    },
+    Delete {
+        uri: Uri,
+    },
+}
+
+/// Several files changed by one `workspace/applyEdit`, in order: `CreateFile`, `RenameFile` and
+/// `DeleteFile` beside versioned `TextDocumentEdit`s, none of them overwriting a file.
+pub fn file_operations(operations: Vec<FileOperation>) -> WorkspaceEdit {
+    let never_overwrite = || Some(false);
+    let changes = operations
+        .into_iter()
+        .flat_map(|operation| match operation {
+            FileOperation::Edit { uri, version, edits } => vec![DocumentChangeOperation::Edit(TextDocumentEdit {
+                text_document: OptionalVersionedTextDocumentIdentifier { uri, version },
+                edits: edits.into_iter().map(OneOf::Left).collect(),
+            })],
+            FileOperation::Create { uri, content } => match create_file_edit(uri, content).document_changes {
+                Some(DocumentChanges::Operations(operations)) => operations,
+                _ => Vec::new(),
+            },
+            FileOperation::Rename { from, to } => vec![DocumentChangeOperation::Op(ResourceOp::Rename(RenameFile {
+                old_uri: from,
+                new_uri: to,
+                options: Some(RenameFileOptions { overwrite: never_overwrite(), ignore_if_exists: Some(false) }),
+                annotation_id: None,
+            }))],
+            FileOperation::Delete { uri } => vec![DocumentChangeOperation::Op(ResourceOp::Delete(DeleteFile {
+                uri,
+                options: Some(DeleteFileOptions { recursive: Some(false), ignore_if_not_exists: Some(false) }),
+                annotation_id: None,
+            }))],
+        })
+        .collect();
+    WorkspaceEdit {
+        changes: None,
+        document_changes: Some(DocumentChanges::Operations(changes)),
         change_annotations: None,
     }
 }
@@ -168,7 +225,7 @@ pub fn pending_edit(edit: &PendingEdit, uri: &str, ranges: &[Range]) -> Value {
             value["notes"] = json!([]);
         }
         Subject::Files(files) => {
-            // One file per pending edit on this protocol (the tools propose one at a time).
+            // One file per pending edit on this protocol (a patch of several is several).
             let Some(file) = files.first() else { return value };
             let hunks: Vec<Value> = file
                 .hunks
@@ -181,6 +238,8 @@ pub fn pending_edit(edit: &PendingEdit, uri: &str, ranges: &[Range]) -> Value {
             value["uri"] = json!(uri);
             value["version"] = json!(file.version);
             value["create"] = json!(file.creates());
+            value["delete"] = json!(file.delete);
+            value["newUri"] = json!(file.moved_to.as_deref().and_then(crate::lsp::review::path_uri));
             value["hunks"] = json!(hunks);
             value["diff"] = json!(file.diff);
             value["notes"] = json!(file.notes);
@@ -638,8 +697,9 @@ mod tests {
             after: "x = 42\n".into(),
             version: Some(1),
             notes: Vec::new(),
+            ..reins_agent::FileChange::default()
         };
-        let file = FileDiff::new(&change, "a".into(), 0);
+        let file = FileDiff::new(&change, &|_| "a".to_string(), 0);
         let ranges = hunk_ranges(&Rope::from_str("x = 41\n"), &file.hunks, PositionEncoding::Utf16);
         let edit = PendingEdit {
             id: "e1".into(),

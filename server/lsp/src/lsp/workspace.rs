@@ -2,7 +2,10 @@
 //! before the disk, paths stay confined to the workspace folders the client named, and changes
 //! go to the editor as versioned `workspace/applyEdit` — minimal edits, one per hunk, so undo in
 //! the editor is per hunk and the cursor stays put. A file that is not open goes through the
-//! editor too when it takes `documentChanges` (it opens the file), else to the disk.
+//! editor too when it takes `documentChanges` (it opens the file), else to the disk. A change of
+//! several files (a patch) goes as one workspace edit — `CreateFile`, `RenameFile`, `DeleteFile`
+//! and versioned document edits together — when the client can apply all of it, so it lands
+//! whole or not at all; otherwise file by file, undone if one fails.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,13 +16,14 @@ use async_trait::async_trait;
 use reins_agent::FileChange;
 use reins_tools::{FsWorkspace, TextFile, Workspace, WorkspaceError};
 use tower_lsp_server::Client;
-use tower_lsp_server::ls_types::{MessageType, TextEdit, Uri, WorkspaceEdit};
+use tower_lsp_server::ls_types::{MessageType, ResourceOperationKind, TextEdit, Uri, WorkspaceEdit};
 
 use reins_review::DIFF_DEADLINE;
 use ropey::Rope;
 
 use crate::lsp::documents::Documents;
 use crate::lsp::review::Reviews;
+use crate::lsp::to_proto::FileOperation;
 use crate::lsp::{lock, to_proto};
 
 /// How long the editor has to answer `workspace/applyEdit` before the change counts as failed.
@@ -38,6 +42,10 @@ pub struct EditorWorkspace {
     document_changes: AtomicBool,
     /// … and `CreateFile` operations among them (`resourceOperations` has `create`).
     create_files: AtomicBool,
+    /// … `RenameFile` (`rename`).
+    rename_files: AtomicBool,
+    /// … `DeleteFile` (`delete`).
+    delete_files: AtomicBool,
 }
 
 impl EditorWorkspace {
@@ -51,13 +59,93 @@ impl EditorWorkspace {
             reviews,
             document_changes: AtomicBool::new(false),
             create_files: AtomicBool::new(false),
+            rename_files: AtomicBool::new(false),
+            delete_files: AtomicBool::new(false),
         }
     }
 
-    /// What the client said it can apply (`initialize`).
-    pub fn set_edit_support(&self, document_changes: bool, create_files: bool) {
+    /// What the client said it can apply (`initialize`): versioned `documentChanges`, and which
+    /// resource operations among them.
+    pub fn set_edit_support(&self, document_changes: bool, operations: &[ResourceOperationKind]) {
+        let can = |kind: ResourceOperationKind| document_changes && operations.contains(&kind);
         self.document_changes.store(document_changes, Ordering::Relaxed);
-        self.create_files.store(document_changes && create_files, Ordering::Relaxed);
+        self.create_files.store(can(ResourceOperationKind::Create), Ordering::Relaxed);
+        self.rename_files.store(can(ResourceOperationKind::Rename), Ordering::Relaxed);
+        self.delete_files.store(can(ResourceOperationKind::Delete), Ordering::Relaxed);
+    }
+
+    /// Whether the client can apply every one of `changes` in one workspace edit.
+    fn can_apply_together(&self, changes: &[FileChange]) -> bool {
+        let flag = |flag: &AtomicBool| flag.load(Ordering::Relaxed);
+        flag(&self.document_changes)
+            && changes.iter().all(|change| {
+                (!change.delete || flag(&self.delete_files))
+                    && (change.moved_to.is_none() || flag(&self.rename_files))
+                    && (change.before.is_some() || flag(&self.create_files))
+            })
+    }
+
+    /// `changes` as one workspace edit, each checked against the text it was made from (the open
+    /// buffer, else the disk), or the first that went stale.
+    async fn one_edit(&self, changes: &[FileChange]) -> Result<WorkspaceEdit, WorkspaceError> {
+        let disk = self.disk();
+        let mut operations = Vec::new();
+        for change in changes {
+            let path = disk.resolve_path(&change.path)?;
+            let stale = |actual| WorkspaceError::Stale { path: path.clone(), expected: change.version, actual };
+            let invalid = || WorkspaceError::Io { path: path.clone(), reason: "has no file URI".into() };
+            let (open, encoding) = {
+                let documents = lock(&self.documents);
+                let open =
+                    documents.by_path(&path).map(|document| (document.uri.clone(), document.version, document.text()));
+                (open, documents.encoding)
+            };
+            let (uri, version, current) = match open {
+                Some((uri, version, text)) => (uri.parse::<Uri>().map_err(|_| invalid())?, Some(version), Some(text)),
+                None => {
+                    let current = match disk.read_text(&path).await {
+                        Ok(file) => Some(file.text),
+                        Err(WorkspaceError::NotFound(_)) => None,
+                        Err(err) => return Err(err),
+                    };
+                    (Uri::from_file_path(&path).ok_or_else(invalid)?, None, current)
+                }
+            };
+            if current != change.before {
+                return Err(stale(version));
+            }
+            let Some(before) = &change.before else {
+                create_parent(&path).await?;
+                let content = (!change.after.is_empty())
+                    .then(|| TextEdit { range: Default::default(), new_text: change.after.clone() });
+                operations.push(FileOperation::Create { uri, content });
+                continue;
+            };
+            if change.delete {
+                // An open buffer's version guards its deletion as it guards its edits.
+                if version.is_some() {
+                    operations.push(FileOperation::Edit { uri: uri.clone(), version, edits: Vec::new() });
+                }
+                operations.push(FileOperation::Delete { uri });
+                continue;
+            }
+            let hunks = reins_review::hunks(before, &change.after, DIFF_DEADLINE);
+            let edits = to_proto::text_edits(&Rope::from_str(before), &hunks, encoding);
+            // The versioned edit goes first, so a rename applies to the text it was made from.
+            if !edits.is_empty() || version.is_some() {
+                operations.push(FileOperation::Edit { uri: uri.clone(), version, edits });
+            }
+            if let Some(to) = &change.moved_to {
+                let to = disk.resolve_path(to)?;
+                if tokio::fs::try_exists(&to).await.unwrap_or(false) {
+                    return Err(WorkspaceError::Stale { path: to, expected: None, actual: None });
+                }
+                create_parent(&to).await?;
+                let to = Uri::from_file_path(&to).ok_or_else(invalid)?;
+                operations.push(FileOperation::Rename { from: uri, to });
+            }
+        }
+        Ok(to_proto::file_operations(operations))
     }
 
     /// Replaces the roots (`initialize`, `didChangeWorkspaceFolders`). Folders that do not exist
@@ -166,12 +254,7 @@ impl EditorWorkspace {
                 if tokio::fs::try_exists(path).await.unwrap_or(false) {
                     return Err(stale(None));
                 }
-                // CreateFile does not promise parent directories; the write tool does.
-                if let Some(parent) = path.parent() {
-                    tokio::fs::create_dir_all(parent)
-                        .await
-                        .map_err(|err| WorkspaceError::Io { path: parent.to_path_buf(), reason: err.to_string() })?;
-                }
+                create_parent(path).await?;
                 let content = (!change.after.is_empty())
                     .then(|| TextEdit { range: Default::default(), new_text: change.after.clone() });
                 to_proto::create_file_edit(uri, content)
@@ -205,10 +288,33 @@ impl Workspace for EditorWorkspace {
     }
 
     async fn apply(&self, change: &FileChange) -> Result<(), WorkspaceError> {
+        let whole_file = change.delete || change.moved_to.is_some();
+        if whole_file && self.can_apply_together(std::slice::from_ref(change)) {
+            return self.apply_all(std::slice::from_ref(change)).await;
+        }
         let path = self.disk().resolve_path(&change.path)?;
-        let result = self.apply_at(&path, change).await;
+        let result = if whole_file { self.disk().apply(change).await } else { self.apply_at(&path, change).await };
         // A reviewed change: `edit_resolved` tells the editor how it went.
         self.reviews.written(&path, &change.after, &result);
+        result
+    }
+
+    async fn apply_all(&self, changes: &[FileChange]) -> Result<(), WorkspaceError> {
+        let simple = changes.len() == 1 && !changes[0].delete && changes[0].moved_to.is_none();
+        if simple || !self.can_apply_together(changes) {
+            return reins_tools::apply_each(self, changes).await;
+        }
+        let first = changes.first().map(|change| change.path.clone()).unwrap_or_default();
+        let result = match self.one_edit(changes).await {
+            Ok(edit) => self.send(&first, edit).await,
+            Err(err) => Err(err),
+        };
+        let disk = self.disk();
+        for change in changes {
+            // Reviewed changes: `edit_resolved` tells the editor how each went.
+            let path = disk.resolve_path(&change.path).unwrap_or_else(|_| change.path.clone());
+            self.reviews.written(&path, &change.after, &result);
+        }
         result
     }
 
@@ -216,4 +322,12 @@ impl Workspace for EditorWorkspace {
         let documents = lock(&self.documents);
         documents.all().filter_map(|document| Some((document.path.clone()?, document.text()))).collect()
     }
+}
+
+/// Creates the parent directories of `path`: `CreateFile` and `RenameFile` do not promise them.
+async fn create_parent(path: &Path) -> Result<(), WorkspaceError> {
+    let Some(parent) = path.parent() else { return Ok(()) };
+    tokio::fs::create_dir_all(parent)
+        .await
+        .map_err(|err| WorkspaceError::Io { path: parent.to_path_buf(), reason: err.to_string() })
 }

@@ -9,8 +9,10 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
+use super::hint::{self, Dialect};
+use super::matching::Found;
 use super::splice::{self, LfView};
-use super::{Edit, hint, matching};
+use super::{Edit, matching};
 
 /// A successful edit: the new file text and what the model and the reviewer should be told.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,7 +58,7 @@ pub fn apply_edits(original: &str, edits: &[Edit], replace_all: bool, display_pa
         }
         let mut found = matching::find(&view.text, old, new);
         if found.spans.is_empty() {
-            return Err(fail(hint::not_found(&view.text, old, &label, display_path)));
+            return Err(fail(hint::not_found(&view.text, old, &label, display_path, Dialect::Edit)));
         }
         if found.spans.len() > 1 && !replace_all {
             return Err(fail(hint::ambiguous(&view.text, &found, &label, display_path)));
@@ -79,23 +81,9 @@ pub fn apply_edits(original: &str, edits: &[Edit], replace_all: bool, display_pa
         }
     }
 
-    let mut result = String::with_capacity(original.len());
-    result.push_str(view.bom);
-    let mut copied_to = 0;
-    for place in &places {
-        let found = &founds[place.edit];
-        // Whole lines quoted from after their indentation: the indentation goes with the first
-        // line, so deleting that line does not leave it glued to the next one.
-        let line_start = view.text[..place.span.start].rfind('\n').map_or(0, |lf| lf + 1).max(copied_to);
-        let lead = &view.text[line_start..place.span.start];
-        let lead =
-            if found.old.contains('\n') && lead.chars().all(|ch| ch == ' ' || ch == '\t') { lead.len() } else { 0 };
-        let start = place.span.start - lead;
-        result.push_str(&view.body[view.to_body(copied_to)..view.to_body(start)]);
-        result.push_str(&splice::replacement(&view, start..place.span.end, lead, found));
-        copied_to = place.span.end;
-    }
-    result.push_str(&view.body[view.to_body(copied_to)..]);
+    let spliced: Vec<(Range<usize>, &Found)> =
+        places.iter().map(|place| (place.span.clone(), &founds[place.edit])).collect();
+    let result = splice_all(original, &view, &spliced);
 
     if result == original {
         return Err(fail(format!(
@@ -103,6 +91,28 @@ pub fn apply_edits(original: &str, edits: &[Edit], replace_all: bool, display_pa
         )));
     }
     Ok(Applied { text: result, notes, replacements: places.len() })
+}
+
+/// `original` with each of `places` (non-overlapping, in file order, in `view.text` offsets)
+/// replaced as its match says: the one way both `edit` and `apply_patch` write.
+pub(crate) fn splice_all(original: &str, view: &LfView, places: &[(Range<usize>, &Found)]) -> String {
+    let mut result = String::with_capacity(original.len());
+    result.push_str(view.bom);
+    let mut copied_to = 0;
+    for (span, found) in places {
+        // Whole lines quoted from after their indentation: the indentation goes with the first
+        // line, so deleting that line does not leave it glued to the next one.
+        let line_start = view.text[..span.start].rfind('\n').map_or(0, |lf| lf + 1).max(copied_to);
+        let lead = &view.text[line_start..span.start];
+        let lead =
+            if found.old.contains('\n') && lead.chars().all(|ch| ch == ' ' || ch == '\t') { lead.len() } else { 0 };
+        let start = span.start - lead;
+        result.push_str(&view.body[view.to_body(copied_to)..view.to_body(start)]);
+        result.push_str(&splice::replacement(view, start..span.end, lead, found));
+        copied_to = span.end;
+    }
+    result.push_str(&view.body[view.to_body(copied_to)..]);
+    result
 }
 
 fn to_lf(text: &str) -> Cow<'_, str> {

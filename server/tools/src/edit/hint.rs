@@ -20,13 +20,49 @@ pub(crate) struct Region {
 /// A line as a sorted multiset of character pairs, padded so one-character lines have some.
 type Bigrams = Vec<(char, char)>;
 
+/// Which tool's words a message uses for the text the model quoted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dialect {
+    /// `edit`: oldText.
+    Edit,
+    /// `apply_patch`: a hunk's context and `-` lines.
+    Patch,
+}
+
+impl Dialect {
+    /// The quoted text, as the model knows it.
+    fn quoted(self) -> &'static str {
+        match self {
+            Dialect::Edit => "oldText",
+            Dialect::Patch => "the hunk's context and '-' lines",
+        }
+    }
+
+    /// What to copy again, and how.
+    fn retry(self) -> &'static str {
+        match self {
+            Dialect::Edit => "oldText exactly as it is now",
+            Dialect::Patch => "the hunk's context and '-' lines exactly as they are now",
+        }
+    }
+
+    /// Its lines in a diff against the file.
+    fn diff_side(self) -> &'static str {
+        match self {
+            Dialect::Edit => "your oldText",
+            Dialect::Patch => "your hunk",
+        }
+    }
+}
+
 /// The message for `old` found nowhere in `text`.
-pub(crate) fn not_found(text: &str, old: &str, label: &str, display_path: &str) -> String {
+pub(crate) fn not_found(text: &str, old: &str, label: &str, display_path: &str, dialect: Dialect) -> String {
     // Lines shown around the closest region, at most this many lines in all, and of the diff.
     const CONTEXT: usize = 2;
     const MAX_SHOWN: usize = 40;
     const MAX_DIFF_LINES: usize = 12;
-    let mut message = format!("{label}could not find oldText in {display_path}");
+    let quoted = dialect.quoted();
+    let mut message = format!("{label}could not find {quoted} in {display_path}");
     match closest_region(text, old) {
         None if text.is_empty() => {
             let _ = write!(message, " ({display_path} is empty; use write to give it content)");
@@ -57,14 +93,15 @@ pub(crate) fn not_found(text: &str, old: &str, label: &str, display_path: &str) 
             let old_lines: Vec<&str> = old.trim_end_matches('\n').lines().collect();
             let diff = line_diff(&old_lines, region_lines, MAX_DIFF_LINES);
             if !diff.is_empty() {
-                message.push_str("What differs (- your oldText, + the file):\n");
+                let _ = writeln!(message, "What differs (- {}, + the file):", dialect.diff_side());
                 message.push_str(&diff);
             }
         }
     }
     let _ = write!(
         message,
-        "\nRead {display_path} again and copy oldText exactly as it is now, including whitespace and indentation."
+        "\nRead {display_path} again and copy {}, including whitespace and indentation.",
+        dialect.retry()
     );
     message
 }

@@ -82,6 +82,17 @@ impl Normalisation {
 
 /// Finds `old` in `haystack` under the mildest normalisation that finds it at all.
 pub(crate) fn find<'a>(haystack: &str, old: &'a str, new: &'a str) -> Found<'a> {
+    find_where(haystack, old, new, &|_| true)
+}
+
+/// Like [`find`], counting only the places `keep` accepts (after the hunk before, at a line
+/// start): a normalisation finds something only if it finds such a place.
+pub(crate) fn find_where<'a>(
+    haystack: &str,
+    old: &'a str,
+    new: &'a str,
+    keep: &dyn Fn(&Range<usize>) -> bool,
+) -> Found<'a> {
     let found = |normalisation: Normalisation, spans: Vec<Range<usize>>| Found {
         normalisation,
         spans,
@@ -89,12 +100,16 @@ pub(crate) fn find<'a>(haystack: &str, old: &'a str, new: &'a str) -> Found<'a> 
         new: Cow::Borrowed(new),
         note: (normalisation != Normalisation::Exact).then(|| normalisation.describe()),
     };
-    let exact = find_exact(haystack, old);
+    let kept = |mut spans: Vec<Range<usize>>| {
+        spans.retain(|span| keep(span));
+        spans
+    };
+    let exact = kept(find_exact(haystack, old));
     if !exact.is_empty() {
         return found(Normalisation::Exact, exact);
     }
     for normalisation in [Normalisation::TrailingWhitespace, Normalisation::Typography] {
-        let spans = find_normalised(haystack, old, normalisation);
+        let spans = kept(find_normalised(haystack, old, normalisation));
         if !spans.is_empty() {
             return found(normalisation, spans);
         }
@@ -106,21 +121,21 @@ pub(crate) fn find<'a>(haystack: &str, old: &'a str, new: &'a str) -> Found<'a> 
     ];
     for (normalisation, rewritten) in rewrites {
         let Some((old, new)) = rewritten else { continue };
-        let spans = find_exact(haystack, &old);
+        let spans = kept(find_exact(haystack, &old));
         if !spans.is_empty() {
             let note = Some(normalisation.describe());
             return Found { normalisation, spans, old: Cow::Owned(old), new: Cow::Owned(new), note };
         }
     }
-    let indented = find_indented(haystack, old, new);
+    let indented = kept(find_indented(haystack, old, new));
     if !indented.is_empty() {
         return found(Normalisation::Indentation, indented);
     }
-    let unblanked = find_normalised(haystack, old, Normalisation::BlankLines);
+    let unblanked = kept(find_normalised(haystack, old, Normalisation::BlankLines));
     if !unblanked.is_empty() {
         return found(Normalisation::BlankLines, unblanked);
     }
-    if let Some(stale) = stale::find(haystack, old, new) {
+    if let Some(stale) = stale::find(haystack, old, new, keep) {
         return Found {
             normalisation: Normalisation::StaleContext,
             spans: stale.spans,

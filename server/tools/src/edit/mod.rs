@@ -5,12 +5,12 @@
 //! happens; `execute` applies what the gate allowed and tells the model what landed, as a diff.
 
 mod apply;
-mod hint;
-mod matching;
+pub(crate) mod hint;
+pub(crate) mod matching;
 mod needle;
 mod reindent;
 mod restyle;
-mod splice;
+pub(crate) mod splice;
 mod stale;
 
 use std::fmt::Write as _;
@@ -27,6 +27,7 @@ use similar::{Algorithm, TextDiff};
 use crate::workspace::{Workspace, WorkspaceError};
 use crate::{display_path, workspace_error};
 
+pub(crate) use apply::splice_all;
 pub use apply::{Applied, apply_edits};
 
 /// Arguments of `edit`.
@@ -103,6 +104,7 @@ impl TypedTool for EditTool {
             after: applied.text,
             version: file.version,
             notes: applied.notes,
+            ..FileChange::default()
         })))
     }
 
@@ -164,7 +166,7 @@ fn report(input: &EditInput, change: &FileChange, shown: &str) -> ToolOutput {
 
 /// A unified diff of two texts, compared with CRLF folded to LF so line endings do not show up
 /// as changes. With `header`, it starts with `---`/`+++` lines naming that path.
-fn unified_diff(before: &str, after: &str, context: usize, header: Option<&str>) -> String {
+pub(crate) fn unified_diff(before: &str, after: &str, context: usize, header: Option<&str>) -> String {
     // Diffing is for display; a pathological pair must not hold the tool up.
     const DIFF_TIMEOUT: Duration = Duration::from_millis(500);
     let before = before.replace("\r\n", "\n");

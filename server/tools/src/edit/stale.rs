@@ -22,7 +22,7 @@ const MIN_SIMILARITY: f64 = 0.5;
 /// Windows of the file's lines where every changed line of `old` matches exactly and every
 /// differing line is a context line; `None` when there is none, or when `old` has no changed
 /// line or no context line to be stale.
-pub(crate) fn find(haystack: &str, old: &str, new: &str) -> Option<Stale> {
+pub(crate) fn find(haystack: &str, old: &str, new: &str, keep: &dyn Fn(&Range<usize>) -> bool) -> Option<Stale> {
     let old_lines: Vec<&str> = old.split_inclusive('\n').collect();
     let new_lines: Vec<&str> = new.split_inclusive('\n').collect();
     let mut changed = vec![false; old_lines.len()];
@@ -69,6 +69,9 @@ pub(crate) fn find(haystack: &str, old: &str, new: &str) -> Option<Stale> {
         let first = file_lines[start].start;
         let last = &file_lines[start + old_content.len() - 1];
         let end = if ends_with_newline { (last.end + 1).min(haystack.len()) } else { last.end };
+        if !keep(&(first..end)) {
+            continue;
+        }
         spans.push(first..end);
         if differing_first.is_empty() {
             differing_first = differing
@@ -105,7 +108,7 @@ mod tests {
     use super::*;
 
     fn check(haystack: &str, old: &str, new: &str, expected: &str) {
-        let actual = match find(haystack, old, new) {
+        let actual = match find(haystack, old, new, &|_| true) {
             Some(stale) => {
                 let spans: Vec<&str> = stale.spans.iter().map(|span| &haystack[span.clone()]).collect();
                 format!("{spans:?} {}", stale.note)

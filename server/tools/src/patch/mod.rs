@@ -25,7 +25,7 @@ use crate::edit::unified_diff;
 use crate::workspace::{Workspace, WorkspaceError};
 use crate::{display_path, workspace_error};
 
-use parse::{FileOp, Patch};
+use parse::Patch;
 use plan::{Planned, Target};
 
 /// Arguments of `apply_patch`.
@@ -114,11 +114,7 @@ impl ApplyPatchTool {
     async fn targets(&self, patch: &Patch) -> Result<HashMap<String, Target>, ToolError> {
         let mut targets = HashMap::new();
         for op in &patch.files {
-            let mut paths = vec![op.path()];
-            if let FileOp::Update { move_to: Some(to), .. } = op {
-                paths.push(to);
-            }
-            for raw in paths {
+            for raw in op.paths() {
                 if targets.contains_key(raw) {
                     continue;
                 }
@@ -201,11 +197,7 @@ pub fn apply_patch_to(
     let patch = parse::parse(input).map_err(|err| format!("could not read the patch: {err}"))?;
     let mut targets = HashMap::new();
     for op in &patch.files {
-        let mut paths = vec![op.path()];
-        if let FileOp::Update { move_to: Some(to), .. } = op {
-            paths.push(to);
-        }
-        for raw in paths {
+        for raw in op.paths() {
             let key = raw.trim_start_matches("./").to_string();
             let target =
                 Target { path: PathBuf::from(&key), shown: key.clone(), text: files.get(&key).cloned(), version: None };

@@ -117,6 +117,14 @@ impl FileOp {
         }
     }
 
+    /// Every path the section names: its file, and where an update moves it.
+    pub(crate) fn paths(&self) -> Vec<&str> {
+        match self {
+            FileOp::Update { path, move_to: Some(to), .. } => vec![path, to],
+            other => vec![other.path()],
+        }
+    }
+
     /// The 1-based line of the patch the section starts on.
     pub(crate) fn line(&self) -> usize {
         match self {

@@ -53,11 +53,7 @@ pub(crate) fn plan(patch: &Patch, targets: &HashMap<String, Target>) -> Result<V
     // One section per file: two would each be planned against the file as it is now.
     let mut seen: HashMap<&PathBuf, &str> = HashMap::new();
     for op in &patch.files {
-        let mut paths = vec![op.path()];
-        if let FileOp::Update { move_to: Some(to), .. } = op {
-            paths.push(to);
-        }
-        for path in paths {
+        for path in op.paths() {
             let resolved = target(path)?;
             if let Some(first) = seen.insert(&resolved.path, path) {
                 return Err(format!(

@@ -1,9 +1,23 @@
--- User commands of reins. They work once `require("reins").setup{}` ran; before that, the first
--- command runs it with the defaults.
+-- User commands of reins. Without a `require("reins").setup{}` call by the time Neovim has
+-- started, reins sets itself up with the defaults (so the server attaches to file buffers);
+-- a command run before that does it too.
 if vim.g.loaded_reins then
   return
 end
 vim.g.loaded_reins = true
+
+local function default_setup()
+  local reins = require("reins")
+  if not reins.did_setup then
+    reins.setup({})
+  end
+end
+if vim.v.vim_did_enter == 1 then
+  -- Loaded late (by a plugin manager): give a setup call that follows the chance to come first.
+  vim.schedule(default_setup)
+else
+  vim.api.nvim_create_autocmd("VimEnter", { once = true, callback = default_setup })
+end
 
 local function ready()
   local reins = require("reins")

@@ -8,9 +8,16 @@ local url = H.start_llm({
   { thinking = "Looking at the selection.", text = answer, chunkChars = 4, chunkDelayMs = 15 },
   { toolCalls = { { id = "c1", name = "read", arguments = { path = "math.lua" } } } },
   { text = "It returns `a + b`." },
+  { text = "You are welcome." },
+  { text = "A second answer, at the end of the chat." },
+  { text = string.rep("Streaming slowly, line by line.\n", 12), chunkChars = 8, chunkDelayMs = 40 },
 })
 H.workspace({ ["math.lua"] = "local M = {}\nfunction M.add(a, b)\n  return a + b\nend\nreturn M\n" })
 H.setup(url)
+
+local function press_keys(lhs)
+  vim.api.nvim_feedkeys(vim.keycode(lhs), "mx", false)
+end
 
 T.test("ask about a selection streams the answer into the panel", function()
   vim.cmd("edit math.lua")
@@ -32,6 +39,9 @@ T.test("ask about a selection streams the answer into the panel", function()
   T.contains(text, "Selection: math.lua lines 2-4")
   T.contains(text, "function M.add(a, b)")
   T.contains(text, "## reins\n▸ Thinking · 1 line\n\n" .. answer)
+  -- Headless Neovim is 80 columns wide: room for the whole winbar takes a wider chat.
+  vim.api.nvim_win_set_width(select(1, chat.windows()), 70)
+  chat.render()
   local bar = vim.wo[select(1, chat.windows())].winbar
   T.ok(bar:find("tokens", 1, true) and bar:find("$0.0000", 1, true), "winbar shows tokens and cost: " .. bar)
 end)
@@ -122,15 +132,108 @@ T.test(":ReinsTree shows the entries with the leaf marked", function()
   local text = H.buf_text(vim.fn.bufnr("reins://tree"))
   T.contains(text, "you    What does this do?")
   T.contains(text, "● reins  It returns `a + b`.")
+end)
+
+T.test("continuing from an earlier entry redraws the chat whole, its end in view, its size kept", function()
+  local chat = require("reins.chat")
+  local win = chat.windows()
+  local height, width = vim.api.nvim_win_get_height(win), vim.api.nvim_win_get_width(win)
+  local tree = vim.fn.bufnr("reins://tree")
+  vim.api.nvim_set_current_win(vim.fn.bufwinid(tree))
+  local row
+  for i, line in ipairs(vim.api.nvim_buf_get_lines(tree, 0, -1, false)) do
+    if line:find("This function adds two numbers", 1, true) then
+      row = i
+    end
+  end
+  vim.api.nvim_win_set_cursor(0, { row, 0 })
+  press_keys("<CR>")
+  T.wait_for(function()
+    return H.buf_text(tree):find("● reins  This function adds two numbers", 1, true)
+  end, "the leaf to move")
+  T.wait_for(function()
+    return not H.chat_text():find("It returns", 1, true) and chat.settled()
+  end, "the chat to show the earlier branch")
+  vim.cmd("redraw")
+  local count = vim.api.nvim_buf_line_count((chat.buffers()))
+  T.eq(vim.fn.line("w$", win), count, "the last line is in view")
+  -- Filled: the lines from the top one down take the window, one more would not fit.
+  local top, text_height = vim.fn.line("w0", win), vim.fn.winheight(win)
+  local function rows(from)
+    return vim.api.nvim_win_text_height(win, { start_row = from - 1, end_row = count - 1 }).all
+  end
+  T.ok(rows(top) <= text_height and (top == 1 or rows(top - 1) > text_height), ("the window is filled (top %d of %d)"):format(top, count))
+  T.eq({ vim.api.nvim_win_get_height(win), vim.api.nvim_win_get_width(win) }, { height, width }, "the window keeps its size")
+  T.contains(H.chat_text(), answer)
   vim.cmd("close")
 end)
 
 T.test(":checkhealth reins reports the binary, the server and the endpoint", function()
   vim.cmd("checkhealth reins")
   local text = H.buf_text(0)
-  T.contains(text, "OK found " .. H.reins_bin)
+  T.contains(text, "OK using " .. H.reins_bin .. " (cmd in setup())")
   T.contains(text, "OK version: reins ")
   T.contains(text, "OK answers commands (reins.session.list: 1 sessions in this workspace)")
   T.contains(text, "endpoint: " .. url .. " (from init_options.baseUrl)")
   vim.cmd("bwipeout!")
+end)
+
+T.test("the prompt stays in insert mode after sending", function()
+  vim.cmd("wincmd t")
+  local chat = require("reins.chat")
+  -- Typed as a user would: what follows <C-s> goes into the prompt only in insert mode.
+  vim.api.nvim_feedkeys(vim.keycode(":lua require('reins.chat').open(true)<CR>Thanks<C-s>and more"), "tx", false)
+  local prompt = select(2, chat.buffers())
+  T.eq(H.buf_text(prompt), "and more", "text typed after <C-s> went into the prompt")
+  T.wait_for(function()
+    return H.chat_text():find("You are welcome.", 1, true)
+  end, "the answer")
+  T.contains(H.chat_text(), "## You\nThanks")
+end)
+
+--- The chat window, current, with its cursor moved to `keys` as a user would.
+local function chat_cursor(keys)
+  local win = require("reins.chat").windows()
+  vim.api.nvim_set_current_win(win)
+  vim.api.nvim_feedkeys(vim.keycode("<Esc>" .. keys), "tx", false)
+  -- The main loop would fire CursorMoved before the next key; a script has none.
+  vim.api.nvim_exec_autocmds("CursorMoved", { buffer = vim.api.nvim_win_get_buf(win) })
+  return win
+end
+
+local function at_end(win)
+  vim.cmd("redraw")
+  local count = vim.api.nvim_buf_line_count(vim.api.nvim_win_get_buf(win))
+  return vim.api.nvim_win_get_cursor(win)[1] == count and vim.fn.line("w$", win) == count
+end
+
+T.test("a new message shows its answer even when the chat cursor was up", function()
+  local chat = require("reins.chat")
+  local win = chat_cursor("gg")
+  T.eq(vim.api.nvim_win_get_cursor(win)[1], 1, "cursor at the top")
+  chat.send("One more thing.")
+  T.wait_for(function()
+    return H.chat_text():find("A second answer, at the end of the chat.", 1, true) and chat.settled()
+  end, "the second answer")
+  T.ok(at_end(win), "the chat window shows the end")
+  T.ok(not chat.marked(win), "no mark")
+end)
+
+T.test("moving up while an answer streams stops following and marks new output below", function()
+  local chat = require("reins.chat")
+  local win = chat.windows()
+  chat.send("Stream something long.")
+  T.wait_for(function()
+    return H.chat_text():find("Streaming slowly", 1, true)
+  end, "the answer to start")
+  chat_cursor("gg")
+  H.wait_idle()
+  T.ok(H.chat_text():find(string.rep("Streaming slowly, line by line.\n", 11), 1, true), "the whole answer")
+  T.eq(vim.api.nvim_win_get_cursor(win)[1], 1, "the cursor stayed where the user put it")
+  T.ok(chat.marked(win), "new output below is marked")
+  chat_cursor("G")
+  T.ok(at_end(win), "G goes to the end")
+  T.ok(not chat.marked(win), "the mark is gone")
+  chat.render()
+  T.ok(at_end(win), "and the window follows again")
 end)

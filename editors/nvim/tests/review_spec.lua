@@ -32,8 +32,17 @@ local url = H.start_llm({
     { oldText = "  return a - b", newText = "  return a - b -- plain" },
   }),
   { text = "Dropped the comment; sub keeps no comment." },
+  { toolCalls = { { id = "b1", name = "bash", arguments = { command = "echo one" } } } },
+  { toolCalls = { { id = "b2", name = "bash", arguments = { command = "echo two" } } } },
+  { text = "Both commands ran." },
+  { toolCalls = { { id = "u1", name = "edit", arguments = { path = "util.lua", edits = {
+    { oldText = "  return 1", newText = "  return 100" },
+    { oldText = "  return 2", newText = "  return 200" },
+  } } } } },
+  { text = "Util updated." },
 })
-H.workspace({ ["math.lua"] = original .. "\n" })
+local util = "local U = {}\nfunction U.one()\n  return 1\nend\nfunction U.two()\n  return 2\nend\nreturn U\n"
+H.workspace({ ["math.lua"] = original .. "\n", ["util.lua"] = util })
 H.setup(url)
 
 local review = require("reins.review")
@@ -58,6 +67,7 @@ T.test("a two-hunk edit proposed after an answer is shown inline", function()
   T.contains(H.chat_text(), "Both functions are fine; I will make the order explicit.")
   T.eq(#p.edit.hunks, 2, "two hunks")
   T.eq(p.view.buf, buf, "shown in the file's buffer")
+  T.eq(vim.api.nvim_get_current_buf(), buf, "the cursor stayed in the file")
   T.eq(H.buf_text(buf), original, "the buffer is unchanged while the edit waits")
   -- Lines to be replaced are highlighted; the proposed ones are virtual lines.
   local marks = vim.api.nvim_buf_get_extmarks(buf, -1, 0, -1, { details = true })
@@ -89,17 +99,26 @@ T.test("accepting one hunk and rejecting the other applies exactly that hunk; u 
   press(keys.accept_hunk)
   T.eq(p.decisions[0], true, "first hunk accepted")
   T.eq(vim.api.nvim_win_get_cursor(0)[1], 6, "the cursor moved on to the next hunk")
-  press(keys.reject_hunk)
-  T.wait_for(function()
-    return #review.order == 0
-  end, "the proposal to be resolved")
+  -- The last decision rejects a hunk: a reason is asked for; Esc takes the reject back.
+  local asked = H.with_ui({ vim.NIL }, function()
+    press(keys.reject_hunk)
+  end)
+  T.eq(asked, { "Reject — reason for the agent (optional): " }, "asked for a reason")
+  T.eq(p.decisions[1], nil, "Esc took the reject back")
+  T.eq(#review.order, 1, "still pending")
+  H.with_ui({ "sub stays as it is" }, function()
+    press(keys.reject_hunk)
+    T.wait_for(function()
+      return #review.order == 0
+    end, "the proposal to be resolved")
+  end)
   local expected = original:gsub("  return a %+ b", "  return b + a -- commutative")
   T.wait_for(function()
     return H.buf_text(buf) == expected
   end, "the accepted hunk in the buffer")
   T.eq(#vim.api.nvim_buf_get_extmarks(buf, vim.api.nvim_get_namespaces()["reins.review"], 0, -1, {}), 0, "review marks cleared")
   H.wait_idle()
-  T.contains(H.chat_text(), "▸ ✓ edit math.lua — partly accepted (hunk 1)")
+  T.contains(H.chat_text(), "▸ ✓ edit math.lua — partly accepted (hunk 1)\n  reason: sub stays as it is")
   T.contains(H.chat_text(), "Kept the first change only.")
   vim.cmd("silent normal! u")
   T.eq(H.buf_text(buf), original, "one undo restores the buffer")
@@ -169,4 +188,72 @@ end)
 T.test(":ReinsPending lists nothing once every proposal is decided", function()
   review.quickfix()
   T.eq(#vim.fn.getqflist(), 0, "empty quickfix list")
+end)
+
+T.test("a held command: the chat's keys work in the file window and edit nothing; allow for the session", function()
+  local buf = vim.fn.bufnr("math.lua")
+  local before = H.buf_text(buf)
+  vim.cmd("ReinsSend Run the commands.")
+  T.wait_for(function()
+    return #review.order == 1 and review.pending[review.order[1]].edit.tool == "bash"
+  end, "the command held for review")
+  T.wait_for(function()
+    return H.chat_text():find("⏸ bash echo one", 1, true)
+  end, "the command in the chat")
+  local hint = "  \\rA accept · \\rS allow for the session · \\rR reject"
+  T.contains(H.chat_text(), hint)
+  -- In the file's window, where the hint's keys would otherwise replace a character.
+  vim.cmd("wincmd t")
+  vim.api.nvim_set_current_buf(buf)
+  vim.api.nvim_win_set_cursor(0, { 1, 0 })
+  press(keys.accept_session)
+  H.wait_idle()
+  T.eq(H.buf_text(buf), before, "the file is unchanged")
+  T.eq(#review.order, 0, "nothing pending")
+  local text = H.chat_text()
+  T.contains(text, "▸ ✓ bash echo one")
+  T.contains(text, "▸ ✓ bash echo two")
+  T.contains(text, "Both commands ran.")
+  T.eq(vim.fn.maparg(keys.accept_all, "n"), "", "the keys are unmapped once nothing waits")
+  T.eq(vim.fn.maparg(keys.accept_session, "n"), "", "the keys are unmapped once nothing waits")
+end)
+
+T.test("a proposal for a file that is not open opens it beside, and its hunks follow typing", function()
+  local math_buf = vim.fn.bufnr("math.lua")
+  vim.api.nvim_set_current_buf(math_buf)
+  vim.cmd("ReinsSend Update util.")
+  local p = wait_proposal()
+  local ubuf = p.view.buf
+  T.eq(p.view.layout, "inline", "reviewed hunk by hunk")
+  T.eq(vim.fn.fnamemodify(vim.api.nvim_buf_get_name(ubuf), ":t"), "util.lua", "in util.lua's buffer")
+  T.ok(vim.fn.bufwinid(ubuf) ~= -1, "util.lua is shown in a window")
+  T.eq(vim.api.nvim_get_current_buf(), math_buf, "the cursor stayed in math.lua")
+  T.wait_for(function()
+    return #vim.diagnostic.get(ubuf, { namespace = vim.lsp.diagnostic.get_namespace(require("reins.client").get().id) }) == 2
+  end, "the server's diagnostics on the two hunks")
+
+  -- Two lines typed at the top: the hunks move down with the text, in the view and on the server.
+  vim.api.nvim_buf_set_lines(ubuf, 0, 0, false, { "-- a", "-- b" })
+  local ns_diag = vim.lsp.diagnostic.get_namespace(require("reins.client").get().id)
+  T.wait_for(function()
+    local rows = vim.tbl_map(function(d)
+      return d.lnum
+    end, vim.diagnostic.get(ubuf, { namespace = ns_diag }))
+    table.sort(rows)
+    return vim.deep_equal(rows, { 4, 7 })
+  end, "the diagnostics to move down two lines")
+  T.contains(vim.diagnostic.get(ubuf, { namespace = ns_diag })[1].message, "(hunk 1 of 2)")
+  vim.api.nvim_set_current_win(vim.fn.bufwinid(ubuf))
+  vim.api.nvim_win_set_cursor(0, { 1, 0 })
+  press(keys.next_hunk)
+  T.eq(vim.api.nvim_win_get_cursor(0)[1], 5, "]h goes to the first hunk where it is now")
+  press(keys.accept_hunk)
+  T.eq(vim.api.nvim_win_get_cursor(0)[1], 8, "and on to the second")
+  press(keys.accept_hunk)
+  T.wait_for(function()
+    return #review.order == 0
+  end, "the decision")
+  H.wait_idle()
+  T.eq(H.buf_text(ubuf), "-- a\n-- b\n" .. util:gsub("return 1\n", "return 100\n"):gsub("return 2\n", "return 200\n"):gsub("\n$", ""))
+  T.contains(H.chat_text(), "Util updated.")
 end)

@@ -53,7 +53,7 @@ impl Provider for OpenAiCompatible {
         let body = serde_json::to_vec(&request::chat_request(request));
         let assembler = Assembler::new(on_event);
         let output_limit = request.output_limit();
-        let outgoing = Outgoing { url: &url, body, headers: self.headers(), http_error, output_limit };
+        let outgoing = Outgoing { url: &url, on_event, body, headers: self.headers(), http_error, output_limit };
         self.transport.call(outgoing, assembler, &request.model, cancel).await
     }
 }

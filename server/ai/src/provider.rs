@@ -57,6 +57,14 @@ pub enum StreamEvent {
         name: String,
         arguments_delta: String,
     },
+    /// The call failed before any content came and will be tried again in `delay_ms`: retry
+    /// `attempt` of at most `max_retries`. Nothing of the message; a sign of life while it waits.
+    Retry {
+        attempt: u32,
+        max_retries: u32,
+        delay_ms: u64,
+        reason: String,
+    },
 }
 
 /// Receives [`StreamEvent`]s as they arrive. Called from the provider's task; must not block.

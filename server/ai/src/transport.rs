@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::message::{AssistantMessage, Content, ProviderError, ProviderErrorKind, StopReason, Usage, now_ms};
 use crate::model::Model;
-use crate::provider::ApiKey;
+use crate::provider::{ApiKey, EventSink, StreamEvent};
 use crate::retry::{self, Backoff};
 use crate::sse::{SseEvent, SseParser};
 
@@ -51,6 +51,8 @@ pub(crate) struct Transport {
 /// A model call as a provider prepares it; encoding failures are carried to the message.
 pub(crate) struct Outgoing<'a> {
     pub url: &'a str,
+    /// Told of each retry ([`StreamEvent::Retry`]).
+    pub on_event: EventSink<'a>,
     pub body: serde_json::Result<Vec<u8>>,
     pub headers: Result<HeaderMap, ProviderError>,
     /// The error for a non-success status and its body.
@@ -184,12 +186,12 @@ impl Transport {
         model: &Model,
         cancel: &CancellationToken,
     ) -> AssistantMessage {
-        let Outgoing { url, body, headers, http_error, output_limit } = outgoing;
+        let Outgoing { url, on_event, body, headers, http_error, output_limit } = outgoing;
         let outcome = match (body, headers) {
             (Ok(body), Ok(headers)) => {
                 let cap = OutputCap::for_limit(output_limit);
                 let call = Call { url, headers, body: Bytes::from(body), http_error, cap };
-                self.stream(&call, &mut assembler, cancel).await
+                self.stream(&call, &mut assembler, on_event, cancel).await
             }
             (Err(error), _) => {
                 Err(ProviderError::new(ProviderErrorKind::Protocol, format!("cannot encode the request: {error}")))
@@ -204,11 +206,13 @@ impl Transport {
         message
     }
 
-    /// Makes attempts (retrying transient failures) until one streams into `assembler` to its end.
+    /// Makes attempts (retrying transient failures, each announced to `on_event`) until one
+    /// streams into `assembler` to its end.
     pub async fn stream(
         &self,
         call: &Call<'_>,
         assembler: &mut impl Assemble,
+        on_event: EventSink<'_>,
         cancel: &CancellationToken,
     ) -> Result<(), ProviderError> {
         let client =
@@ -237,6 +241,12 @@ impl Transport {
                 "model call failed, retrying: {}",
                 self.redact(&failure.error.message),
             );
+            on_event(StreamEvent::Retry {
+                attempt,
+                max_retries: options.max_retries,
+                delay_ms: delay.as_millis() as u64,
+                reason: self.redact(&failure.error.message),
+            });
             if !retry::sleep_unless_cancelled(delay, cancel).await {
                 return Err(aborted());
             }

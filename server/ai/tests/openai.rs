@@ -498,3 +498,23 @@ fn redact_port(text: &str) -> String {
     out.push_str(rest);
     out
 }
+
+#[tokio::test]
+async fn each_retry_is_announced_before_its_wait() {
+    let server = ScriptedServer::start(vec![Reply::http_error(503, "busy").with_repeat(2), Reply::text("ok")]).await;
+    let (message, events) =
+        stream_with(&provider(fast_options()), &request(&server.base_url()), &CancellationToken::new()).await;
+    assert_eq!(message.stop_reason, reins_ai::StopReason::Stop);
+    let retries: Vec<String> = events
+        .iter()
+        .filter_map(|event| match event {
+            StreamEvent::Retry { attempt, max_retries, reason, .. } => {
+                Some(format!("{attempt}/{max_retries} {reason}"))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(retries.len(), 2, "{retries:?}");
+    assert!(retries[0].starts_with("1/2 ") && retries[1].starts_with("2/2 "), "{retries:?}");
+    assert!(retries[0].contains("busy"), "{retries:?}");
+}

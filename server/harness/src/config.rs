@@ -463,6 +463,9 @@ impl Reader<'_> {
     fn table<'n>(&mut self, path: &str, node: &'n Node) -> Option<&'n [(String, Node)]> {
         match &node.value {
             Value::Table(entries) => Some(entries),
+            // Lua (Neovim) encodes an empty table as `[]`: in the editor's JSON an empty list is
+            // an empty table, not worth a warning.
+            Value::List(items) if items.is_empty() && self.kind == LayerKind::Editor => Some(&[]),
             _ => self.mismatch(path, node, "a table"),
         }
     }
@@ -691,5 +694,20 @@ developer_role = true
                 "editor settings: providers.anthropic.apiKeyCommand: editor settings cannot name key variables or run commands; set it in config.toml"
             ]
         );
+    }
+
+    #[test]
+    fn an_empty_list_is_an_empty_table_in_editor_settings() {
+        let read = |value| {
+            let (_, diagnostics) = ConfigLayer::from_json(&value);
+            diagnostics.iter().map(ToString::to_string).collect::<Vec<_>>()
+        };
+        assert!(read(serde_json::json!([])).is_empty());
+        assert!(read(serde_json::json!({"approval": [], "limits": [], "providers": {"lab": []}})).is_empty());
+        assert_eq!(
+            read(serde_json::json!({"approval": ["ask"]})),
+            ["editor settings: approval: expected a table, found a list"]
+        );
+        assert_eq!(read(serde_json::json!(["x"])), ["editor settings: (root): expected a table, found a list"]);
     }
 }

@@ -53,6 +53,10 @@ impl HarnessError {
                  set OPENAI_BASE_URL (with /v1), OPENAI_API_KEY and REINS_MODEL to use another \
                  OpenAI-compatible provider."
             )),
+            ProviderErrorKind::Connection => HarnessError::Provider(format!(
+                "{error}. Start the model server there, or set the right address (baseUrl in the \
+                 editor's settings, OPENAI_BASE_URL, or base_url in config.toml)."
+            )),
             _ => HarnessError::Provider(error.to_string()),
         }
     }

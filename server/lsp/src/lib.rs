@@ -118,21 +118,25 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// Logs to stderr (colored only on a terminal: an editor's log would show the escape codes), and
+/// in `reins lsp` to the client instead, unless `REINS_LOG` asks for stderr too.
 fn init_tracing() {
+    use std::io::IsTerminal;
+
+    use tracing_subscriber::prelude::*;
+    let explicit = std::env::var_os("REINS_LOG").is_some();
     let mut filter = tracing_subscriber::EnvFilter::try_from_env("REINS_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     // The LSP framework traces every frame whole, and the client's settings carry API keys.
     if let Ok(quiet) = "tower_lsp_server::codec=off".parse() {
         filter = filter.add_directive(quiet);
     }
-    // Colours only for a person at a terminal: a log file or an editor's log pane shows escapes.
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let stderr = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_target(false)
-        .with_ansi(ansi)
-        .init();
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_filter(tracing_subscriber::filter::filter_fn(move |_| explicit || !lsp::logs_to_client()));
+    tracing_subscriber::registry().with(filter).with(stderr).with(lsp::ClientLog).init();
 }
 
 /// A path as people read it: relative to `root` when inside it.

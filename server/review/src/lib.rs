@@ -17,7 +17,7 @@ mod pending;
 
 pub use approval::{ApprovalPolicy, ApprovalRequest, Approver, Changed, Policy, Verdict, without_asking};
 pub use diff::{Hunk, apply_hunks, hunks, unified_diff};
-pub use merge::{Conflict, rebase};
+pub use merge::{Conflict, Located, locate, rebase};
 pub use pending::{
     Choice, DIFF_DEADLINE, FileDiff, Observer, Origin, Outcome, PendingEdit, PendingEdits, ReadCurrent, Resolution,
     ReviewError, Subject, Written,

@@ -5,7 +5,7 @@
 use std::ops::Range;
 use std::time::Duration;
 
-use crate::diff::{LineChange, line_changes, split_lines};
+use crate::diff::{Hunk, LineChange, line_changes, split_lines};
 
 /// How long each of the two diffs may search for a small diff; a coarser one only means more
 /// conflicts, never a wrong merge.
@@ -103,6 +103,70 @@ pub fn rebase(base: &str, proposed: &str, current: &str) -> Result<String, Confl
             Err(first)
         }
     }
+}
+
+/// Where a hunk of a proposal made from some text is in that text as the user changed it since.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Located {
+    /// Untouched by the user: these bytes of the current text hold the hunk's old text.
+    At(Range<usize>),
+    /// The user changed lines the hunk changes too (accepting it will be refused); it was at
+    /// about this line (from 0) of the current text.
+    Conflict { line: usize },
+}
+
+/// Where each of `hunks` (made from `base`) is in `current`, by the same line diff [`rebase`]
+/// merges with: moved by the lines the user added or removed above it, or in conflict where the
+/// user changed its lines.
+pub fn locate(base: &str, hunks: &[Hunk], current: &str) -> Vec<Located> {
+    let base_lines = split_lines(base);
+    let current_lines = split_lines(current);
+    let user = line_changes(&base_lines, &current_lines, DIFF_DEADLINE);
+    let base_starts = starts(&base_lines);
+    let current_starts = starts(&current_lines);
+    hunks
+        .iter()
+        .map(|hunk| {
+            // The base lines the hunk changes (empty for an insertion before line `hunk.line`).
+            let last = match hunk.old_bytes.is_empty() {
+                true => hunk.line,
+                false => base_starts.partition_point(|&start| start < hunk.old_bytes.end),
+            };
+            let lines = hunk.line..last.max(hunk.line);
+            let shift: isize = user
+                .iter()
+                .filter(|change| change.old.end <= lines.start && !overlaps(&change.old, &lines))
+                .map(|change| change.new.len() as isize - change.old.len() as isize)
+                .sum();
+            let line = (hunk.line as isize + shift).max(0) as usize;
+            if user.iter().any(|change| overlaps(&change.old, &lines)) {
+                return Located::Conflict { line };
+            }
+            let column = hunk.old_bytes.start - base_starts.get(hunk.line).copied().unwrap_or(0);
+            let start = current_starts.get(line).copied().unwrap_or(current.len()) + column;
+            let bytes = start..start + hunk.old_bytes.len();
+            match current.get(bytes.clone()) == Some(hunk.old_text.as_str()) {
+                true => Located::At(bytes),
+                false => Located::Conflict { line },
+            }
+        })
+        .collect()
+}
+
+/// The byte offset where each line starts, and the text's length (where a line after the last
+/// would start).
+fn starts(lines: &[&str]) -> Vec<usize> {
+    let mut at = 0;
+    let mut starts: Vec<usize> = lines
+        .iter()
+        .map(|line| {
+            let start = at;
+            at += line.len();
+            start
+        })
+        .collect();
+    starts.push(at);
+    starts
 }
 
 /// Whether two changes (ranges of base lines, empty for an insertion) touch the same lines.
@@ -258,6 +322,65 @@ mod tests {
         check_rebase("a\n", "a\n", "a\nb\n", expect![[r#"clean: "a\nb\n""#]]);
     }
 
+    /// Where the hunks of `base` → `proposed` are in `current`: each as the text found there, or
+    /// a conflict with its line.
+    fn check_locate(base: &str, proposed: &str, current: &str, expected: Expect) {
+        let hunks = crate::diff::hunks(base, proposed, DIFF_DEADLINE);
+        let shown: Vec<String> = locate(base, &hunks, current)
+            .into_iter()
+            .map(|located| match located {
+                Located::At(bytes) => format!("{bytes:?} {:?}", &current[bytes.clone()]),
+                Located::Conflict { line } => format!("conflict near line {line}"),
+            })
+            .collect();
+        expected.assert_eq(&shown.join("\n"));
+    }
+
+    #[test]
+    fn hunks_move_with_the_lines_the_user_added_or_removed_above() {
+        // b → B and d → D, with two lines typed at the top.
+        check_locate(
+            "a\nb\nc\nd\n",
+            "a\nB\nc\nD\n",
+            "a\nb\nc\nd\n",
+            expect![[r#"
+            2..3 "b"
+            6..7 "d""#]],
+        );
+        check_locate(
+            "a\nb\nc\nd\n",
+            "a\nB\nc\nD\n",
+            "new\nlines\na\nb\nc\nd\n",
+            expect![[r#"
+            12..13 "b"
+            16..17 "d""#]],
+        );
+        // A line removed between the two hunks moves only the second.
+        check_locate(
+            "a\nb\nc\nd\n",
+            "a\nB\nc\nD\n",
+            "a\nb\nd\n",
+            expect![[r#"
+            2..3 "b"
+            4..5 "d""#]],
+        );
+        // An insertion before line 2 moves too.
+        check_locate("a\nb\n", "a\nnew\nb\n", "top\na\nb\n", expect![[r#"6..6 """#]]);
+    }
+
+    #[test]
+    fn a_hunk_whose_lines_the_user_changed_is_a_conflict() {
+        check_locate(
+            "a\nb\nc\nd\n",
+            "a\nB\nc\nD\n",
+            "x\na\nbee\nc\nd\n",
+            expect![[r#"
+            conflict near line 2
+            10..11 "d""#]],
+        );
+        check_locate("a\nb\nc\n", "a\nB\nc\n", "a\nc\n", expect![[r#"conflict near line 1"#]]);
+    }
+
     const LINES: &[&str] = &["a\n", "b\n", "c\r\n", "d\r", "é😀\n", "x"];
 
     fn text() -> impl Strategy<Value = String> {
@@ -266,6 +389,14 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig { cases: 500, failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// Unchanged text leaves every hunk where it was.
+        #[test]
+        fn unchanged_text_locates_every_hunk_in_place(base in text(), other in text()) {
+            let hunks = crate::diff::hunks(&base, &other, DIFF_DEADLINE);
+            let located = locate(&base, &hunks, &base);
+            prop_assert_eq!(located, hunks.iter().map(|hunk| Located::At(hunk.old_bytes.clone())).collect::<Vec<_>>());
+        }
 
         /// With one side unchanged, the rebase is the other side, whatever the texts.
         #[test]

@@ -76,3 +76,60 @@ async fn an_added_folder_is_readable_until_it_is_removed() {
     let removed = read_through_agent(&lsp, through_link).await;
     assert!(refused(&removed), "{removed}");
 }
+
+/// `reins lsp` in `dir` with `REINS_LOG` as given (absent: unset), its stderr in `stderr`, and
+/// initialized with `folders` (the first one real).
+async fn logging_server(
+    dir: &std::path::Path,
+    log: Option<&str>,
+    stderr: &std::path::Path,
+    folders: &[&std::path::Path],
+) -> lsp_client::LspClient {
+    let mut command = super::reins_lsp(dir, &[]);
+    command.env_remove("REINS_LOG");
+    if let Some(log) = log {
+        command.env("REINS_LOG", log);
+    }
+    command.stderr(std::fs::File::create(stderr).unwrap());
+    let client = lsp_client::LspClient::spawn(command).unwrap();
+    let folders: Vec<Value> = folders.iter().map(|path| json!({"uri": file_uri(path), "name": "f"})).collect();
+    client
+        .request(
+            "initialize",
+            json!({"processId": null, "rootUri": folders[0]["uri"], "workspaceFolders": folders, "capabilities": {}}),
+        )
+        .await
+        .unwrap();
+    client.notify("initialized", json!({})).await;
+    client
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_lines_reach_the_client_at_their_level_and_stderr_only_when_asked_without_colours() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-folder");
+    let stderr = dir.path().join("stderr.txt");
+    let said = |n: &Value| {
+        n["method"] == "window/logMessage" && n["params"]["message"].as_str().unwrap_or("").contains("no-such-folder")
+    };
+
+    // By default: a warning in the editor's log, as a warning; nothing on stderr.
+    let client = logging_server(dir.path(), None, &stderr, &[dir.path(), &missing]).await;
+    let logged = client.wait_for(super::WAIT, said).await.unwrap();
+    assert_eq!(logged["params"]["type"], 2, "{logged}");
+    let message = logged["params"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("reins: workspace folder ") && message.ends_with("does not exist; ignored"),
+        "{message}"
+    );
+    client.shutdown().await;
+    assert_eq!(std::fs::read_to_string(&stderr).unwrap(), "", "stderr");
+
+    // With REINS_LOG, stderr has it too, without colour codes (it is not a terminal).
+    let client = logging_server(dir.path(), Some("warn"), &stderr, &[dir.path(), &missing]).await;
+    client.wait_for(super::WAIT, said).await.unwrap();
+    client.shutdown().await;
+    let text = std::fs::read_to_string(&stderr).unwrap();
+    assert!(text.contains("WARN") && text.contains("no-such-folder"), "{text}");
+    assert!(!text.contains('\x1b'), "colour codes on stderr: {text:?}");
+}

@@ -149,8 +149,8 @@ async fn accepting_one_hunk_applies_only_it_and_tells_the_model_which() {
     let id = edit["id"].as_str().unwrap();
     expect![[r#"
         [
-            "1 \"reins\" 3: agent edit e1 (hunk 0 of 2): replace `1` with `10`; accept or reject it with a code action",
-            "5 \"reins\" 3: agent edit e1 (hunk 1 of 2): replace `2` with `20`; accept or reject it with a code action",
+            "1 \"reins\" 3: agent edit e1 (hunk 1 of 2): replace `1` with `10`; accept or reject it with a code action",
+            "5 \"reins\" 3: agent edit e1 (hunk 2 of 2): replace `2` with `20`; accept or reject it with a code action",
         ]
     "#]]
     .assert_debug_eq(&last_diagnostics(&lsp, &uri).iter().map(|d| d.replace(id, "e1")).collect::<Vec<_>>());
@@ -169,7 +169,10 @@ async fn accepting_one_hunk_applies_only_it_and_tells_the_model_which() {
         .iter()
         .map(|a| format!("{} {}", a["title"].as_str().unwrap(), a["command"]["arguments"][0]["hunks"]))
         .collect();
-    assert_eq!(offered, ["Accept agent edit null", "Accept this hunk [1]", "Reject agent edit null"]);
+    assert_eq!(
+        offered,
+        ["Accept agent edit null", "Accept only hunk 2 of 2 (reject the other) [1]", "Reject agent edit null"]
+    );
 
     let listed = lsp.client.command("reins.edit.list", json!({})).await.unwrap();
     assert_eq!(listed.as_array().unwrap().len(), 1);
@@ -268,6 +271,70 @@ async fn a_rejection_reaches_the_model_with_its_reason_and_decided_ids_are_refus
     assert_eq!(again.data_code(), Some("invalid_state"), "{again}");
     let unknown = lsp.client.command("reins.edit.reject", json!({"id": "e404"})).await.unwrap_err();
     assert_eq!(unknown.data_code(), Some("invalid_argument"), "{unknown}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_diagnostics_of_a_pending_edit_follow_the_users_typing() {
+    let replies = vec![edit_lib("c1", &[("    1", "    10"), ("    2", "    20")]), Reply::text("done")];
+    let lsp = start(&[("src/lib.rs", LIB)], replies, json!({})).await;
+    lsp.open("src/lib.rs", "rust", LIB).await;
+    let uri = lsp.uri("src/lib.rs");
+    let (_, edit) = propose(&lsp, "make them bigger", None).await;
+    let id = edit["id"].as_str().unwrap();
+    let published = |version: i64| {
+        let uri = uri.clone();
+        move |n: &Value| {
+            n["method"] == "textDocument/publishDiagnostics"
+                && n["params"]["uri"] == uri
+                && n["params"]["version"] == version
+        }
+    };
+    lsp.client.wait_for(WAIT, published(1)).await.unwrap();
+
+    // Two lines typed at the top: both hunks move down two lines, and say so at version 2.
+    type_in(&lsp, "src/lib.rs", 2, ((0, 0), (0, 0)), "// one\n// two\n").await;
+    lsp.client.wait_for(WAIT, published(2)).await.unwrap();
+    expect![[r#"
+        [
+            "3 \"reins\" 3: agent edit e1 (hunk 1 of 2): replace `1` with `10`; accept or reject it with a code action",
+            "7 \"reins\" 3: agent edit e1 (hunk 2 of 2): replace `2` with `20`; accept or reject it with a code action",
+        ]
+    "#]]
+    .assert_debug_eq(&last_diagnostics(&lsp, &uri).iter().map(|d| d.replace(id, "e1")).collect::<Vec<_>>());
+    // The code actions are where the hunks are now.
+    let actions = lsp
+        .client
+        .request(
+            "textDocument/codeAction",
+            json!({"textDocument": {"uri": uri}, "range": {"start": {"line": 7, "character": 0}, "end": {"line": 7, "character": 0}},
+                "context": {"diagnostics": []}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(actions.as_array().unwrap().len(), 3, "{actions}");
+
+    // The user rewrites the line of hunk 2: it is marked as refused-if-accepted, hunk 1 stays.
+    type_in(&lsp, "src/lib.rs", 3, ((7, 4), (7, 5)), "3").await;
+    lsp.client.wait_for(WAIT, published(3)).await.unwrap();
+    expect![[r#"
+        [
+            "3 \"reins\" 3: agent edit e1 (hunk 1 of 2): replace `1` with `10`; accept or reject it with a code action",
+            "7 \"reins\" 3: agent edit e1 (hunk 2 of 2): replace `2` with `20`; you changed these lines since, so accepting it will be refused",
+        ]
+    "#]]
+    .assert_debug_eq(&last_diagnostics(&lsp, &uri).iter().map(|d| d.replace(id, "e1")).collect::<Vec<_>>());
+
+    // Accepting hunk 1 alone still works, merged into the new text; then the diagnostics clear.
+    let accepted = lsp.client.command("reins.edit.accept", json!({"id": id, "hunks": [0]})).await.unwrap();
+    assert_eq!(accepted["outcome"], "partially_applied");
+    lsp.client
+        .wait_for(WAIT, |n| {
+            n["method"] == "textDocument/publishDiagnostics"
+                && n["params"]["uri"] == uri
+                && n["params"]["diagnostics"] == json!([])
+        })
+        .await
+        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

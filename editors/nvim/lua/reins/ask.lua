@@ -27,6 +27,7 @@ function M.send(arg)
     arg.sessionId = chat.session_id
   end
   chat.open(false)
+  chat.follow()
   client.exec("reins.ask", arg, function(err, result)
     if err then
       vim.notify("reins: ask: " .. client.error_text(err), vim.log.levels.ERROR)

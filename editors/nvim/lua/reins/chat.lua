@@ -1,6 +1,6 @@
 -- The chat panel: a markdown buffer showing the current session's conversation (a right split or
 -- a float) above a small prompt buffer. Streaming output is redrawn in batches by a timer, only
--- from the first block that changed, and the cursor follows the end only when it was there.
+-- from the first block that changed; the view follows the end unless the user moved away.
 local client = require("reins.client")
 local config = require("reins.config")
 local conversation = require("reins.conversation")
@@ -22,6 +22,11 @@ local state = {
   cache = {}, -- per rendered block: {block, rev, start, count}
   timer = nil,
   shown = nil, -- the conversation the buffer holds
+  last = nil, -- the workspace's most recent session, for the welcome
+  looked = false, -- whether `last` was asked for
+  follow = {}, -- chat window -> false when it does not follow the end
+  marks = {}, -- chat window -> its "new output below" float
+  mark_buf = nil,
 }
 
 --- Counts redraws; tests read it to see that streaming is batched.
@@ -53,7 +58,59 @@ local function welcome_lines()
   local lines = vim.deepcopy(welcome)
   lines[3] = lines[3]:format(k.send or ":ReinsSend")
   lines[4] = lines[4]:format(k.cancel or "-", k.steer or "-", k.new or ":ReinsNew")
+  if state.last then
+    table.insert(lines, 2, "")
+    table.insert(lines, 3, ("Last session: %s"):format(require("reins.sessions").describe(state.last)))
+    table.insert(lines, 4, ("%s resumes it."):format(k.resume or ":ReinsSessions"))
+  end
   return lines
+end
+
+--- The workspace's most recent session with a message in it, from the server, once per panel
+--- buffer: shown in the welcome, or resumed (`chat.resume_last`).
+local function look_for_last()
+  if state.looked or M.session_id then
+    return
+  end
+  state.looked = true
+  client.exec("reins.session.list", {}, function(err, result)
+    if err or M.session_id then
+      return
+    end
+    for _, s in ipairs((result or {}).sessions or {}) do
+      if (s.entryCount or 0) > 0 and (s.firstMessage or s.name) then
+        state.last = s
+        break
+      end
+    end
+    if state.last and config.options.chat.resume_last then
+      M.resume_last()
+    else
+      M.render()
+    end
+  end)
+end
+
+--- Resumes the workspace's most recent session (the one the welcome names).
+function M.resume_last()
+  local function resume(s)
+    if not s then
+      return vim.notify("reins: no earlier session in this workspace", vim.log.levels.INFO)
+    end
+    require("reins.sessions").resume(s.id, s.name)
+  end
+  if state.last then
+    return resume(state.last)
+  end
+  client.exec("reins.session.list", {}, function(err, result)
+    if err then
+      return vim.notify("reins: " .. client.error_text(err), vim.log.levels.ERROR)
+    end
+    local sessions = vim.tbl_filter(function(s)
+      return (s.entryCount or 0) > 0 and s.id ~= M.session_id
+    end, (result or {}).sessions or {})
+    resume(sessions[1])
+  end)
 end
 
 local function set_lines(buf, first, last, lines)
@@ -66,19 +123,101 @@ local function update_winbar()
   if valid_win(state.win) then
     local conv = M.current()
     local title = M.title or (conv and conv.first_message) or (M.session_id and M.session_id:sub(1, 8))
-    vim.wo[state.win].winbar = render.winbar(conv, title)
+    vim.wo[state.win].winbar = render.winbar(conv, title, vim.api.nvim_win_get_width(state.win))
   end
 end
 
---- Windows showing the chat whose cursor sits on the last line: they keep following the end.
-local function followers(line_count)
-  local out = {}
-  for _, win in ipairs(vim.fn.win_findbuf(state.buf)) do
-    if vim.api.nvim_win_get_cursor(win)[1] >= line_count then
-      table.insert(out, win)
+-- Following the end, as terminals and chat UIs do: a chat window follows new output until the
+-- user moves its cursor off the last line; then a mark says there is more below, until the
+-- cursor is back on the last line (G) or the user sends something.
+
+--- Whether `win` follows the end (new windows do).
+local function following(win)
+  return state.follow[win] ~= false
+end
+
+local function close_mark(win)
+  local mark = state.marks[win]
+  if mark and vim.api.nvim_win_is_valid(mark) then
+    pcall(vim.api.nvim_win_close, mark, true)
+  end
+  state.marks[win] = nil
+end
+
+--- The "new output below" mark at the bottom right of chat window `win`.
+local function show_mark(win)
+  local text = " ↓ new output below · G "
+  local width = vim.fn.strdisplaywidth(text)
+  local config = {
+    relative = "win",
+    win = win,
+    anchor = "SE",
+    row = vim.api.nvim_win_get_height(win),
+    col = vim.api.nvim_win_get_width(win),
+    width = width,
+    height = 1,
+    style = "minimal",
+    focusable = false,
+    noautocmd = true,
+    zindex = 60,
+  }
+  local mark = state.marks[win]
+  if mark and vim.api.nvim_win_is_valid(mark) then
+    config.noautocmd = nil
+    vim.api.nvim_win_set_config(mark, config)
+    return
+  end
+  if not valid_buf(state.mark_buf) then
+    state.mark_buf = vim.api.nvim_create_buf(false, true)
+    vim.bo[state.mark_buf].bufhidden = "hide"
+  end
+  vim.api.nvim_buf_set_lines(state.mark_buf, 0, -1, false, { text })
+  mark = vim.api.nvim_open_win(state.mark_buf, false, config)
+  vim.wo[mark].winhighlight = "Normal:ReinsMore"
+  state.marks[win] = mark
+end
+
+--- Moves `win`'s cursor to the last line, with as much of the text above in view as fits
+--- (wrapped lines counted as the rows they take).
+local function to_end(win)
+  local count = vim.api.nvim_buf_line_count(state.buf)
+  local height = vim.fn.winheight(win) -- without the winbar
+  local top = count
+  while top > 1 and vim.api.nvim_win_text_height(win, { start_row = top - 2, end_row = count - 1 }).all <= height do
+    top = top - 1
+  end
+  vim.api.nvim_win_call(win, function()
+    vim.fn.winrestview({ topline = top, lnum = count, col = 0 })
+  end)
+end
+
+--- The user moved the cursor in a chat window: it follows the end again when on the last line.
+local function cursor_moved()
+  local win = vim.api.nvim_get_current_win()
+  if vim.api.nvim_win_get_buf(win) ~= state.buf then
+    return
+  end
+  local at_end = vim.api.nvim_win_get_cursor(win)[1] >= vim.api.nvim_buf_line_count(state.buf)
+  state.follow[win] = at_end
+  if at_end then
+    close_mark(win)
+  end
+end
+
+--- Whether chat window `win` shows the "new output below" mark.
+function M.marked(win)
+  return state.marks[win] ~= nil
+end
+
+--- Every chat window follows the end again (the user sent something).
+function M.follow()
+  state.follow = {}
+  if valid_buf(state.buf) then
+    for _, win in ipairs(vim.fn.win_findbuf(state.buf)) do
+      close_mark(win)
+      to_end(win)
     end
   end
-  return out
 end
 
 --- Redraws the panel from the first block that changed.
@@ -90,7 +229,6 @@ function M.render()
   local conv = M.current()
   local buf = state.buf
   local old_count = vim.api.nvim_buf_line_count(buf)
-  local follow = followers(old_count)
   if not conv or #conv.blocks == 0 then
     state.cache, state.shown = {}, conv
     set_lines(buf, 0, -1, welcome_lines())
@@ -148,8 +286,19 @@ function M.render()
     pcall(vim.api.nvim_buf_set_extmark, buf, ns, h[1], math.min(h[2], #line_text), { end_col = end_col, hl_group = h[4] })
   end
   local count = vim.api.nvim_buf_line_count(buf)
-  for _, win in ipairs(follow) do
-    vim.api.nvim_win_set_cursor(win, { count, 0 })
+  if count < old_count then
+    -- A shorter conversation (navigated, forked): bring the highlighter's tree up to the text at
+    -- once, so it never draws from rows that are gone.
+    pcall(function()
+      vim.treesitter.get_parser(buf):parse(true)
+    end)
+  end
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    if following(win) then
+      to_end(win)
+    elseif count > old_count or state.marks[win] then
+      show_mark(win)
+    end
   end
   update_winbar()
 end
@@ -201,6 +350,26 @@ local function ensure_bufs()
     pcall(vim.treesitter.start, state.buf, "markdown")
     state.cache, state.shown = {}, nil
     require("reins.keymaps").chat(state.buf)
+    vim.api.nvim_create_autocmd("CursorMoved", { buffer = state.buf, callback = cursor_moved })
+    vim.api.nvim_create_autocmd({ "WinResized", "VimResized" }, {
+      group = vim.api.nvim_create_augroup("reins.chat.resize", { clear = true }),
+      callback = function()
+        update_winbar()
+        for win in pairs(state.marks) do
+          if valid_win(win) then
+            show_mark(win)
+          end
+        end
+      end,
+    })
+    vim.api.nvim_create_autocmd("WinClosed", {
+      buffer = state.buf,
+      callback = function(args)
+        local win = tonumber(args.match)
+        close_mark(win)
+        state.follow[win] = nil
+      end,
+    })
   end
   if not valid_buf(state.pbuf) then
     state.pbuf = vim.api.nvim_create_buf(false, true)
@@ -215,6 +384,7 @@ local function style_window(win, is_prompt)
   local wo = vim.wo[win]
   wo.number, wo.relativenumber, wo.signcolumn = false, false, "no"
   wo.wrap, wo.linebreak, wo.foldenable, wo.spell = true, true, false, false
+  wo.breakindent = true -- a wrapped hint or tool line keeps its indent
   wo.winfixwidth = true
   wo.conceallevel = 2
   wo.list = false
@@ -235,11 +405,13 @@ function M.is_open()
   return valid_win(state.win)
 end
 
---- Opens the panel; `focus_prompt` puts the cursor in the prompt.
+--- Opens the panel; `focus_prompt` puts the cursor in the prompt (in insert mode), else it stays
+--- where it was.
 function M.open(focus_prompt)
   -- Start the server now, so the first message does not wait for it.
   client.ensure()
   ensure_bufs()
+  local from = vim.api.nvim_get_current_win()
   if not M.is_open() then
     local o = config.options.chat
     if o.layout == "float" then
@@ -268,12 +440,16 @@ function M.open(focus_prompt)
     end
     style_window(state.win, false)
     style_window(state.pwin, true)
+    state.follow[state.win] = nil
     M.render()
-    local count = vim.api.nvim_buf_line_count(state.buf)
-    vim.api.nvim_win_set_cursor(state.win, { count, 0 })
+    to_end(state.win)
+    look_for_last()
   end
   if focus_prompt and valid_win(state.pwin) then
     vim.api.nvim_set_current_win(state.pwin)
+    vim.cmd("startinsert!")
+  elseif valid_win(from) then
+    vim.api.nvim_set_current_win(from)
   end
 end
 
@@ -321,6 +497,7 @@ function M.send(text)
   if text == "" then
     return
   end
+  M.follow()
   local conv = M.current()
   if conv and conv.running then
     client.exec("reins.chat.followUp", { sessionId = M.session_id, text = text })

@@ -43,11 +43,61 @@ function M.root(bufnr)
   return root or vim.fn.getcwd()
 end
 
+--- `value` for a JSON object: an empty Lua table goes out as `[]` otherwise. Only the top level:
+--- an empty table inside may be a list (the server takes an empty list for an empty table in
+--- settings).
+function M.object(value)
+  if type(value) == "table" and next(value) == nil then
+    return vim.empty_dict()
+  end
+  return value
+end
+
+-- This file is editors/nvim/lua/reins/client.lua: the checkout is three directories up from
+-- lua/reins.
+local plugin_dir = vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h:h:h")
+M.checkout = vim.fn.fnamemodify(plugin_dir, ":h:h")
+
+--- The `reins` binary built in the checkout the plugin comes from (the newer of target/release
+--- and target/debug), if there is one.
+function M.built_binary()
+  local best, newest
+  for _, profile in ipairs({ "release", "debug" }) do
+    local path = M.checkout .. "/target/" .. profile .. "/reins"
+    local stat = vim.uv.fs_stat(path)
+    if stat and vim.fn.executable(path) == 1 and (not newest or stat.mtime.sec > newest) then
+      best, newest = path, stat.mtime.sec
+    end
+  end
+  return best
+end
+
+--- How the server is started, and where that came from: `cmd` when set, else the checkout's
+--- build, else `reins` on PATH. Nil (and why) when there is no binary.
+function M.command()
+  local o = config.options
+  if o.cmd then
+    return o.cmd, "cmd in setup()"
+  end
+  local built = M.built_binary()
+  if built then
+    return { built, "lsp" }, "built in " .. M.checkout
+  end
+  local on_path = vim.fn.exepath("reins")
+  if on_path ~= "" then
+    return { on_path, "lsp" }, "reins on PATH"
+  end
+  return nil,
+    ("no reins binary: build it (cargo build --release -p reins in %s), install it (cargo install --path server/lsp), or set cmd in setup()"):format(
+      M.checkout
+    )
+end
+
 local function lsp_config()
   local o = config.options
   return {
-    cmd = o.cmd,
-    init_options = o.init_options,
+    cmd = M.command() or { "reins", "lsp" },
+    init_options = M.object(o.init_options or {}),
     filetypes = o.filetypes,
     root_dir = function(bufnr, on_dir)
       on_dir(M.root(bufnr))
@@ -56,9 +106,15 @@ local function lsp_config()
   }
 end
 
---- Registers and enables the server (Neovim 0.11+).
+--- Registers and enables the server (Neovim 0.11+). Without a binary it is not enabled (every
+--- file would fail to start it): the user is told once what to do.
 function M.register()
   vim.lsp.config(M.name, lsp_config())
+  local cmd, why = M.command()
+  if not cmd then
+    vim.notify("reins: " .. why, vim.log.levels.ERROR)
+    return
+  end
   vim.lsp.enable(M.name)
 end
 
@@ -80,10 +136,15 @@ function M.ensure()
   if client then
     return client
   end
+  local cmd, why = M.command()
+  if not cmd then
+    vim.notify("reins: " .. why, vim.log.levels.ERROR)
+    return nil
+  end
   local cfg = vim.tbl_extend("force", lsp_config(), { name = M.name, root_dir = M.root(0) })
   local ok, id = pcall(vim.lsp.start, cfg, { attach = false })
   if not ok or not id then
-    vim.notify("reins: could not start `" .. table.concat(config.options.cmd, " ") .. "`: " .. tostring(id), vim.log.levels.ERROR)
+    vim.notify("reins: could not start `" .. table.concat(cmd, " ") .. "`: " .. tostring(id), vim.log.levels.ERROR)
     return nil
   end
   return vim.lsp.get_client_by_id(id)
@@ -132,10 +193,8 @@ end
 --- shown with vim.notify.
 function M.exec(command, arg, cb)
   M.with_client(function(client)
-    if type(arg) == "table" and next(arg) == nil then
-      -- An empty Lua table would go out as `[]`; commands take an object.
-      arg = vim.empty_dict()
-    end
+    -- Commands take an object; an empty Lua table would go out as `[]`.
+    arg = M.object(arg)
     local params = { command = command, arguments = arg ~= nil and { arg } or {} }
     client:request("workspace/executeCommand", params, function(err, result)
       result = M.denull(result)

@@ -2,8 +2,9 @@
 local M = {}
 
 M.defaults = {
-  -- How to start the server; `reins` on PATH unless told otherwise.
-  cmd = { "reins", "lsp" },
+  -- How to start the server, e.g. { "/path/to/reins", "lsp" }. nil: the binary built in the
+  -- checkout the plugin comes from (target/release or target/debug), else `reins` on PATH.
+  cmd = nil,
   -- Sent as initializationOptions (see the server's settings.md): baseUrl, apiKey, model, approval.
   init_options = {},
   -- Markers that name the workspace root; the current directory when none is found.
@@ -16,6 +17,9 @@ M.defaults = {
     prompt_height = 5,
     -- Milliseconds between two redraws of a streaming answer.
     redraw_ms = 30,
+    -- Opening the panel with no session shown resumes the workspace's most recent session
+    -- (false: a welcome, with the `resume` key to do it).
+    resume_last = false,
   },
   review = {
     layout = "inline", -- "inline" (in the buffer) or "diff" (a side-by-side diff tab)
@@ -27,17 +31,21 @@ M.defaults = {
     cancel = "<C-c>",
     steer = "<C-g>",
     new = "<C-n>",
+    resume = "<C-o>", -- resume the workspace's most recent session
     -- In normal mode of the prompt window only.
     send_normal = "<CR>",
     -- In the chat window.
     toggle = "<CR>", -- expand/collapse the thinking or tool call under the cursor
     close = "q",
     focus_prompt = "i",
-    -- While an edit is shown for review (buffer-local, removed after).
-    accept_hunk = "<leader>ra",
-    reject_hunk = "<leader>rr",
+    -- While any proposal waits (normal mode, in every window; removed after): the proposal under
+    -- the cursor, else the latest one.
     accept_all = "<leader>rA",
     reject_all = "<leader>rR",
+    accept_session = "<leader>rS", -- accept, and let this tool run unasked for the session
+    -- While an edit is shown for review (in its buffer only, removed after).
+    accept_hunk = "<leader>ra",
+    reject_hunk = "<leader>rr",
     next_hunk = "]h",
     prev_hunk = "[h",
     -- In the :ReinsTree buffer.

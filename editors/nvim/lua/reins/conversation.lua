@@ -104,12 +104,51 @@ local function settle_assistant(conv, message)
     end
   end
   if message.stopReason == "error" and message.errorMessage then
-    add(conv, { kind = "notice", level = "error", text = message.errorMessage })
+    -- `agent_end` may say it again with what to do: it then takes this line's place.
+    conv.error_notice = add(conv, { kind = "notice", level = "error", text = message.errorMessage })
   end
   conv.message = nil
 end
 
+--- The model call failed before any content and is tried again: one line, updated in place,
+--- says so until the answer comes (or the run gives up and says why).
+local function on_retry(conv, delta)
+  -- The reason's last part is the cause ("could not reach …: …: Connection refused").
+  local reason = delta.reason or "the model call failed"
+  reason = reason:match(".*: (.-)$") or reason
+  local text = ("the model call failed (%s); retrying (%d/%d) in %.1f s…"):format(
+    reason,
+    delta.attempt or 1,
+    delta.maxRetries or 1,
+    (delta.delayMs or 0) / 1000
+  )
+  if conv.retry then
+    conv.retry.text = text
+    touch(conv.retry)
+  else
+    conv.retry = add(conv, { kind = "notice", level = "warn", icon = "⟳", text = text })
+  end
+end
+
+--- The retry line goes once the call is over, whichever way.
+local function drop_retry(conv)
+  if not conv.retry then
+    return
+  end
+  for i = #conv.blocks, 1, -1 do
+    if conv.blocks[i] == conv.retry then
+      table.remove(conv.blocks, i)
+      break
+    end
+  end
+  conv.retry = nil
+end
+
 local function on_delta(conv, delta)
+  if delta.kind == "retry" then
+    return on_retry(conv, delta)
+  end
+  drop_retry(conv)
   conv.message = conv.message or {}
   local block = conv.message[delta.index]
   if delta.kind == "tool_call" then
@@ -158,6 +197,7 @@ function M.apply(session_id, event)
   local t = event.type
   if t == "agent_start" then
     conv.running = true
+    conv.error_notice = nil
     conv.error = nil
   elseif t == "message_start" then
     local role = event.message.role
@@ -172,6 +212,7 @@ function M.apply(session_id, event)
     on_delta(conv, event.delta)
   elseif t == "message_end" then
     if event.message.role == "assistant" then
+      drop_retry(conv)
       settle_assistant(conv, event.message)
     end
   elseif t == "tool_execution_start" then
@@ -190,10 +231,14 @@ function M.apply(session_id, event)
     block.result = result_text(event.result)
     touch(block)
   elseif t == "agent_end" then
+    drop_retry(conv)
     conv.running = false
     conv.waiting = 0
     add_usage(conv, event.usage)
-    if event.error then
+    if event.error and conv.error_notice then
+      conv.error_notice.text = event.error
+      touch(conv.error_notice)
+    elseif event.error then
       add(conv, { kind = "notice", level = "error", text = event.error })
     elseif event.reason == "aborted" then
       add(conv, { kind = "notice", level = "warn", text = "cancelled" })

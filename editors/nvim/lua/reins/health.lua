@@ -12,18 +12,25 @@ end
 function M.check()
   local health = vim.health
   local config = require("reins.config").options
+  if not require("reins").did_setup then
+    health.warn("setup() has not run (it runs with the defaults once Neovim has started, or with the first :Reins command)")
+  end
   health.start("reins: binary")
-  local exe = config.cmd[1]
-  local path = vim.fn.exepath(exe)
-  if path == "" then
-    health.error(("`%s` is not executable"):format(exe), { "Install reins (cargo install --path server/lsp) or set `cmd` in setup{}" })
+  local cmd, source = require("reins.client").command()
+  local path = cmd and vim.fn.exepath(cmd[1]) or ""
+  if not cmd then
+    health.error(source)
+  elseif path == "" then
+    health.error(("`%s` is not executable (from %s)"):format(cmd[1], source), {
+      "Build it (cargo build --release -p reins), install it (cargo install --path server/lsp), or fix cmd in setup{}",
+    })
   else
-    health.ok("found " .. path)
+    health.ok(("using %s (%s)"):format(path, source))
     local out = vim.system({ path, "--version" }, { text = true }):wait(5000)
     if out.code == 0 then
       health.ok("version: " .. vim.trim(out.stdout or ""))
     else
-      health.warn("`" .. exe .. " --version` failed: " .. vim.trim((out.stderr or "") .. (out.stdout or "")))
+      health.warn("`" .. path .. " --version` failed: " .. vim.trim((out.stderr or "") .. (out.stdout or "")))
     end
   end
   if vim.fn.has("nvim-0.11") == 0 then

@@ -22,6 +22,7 @@ local highlights = {
   ReinsHunkHeader = { link = "DiagnosticVirtualTextInfo" },
   ReinsHunkDecided = { link = "Comment" },
   ReinsTreeLeaf = { link = "CursorLine" },
+  ReinsMore = { link = "PmenuSel" },
 }
 
 local function define_highlights()
@@ -46,6 +47,20 @@ function M.setup(opts)
     callback = define_highlights,
   })
   require("reins.client").register()
+  if require("reins.config").options.filetypes == nil then
+    -- vim.lsp.enable attaches on FileType; a file without a filetype never has one.
+    vim.api.nvim_create_autocmd({ "BufReadPost", "BufNewFile" }, {
+      group = vim.api.nvim_create_augroup("reins.attach", { clear = true }),
+      callback = function(args)
+        vim.schedule(function()
+          local buf = args.buf
+          if vim.api.nvim_buf_is_valid(buf) and vim.bo[buf].filetype == "" and vim.bo[buf].buftype == "" then
+            require("reins.client").attach(buf)
+          end
+        end)
+      end,
+    })
+  end
   -- The code action "Ask agent about selection" carries no question: ask for it here.
   vim.lsp.commands["reins.ask"] = function(command, ctx)
     require("reins.ask").command(command, ctx)

@@ -13,8 +13,8 @@ end
 
 function M.prompt(buf)
   local chat = require("reins.chat")
+  -- Sending and steering keep the mode: text typed right after goes into the prompt.
   map(buf, { "n", "i" }, "send", function()
-    vim.cmd("stopinsert")
     chat.send()
   end, "send the prompt")
   map(buf, "n", "send_normal", function()
@@ -22,10 +22,10 @@ function M.prompt(buf)
   end, "send the prompt")
   map(buf, { "n", "i" }, "cancel", chat.cancel, "cancel the run")
   map(buf, { "n", "i" }, "steer", function()
-    vim.cmd("stopinsert")
     chat.steer()
   end, "steer the run with the prompt")
   map(buf, { "n", "i" }, "new", chat.new_session, "start a new session")
+  map(buf, { "n", "i" }, "resume", chat.resume_last, "resume the last session")
   map(buf, "n", "close", chat.close, "close the chat")
 end
 
@@ -36,12 +36,44 @@ function M.chat(buf)
   map(buf, "n", "focus_prompt", chat.focus_prompt, "write in the prompt")
   map(buf, "n", "cancel", chat.cancel, "cancel the run")
   map(buf, "n", "new", chat.new_session, "start a new session")
-  map(buf, "n", "accept_all", function()
-    require("reins.review").accept()
-  end, "accept the pending proposal")
-  map(buf, "n", "reject_all", function()
-    require("reins.review").reject_prompt()
-  end, "reject the pending proposal")
+  map(buf, "n", "resume", chat.resume_last, "resume the last session")
+end
+
+-- Deciding a whole proposal works in every window while one waits, as the chat's hint says:
+-- global normal-mode keys, set when the first proposal comes and removed (the user's own
+-- mappings of those keys restored) when none is left.
+local global_keys = { saved = nil }
+
+function M.set_global_review_keys()
+  if global_keys.saved then
+    return
+  end
+  local review = require("reins.review")
+  global_keys.saved = {}
+  for _, n in ipairs({
+    { "accept_all", review.accept, "accept the pending proposal" },
+    { "reject_all", review.reject_prompt, "reject the pending proposal (asks for a reason)" },
+    { "accept_session", review.accept_for_session, "accept, and allow this tool for the session" },
+  }) do
+    local key = config.options.keymaps[n[1]]
+    if key then
+      local before = vim.fn.maparg(key, "n", false, true)
+      table.insert(global_keys.saved, { key = key, before = (before.lhs and before.buffer == 0) and before or nil })
+      vim.keymap.set("n", key, function()
+        n[2]()
+      end, { desc = "reins: " .. n[3], nowait = true })
+    end
+  end
+end
+
+function M.clear_global_review_keys()
+  for _, k in ipairs(global_keys.saved or {}) do
+    pcall(vim.keymap.del, "n", k.key)
+    if k.before then
+      vim.fn.mapset("n", false, k.before)
+    end
+  end
+  global_keys.saved = nil
 end
 
 --- The review keys of a buffer showing a proposal; returns a function that removes them.
@@ -50,8 +82,6 @@ function M.review(buf)
   local names = {
     { "accept_hunk", review.accept_hunk, "accept the hunk under the cursor" },
     { "reject_hunk", review.reject_hunk, "reject the hunk under the cursor" },
-    { "accept_all", review.accept, "accept the whole edit" },
-    { "reject_all", review.reject_prompt, "reject the edit (asks for a reason)" },
     { "next_hunk", review.next_hunk, "next proposed hunk" },
     { "prev_hunk", review.prev_hunk, "previous proposed hunk" },
   }

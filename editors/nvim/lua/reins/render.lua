@@ -30,8 +30,8 @@ end
 
 local function one_line(text, max)
   text = tostring(text or ""):gsub("%s+", " ")
-  if #text > max then
-    text = text:sub(1, max - 1) .. "…"
+  if vim.fn.strchars(text) > max then
+    text = vim.fn.strcharpart(text, 0, max - 1) .. "…"
   end
   return text
 end
@@ -165,16 +165,19 @@ function M.key(key)
   return (key:gsub("<[lL]eader>", leader == " " and "<Space>" or leader))
 end
 
-local function review_hint()
+--- The keys that decide a waiting proposal; they are mapped in every window while it waits.
+function M.review_hint()
   local k = keymaps()
   local keys = {}
-  if k.accept_all then
-    table.insert(keys, M.key(k.accept_all) .. " accept")
+  for _, pair in ipairs({ { k.accept_all, "accept" }, { k.accept_session, "allow for the session" }, { k.reject_all, "reject" } }) do
+    if pair[1] then
+      table.insert(keys, M.key(pair[1]) .. " " .. pair[2])
+    end
   end
-  if k.reject_all then
-    table.insert(keys, M.key(k.reject_all) .. " reject")
+  if #keys == 0 then
+    return "  :ReinsAccept · :ReinsReject"
   end
-  return "  " .. table.concat(keys, " · ") .. " · :ReinsPending"
+  return "  " .. table.concat(keys, " · ")
 end
 
 function renderers.tool(block)
@@ -204,7 +207,7 @@ function renderers.tool(block)
   end
   local lines = { head }
   if p and p.status == "waiting" then
-    table.insert(lines, review_hint())
+    table.insert(lines, M.review_hint())
     table.insert(hls, { 1, 0, -1, "ReinsHint" })
   elseif p and p.reason and p.reason ~= "" then
     table.insert(lines, "  reason: " .. p.reason)
@@ -222,7 +225,7 @@ function renderers.tool(block)
 end
 
 function renderers.notice(block)
-  local icon = block.level == "error" and "✗" or "!"
+  local icon = block.icon or (block.level == "error" and "✗" or "!")
   local group = block.level == "error" and "ReinsToolError" or "ReinsNotice"
   local lines = {}
   for i, l in ipairs(split(block.text)) do
@@ -255,7 +258,7 @@ function renderers.proposal(block)
   end
   local lines = { line }
   if block.status == "waiting" then
-    table.insert(lines, review_hint())
+    table.insert(lines, M.review_hint())
   elseif block.reason and block.reason ~= "" then
     table.insert(lines, "  reason: " .. block.reason)
   end
@@ -290,24 +293,43 @@ function M.gap_before(prev, block)
   return true
 end
 
---- The text for the panel's winbar.
-function M.winbar(conv, title)
-  local parts = { "%#ReinsWinbar# reins" }
-  if title and title ~= "" then
-    table.insert(parts, "%#ReinsWinbarDim# · " .. one_line(title, 28):gsub("%%", "%%%%") .. " ")
-  end
-  local right = {}
+--- The text for the panel's winbar, fitted to `width` columns (when given) by priority: what the
+--- run is doing first, then the tokens, the cost, and the title, shortened, in what is left.
+function M.winbar(conv, title, width)
+  local status
   if conv and (conv.waiting or 0) > 0 then
-    table.insert(right, "⏸ review")
+    status = "⏸ review"
   elseif conv and conv.running then
-    table.insert(right, "⟳ running")
+    status = "⟳ running"
   end
+  local tokens, cost
   if conv and conv.tokens > 0 then
-    local tokens = conv.tokens >= 1000 and ("%.1fk"):format(conv.tokens / 1000) or tostring(conv.tokens)
-    table.insert(right, tokens .. " tokens")
-    table.insert(right, ("$%.4f"):format(conv.cost))
+    tokens = (conv.tokens >= 1000 and ("%.1fk"):format(conv.tokens / 1000) or tostring(conv.tokens)) .. " tokens"
+    cost = ("$%.4f"):format(conv.cost)
   end
-  return table.concat(parts) .. "%=%#ReinsWinbarDim#" .. table.concat(right, " · ") .. " "
+  local left = " reins"
+  local function right_text(parts)
+    return table.concat(vim.tbl_filter(function(p)
+      return p ~= nil
+    end, parts), " · ")
+  end
+  local right = { status, tokens, cost }
+  local room = (width or math.huge) - vim.fn.strdisplaywidth(left) - 2
+  -- The cost goes first, then the tokens, rather than leave the title under 20 columns.
+  local title_wants = (title and title ~= "") and 23 or 0
+  for drop = #right, 2, -1 do
+    if vim.fn.strdisplaywidth(right_text(right)) + title_wants <= room then
+      break
+    end
+    right[drop] = nil
+  end
+  local right_str = right_text(right)
+  room = room - vim.fn.strdisplaywidth(right_str)
+  local title_str = ""
+  if title and title ~= "" and room >= 8 then
+    title_str = " · " .. one_line(title, math.min(28, room - 3))
+  end
+  return "%#ReinsWinbar#" .. left .. "%#ReinsWinbarDim#" .. title_str:gsub("%%", "%%%%") .. " %=" .. right_str .. " "
 end
 
 return M

@@ -60,19 +60,44 @@ end
 
 -- Inline layout ---------------------------------------------------------------------------
 
+-- Each hunk's place is kept by an extmark on its first row, so it moves with the text the user
+-- types above it until the proposal is decided.
+local anchors = vim.api.nvim_create_namespace("reins.review.anchors")
+
+--- Where `hunk` is in the inline view's buffer now: {first, last, new} as hunks.geometry gives.
+local function inline_rows(p, hunk)
+  local v = p.view
+  local g = v.geos[hunk.index]
+  local mark = vim.api.nvim_buf_get_extmark_by_id(v.buf, anchors, v.anchors[hunk.index], {})
+  local shift = mark[1] and (mark[1] + v.anchor_offset[hunk.index] - g.first) or 0
+  return { first = g.first + shift, last = g.last + shift, new = g.new }
+end
+
 local function draw_inline(p)
   local buf = p.view.buf
   vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
-  local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  local line_count = vim.api.nvim_buf_line_count(buf)
+  if not p.view.geos then
+    -- The first drawing: where each hunk is, from the buffer as the proposal found it.
+    local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+    p.view.geos, p.view.anchors, p.view.anchor_offset = {}, {}, {}
+    for _, hunk in ipairs(p.edit.hunks) do
+      local g = hunks_mod.geometry(lines, hunk, encoding())
+      local row = math.max(math.min(g.first, line_count - 1), 0)
+      p.view.geos[hunk.index] = g
+      p.view.anchor_offset[hunk.index] = g.first - row
+      p.view.anchors[hunk.index] = vim.api.nvim_buf_set_extmark(buf, anchors, row, 0, {})
+    end
+  end
   local width = math.max(vim.o.columns, 80)
   p.view.rows = {}
   for _, hunk in ipairs(p.edit.hunks) do
-    local g = hunks_mod.geometry(lines, hunk, encoding())
+    local g = inline_rows(p, hunk)
     local decided = p.decisions[hunk.index]
     local add_group = decided == nil and "ReinsAdd" or "ReinsHunkDecided"
     p.view.rows[hunk.index] = { first = g.first, last = math.max(g.last, g.first) }
     if decided ~= false then
-      for row = g.first, g.last do
+      for row = g.first, math.min(g.last, line_count - 1) do
         vim.api.nvim_buf_set_extmark(buf, ns, row, 0, {
           line_hl_group = decided == nil and "ReinsDelete" or "ReinsHunkDecided",
           sign_text = "-",
@@ -91,19 +116,20 @@ local function draw_inline(p)
     local label = { { " " .. hunk_label(p, hunk) .. " ", decided == nil and "ReinsHunkHeader" or "ReinsHunkDecided" } }
     if g.last < g.first then
       -- A pure insertion: the label and the new lines sit on the line it goes before.
-      local row = math.max(math.min(g.first, #lines - 1), 0)
+      local row = math.max(math.min(g.first, line_count - 1), 0)
       vim.api.nvim_buf_set_extmark(buf, ns, row, 0, {
         virt_text = label,
         virt_text_pos = "eol",
         virt_lines = #virt > 0 and virt or nil,
-        virt_lines_above = g.first < #lines,
+        virt_lines_above = g.first < line_count,
         priority = 200,
       })
     else
       -- The label goes on the first replaced line, the proposed lines below the last one.
-      vim.api.nvim_buf_set_extmark(buf, ns, g.first, 0, { virt_text = label, virt_text_pos = "eol", priority = 200 })
+      local first, last = math.min(g.first, line_count - 1), math.min(g.last, line_count - 1)
+      vim.api.nvim_buf_set_extmark(buf, ns, first, 0, { virt_text = label, virt_text_pos = "eol", priority = 200 })
       if #virt > 0 then
-        vim.api.nvim_buf_set_extmark(buf, ns, g.last, 0, { virt_lines = virt, priority = 200 })
+        vim.api.nvim_buf_set_extmark(buf, ns, last, 0, { virt_lines = virt, priority = 200 })
       end
     end
   end
@@ -181,7 +207,7 @@ end
 local function saved_maps(buf)
   local saved = {}
   local k = config.options.keymaps
-  for _, name in ipairs({ "accept_hunk", "reject_hunk", "accept_all", "reject_all", "next_hunk", "prev_hunk" }) do
+  for _, name in ipairs({ "accept_hunk", "reject_hunk", "next_hunk", "prev_hunk" }) do
     if k[name] then
       local m = vim.api.nvim_buf_call(buf, function()
         return vim.fn.maparg(k[name], "n", false, true)
@@ -194,16 +220,57 @@ local function saved_maps(buf)
   return saved
 end
 
+--- Opens `path` in a split of a file window, leaving the cursor where it is, so its hunks can be
+--- reviewed one by one. Returns the buffer, or nil.
+local function open_beside(path)
+  local here = vim.api.nvim_get_current_win()
+  local chat_buf, prompt_buf = require("reins.chat").buffers()
+  local target = here
+  local function is_file_window(win)
+    local b = vim.api.nvim_win_get_buf(win)
+    return vim.api.nvim_win_get_config(win).relative == "" and b ~= chat_buf and b ~= prompt_buf and vim.bo[b].buftype == ""
+  end
+  if not is_file_window(target) then
+    target = nil
+    for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+      if is_file_window(win) then
+        target = win
+        break
+      end
+    end
+  end
+  local ok = pcall(function()
+    if target then
+      vim.api.nvim_set_current_win(target)
+      vim.cmd("belowright split " .. vim.fn.fnameescape(path))
+    else
+      vim.cmd("topleft split " .. vim.fn.fnameescape(path))
+    end
+  end)
+  local buf = ok and vim.api.nvim_get_current_buf() or nil
+  if vim.api.nvim_win_is_valid(here) then
+    vim.api.nvim_set_current_win(here)
+  end
+  if buf and vim.api.nvim_buf_get_name(buf) == vim.fn.fnamemodify(path, ":p") then
+    return buf
+  end
+  return nil
+end
+
 local function show(p)
   local edit = p.edit
   if edit.tool == "bash" then
-    notify(("the agent wants to run `%s` in %s — :ReinsAccept or :ReinsReject [reason]"):format(edit.command, edit.cwd or "."), vim.log.levels.WARN)
+    local how = vim.trim(require("reins.render").review_hint())
+    notify(("the agent wants to run `%s` in %s — %s"):format(edit.command, edit.cwd or ".", how), vim.log.levels.WARN)
     p.view = { layout = "none" }
     return
   end
   local buf = buffer_of(edit)
+  if not buf and not edit.create and #(edit.hunks or {}) > 0 then
+    buf = open_beside(vim.uri_to_fname(edit.uri))
+  end
   if not buf then
-    -- Not open in the editor: the proposal is against the file on disk; show its diff.
+    -- A new file (or one that cannot be opened): show its diff; it is decided whole.
     local lines = vim.split(edit.diff or "", "\n", { plain = true })
     vim.cmd("botright split")
     local sbuf = scratch("reins://review/" .. edit.id, lines, "diff")
@@ -238,6 +305,9 @@ local function close_view(p)
   end
   if v.layout == "inline" and vim.api.nvim_buf_is_valid(v.buf) then
     vim.api.nvim_buf_clear_namespace(v.buf, ns, 0, -1)
+    for _, id in pairs(v.anchors or {}) do
+      pcall(vim.api.nvim_buf_del_extmark, v.buf, anchors, id)
+    end
     for _, m in ipairs(v.saved or {}) do
       vim.api.nvim_buf_call(v.buf, function()
         vim.fn.mapset("n", false, m)
@@ -269,6 +339,9 @@ local function forget(id)
       break
     end
   end
+  if #M.order == 0 then
+    require("reins.keymaps").clear_global_review_keys()
+  end
 end
 
 -- Deciding --------------------------------------------------------------------------------
@@ -286,6 +359,10 @@ local function at_cursor()
       local best, best_row
       for _, hunk in ipairs(p.edit.hunks or {}) do
         local r = v.rows[hunk.index]
+        if r and v.layout == "inline" then
+          local g = inline_rows(p, hunk)
+          r = { first = g.first, last = math.max(g.last, g.first) }
+        end
         if r then
           local first, last = r.first, r.last
           if side == "new" and r.new then
@@ -336,7 +413,7 @@ local function send_decision(p, reason)
   if p.edit.tool ~= "bash" and #accepted == 0 and #(p.edit.hunks or {}) > 0 or p.rejected then
     client.exec("reins.edit.reject", { id = id, reason = reason }, done)
   elseif all then
-    client.exec("reins.edit.accept", { id = id }, done)
+    client.exec("reins.edit.accept", { id = id, allowForSession = p.for_session or nil }, done)
   else
     -- The reason given when rejecting the rest is about the hunks left out.
     client.exec("reins.edit.accept", { id = id, hunks = accepted, reason = reason }, done)
@@ -354,6 +431,16 @@ local function maybe_finish(p)
   send_decision(p)
 end
 
+local function undecided(p)
+  local n = 0
+  for _, hunk in ipairs(p.edit.hunks or {}) do
+    if p.decisions[hunk.index] == nil then
+      n = n + 1
+    end
+  end
+  return n
+end
+
 local function decide_hunk(value)
   local p, hunk = at_cursor()
   if not p then
@@ -363,6 +450,18 @@ local function decide_hunk(value)
     return notify("no undecided hunk here; " .. (config.options.keymaps.accept_all or ":ReinsAccept") .. " decides the whole edit")
   end
   p.decisions[hunk.index] = value
+  if value == false and undecided(p) == 0 then
+    -- The last decision rejects something: the agent may hear why (Esc takes the reject back).
+    vim.ui.input({ prompt = "Reject — reason for the agent (optional): ", default = "" }, function(reason)
+      if reason == nil then
+        p.decisions[hunk.index] = nil
+        redraw(p)
+        return
+      end
+      send_decision(p, reason ~= "" and reason or nil)
+    end)
+    return
+  end
   maybe_finish(p)
   if not p.sent then
     M.next_hunk()
@@ -384,8 +483,9 @@ local function resolve(id)
   return (at_cursor())
 end
 
---- Accepts every undecided hunk of a proposal (the one under the cursor, else the latest).
-function M.accept(id)
+--- Accepts every undecided hunk of a proposal (the one under the cursor, else the latest);
+--- with `for_session`, the tool runs without asking for the rest of the session.
+function M.accept(id, for_session)
   local p = resolve(id)
   if not p then
     return notify("no proposal is pending")
@@ -395,7 +495,13 @@ function M.accept(id)
       p.decisions[hunk.index] = true
     end
   end
+  p.for_session = for_session
   send_decision(p)
+end
+
+--- Accepts the proposal (as `accept`) and lets its tool run unasked for the rest of the session.
+function M.accept_for_session(id)
+  M.accept(id, true)
 end
 
 --- Rejects a proposal's undecided hunks with `reason` (which the model reads): with no hunk
@@ -441,6 +547,9 @@ local function jump(dir)
   local rows = {}
   for _, hunk in ipairs(p.edit.hunks or {}) do
     local r = p.view.rows[hunk.index]
+    if r and p.view.layout == "inline" then
+      r = inline_rows(p, hunk)
+    end
     if r and p.decisions[hunk.index] == nil then
       table.insert(rows, use_new and r.new and r.new.first or r.first)
     end
@@ -517,6 +626,7 @@ local function on_proposed(edit, session_id)
   local p = { edit = edit, decisions = {}, session_id = session_id, view = { layout = "none" } }
   M.pending[edit.id] = p
   table.insert(M.order, edit.id)
+  require("reins.keymaps").set_global_review_keys()
   local ok, err = pcall(show, p)
   if not ok then
     notify("could not show the proposal: " .. tostring(err), vim.log.levels.ERROR)

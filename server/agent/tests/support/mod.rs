@@ -165,6 +165,7 @@ impl Recorder {
                     StreamEvent::Text { delta, .. } => format!("message_update text {delta:?}"),
                     StreamEvent::Thinking { .. } => "message_update thinking".to_string(),
                     StreamEvent::ToolCall { id, .. } => format!("message_update tool_call {id}"),
+                    StreamEvent::Retry { attempt, .. } => format!("message_update retry {attempt}"),
                 },
                 AgentEvent::MessageEnd { message } => format!("message_end {}", role(&message)),
                 AgentEvent::ToolExecutionStart { tool_call_id, .. } => format!("tool_execution_start {tool_call_id}"),

@@ -72,8 +72,10 @@ pub fn for_range(params: &CodeActionParams) -> Vec<CodeActionOrCommand> {
         .collect()
 }
 
-/// "Accept agent edit", "Accept this hunk" (per hunk) and "Reject agent edit" for each pending
-/// edit with a hunk on the lines of `range` (an empty range is the cursor's line).
+/// "Accept agent edit", "Accept only hunk N of M (reject the others)" (per hunk here, when there
+/// are several) and "Reject agent edit" for each pending edit with a hunk on the lines of `range`
+/// (an empty range is the cursor's line). Accepting some hunks decides the whole edit, so the
+/// title says the others go.
 pub fn for_pending(pending: &[Shown], range: Range) -> Vec<CodeActionOrCommand> {
     let mut actions = Vec::new();
     for edit in pending {
@@ -82,10 +84,13 @@ pub fn for_pending(pending: &[Shown], range: Range) -> Vec<CodeActionOrCommand> 
         if touched.is_empty() {
             continue;
         }
+        let count = edit.hunks.len();
         actions.push(review_action("Accept agent edit", "reins.edit.accept", json!({ "id": edit.id })));
-        for index in touched {
+        for index in touched.into_iter().filter(|_| count > 1) {
             let argument = json!({ "id": edit.id, "hunks": [index] });
-            actions.push(review_action("Accept this hunk", "reins.edit.accept", argument));
+            let others = if count == 2 { "the other" } else { "the others" };
+            let title = format!("Accept only hunk {} of {count} (reject {others})", index + 1);
+            actions.push(review_action(&title, "reins.edit.accept", argument));
         }
         actions.push(review_action("Reject agent edit", "reins.edit.reject", json!({ "id": edit.id })));
     }
@@ -179,6 +184,7 @@ mod tests {
             version: Some(1),
             paths: Vec::new(),
             hunks,
+            conflicts: Vec::new(),
             json: Value::Null,
         };
         for_pending(&[edit], at(lines.0, lines.1))
@@ -198,13 +204,22 @@ mod tests {
             review_titles(&[(1, 2), (5, 5)], (5, 5)),
             [
                 r#"Accept agent edit {"id":"e1"}"#,
-                r#"Accept this hunk {"hunks":[1],"id":"e1"}"#,
+                r#"Accept only hunk 2 of 2 (reject the other) {"hunks":[1],"id":"e1"}"#,
                 r#"Reject agent edit {"id":"e1"}"#
             ]
         );
         // Line 2 is where hunk 0 ends (character 0): not part of it.
         assert!(review_titles(&[(1, 2), (5, 5)], (2, 2)).is_empty());
-        assert_eq!(review_titles(&[(1, 2), (5, 5)], (0, 9)).len(), 4);
+        assert_eq!(review_titles(&[(1, 2), (5, 5), (7, 8)], (0, 9)).len(), 5);
+        assert_eq!(
+            review_titles(&[(1, 2), (5, 5), (7, 8)], (1, 1))[1],
+            r#"Accept only hunk 1 of 3 (reject the others) {"hunks":[0],"id":"e1"}"#
+        );
+        // One hunk: accepting it is accepting the edit.
+        assert_eq!(
+            review_titles(&[(1, 2)], (1, 1)),
+            [r#"Accept agent edit {"id":"e1"}"#, r#"Reject agent edit {"id":"e1"}"#]
+        );
     }
 
     #[test]

@@ -196,9 +196,16 @@ impl Pump {
         }
         self.flush(&key).await;
         self.progress_for(&key, &event.event).await;
-        if let AgentEvent::AgentEnd { .. } = &event.event {
+        if let AgentEvent::AgentEnd { reason, messages, usage, error } = &event.event {
             self.ended.insert(key.clone());
             self.last_delta_sent.remove(&key);
+            if *reason == TurnEndReason::Error {
+                // A provider failure: the client shows what to do, not only what failed.
+                let error = Some(self.outcome(*reason, messages, error.as_deref()));
+                let end =
+                    AgentEvent::AgentEnd { reason: *reason, messages: messages.clone(), usage: usage.clone(), error };
+                return self.send(&key, &end).await;
+            }
         }
         self.send(&key, &event.event).await;
     }
@@ -249,6 +256,11 @@ impl Pump {
                     _ => None,
                 });
                 self.step(key, ProgressStep::Begin(shorten(prompt.unwrap_or("working"))));
+            }
+            AgentEvent::MessageUpdate { delta: StreamEvent::Retry { attempt, max_retries, delay_ms, reason } } => {
+                let line =
+                    format!("{reason}; retrying ({attempt}/{max_retries}) in {:.1} s…", *delay_ms as f64 / 1000.0);
+                self.step(key, ProgressStep::Report(shorten(&line)));
             }
             AgentEvent::ToolExecutionStart { tool_name, args, .. } => {
                 let detail = args.get("path").or_else(|| args.get("command")).and_then(Value::as_str).unwrap_or("");
@@ -316,7 +328,7 @@ fn mergeable(delta: &StreamEvent) -> Option<(DeltaKind, usize, &str)> {
     match delta {
         StreamEvent::Text { index, delta } => Some((DeltaKind::Text, *index, delta)),
         StreamEvent::Thinking { index, delta } => Some((DeltaKind::Thinking, *index, delta)),
-        StreamEvent::ToolCall { .. } => None,
+        StreamEvent::ToolCall { .. } | StreamEvent::Retry { .. } => None,
     }
 }
 

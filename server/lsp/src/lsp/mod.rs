@@ -1,8 +1,10 @@
 //! `reins lsp`: the language server, on stdio or (`--listen 127.0.0.1:PORT`) one TCP client.
 //!
-//! stdout carries LSP frames and nothing else; logs go to stderr through `tracing`.
+//! stdout carries LSP frames and nothing else; logs go to the client as `window/logMessage`
+//! ([`client_log`]), and to stderr before it is connected or when `REINS_LOG` is set.
 
 mod ask;
+mod client_log;
 mod code_actions;
 mod commands;
 mod config;
@@ -26,6 +28,7 @@ use reins_tools::FsWorkspace;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tower_lsp_server::{LspService, Server as Transport};
 
+pub use self::client_log::{ClientLog, to_client as logs_to_client};
 pub use self::documents::PositionEncoding;
 use self::server::Server;
 pub use self::to_proto::text_edits;
@@ -111,9 +114,12 @@ async fn serve(
     let fallback = FsWorkspace::new(vec![cwd])
         .or_else(|_| FsWorkspace::new(vec![PathBuf::from("/")]))
         .map_err(|err| format!("cannot open the workspace: {err}"))?;
-    let (service, socket) = LspService::build(move |client| Server::new(client, fallback))
-        .custom_method("reins/debug/documentText", Server::document_text)
-        .finish();
+    let (service, socket) = LspService::build(move |client| {
+        client_log::connect(client.clone());
+        Server::new(client, fallback)
+    })
+    .custom_method("reins/debug/documentText", Server::document_text)
+    .finish();
     let (to_framework, framework_input) = tokio::io::duplex(PIPE_BYTES);
     let (framework_output, from_framework) = tokio::io::duplex(PIPE_BYTES);
     let (errors_tx, errors_rx) = tokio::sync::mpsc::unbounded_channel();

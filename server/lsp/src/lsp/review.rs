@@ -32,6 +32,7 @@ pub struct Reviews {
     edits: Arc<PendingEdits>,
     documents: Arc<Mutex<Documents>>,
     shown: Arc<Mutex<HashMap<String, Shown>>>,
+    publisher: Arc<Publisher>,
 }
 
 /// What the editor was shown of one pending edit, kept because its hunks' ranges are positions
@@ -43,8 +44,10 @@ pub struct Shown {
     pub uri: Option<String>,
     pub version: Option<i32>,
     pub paths: Vec<PathBuf>,
-    /// Each hunk's index and range.
+    /// Each hunk's index and range: where it is in the buffer now, moved with the user's typing.
     pub hunks: Vec<(usize, Range)>,
+    /// The hunks whose lines the user changed since (accepting them will be refused).
+    pub conflicts: Vec<usize>,
     /// The `PendingEdit` of the protocol.
     pub json: Value,
 }
@@ -75,8 +78,38 @@ impl Approver for ReviewApprover {
 impl Reviews {
     pub fn new(documents: Arc<Mutex<Documents>>, events: Events) -> Self {
         let shown = Arc::new(Mutex::new(HashMap::new()));
-        let publisher = Publisher { events, documents: documents.clone(), shown: shown.clone() };
-        Self { edits: Arc::new(PendingEdits::new(Arc::new(publisher))), documents, shown }
+        let publisher = Arc::new(Publisher { events, documents: documents.clone(), shown: shown.clone() });
+        Self { edits: Arc::new(PendingEdits::new(publisher.clone())), documents, shown, publisher }
+    }
+
+    /// The user changed the open document `uri`: the hunks of the edits pending on it moved with
+    /// the text (or now conflict with it), and their ranges and diagnostics follow.
+    pub fn document_changed(&self, uri: &str) {
+        let (path, text, version, encoding) = {
+            let documents = lock(&self.documents);
+            let Some(document) = documents.get(uri) else { return };
+            let Some(path) = document.path.clone() else { return };
+            (path, document.rope.clone(), document.version, documents.encoding)
+        };
+        let waiting = self.edits.on_path(&path);
+        if waiting.is_empty() {
+            return;
+        }
+        let current = text.to_string();
+        {
+            let mut shown = lock(&self.shown);
+            for edit in &waiting {
+                let (Some(seen), Subject::Files(files)) = (shown.get_mut(&edit.id), &edit.subject) else { continue };
+                let Some(file) = files.iter().find(|file| file.path == path) else { continue };
+                let located = reins_review::locate(file.before.as_deref().unwrap_or(""), &file.hunks, &current);
+                let (ranges, conflicts) = to_proto::located_ranges(&text, &file.hunks, &located, encoding);
+                seen.hunks = file.hunks.iter().map(|hunk| hunk.index).zip(ranges).collect();
+                seen.conflicts = conflicts;
+                seen.version = Some(version);
+            }
+        }
+        let waiting: Vec<&PendingEdit> = waiting.iter().collect();
+        self.publisher.waiting_on(&path, &waiting);
     }
 
     /// `reins.edit.list`: the pending edits, of one session or all, oldest first.
@@ -167,7 +200,7 @@ impl Observer for Publisher {
                 version = seen.version;
             }
             let ranges: Vec<Range> = seen.hunks.iter().map(|(_, range)| *range).collect();
-            diagnostics.extend(to_proto::review_diagnostics(edit, &ranges));
+            diagnostics.extend(to_proto::review_diagnostics(edit, &ranges, &seen.conflicts));
         }
         // The edits of this file no longer waiting are decided: the editor is done with them.
         shown.retain(|id, seen| !seen.paths.iter().any(|of| of == path) || waiting.iter().any(|edit| &edit.id == id));
@@ -187,7 +220,8 @@ impl Publisher {
         };
         let Some(file) = file else {
             let json = to_proto::pending_edit(edit, "", &[]);
-            return Shown { id: edit.id.clone(), uri: None, version: None, paths: Vec::new(), hunks: Vec::new(), json };
+            let (hunks, conflicts) = (Vec::new(), Vec::new());
+            return Shown { id: edit.id.clone(), uri: None, version: None, paths: Vec::new(), hunks, conflicts, json };
         };
         let (encoding, open_uri) = {
             let documents = lock(&self.documents);
@@ -203,6 +237,7 @@ impl Publisher {
             version: file.version,
             paths: vec![file.path.clone()],
             hunks: file.hunks.iter().map(|hunk| hunk.index).zip(ranges).collect(),
+            conflicts: Vec::new(),
             json,
         }
     }

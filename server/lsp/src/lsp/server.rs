@@ -146,6 +146,7 @@ impl LanguageServer for Server {
         self.sync_guarded("didChange", |state| {
             let document = params.text_document;
             lock(&state.documents).change(document.uri.as_str(), document.version, &params.content_changes);
+            state.reviews.document_changed(document.uri.as_str());
         });
     }
 

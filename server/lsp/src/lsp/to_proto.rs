@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use reins_harness::{HarnessError, ModelEntry, Settings};
-use reins_review::{Hunk, Outcome, PendingEdit, Resolution, ReviewError, Subject};
+use reins_review::{Hunk, Located, Outcome, PendingEdit, Resolution, ReviewError, Subject};
 use ropey::Rope;
 use serde_json::{Value, json};
 use tower_lsp_server::jsonrpc::{Error, ErrorCode};
@@ -278,7 +278,7 @@ pub fn edit_rejected(resolution: &Resolution) -> Value {
 
 /// One Information diagnostic (source `reins`, code = the pending id) per hunk of a pending edit
 /// of one file, at `ranges`.
-pub fn review_diagnostics(edit: &PendingEdit, ranges: &[Range]) -> Vec<Diagnostic> {
+pub fn review_diagnostics(edit: &PendingEdit, ranges: &[Range], conflicts: &[usize]) -> Vec<Diagnostic> {
     let Subject::Files(files) = &edit.subject else { return Vec::new() };
     let Some(file) = files.first() else { return Vec::new() };
     file.hunks
@@ -290,21 +290,48 @@ pub fn review_diagnostics(edit: &PendingEdit, ranges: &[Range]) -> Vec<Diagnosti
                 (false, true) => format!("delete {}", quote(&hunk.old_text)),
                 (false, false) => format!("replace {} with {}", quote(&hunk.old_text), quote(&hunk.new_text)),
             };
+            // Numbered from 1, as people count and as the editors' own review labels show them.
+            let which = format!("agent edit {} (hunk {} of {})", edit.id, hunk.index + 1, file.hunks.len());
+            let message = match conflicts.contains(&hunk.index) {
+                true => format!("{which}: {what}; you changed these lines since, so accepting it will be refused"),
+                false => format!("{which}: {what}; accept or reject it with a code action"),
+            };
             Diagnostic {
                 range: *range,
                 severity: Some(DiagnosticSeverity::INFORMATION),
                 code: Some(NumberOrString::String(edit.id.clone())),
                 source: Some("reins".to_string()),
-                message: format!(
-                    "agent edit {} (hunk {} of {}): {what}; accept or reject it with a code action",
-                    edit.id,
-                    hunk.index,
-                    file.hunks.len()
-                ),
+                message,
                 ..Diagnostic::default()
             }
         })
         .collect()
+}
+
+/// The ranges of hunks located in the current text ([`reins_review::locate`]): where each is, or
+/// the whole line near which one conflicts; and the indexes of those in conflict.
+pub fn located_ranges(
+    text: &Rope,
+    hunks: &[Hunk],
+    located: &[Located],
+    encoding: PositionEncoding,
+) -> (Vec<Range>, Vec<usize>) {
+    let mut conflicts = Vec::new();
+    let ranges = hunks
+        .iter()
+        .zip(located)
+        .map(|(hunk, located)| match located {
+            Located::At(bytes) => documents::range_of(text, bytes.clone(), encoding),
+            Located::Conflict { line } => {
+                conflicts.push(hunk.index);
+                let line = (*line).min(text.len_lines().saturating_sub(1));
+                let start = text.line_to_byte(line);
+                let end = text.try_line_to_byte(line + 1).unwrap_or(text.len_bytes());
+                documents::range_of(text, start..end, encoding)
+            }
+        })
+        .collect();
+    (ranges, conflicts)
 }
 
 /// The first line of `text`, shortened, in backticks.
@@ -709,11 +736,16 @@ mod tests {
             tool: "edit".into(),
             subject: Subject::Files(vec![file]),
         };
-        let diagnostics = review_diagnostics(&edit, &ranges);
+        let diagnostics = review_diagnostics(&edit, &ranges, &[]);
         assert_eq!(diagnostics.len(), 1);
         assert_eq!(
             diagnostics[0].message,
-            "agent edit e1 (hunk 0 of 1): replace `41` with `42`; accept or reject it with a code action"
+            "agent edit e1 (hunk 1 of 1): replace `41` with `42`; accept or reject it with a code action"
+        );
+        let conflicting = review_diagnostics(&edit, &ranges, &[0]);
+        assert_eq!(
+            conflicting[0].message,
+            "agent edit e1 (hunk 1 of 1): replace `41` with `42`; you changed these lines since, so accepting it will be refused"
         );
         assert_eq!(diagnostics[0].range, ranges[0]);
         assert_eq!((ranges[0].start.character, ranges[0].end.character), (4, 6));

@@ -1,0 +1,24 @@
+-- Unit tests of what the chat renders: the winbar fitted to the window's width by priority.
+local root = vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h:h")
+vim.opt.runtimepath:prepend(root)
+local render = require("reins.render")
+
+--- The winbar as it reads (highlight groups and the alignment item removed).
+local function bar(conv, title, width)
+  return (render.winbar(conv, title, width):gsub("%%#%w+#", ""):gsub("%%=", "|"))
+end
+
+local conv = { waiting = 1, running = true, tokens = 12345, cost = 0.0123 }
+local title = "Can these be clearer, and what about naming?"
+
+T.test("a wide winbar shows everything", function()
+  T.eq(bar(conv, title, 120), " reins · Can these be clearer, and w… |⏸ review · 12.3k tokens · $0.0123 ")
+end)
+
+T.test("a narrow winbar drops the cost, then the tokens, then shortens the title; the status stays", function()
+  T.eq(bar(conv, title, 60), " reins · Can these be clearer, and… |⏸ review · 12.3k tokens ")
+  T.eq(bar(conv, title, 45), " reins · Can these be clearer, and… |⏸ review ")
+  T.eq(bar(conv, title, 30), " reins · Can these … |⏸ review ")
+  T.eq(bar(conv, title, 22), " reins |⏸ review ")
+  T.eq(bar(nil, title, 30), " reins · Can these be clear… | ")
+end)

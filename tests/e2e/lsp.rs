@@ -480,3 +480,75 @@ async fn sessions_list_fork_navigate_and_messages_round_trip() {
     let opened = command("reins.session.open", json!({"sessionId": session})).await;
     assert_eq!(opened["sessionId"], session);
 }
+
+/// Issue 11, item 17: a session open in the editor is not locked; the terminal continues it, and
+/// the editor's next message comes after the terminal's turn. While one side runs, the other is
+/// refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn editor_and_terminal_take_turns_on_one_session() {
+    let lsp = start(
+        &[],
+        vec![
+            Reply::text("editor answer"),
+            Reply::text("terminal answer"),
+            Reply::text("slow editor answer").with_delay_ms(3000),
+            Reply::text("last answer"),
+        ],
+        json!({}),
+    )
+    .await;
+    let first = lsp.client.command("reins.chat.send", json!({"text": "from the editor"})).await.unwrap();
+    lsp.run_events(first["runId"].as_str().unwrap()).await;
+    let session = first["sessionId"].as_str().unwrap().to_string();
+    let terminal = |prompt: &str| {
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_reins"));
+        command
+            .args(["run", "--session", session.as_str(), prompt])
+            .current_dir(lsp.root())
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", lsp.root())
+            .env("REINS_HOME", lsp.root().join(".reins-home-for-test"))
+            .env("OPENAI_API_KEY", CANARY_KEY)
+            .env("OPENAI_BASE_URL", lsp.server.base_url())
+            .env("REINS_MODEL", "scripted-model")
+            .stdin(Stdio::null());
+        command
+    };
+
+    let run = terminal("from the terminal").output().await.unwrap();
+    assert!(run.status.success(), "the open session is not locked: {}", String::from_utf8_lossy(&run.stderr));
+
+    // The editor's next run starts from the terminal's turn, and holds the session while it runs.
+    let second =
+        lsp.client.command("reins.chat.send", json!({"text": "editor again", "sessionId": session})).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let refused = terminal("while the editor runs").output().await.unwrap();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("being written by another reins process"), "{refused:?}");
+    lsp.run_events(second["runId"].as_str().unwrap()).await;
+    let requests = lsp.server.chat_requests();
+    let texts: Vec<String> = requests[2].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .skip(1)
+        .map(|m| {
+            let text = match &m["content"] {
+                Value::String(text) => text.clone(),
+                parts => parts.as_array().unwrap().iter().filter_map(|p| p["text"].as_str()).collect(),
+            };
+            format!("{}: {text}", m["role"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "user: from the editor",
+            "assistant: editor answer",
+            "user: from the terminal",
+            "assistant: terminal answer",
+            "user: editor again"
+        ]
+    );
+}

@@ -9,7 +9,9 @@ pub enum SessionError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("{path}:{line}: {reason}")]
     Format { path: PathBuf, line: usize, reason: String },
-    #[error("{path} is open in another reins process (or another session handle); close it there, or fork the session")]
+    #[error(
+        "{path} is being written by another reins process (a run is going there); try again when it is done, or fork the session"
+    )]
     Locked { path: PathBuf },
     #[error("{path} is {kind}, not a session file; move it out of the sessions directory")]
     NotAFile { path: PathBuf, kind: &'static str },

@@ -1,11 +1,14 @@
-//! An open session: its tree in memory and the locked file behind it.
+//! An open session: its tree in memory and the file behind it.
 //!
 //! Appends are queued in memory and written by [`SessionFile::flush`] in one write and one sync, in
 //! the order they were made, so a crash loses at most what was not flushed yet and never tears an
-//! earlier line. The OS lock (taken at open, released on drop) keeps a second writer out.
+//! earlier line. The OS lock is the writer lock: held from [`SessionFile::hold`] to
+//! [`SessionFile::release`] (a run), or just for one flush, never while a session is merely open.
+//! Whoever takes it first reads what another process appended since, so an editor and a terminal
+//! can take turns on one conversation.
 
 use std::fs::File;
-use std::io::{IoSlice, Write};
+use std::io::{IoSlice, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use reins_ai::Message;
@@ -15,7 +18,7 @@ use crate::context::SessionContext;
 use crate::disk::read_all;
 use crate::error::SessionError;
 use crate::format::{Entry, EntryKind, Header};
-use crate::store::{file_name, open_locked};
+use crate::store::{file_name, lock_file, open_for_append};
 use crate::time::{new_entry_id, now_iso};
 use crate::tree::SessionTree;
 
@@ -31,6 +34,8 @@ pub struct SessionFile {
     /// The file's last line has no newline yet.
     needs_newline: bool,
     durability: Durability,
+    /// This handle holds the writer lock ([`SessionFile::hold`]).
+    held: bool,
 }
 
 /// How far [`SessionFile::flush`] makes its lines durable.
@@ -45,26 +50,121 @@ pub enum Durability {
 }
 
 impl SessionFile {
-    /// Opens and locks an existing session file. A torn last line is cut off; an older version is
-    /// migrated and the file rewritten.
+    /// Opens an existing session file, without locking it. A torn last line is left out (and cut
+    /// off at the first write: until the lock is held it may be another process's line in the
+    /// making); an older version is migrated in memory, and the file rewritten at the first write.
     pub fn open(path: &Path) -> Result<SessionFile, SessionError> {
-        let mut file = open_locked(path, false)?;
+        let file = open_for_append(path, false)?;
         let bytes = read_all(path, &file)?;
+        let file_len = bytes.len() as u64;
+        let tree = SessionTree::from_bytes(path, bytes)?;
+        let needs_newline = tree.load.needs_newline && tree.load.torn_at.is_none();
+        Ok(SessionFile { tree, file, flushed: 0, file_len, needs_newline, durability: Durability::Sync, held: false })
+    }
+
+    /// With the lock held and the file as this handle read it: cuts off a torn last line, or
+    /// rewrites an older version as the version 3 this handle holds (queued entries included).
+    fn repair(&mut self, path: &Path) -> Result<(), SessionError> {
+        if self.tree.load.migrated {
+            tracing::info!("{}: migrating the session to version 3", path.display());
+            let text = self.tree.to_jsonl();
+            self.file = rewrite(path, &text)?;
+            self.file_len = text.len() as u64;
+            self.tree = SessionTree::from_bytes(path, text.into_bytes())?;
+            self.flushed = 0;
+            self.needs_newline = false;
+        } else if let Some(torn_at) = self.tree.load.torn_at.take() {
+            self.file
+                .set_len(torn_at as u64)
+                .and_then(|()| self.file.sync_data())
+                .map_err(|error| SessionError::io(path, error))?;
+            self.file_len = torn_at as u64;
+        }
+        Ok(())
+    }
+
+    /// Takes the writer lock for a run (or any series of writes) until [`SessionFile::release`],
+    /// after reading what another process appended since this handle last read the file: `true`
+    /// when it did (the tree, its leaf and its context changed). While another process holds the
+    /// lock, fails with [`SessionError::Locked`].
+    pub fn hold(&mut self) -> Result<bool, SessionError> {
+        if self.held {
+            return Ok(false);
+        }
+        lock_file(&self.file, self.tree.path())?;
+        self.held = true;
+        let caught_up = self.catch_up();
+        if caught_up.is_err() {
+            self.unlock();
+        }
+        caught_up
+    }
+
+    /// Writes what is queued and lets other processes write again.
+    pub fn release(&mut self) -> Result<(), SessionError> {
+        if !self.held {
+            return self.flush();
+        }
+        let written = self.write_pending();
+        self.unlock();
+        written
+    }
+
+    /// Whether this handle holds the writer lock.
+    pub fn is_held(&self) -> bool {
+        self.held
+    }
+
+    fn unlock(&mut self) {
+        let _ = self.file.unlock();
+        self.held = false;
+    }
+
+    /// With the lock held: brings the tree up to the file on disk — what other processes
+    /// appended, a file replaced under us (a migration renames a new file into place), a torn
+    /// last line cut off, an old version rewritten — and puts the entries queued here after it.
+    /// `true` when another process had changed the file.
+    fn catch_up(&mut self) -> Result<bool, SessionError> {
+        let path = self.tree.path().to_path_buf();
+        let mut changed = false;
+        if !names_this_file(&path, &self.file) {
+            let file = open_for_append(&path, false)?;
+            lock_file(&file, &path)?;
+            self.file = file;
+            changed = true;
+        }
+        let len = self.file.metadata().map_err(|error| SessionError::io(&path, error))?.len();
+        changed |= len != self.file_len;
+        if !changed {
+            self.repair(&path)?;
+            return Ok(false);
+        }
+        let queued = self.tree.pending_lines(self.flushed);
+        (&self.file).seek(SeekFrom::Start(0)).map_err(|error| SessionError::io(&path, error))?;
+        let bytes = read_all(&path, &self.file)?;
         let mut file_len = bytes.len() as u64;
-        let mut tree = SessionTree::from_bytes(path, bytes)?;
+        let mut tree = SessionTree::from_bytes(&path, bytes)?;
         if tree.load.migrated {
             tracing::info!("{}: migrating the session to version 3", path.display());
-            file = rewrite(path, &tree.to_jsonl())?;
-            file_len = file.metadata().map_err(|error| SessionError::io(path, error))?.len();
-            tree = SessionTree::from_bytes(path, tree.to_jsonl().into_bytes())?;
+            self.file = rewrite(&path, &tree.to_jsonl())?;
+            file_len = self.file.metadata().map_err(|error| SessionError::io(&path, error))?.len();
+            tree = SessionTree::from_bytes(&path, tree.to_jsonl().into_bytes())?;
         } else if let Some(torn_at) = tree.load.torn_at {
-            file.set_len(torn_at as u64)
-                .and_then(|()| file.sync_data())
-                .map_err(|error| SessionError::io(path, error))?;
+            self.file
+                .set_len(torn_at as u64)
+                .and_then(|()| self.file.sync_data())
+                .map_err(|error| SessionError::io(&path, error))?;
             file_len = torn_at as u64;
         }
-        let needs_newline = tree.load.needs_newline && tree.load.torn_at.is_none();
-        Ok(SessionFile { tree, file, flushed: 0, file_len, needs_newline, durability: Durability::Sync })
+        self.needs_newline = tree.load.needs_newline && tree.load.torn_at.is_none();
+        tree.load = Default::default();
+        for line in &queued {
+            tree.push_line(&line.bytes, &line.id, line.parent_id.as_deref(), line.tag, line.target_id.as_deref())?;
+        }
+        self.tree = tree;
+        self.flushed = 0;
+        self.file_len = file_len;
+        Ok(changed)
     }
 
     /// Writes a new file in `dir` for `tree` (its header and entries), synced and locked.
@@ -88,7 +188,8 @@ impl SessionFile {
         std::fs::create_dir_all(&dir).map_err(|error| SessionError::io(&dir, error))?;
         let mut header_line = tree.header().to_line().into_bytes();
         header_line.push(b'\n');
-        let mut file = open_locked(&path, true)?;
+        // Nobody else knows the new file yet: it needs no lock.
+        let mut file = open_for_append(&path, true)?;
         // The lines are written from where they are (a fork shares its source's bytes) rather than
         // from one copy of what may be tens of megabytes; the file is new and nobody reads it
         // before this returns.
@@ -102,7 +203,15 @@ impl SessionFile {
             sync_dir(&dir);
         }
         let flushed = tree.tail().len();
-        Ok(SessionFile { tree, file, flushed, file_len: file_len as u64, needs_newline: false, durability })
+        Ok(SessionFile {
+            tree,
+            file,
+            flushed,
+            file_len: file_len as u64,
+            needs_newline: false,
+            durability,
+            held: false,
+        })
     }
 
     pub fn set_durability(&mut self, durability: Durability) {
@@ -153,8 +262,18 @@ impl SessionFile {
         self.append(EntryKind::message(message))
     }
 
-    /// Writes every queued entry, in order, with one write and one sync.
+    /// Writes every queued entry, in order, with one write and one sync. Without the writer lock
+    /// held, takes it for this write (after what another process appended).
     pub fn flush(&mut self) -> Result<(), SessionError> {
+        if self.held || self.tree.tail()[self.flushed..].is_empty() {
+            return self.write_pending();
+        }
+        self.hold()?;
+        self.release()
+    }
+
+    /// Writes the queued entries; the lock is held.
+    fn write_pending(&mut self) -> Result<(), SessionError> {
         let pending = &self.tree.tail()[self.flushed..];
         if pending.is_empty() {
             return Ok(());
@@ -249,7 +368,8 @@ impl std::fmt::Debug for SessionFile {
 }
 
 /// Replaces `path` with `text` through a synced temporary file and a rename (so a crash leaves the
-/// old or the new file, never half of one) and returns the new file, locked.
+/// old or the new file, never half of one) and returns the new file, locked (the caller holds the
+/// lock of the old one).
 fn rewrite(path: &Path, text: &str) -> Result<File, SessionError> {
     let temporary: PathBuf = path.with_extension("jsonl.migrating");
     let write = || -> std::io::Result<()> {
@@ -262,7 +382,26 @@ fn rewrite(path: &Path, text: &str) -> Result<File, SessionError> {
     if let Some(dir) = path.parent() {
         sync_dir(dir);
     }
-    open_locked(path, false)
+    let file = open_for_append(path, false)?;
+    lock_file(&file, path)?;
+    Ok(file)
+}
+
+/// Whether `path` still names the file `file` has open (not a file renamed into its place).
+fn names_this_file(path: &Path, file: &File) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (std::fs::metadata(path), file.metadata()) {
+            (Ok(at_path), Ok(open)) => (at_path.dev(), at_path.ino()) == (open.dev(), open.ino()),
+            _ => true,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (path, file);
+        true
+    }
 }
 
 /// Writes `parts` one after the other with as few system calls as the OS allows.

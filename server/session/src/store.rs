@@ -216,11 +216,15 @@ pub fn summarize(path: &Path) -> Result<SessionSummary, SessionError> {
     })
 }
 
-/// Opens `path` for appending and takes the OS lock on it, or says who holds it.
-pub(crate) fn open_locked(path: &Path, create_new: bool) -> Result<File, SessionError> {
-    let file = open_regular(path, OpenOptions::new().read(true).append(true).create_new(create_new))?;
+/// Opens `path` for appending (and reading), without locking it.
+pub(crate) fn open_for_append(path: &Path, create_new: bool) -> Result<File, SessionError> {
+    open_regular(path, OpenOptions::new().read(true).append(true).create_new(create_new))
+}
+
+/// Takes the writer lock of an open session file, or says that another process holds it.
+pub(crate) fn lock_file(file: &File, path: &Path) -> Result<(), SessionError> {
     match file.try_lock() {
-        Ok(()) => Ok(file),
+        Ok(()) => Ok(()),
         Err(std::fs::TryLockError::WouldBlock) => Err(SessionError::Locked { path: path.to_path_buf() }),
         Err(std::fs::TryLockError::Error(error)) => Err(SessionError::io(path, error)),
     }

@@ -55,6 +55,15 @@ struct Node {
     tag: EntryTag,
 }
 
+/// A line queued for writing, taken off one tree to be pushed onto another.
+pub(crate) struct PendingLine {
+    pub bytes: Vec<u8>,
+    pub id: String,
+    pub parent_id: Option<String>,
+    pub tag: EntryTag,
+    pub target_id: Option<String>,
+}
+
 /// One entry as the index knows it, borrowed from the tree.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EntryRef<'a> {
@@ -575,6 +584,25 @@ impl SessionTree {
         } else {
             &self.tail[start - self.base.len()..end - self.base.len()]
         }
+    }
+
+    /// The lines appended since load from byte `flushed` of the tail on (those not written yet),
+    /// with what it takes to push them again onto another tree.
+    pub(crate) fn pending_lines(&self, flushed: usize) -> Vec<PendingLine> {
+        let from = (self.base.len() + flushed) as u64;
+        (0..self.nodes.len() as u32)
+            .filter(|&index| self.nodes[index as usize].start >= from)
+            .map(|index| {
+                let tag = self.tag(index);
+                PendingLine {
+                    bytes: self.line_bytes(index).to_vec(),
+                    id: self.id_at(index).to_string(),
+                    parent_id: self.parent_at(index).map(|parent| self.id_at(parent).to_string()),
+                    tag,
+                    target_id: matches!(tag, EntryTag::Label | EntryTag::Leaf).then(|| self.target_of(index)).flatten(),
+                }
+            })
+            .collect()
     }
 
     /// Bytes appended since load, for the writer.

@@ -76,17 +76,42 @@ fn flushed_turns_survive_a_reopen_and_unflushed_ones_do_not_exist_on_disk() {
 }
 
 #[test]
-fn a_second_open_of_the_same_file_is_refused_with_a_session_error() {
+fn two_handles_of_one_file_take_turns_and_each_reads_what_the_other_wrote() {
     let dir = tempfile::tempdir().unwrap();
     let store = store(dir.path());
-    let session = session_with_turns(&store, Path::new("/w"), &[("q", "a")]);
-    let error = SessionFile::open(session.path()).unwrap_err();
+    let mut editor = session_with_turns(&store, Path::new("/w"), &[("q", "a")]);
+    // Merely open, neither holds the lock: a second handle (another process) opens the file.
+    let mut terminal = SessionFile::open(editor.path()).unwrap();
+
+    // The editor runs: while it holds the lock, the terminal cannot start a run.
+    assert!(!editor.hold().unwrap(), "nothing changed since it was opened");
+    let error = terminal.hold().unwrap_err();
     assert!(matches!(error, SessionError::Locked { .. }), "{error}");
     assert_eq!(error.code(), "session");
-    assert!(error.to_string().contains("is open in another reins process"), "{error}");
-    drop(session);
-    let path = store.most_recent(Path::new("/w")).unwrap().unwrap();
-    SessionFile::open(&path).unwrap();
+    assert!(error.to_string().contains("is being written by another reins process"), "{error}");
+    editor.append_message(&Message::user("from the editor")).unwrap();
+    editor.release().unwrap();
+
+    // The terminal's turn: it first reads the editor's entry, and continues after it.
+    assert!(terminal.hold().unwrap(), "the editor's entry was read");
+    assert_eq!(terminal.leaf(), editor.leaf());
+    terminal.append_message(&Message::user("from the terminal")).unwrap();
+    terminal.release().unwrap();
+    let path = editor.path().to_path_buf();
+    assert_eq!(context_lines(&path), ["user: q", "assistant: a", "user: from the editor", "user: from the terminal"]);
+
+    // A write without a run (a label, a name) takes the lock just for its flush; what the
+    // editor had queued goes after what the terminal wrote.
+    editor.append_message(&Message::user("queued in the editor")).unwrap();
+    editor.flush().unwrap();
+    let tree = SessionTree::load(&path).unwrap();
+    assert_eq!(tree.len(), editor.tree().len(), "the editor's tree is the file");
+    assert!(!editor.hold().unwrap() && editor.is_held());
+    assert_eq!(
+        context_lines(&path),
+        ["user: q", "assistant: a", "user: from the editor", "user: queued in the editor"],
+        "queued on the editor's own leaf: a branch beside the terminal's message"
+    );
 }
 
 #[test]

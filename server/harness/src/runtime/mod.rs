@@ -296,8 +296,15 @@ impl Harness {
             }
             *running = Some("maintenance".to_string());
         }
+        let hold = match session.hold_file() {
+            Ok(hold) => hold,
+            Err(err) => {
+                *lock(&session.running) = None;
+                return Err(err);
+            }
+        };
         session.fresh_cancel();
-        Ok((session.clone(), Claim(session)))
+        Ok((session.clone(), Claim { session, _hold: hold }))
     }
 
     fn running_session(&self, session_id: &str, what: &str) -> Result<Arc<LiveSession>, HarnessError> {
@@ -324,6 +331,27 @@ impl Harness {
 }
 
 impl LiveSession {
+    /// Takes the session file's writer lock for a run or an operation, first reading what
+    /// another process appended (the agent's conversation then follows the file). Released when
+    /// the guard drops; while another process holds it, a `session` error says so.
+    fn hold_file(&self) -> Result<FileHold, HarnessError> {
+        let Some(file) = &self.file else { return Ok(FileHold(None)) };
+        let changed = lock(file).hold().map_err(session_error)?;
+        if changed {
+            let context = lock(file).context();
+            match context {
+                Ok(context) => {
+                    let _ = self.agent.set_messages(context.messages);
+                }
+                Err(err) => {
+                    let _ = lock(file).release();
+                    return Err(session_error(err));
+                }
+            }
+        }
+        Ok(FileHold(Some(file.clone())))
+    }
+
     /// A new token for the run or operation that starts now.
     fn fresh_cancel(&self) {
         *lock(&self.cancel) = CancellationToken::new();
@@ -362,11 +390,29 @@ impl Emitter {
 }
 
 /// Releases a [`Harness::claim`]: the session is idle again however the operation ended.
-struct Claim(Arc<LiveSession>);
+/// The writer lock goes with it (`_hold`), released after the session is marked idle.
+struct Claim {
+    session: Arc<LiveSession>,
+    _hold: FileHold,
+}
 
 impl Drop for Claim {
     fn drop(&mut self) {
-        *lock(&self.0.running) = None;
+        *lock(&self.session.running) = None;
+    }
+}
+
+/// The writer lock of a session file, from [`LiveSession::hold_file`] until it drops.
+struct FileHold(Option<Arc<Mutex<SessionFile>>>);
+
+impl Drop for FileHold {
+    fn drop(&mut self) {
+        if let Some(file) = &self.0 {
+            let mut file = lock(file);
+            if let Err(err) = file.release() {
+                tracing::error!("could not save the session {}: {err}", file.path().display());
+            }
+        }
     }
 }
 

@@ -28,6 +28,13 @@ impl Harness {
             }
             *running = Some(run_id.clone());
         }
+        let hold = match session.hold_file() {
+            Ok(hold) => hold,
+            Err(err) => {
+                *lock(&session.running) = None;
+                return Err(err);
+            }
+        };
         session.fresh_cancel();
         let (done_tx, done) = oneshot::channel();
         let emitter = self.emitter(&session, &run_id);
@@ -38,6 +45,7 @@ impl Harness {
             let outcome = {
                 // Cleared even if the run panics, so the session does not stay busy for ever.
                 let _idle = IdleOnDrop(&task_session.running);
+                let _hold = hold;
                 harness.run_to_end(&task_session, message, emitter.emit.clone()).await
             };
             emitter.finish();

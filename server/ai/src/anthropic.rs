@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
-use self::assemble::Assembler;
+pub(crate) use self::assemble::Assembler;
 use crate::message::{AssistantMessage, ProviderError, ProviderErrorKind};
 use crate::openai::http_error;
 use crate::provider::{ApiKey, EventSink, Provider, Request};

@@ -8,6 +8,7 @@ mod message;
 mod model;
 mod openai;
 mod provider;
+mod replay;
 mod retry;
 mod sse;
 mod transport;
@@ -20,4 +21,6 @@ pub use message::{
 pub use model::{Compat, Model, Prices};
 pub use openai::OpenAiCompatible;
 pub use provider::{ApiKey, EventSink, Provider, Request, StreamEvent, ToolSpec};
+pub use replay::{Wire, replay};
+pub use sse::{SseEvent, SseParser};
 pub use transport::ClientOptions;

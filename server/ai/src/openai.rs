@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
-use self::assemble::Assembler;
+pub(crate) use self::assemble::Assembler;
 pub(crate) use self::errors::http_error;
 use crate::message::{AssistantMessage, ProviderError, ProviderErrorKind};
 use crate::provider::{ApiKey, EventSink, Provider, Request};

@@ -319,3 +319,35 @@ async fn a_cut_mid_stream_keeps_the_text_and_is_not_retried() {
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keep_alives_alone_end_at_the_idle_timeout() {
+    check(
+        "[limits]\nstream_idle_timeout = 1\n",
+        |_| vec![Reply::fault(Fault::KeepAliveOnly { every_ms: 100 })],
+        expect![[r#"
+            exit 1 after 1 requests, stop error
+            stderr "reins: provider error: http://127.0.0.1:PORT/v1/chat/completions sent only keep-alives, no content, for 1.0 s (the idle timeout)"
+            session: user, assistant (error, 0 bytes of text)
+            continued with:
+              user: "first question"
+              user: "second question""#]],
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalls_before_and_after_the_headers_end_at_the_idle_timeout() {
+    let expected = || {
+        expect![[r#"
+            exit 1 after 1 requests, stop error
+            stderr "reins: provider error: http://127.0.0.1:PORT/v1/chat/completions sent nothing for 1.0 s (the idle timeout)"
+            session: user, assistant (error, 0 bytes of text)
+            continued with:
+              user: "first question"
+              user: "second question""#]]
+    };
+    let settings = "[limits]\nstream_idle_timeout = 1\n";
+    check(settings, |_| vec![Reply::fault(Fault::StallBeforeHeaders)], expected()).await;
+    check(settings, |_| vec![Reply::fault(Fault::StallAfterHeaders)], expected()).await;
+}

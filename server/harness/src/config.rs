@@ -62,6 +62,8 @@ pub struct ConfigLayer {
     pub reserve_tokens: Option<u64>,
     pub keep_recent_tokens: Option<u64>,
     pub max_turns: Option<u32>,
+    /// `[limits] stream_idle_timeout`, in seconds.
+    pub stream_idle_timeout: Option<u64>,
     /// `[tools]`: the longest timeout a `bash` call may ask for, in seconds.
     pub max_timeout: Option<u64>,
     /// `[tools]`: globs of variables passed to tools although their names look secret.
@@ -242,6 +244,10 @@ impl Reader<'_> {
                                 Some(Ok(turns)) if turns > 0 => layer.max_turns = Some(turns),
                                 Some(_) => self.error(&path, value, "expected a number of turns from 1 up"),
                                 None => {}
+                            },
+                            "stream_idle_timeout" => match self.uint(&path, value) {
+                                Some(0) => self.error(&path, value, "expected a number of seconds from 1 up"),
+                                seconds => layer.stream_idle_timeout = seconds.or(layer.stream_idle_timeout),
                             },
                             _ => self.unknown(&path, value),
                         }
@@ -581,7 +587,10 @@ fn json_node(value: &serde_json::Value) -> Node {
         },
         Json::Bool(b) => Value::Bool(*b),
         Json::Array(items) => Value::List(items.iter().map(json_node).collect()),
-        Json::Object(fields) => Value::Table(fields.iter().map(|(k, v)| (k.clone(), json_node(v))).collect()),
+        // A key set to null is not set: editors send null for a setting the user left empty.
+        Json::Object(fields) => {
+            Value::Table(fields.iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k.clone(), json_node(v))).collect())
+        }
         Json::Null => Value::Other("null"),
     };
     Node { value, line: None }

@@ -79,12 +79,12 @@ pub(crate) struct LiveRouter {
 
 impl LiveRouter {
     pub fn new(settings: &Settings) -> Self {
-        Self { current: RwLock::new(Arc::new(Router::new(settings.clone(), ClientOptions::default()))) }
+        Self { current: RwLock::new(Arc::new(Router::new(settings.clone(), settings.client_options()))) }
     }
 
     /// Routes the next model calls by `settings`.
     pub fn replace(&self, settings: &Settings) {
-        let next = Arc::new(Router::new(settings.clone(), ClientOptions::default()));
+        let next = Arc::new(Router::new(settings.clone(), settings.client_options()));
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = next;
     }
 }

@@ -6,9 +6,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use reins_agent::Limits;
-use reins_ai::{ApiKey, Compat, Message, Model, Prices, ProviderError};
+use reins_ai::{ApiKey, ClientOptions, Compat, Message, Model, Prices, ProviderError};
 use reins_tools::{DEFAULT_MAX_OUTPUT_FILE_BYTES, DEFAULT_MAX_TIMEOUT_SECS, ExecPolicy, Sandbox, SandboxMode};
 
 use crate::auth::{self, AuthKeys};
@@ -42,6 +43,9 @@ pub struct Settings {
     pub approval: ApprovalPolicy,
     pub compaction: CompactionSettings,
     pub max_turns: Option<u32>,
+    /// `[limits] stream_idle_timeout`: the longest a model's stream may go without content
+    /// (keep-alives do not count), in seconds; also the longest wait for its first byte.
+    pub stream_idle_timeout_secs: u64,
     /// `[tools] max_timeout`: the longest a `bash` call may run, in seconds.
     pub max_timeout_secs: u64,
     /// `[tools] pass_env`: globs of variables that reach tools although their names look secret
@@ -185,15 +189,33 @@ impl Settings {
                 message,
             }),
         }
-        compose(Arc::new(base), None)
+        compose(Arc::new(base), &[])
     }
 
     /// These settings with the editor's settings (`initializationOptions`, or the object
     /// `didChangeConfiguration` sends: camelCase JSON, optionally under `reins`) laid on top,
     /// replacing any editor settings applied before. Bad values land in `diagnostics`.
     pub fn with_editor_settings(&self, value: &serde_json::Value) -> Settings {
-        let (layer, diagnostics) = ConfigLayer::from_json(value);
-        let mut settings = compose(self.base.clone(), Some(layer));
+        self.with_editor_layers(&[value])
+    }
+
+    /// Like [`Settings::with_editor_settings`] for several editor settings objects, earliest
+    /// first (`initializationOptions`, then the latest `didChangeConfiguration`). Each is read on
+    /// its own, so a bad value in a later one is reported and ignored and the earlier one's value
+    /// stays in force: a wrong-typed `apiKey` never erases a good key.
+    pub fn with_editor_layers(&self, values: &[&serde_json::Value]) -> Settings {
+        let mut layers = Vec::new();
+        let mut diagnostics = Vec::new();
+        for value in values {
+            let (layer, found) = ConfigLayer::from_json(value);
+            layers.push(layer);
+            for diagnostic in found {
+                if !diagnostics.contains(&diagnostic) {
+                    diagnostics.push(diagnostic);
+                }
+            }
+        }
+        let mut settings = compose(self.base.clone(), &layers);
         settings.diagnostics.extend(diagnostics);
         settings
     }
@@ -306,6 +328,12 @@ impl Settings {
         }
     }
 
+    /// How model calls are made under these settings: the stream idle timeout; the rest are the
+    /// client's defaults.
+    pub fn client_options(&self) -> ClientOptions {
+        ClientOptions { idle_timeout: Duration::from_secs(self.stream_idle_timeout_secs), ..ClientOptions::default() }
+    }
+
     /// The loop's limits these settings set (the turn limit); the rest are the agent's defaults.
     pub fn limits(&self) -> Limits {
         let defaults = Limits::default();
@@ -319,7 +347,7 @@ impl Settings {
 }
 
 /// Lays the sources over the defaults in order: files, environment, editor settings.
-fn compose(base: Arc<Base>, editor: Option<ConfigLayer>) -> Settings {
+fn compose(base: Arc<Base>, editor: &[ConfigLayer]) -> Settings {
     let mut settings = Settings {
         base_url: DEFAULT_BASE_URL.to_string(),
         base_url_configured: false,
@@ -331,6 +359,7 @@ fn compose(base: Arc<Base>, editor: Option<ConfigLayer>) -> Settings {
         approval: ApprovalPolicy::default(),
         compaction: CompactionSettings::default(),
         max_turns: None,
+        stream_idle_timeout_secs: ClientOptions::default().idle_timeout.as_secs(),
         max_timeout_secs: DEFAULT_MAX_TIMEOUT_SECS,
         pass_env: Vec::new(),
         sandbox: Sandbox {
@@ -355,7 +384,7 @@ fn compose(base: Arc<Base>, editor: Option<ConfigLayer>) -> Settings {
         apply_layer(&mut settings, layer, source, &mut key_env, &mut key_command);
     }
     apply_env(&mut settings, &base.env);
-    if let Some(layer) = &editor {
+    for layer in editor {
         apply_layer(&mut settings, layer, &Source::Editor, &mut key_env, &mut key_command);
         literal_keys.extend(layer.providers.iter().filter_map(|(name, p)| Some((name.clone(), p.api_key.clone()?))));
         if let Some(key) = &layer.api_key {
@@ -453,6 +482,10 @@ fn apply_layer(
     if let Some(turns) = layer.max_turns {
         settings.max_turns = Some(turns);
         set(settings, "limits.max_turns".into());
+    }
+    if let Some(seconds) = layer.stream_idle_timeout {
+        settings.stream_idle_timeout_secs = seconds;
+        set(settings, "limits.stream_idle_timeout".into());
     }
     if let Some(seconds) = layer.max_timeout {
         settings.max_timeout_secs = seconds;

@@ -76,6 +76,7 @@ pub fn report(settings: &Settings) -> String {
     lines.push(row("compaction.reserve_tokens", settings.compaction.reserve_tokens.to_string()));
     lines.push(row("compaction.keep_recent_tokens", settings.compaction.keep_recent_tokens.to_string()));
     lines.push(row("limits.max_turns", settings.max_turns.map_or("50".to_string(), |turns| turns.to_string())));
+    lines.push(row("limits.stream_idle_timeout", format!("{} s", settings.stream_idle_timeout_secs)));
     lines.push(row("tools.max_timeout", format!("{} s", settings.max_timeout_secs)));
     lines.push(row("sandbox.mode", settings.sandbox.mode.as_str().to_string()));
     lines.push(row("sandbox.network", settings.sandbox.network.to_string()));

@@ -60,6 +60,27 @@ async fn bad_settings_are_warned_about_without_keys_and_the_rest_applies() {
     lsp.client.command("reins.session.list", json!({})).await.unwrap();
 }
 
+/// Issue 11, item 16: a change with a wrong-typed `apiKey` is reported and ignored; the key from
+/// `initializationOptions` keeps going out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_typed_key_in_a_change_does_not_erase_the_good_one() {
+    let editor_key = "sk-canary-editor-9b2d";
+    let lsp = start(&[], vec![Reply::text("one"), Reply::text("two")], json!({"apiKey": editor_key})).await;
+    chat(&lsp, None, "hello").await;
+    let change = json!({"reins": {"apiKey": 42, "approval": {"bash": "deny"}}});
+    lsp.client.notify("workspace/didChangeConfiguration", json!({"settings": change})).await;
+    let shown = warnings(&lsp, "apiKey").await.join("\n---\n");
+    expect![[r#"
+        reins: some settings were ignored:
+        - editor settings: apiKey: expected a string, found an integer"#]]
+    .assert_eq(&shown);
+    chat(&lsp, None, "again").await;
+    let requests = lsp.server.chat_requests();
+    let keys: Vec<Option<&str>> = requests.iter().map(|request| request.header("authorization")).collect();
+    let bearer = format!("Bearer {editor_key}");
+    assert_eq!(keys, [Some(bearer.as_str()), Some(bearer.as_str())]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_provider_has_its_endpoint_and_key_and_new_endpoints_reach_live_sessions() {
     let lsp = start(&[], vec![Reply::text("from openai-compatible"), Reply::text("from anthropic")], json!({})).await;

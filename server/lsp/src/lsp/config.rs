@@ -5,8 +5,10 @@
 //! force are the harness's ([`reins_harness::Harness::set_settings`]).
 //!
 //! The editor layer is `initializationOptions` with the latest `didChangeConfiguration` settings
-//! merged over it key by key: clients send the latter whether or not anything is configured
-//! there (often `{}` right after `initialized`), and that must not undo the former.
+//! laid over it key by key: clients send the latter whether or not anything is configured there
+//! (often `{}` right after `initialized`), and that must not undo the former. The two are read
+//! apart ([`Settings::with_editor_layers`]), so a bad value in a change is ignored and leaves the
+//! `initializationOptions` value in force.
 
 use std::path::Path;
 use std::sync::{PoisonError, RwLock};
@@ -29,12 +31,11 @@ impl EditorSettings {
         options
     }
 
-    /// The editor layer after `didChangeConfiguration` sent `value`: it replaces the previous
-    /// change, over `initializationOptions`.
-    pub fn changed(&self, value: &Value) -> Value {
-        let mut editor = self.initialization.read().unwrap_or_else(PoisonError::into_inner).clone();
-        merge(&mut editor, unwrap_section(value));
-        editor
+    /// The editor's settings after `didChangeConfiguration` sent `value`, earliest first: the
+    /// `initializationOptions`, then `value` (which replaces the previous change).
+    pub fn changed(&self, value: &Value) -> [Value; 2] {
+        let initialization = self.initialization.read().unwrap_or_else(PoisonError::into_inner).clone();
+        [initialization, unwrap_section(value).clone()]
     }
 }
 
@@ -46,19 +47,6 @@ pub fn load(var: impl Fn(&str) -> Option<String>, root: Option<&Path>) -> Settin
 /// The settings object inside a `{"reins": {…}}` section, or the value itself.
 fn unwrap_section(value: &Value) -> &Value {
     value.get("reins").unwrap_or(value)
-}
-
-/// Lays `over` on `under`: objects key by key, anything else (`null` aside) replaces.
-fn merge(under: &mut Value, over: &Value) {
-    match (under, over) {
-        (_, Value::Null) => {}
-        (Value::Object(under), Value::Object(over)) => {
-            for (key, value) in over {
-                merge(under.entry(key.clone()).or_insert(Value::Null), value);
-            }
-        }
-        (under, over) => *under = over.clone(),
-    }
 }
 
 /// The warning for `window/showMessage` about the problems in `next` that `previous` did not
@@ -135,16 +123,33 @@ mod tests {
     fn changes_replace_each_other_over_the_initialization_options() {
         let editor = EditorSettings::default();
         let base = settings(json!({}));
+        let changed = |value: &Value| base.with_editor_layers(&editor.changed(value).each_ref());
         let started =
             base.with_editor_settings(&editor.initialize(&json!({"reins": {"model": "a", "baseUrl": "http://i/v1"}})));
         assert_eq!((started.model.as_str(), started.base_url.as_str()), ("a", "http://i/v1"));
-        let now = base.with_editor_settings(&editor.changed(&json!({"reins": {"approval": {"bash": "deny"}}})));
+        let now = changed(&json!({"reins": {"approval": {"bash": "deny"}}}));
         assert_eq!((now.model.as_str(), now.base_url.as_str()), ("a", "http://i/v1"));
         assert_eq!(format!("{:?}", now.approval.for_tool("bash")), "Deny");
-        let now = base.with_editor_settings(&editor.changed(&json!({"model": "b"})));
+        let now = changed(&json!({"model": "b"}));
         assert_eq!((now.model.as_str(), now.base_url.as_str()), ("b", "http://i/v1"));
         assert_eq!(format!("{:?}", now.approval.for_tool("bash")), "Ask");
-        let now = base.with_editor_settings(&editor.changed(&Value::Null));
+        let now = changed(&Value::Null);
         assert_eq!(now.model, "a");
+        // Null is "not set", not a bad value.
+        let now = changed(&json!({"model": null, "apiKey": null}));
+        assert_eq!((now.model.as_str(), now.diagnostics.len()), ("a", 0));
+    }
+
+    #[test]
+    fn a_bad_value_in_a_change_is_reported_and_leaves_the_good_one_in_force() {
+        let editor = EditorSettings::default();
+        let base = settings(json!({}));
+        let started = base.with_editor_settings(&editor.initialize(&json!({"apiKey": "sk-good", "model": "a"})));
+        for bad in [json!(42), json!({"key": "x"}), json!(["sk-other"]), json!(true), json!("")] {
+            let now = base.with_editor_layers(&editor.changed(&json!({"apiKey": bad, "model": 7})).each_ref());
+            assert_eq!((now.api_key.expose(), now.model.as_str()), ("sk-good", "a"), "after {bad}");
+            let text = warning(&now, Some(&started)).unwrap_or_else(|| panic!("no warning for {bad}"));
+            assert!(text.contains("apiKey") && text.contains("model") && !text.contains("sk-good"), "{text}");
+        }
     }
 }

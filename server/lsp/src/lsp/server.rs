@@ -156,8 +156,8 @@ impl LanguageServer for Server {
 
     async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
         self.sync_guarded("didChangeConfiguration", |state| {
-            let editor = state.editor_settings.changed(&params.settings);
-            let next = state.harness.settings().with_editor_settings(&editor);
+            let [initialization, change] = state.editor_settings.changed(&params.settings);
+            let next = state.harness.settings().with_editor_layers(&[&initialization, &change]);
             let (settings, previous) = state.harness.set_settings(next);
             if let Some(warning) = config::warning(&settings, Some(&previous)) {
                 tracing::warn!("{warning}");

@@ -2,11 +2,9 @@
 //! the LSP server forwards them as `reins/event`, so their JSON form is a protocol.
 
 use reins_ai::{AssistantMessage, Message, StreamEvent, ToolResultMessage, Usage};
-use serde::Serialize;
 use serde_json::Value;
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq)]
 pub enum AgentEvent {
     AgentStart,
     TurnStart {
@@ -24,47 +22,40 @@ pub enum AgentEvent {
     MessageEnd {
         message: Message,
     },
-    #[serde(rename_all = "camelCase")]
     ToolExecutionStart {
         tool_call_id: String,
         tool_name: String,
         args: Value,
     },
-    #[serde(rename_all = "camelCase")]
     ToolExecutionUpdate {
         tool_call_id: String,
         tool_name: String,
         partial: String,
     },
-    #[serde(rename_all = "camelCase")]
     ToolExecutionEnd {
         tool_call_id: String,
         tool_name: String,
         result: ToolResultMessage,
         is_error: bool,
     },
-    #[serde(rename_all = "camelCase")]
     TurnEnd {
         turn: u32,
         reason: TurnEndReason,
         message: AssistantMessage,
         tool_results: Vec<ToolResultMessage>,
     },
-    #[serde(rename_all = "camelCase")]
     AgentEnd {
         reason: TurnEndReason,
         /// The messages this run added, in order.
         messages: Vec<Message>,
         /// Usage and cost of every model call in the run.
         usage: Usage,
-        #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
 }
 
 /// Why a turn (and, for the last one, the run) ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TurnEndReason {
     /// The model answered without calling tools.
     FinalAnswer,

@@ -12,14 +12,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use reins_ai::{Content, ToolSpec};
 use schemars::JsonSchema;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 /// What a prepared call would do, in terms a reviewer can judge.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Proposal {
     FileChange(FileChange),
     /// Changes to several files that land together or not at all (a patch), in the order given.
@@ -31,8 +29,7 @@ pub enum Proposal {
 
 /// A whole-file change: the text before (none for a new file) and after, and whether the file
 /// is deleted or moved.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct FileChange {
     /// Absolute path inside the workspace.
     pub path: PathBuf,
@@ -82,8 +79,7 @@ impl Proposal {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CommandProposal {
     pub command: String,
     pub cwd: PathBuf,

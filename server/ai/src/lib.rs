@@ -11,6 +11,9 @@ mod provider;
 mod replay;
 mod retry;
 mod sse;
+#[cfg(test)]
+#[path = "../tests/support/json.rs"]
+mod test_json;
 mod transport;
 
 pub use anthropic::{Anthropic, REDACTED_THINKING_PREFIX};

@@ -1,10 +1,10 @@
 //! Provider-neutral conversation types.
 //!
 //! These are what the agent loop keeps in its context and what every provider translates to and
-//! from its own wire format. Their JSON form (camelCase, `role`/`type` tags) follows the pi agent's
-//! message shapes, so events, transcripts and session files read the same everywhere.
+//! from its own wire format. They carry no serde: each protocol layer builds its JSON from them
+//! (the LSP layer's `to_proto`, following the pi agent's message shapes), and the session file
+//! has its own records (`reins_session::MessageRecord`).
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Milliseconds since the Unix epoch.
@@ -15,58 +15,44 @@ pub fn now_ms() -> Timestamp {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "role", rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Message {
     User(UserMessage),
     Assistant(AssistantMessage),
     ToolResult(ToolResultMessage),
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct UserMessage {
     pub content: Vec<Content>,
-    #[serde(default)]
     pub timestamp: Timestamp,
 }
 
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct AssistantMessage {
     pub content: Vec<Content>,
-    #[serde(default)]
     pub provider: String,
-    #[serde(default)]
     pub model: String,
-    #[serde(default)]
     pub usage: Usage,
     pub stop_reason: StopReason,
     /// Set when `stop_reason` is `error` (or `aborted`): what went wrong, for a person.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ProviderError>,
-    #[serde(default)]
     pub timestamp: Timestamp,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolResultMessage {
     pub tool_call_id: String,
     pub tool_name: String,
     pub content: Vec<Content>,
-    #[serde(default)]
     pub is_error: bool,
     /// Structured data for UIs (a diff, an exit code); never sent to the model.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
-    #[serde(default)]
     pub timestamp: Timestamp,
 }
 
 /// One block of a message.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Content {
     Text {
         text: String,
@@ -74,20 +60,17 @@ pub enum Content {
     Thinking {
         thinking: String,
         /// Opaque provider data that must be sent back with the block (Anthropic signatures).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
         signature: Option<String>,
     },
     ToolCall(ToolCall),
     Image {
         /// Base64-encoded bytes.
         data: String,
-        #[serde(rename = "mimeType")]
         mime_type: String,
     },
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolCall {
     pub id: String,
     pub name: String,
@@ -96,8 +79,7 @@ pub struct ToolCall {
     pub arguments: Value,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum StopReason {
     /// The model finished its answer.
     #[default]
@@ -112,8 +94,7 @@ pub enum StopReason {
     Aborted,
 }
 
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Usage {
     /// Prompt tokens not served from the cache.
     pub input: u64,
@@ -125,8 +106,7 @@ pub struct Usage {
 }
 
 /// Cost in US dollars.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Cost {
     pub input: f64,
     pub output: f64,
@@ -136,20 +116,17 @@ pub struct Cost {
 }
 
 /// A failure at the model boundary, as the user and the harness see it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{}", self.describe())]
 pub struct ProviderError {
     pub kind: ProviderErrorKind,
     /// HTTP status, when the server answered with one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
     /// The server's own message where it sent one, else ours. Never holds the API key.
     pub message: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProviderErrorKind {
     /// The server answered with a non-success status.
     Http,

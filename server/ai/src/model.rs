@@ -1,11 +1,8 @@
 //! What the harness knows about a model: where it is served, how big its window is, what it costs.
 
-use serde::{Deserialize, Serialize};
-
 use crate::message::{Cost, Usage};
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Model {
     /// The id the provider knows the model by (`gpt-4.1`, `qwen2.5-coder:7b`).
     pub id: String,
@@ -17,18 +14,15 @@ pub struct Model {
     pub max_output: u64,
     pub prices: Prices,
     /// Whether the model streams reasoning.
-    #[serde(default)]
     pub reasoning: bool,
     /// How this model's API departs from the common Chat Completions shape. Left out of JSON
     /// when there is nothing to say.
-    #[serde(default, skip_serializing_if = "Compat::is_plain")]
     pub compat: Compat,
 }
 
 /// Per-model quirks of OpenAI-compatible APIs, kept as data so the request builder has no
 /// per-provider branches. The default is the shape every compatible server accepts.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Compat {
     /// Send the system prompt with the `developer` role (OpenAI's reasoning models).
     pub developer_role: bool,
@@ -37,8 +31,7 @@ pub struct Compat {
 }
 
 /// US dollars per million tokens.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Prices {
     pub input: f64,
     pub output: f64,

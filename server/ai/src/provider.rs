@@ -3,7 +3,6 @@
 use std::fmt;
 
 use async_trait::async_trait;
-use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -29,7 +28,7 @@ impl Request {
 }
 
 /// A tool as the model sees it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolSpec {
     pub name: String,
     pub description: String,
@@ -39,8 +38,7 @@ pub struct ToolSpec {
 
 /// Incremental output while a message streams. `index` is the content block's position in the
 /// final [`AssistantMessage::content`].
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case", rename_all_fields = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub enum StreamEvent {
     Text {
         index: usize,

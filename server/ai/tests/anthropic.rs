@@ -1,6 +1,9 @@
 //! The Anthropic Messages API provider against the scripted server: streaming, prompt caching,
 //! retries, failures, cancellation and the request body, each over real HTTP on 127.0.0.1.
 
+#[path = "support/json.rs"]
+mod json;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -91,7 +94,7 @@ fn summary(message: &AssistantMessage) -> String {
 }
 
 fn rendered_events(events: &[StreamEvent]) -> String {
-    events.iter().map(|event| serde_json::to_string(event).unwrap()).collect::<Vec<_>>().join("\n")
+    events.iter().map(json::stream_event).collect::<Vec<_>>().join("\n")
 }
 
 async fn check(replies: Vec<Reply>, expected_requests: usize, expected: Expect) {

@@ -1,6 +1,9 @@
 //! The OpenAI-compatible provider against the scripted server: streaming, retries, failures,
 //! cancellation and the request body, each over real HTTP on 127.0.0.1.
 
+#[path = "support/json.rs"]
+mod json;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -108,7 +111,7 @@ async fn streams_thinking_text_and_priced_usage_with_events_per_delta() {
         thinking "Greet them."
         text "Hello, world""#]]
     .assert_eq(&summary(&message));
-    let rendered: Vec<String> = events.iter().map(|event| serde_json::to_string(event).unwrap()).collect();
+    let rendered: Vec<String> = events.iter().map(json::stream_event).collect();
     expect![[r#"
         {"kind":"thinking","index":0,"delta":"Gree"}
         {"kind":"thinking","index":0,"delta":"t th"}

@@ -6,25 +6,21 @@
 //! provider: `OPENAI_BASE_URL`, by default a local Ollama), so any local model works unlisted.
 
 use reins_ai::{Compat, Model, Prices};
-use serde::Serialize;
 
 /// The provider that serves ids the registry does not know: `OPENAI_BASE_URL` and its key.
 pub const FALLBACK_PROVIDER: &str = "openai-compatible";
 
 /// Which wire protocol a provider speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Api {
     /// Chat Completions (`{base_url}/chat/completions`, base URL with `/v1`).
-    #[serde(rename = "openai")]
     OpenAi,
     /// Messages (`{base_url}/v1/messages`, base URL without `/v1`).
     Anthropic,
 }
 
 /// A provider as data: where it is, and which environment variables configure it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ProviderInfo {
     pub name: String,
     pub api: Api,
@@ -38,8 +34,7 @@ pub struct ProviderInfo {
 }
 
 /// One model of one provider.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ModelEntry {
     pub provider: String,
     pub id: String,

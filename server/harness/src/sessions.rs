@@ -9,13 +9,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use reins_agent::AgentEvent;
 use reins_ai::{Content, Message, Usage};
 use reins_session::{Durability, EntryKind, SessionFile, SessionSummary, SessionTree, summarize};
-use serde::Serialize;
 
 use crate::runtime::lock;
 
 /// One session in a listing.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SessionInfo {
     pub id: String,
     pub path: String,
@@ -79,8 +77,7 @@ impl SessionListing {
 }
 
 /// A session's whole tree, for a tree view.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SessionTreeView {
     pub session_id: String,
     pub name: Option<String>,
@@ -88,8 +85,7 @@ pub struct SessionTreeView {
     pub nodes: Vec<TreeNode>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TreeNode {
     pub id: String,
     pub parent_id: Option<String>,

@@ -298,13 +298,6 @@ impl Settings {
         reins_tools::tool_env(vars, &self.base.key_vars, &keys, &self.pass_env)
     }
 
-    /// Whether a model of `provider` can be called: it has a key (or a command that gives one),
-    /// or it is a local server that needs none.
-    pub fn key_available(&self, provider: &str) -> bool {
-        let local = self.registry.provider(provider).is_some_and(|info| info.local);
-        local || !matches!(self.key_source(provider), KeySource::None)
-    }
-
     /// A failed model call as the user reads it: what went wrong and what to do about it, naming
     /// the endpoint of the model that failed (and saying how to configure one when that is the
     /// built-in default nobody chose).

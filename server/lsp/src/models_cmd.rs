@@ -1,32 +1,21 @@
-//! `reins models [--json]`: the model registry, built-in entries merged with the user's, each
-//! marked with whether a key for its provider is at hand.
+//! `reins models [--json]`: the models `reins.model.list` lists too (the registry, built-in
+//! entries merged with the user's, and the default model when unlisted), each marked with
+//! whether a key for its provider is at hand.
 
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use reins_harness::{KeySource, ModelEntry, Settings};
-use serde::Serialize;
+use reins_harness::{KeyState, ListedModel};
+use serde_json::{Value, json};
+
+use crate::lsp::to_proto;
 
 #[derive(Debug, Default, PartialEq)]
 pub struct ModelsArgs {
     pub json: bool,
     pub cwd: Option<PathBuf>,
-}
-
-/// One row of the listing.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ModelRow<'a> {
-    /// `provider/id`, as `--model` takes it.
-    address: String,
-    #[serde(flatten)]
-    entry: &'a ModelEntry,
-    base_url: String,
-    /// Where the key comes from (`env ANTHROPIC_API_KEY`, `api_key_command`), if anywhere.
-    key: Option<String>,
-    default: bool,
 }
 
 impl ModelsArgs {
@@ -54,9 +43,9 @@ pub fn main(args: ModelsArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let settings = crate::run::load_settings(&root);
-    let rows = rows(&settings);
+    let models = crate::run::load_settings(&root).list_models();
     let text = if args.json {
+        let rows: Vec<Value> = models.iter().map(json_row).collect();
         match serde_json::to_string_pretty(&rows) {
             Ok(json) => json + "\n",
             Err(err) => {
@@ -65,56 +54,54 @@ pub fn main(args: ModelsArgs) -> ExitCode {
             }
         }
     } else {
-        render(&rows)
+        render(&models)
     };
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(text.as_bytes()).and_then(|_| stdout.flush());
     ExitCode::SUCCESS
 }
 
-fn rows(settings: &Settings) -> Vec<ModelRow<'_>> {
-    let default = settings.resolve_model(None);
-    settings
-        .registry
-        .models
-        .iter()
-        .map(|entry| {
-            let model = settings.resolve_model(Some(&format!("{}/{}", entry.provider, entry.id)));
-            let key = match settings.key_source(&entry.provider) {
-                KeySource::Key(_, source) => Some(source.to_string()),
-                KeySource::Command(_) => Some("api_key_command".to_string()),
-                KeySource::None => None,
-            };
-            ModelRow {
-                address: format!("{}/{}", entry.provider, entry.id),
-                entry,
-                base_url: model.base_url,
-                key,
-                default: default.provider == entry.provider && default.id == entry.id,
-            }
-        })
-        .collect()
+/// One model in `--json`: the registry entry, where its calls go, where its key comes from.
+fn json_row(model: &ListedModel) -> Value {
+    let entry = &model.entry;
+    let key = match &model.key {
+        KeyState::Configured(source) => Some(source.as_str()),
+        KeyState::NotNeeded | KeyState::Missing => None,
+    };
+    json!({
+        "address": model.address(),
+        "provider": entry.provider,
+        "id": entry.id,
+        "contextWindow": entry.context_window,
+        "maxOutput": entry.max_output,
+        "prices": to_proto::prices(&entry.prices),
+        "reasoning": entry.reasoning,
+        "baseUrl": model.base_url,
+        "key": key,
+        "keyNeeded": model.key != KeyState::NotNeeded,
+        "default": model.current,
+    })
 }
 
-fn render(rows: &[ModelRow<'_>]) -> String {
+fn render(models: &[ListedModel]) -> String {
     let mut out =
         String::from("MODEL                                   CONTEXT   OUTPUT  $IN/M  $OUT/M  REASONS  KEY\n");
-    for row in rows {
-        let marker = if row.default { "*" } else { " " };
-        let local = row.base_url.contains("127.0.0.1") || row.base_url.contains("localhost");
-        let key = match (&row.key, local) {
-            (Some(source), _) => format!("yes ({source})"),
-            (None, true) => "not needed".to_string(),
-            (None, false) => "missing".to_string(),
+    for model in models {
+        let marker = if model.current { "*" } else { " " };
+        let key = match &model.key {
+            KeyState::Configured(source) => format!("yes ({source})"),
+            KeyState::NotNeeded => "not needed".to_string(),
+            KeyState::Missing => "missing".to_string(),
         };
+        let entry = &model.entry;
         out.push_str(&format!(
             "{marker}{:<38} {:>8} {:>8} {:>6} {:>7}  {:<7}  {key}\n",
-            row.address,
-            row.entry.context_window,
-            row.entry.max_output,
-            row.entry.prices.input,
-            row.entry.prices.output,
-            if row.entry.reasoning { "yes" } else { "no" },
+            model.address(),
+            entry.context_window,
+            entry.max_output,
+            entry.prices.input,
+            entry.prices.output,
+            if entry.reasoning { "yes" } else { "no" },
         ));
     }
     out
@@ -122,6 +109,8 @@ fn render(rows: &[ModelRow<'_>]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use reins_harness::Settings;
+
     use super::*;
 
     fn settings(vars: &[(&str, &str)]) -> Settings {
@@ -136,7 +125,7 @@ mod tests {
             ("ANTHROPIC_API_KEY", "sk-ant-0123456789abcdef"),
             ("REINS_MODEL", "claude-haiku-4-5"),
         ]);
-        let text = render(&rows(&settings));
+        let text = render(&settings.list_models());
         let line = |address: &str| {
             text.lines().find(|line| line[1..].starts_with(&format!("{address} "))).unwrap_or("").to_string()
         };

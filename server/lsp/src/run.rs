@@ -223,7 +223,7 @@ fn choose_session(harness: &Harness, choice: &SessionChoice, model: Option<&str>
 
 fn print_json_event(event: &AgentEvent) {
     use std::io::Write;
-    let Ok(line) = serde_json::to_string(event) else { return };
+    let line = crate::lsp::to_proto::agent_event(event).to_string();
     let mut stdout = std::io::stdout().lock();
     // A closed pipe only means nobody is listening any more.
     let _ = writeln!(stdout, "{line}").and_then(|_| stdout.flush());

@@ -10,6 +10,9 @@ use std::sync::Arc;
 use reins_harness::{Harness, HarnessOptions, LiveSettings, SessionInfo, SessionTreeView};
 use reins_tools::FsWorkspace;
 
+use serde_json::Value;
+
+use crate::lsp::to_proto;
 use crate::terminal::TerminalApprover;
 
 #[derive(Debug, PartialEq)]
@@ -83,11 +86,13 @@ fn run(args: &SessionsArgs) -> Result<String, String> {
     match &args.command {
         SessionsCommand::List => {
             let list = harness.list_sessions().map_err(|e| e.to_string())?;
-            if args.json { to_json(serde_json::to_string_pretty(&list)) } else { Ok(render_list(&list)) }
+            let json = || Value::Array(list.iter().map(to_proto::session_info).collect());
+            if args.json { to_json(serde_json::to_string_pretty(&json())) } else { Ok(render_list(&list)) }
         }
         SessionsCommand::Tree(id_or_path) => {
             let tree = harness.peek_tree(id_or_path).map_err(|e| e.to_string())?;
-            if args.json { to_json(serde_json::to_string_pretty(&tree)) } else { Ok(render_tree(&tree)) }
+            let json = || to_proto::session_tree(&tree);
+            if args.json { to_json(serde_json::to_string_pretty(&json())) } else { Ok(render_tree(&tree)) }
         }
     }
 }

@@ -110,9 +110,25 @@ mod tests {
 
     use super::*;
 
+    /// The blocks as one-line JSON in the pi agent's shape (the core types carry no serde).
+    fn blocks(blocks: &[Content]) -> String {
+        let quoted = |text: &str| Value::from(text).to_string();
+        let blocks: Vec<String> = blocks
+            .iter()
+            .map(|block| match block {
+                Content::Text { text } => format!(r#"{{"type":"text","text":{}}}"#, quoted(text)),
+                Content::Image { data, mime_type } => {
+                    format!(r#"{{"type":"image","data":{},"mimeType":{}}}"#, quoted(data), quoted(mime_type))
+                }
+                other => format!("{other:?}"),
+            })
+            .collect();
+        format!("[{}]", blocks.join(","))
+    }
+
     fn check(result: Value, expected: Expect) {
         let rendered = match tool_output("everything", "t", &result) {
-            Ok(output) => serde_json::to_string(&output.content).unwrap(),
+            Ok(output) => blocks(&output.content),
             Err(err) => format!("error: {err}"),
         };
         expected.assert_eq(&rendered);

@@ -199,8 +199,18 @@ fn role(message: &Message) -> &'static str {
     }
 }
 
-fn json_name(value: &impl serde::Serialize) -> String {
-    serde_json::to_value(value).unwrap().as_str().unwrap_or_default().to_string()
+/// The reason as the protocol names it.
+fn json_name(reason: &reins_agent::TurnEndReason) -> &'static str {
+    use reins_agent::TurnEndReason;
+    match reason {
+        TurnEndReason::FinalAnswer => "final_answer",
+        TurnEndReason::ToolObservations => "tool_observations",
+        TurnEndReason::MaxTurns => "max_turns",
+        TurnEndReason::RepeatedAction => "repeated_action",
+        TurnEndReason::Deadline => "deadline",
+        TurnEndReason::Aborted => "aborted",
+        TurnEndReason::Error => "error",
+    }
 }
 
 /// The conversation as text, one message per line.

@@ -319,10 +319,9 @@ mod tests {
         }
         let complete = assembler.is_complete();
         let message = assembler.into_message(&model(), failure);
-        let mut out: Vec<String> =
-            events.into_inner().unwrap().iter().map(|e| serde_json::to_string(e).unwrap()).collect();
+        let mut out: Vec<String> = events.into_inner().unwrap().iter().map(crate::test_json::stream_event).collect();
         out.push(format!("complete={complete} stop={:?} error={:?}", message.stop_reason, message.error));
-        out.push(serde_json::to_string(&message.content).unwrap());
+        out.push(crate::test_json::contents(&message.content));
         let usage = &message.usage;
         out.push(format!(
             "usage in={} out={} cache_read={} total={} cost={:.6}",

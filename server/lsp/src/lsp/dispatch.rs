@@ -72,7 +72,7 @@ pub async fn execute(state: &State, command: Command) -> Result<Value> {
         Command::SessionNew(new) => Ok(json!({ "sessionId": state.new_session(new.name)? })),
         Command::SessionList => {
             let sessions = on_disk(harness, |harness| harness.list_sessions()).await?;
-            Ok(json!({ "sessions": sessions }))
+            Ok(json!({ "sessions": sessions.iter().map(to_proto::session_info).collect::<Vec<_>>() }))
         }
         Command::SessionOpen(session) => {
             let session_id = on_disk(harness, move |harness| harness.open_session(&session.session_id)).await?;
@@ -80,11 +80,12 @@ pub async fn execute(state: &State, command: Command) -> Result<Value> {
         }
         Command::SessionMessages(session) => {
             let messages = harness.messages(&session.session_id).map_err(to_proto::harness_error)?;
+            let messages: Vec<Value> = messages.iter().map(to_proto::message).collect();
             Ok(json!({ "sessionId": session.session_id, "messages": messages }))
         }
         Command::SessionTree(session) => {
             let tree = on_disk(harness, move |harness| harness.tree(&session.session_id)).await?;
-            to_proto::json(&tree)
+            Ok(to_proto::session_tree(&tree))
         }
         Command::SessionFork(entry) => {
             let session_id = on_disk(harness, move |harness| harness.fork(&entry.session_id, &entry.entry_id)).await?;
@@ -152,7 +153,7 @@ fn model_set(state: &State, set: ModelSet) -> Result<Value> {
         Some(session_id) => harness.set_model(&session_id, &set.model).map_err(to_proto::harness_error)?,
         None => harness.choose_model(set.model.trim()),
     };
-    Ok(json!({ "model": model }))
+    Ok(json!({ "model": to_proto::model(&model) }))
 }
 
 /// A piece of a document: from the open buffer when there is one, else from the disk (inside

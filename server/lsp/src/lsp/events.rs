@@ -230,10 +230,7 @@ impl Pump {
     }
 
     async fn send(&mut self, key: &RunKey, event: &AgentEvent) {
-        match serde_json::to_value(event) {
-            Ok(event) => self.send_value(key, event).await,
-            Err(err) => tracing::error!("cannot serialize an agent event: {err}"),
-        }
+        self.send_value(key, to_proto::agent_event(event)).await;
     }
 
     async fn send_value(&mut self, key: &RunKey, event: Value) {

@@ -14,7 +14,7 @@ mod events;
 mod from_proto;
 mod review;
 mod server;
-mod to_proto;
+pub(crate) mod to_proto;
 mod transport;
 mod workspace;
 

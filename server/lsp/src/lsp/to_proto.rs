@@ -1,9 +1,17 @@
-//! Conversions from reins values to LSP and JSON-RPC values: errors with their stable codes,
-//! workspace edits, hunks as `TextEdit`s, pending edits and their events and diagnostics.
+//! Every JSON the server sends, built from reins values by explicit functions: errors with their
+//! stable codes, workspace edits, hunks as `TextEdit`s, pending edits and their events and
+//! diagnostics, agent events and messages (`reins/event`, `reins.session.messages`; `reins run
+//! --json` prints the same events), sessions, models. The core types carry no serde, so a field
+//! renamed in the core cannot change the protocol; `protocol-docs/` is checked against these.
 
 use std::collections::HashMap;
 
-use reins_harness::{HarnessError, ModelEntry, Settings};
+use reins_agent::{AgentEvent, TurnEndReason};
+use reins_ai::{
+    AssistantMessage, Content, Cost, Message, Model, Prices, ProviderError, ProviderErrorKind, StopReason, StreamEvent,
+    ToolResultMessage, Usage, UserMessage,
+};
+use reins_harness::{HarnessError, ListedModel, SessionInfo, SessionTreeView, Settings, TreeNode};
 use reins_review::{Hunk, Located, Outcome, PendingEdit, Resolution, ReviewError, Subject};
 use ropey::Rope;
 use serde_json::{Value, json};
@@ -148,47 +156,288 @@ pub fn file_operations(operations: Vec<FileOperation>) -> WorkspaceEdit {
     }
 }
 
-/// A value as a command result.
-pub fn json(value: &impl serde::Serialize) -> Result<Value, Error> {
-    serde_json::to_value(value).map_err(|err| error("invalid_state", format!("cannot encode the result: {err}")))
+/// The answer of `reins.model.list`: the models [`Settings::list_models`] lists, each addressed
+/// `provider/id`, with whether a key is there for it — never the key — and which one is the
+/// default of new sessions.
+pub fn model_list(settings: &Settings) -> Value {
+    let models: Vec<Value> = settings.list_models().iter().map(listed_model).collect();
+    json!({ "models": models })
 }
 
-/// The answer of `reins.model.list`: the registry's models (and the default model, when the
-/// registry does not list it), each addressed `provider/id`, with whether a key is there for it
-/// — never the key — and which one is the default of new sessions.
-pub fn model_list(settings: &Settings) -> Value {
-    let default = settings.resolve_model(None);
-    let listed = settings.registry.model(&default.provider, &default.id).is_some();
-    let unlisted = (!listed).then(|| ModelEntry {
-        provider: default.provider.clone(),
-        id: default.id.clone(),
-        context_window: default.context_window,
-        max_output: default.max_output,
-        prices: default.prices.clone(),
-        reasoning: default.reasoning,
-        compat: default.compat.clone(),
-        base_url: None,
+fn listed_model(model: &ListedModel) -> Value {
+    let entry = &model.entry;
+    json!({
+        "id": model.address(),
+        "provider": entry.provider,
+        "name": entry.id,
+        "contextWindow": entry.context_window,
+        "maxOutput": entry.max_output,
+        "reasoning": entry.reasoning,
+        "prices": prices(&entry.prices),
+        "keyAvailable": model.key.available(),
+        "current": model.current,
+    })
+}
+
+/// A model as reins resolved it (`reins.model.set`).
+pub fn model(model: &Model) -> Value {
+    let mut value = json!({
+        "id": model.id,
+        "provider": model.provider,
+        "baseUrl": model.base_url,
+        "contextWindow": model.context_window,
+        "maxOutput": model.max_output,
+        "prices": prices(&model.prices),
+        "reasoning": model.reasoning,
     });
-    let models: Vec<Value> = settings
-        .registry
-        .models
-        .iter()
-        .chain(unlisted.as_ref())
-        .map(|entry| {
-            json!({
-                "id": format!("{}/{}", entry.provider, entry.id),
-                "provider": entry.provider,
-                "name": entry.id,
-                "contextWindow": entry.context_window,
-                "maxOutput": entry.max_output,
-                "reasoning": entry.reasoning,
-                "prices": entry.prices,
-                "keyAvailable": settings.key_available(&entry.provider),
-                "current": entry.provider == default.provider && entry.id == default.id,
-            })
-        })
-        .collect();
-    json!({ "models": models })
+    if !model.compat.is_plain() {
+        value["compat"] = json!({
+            "developerRole": model.compat.developer_role,
+            "maxCompletionTokens": model.compat.max_completion_tokens,
+        });
+    }
+    value
+}
+
+/// $ per million tokens.
+pub fn prices(prices: &Prices) -> Value {
+    json!({
+        "input": prices.input,
+        "output": prices.output,
+        "cacheRead": prices.cache_read,
+        "cacheWrite": prices.cache_write,
+    })
+}
+
+/// One session of `reins.session.list` (and `reins sessions list --json`).
+pub fn session_info(session: &SessionInfo) -> Value {
+    json!({
+        "id": session.id,
+        "path": session.path,
+        "name": session.name,
+        "firstMessage": session.first_message,
+        "entryCount": session.entry_count,
+        "modified": session.modified,
+        "parentSession": session.parent_session,
+        "usage": usage(&session.usage),
+    })
+}
+
+/// The answer of `reins.session.tree` (and `reins sessions tree --json`).
+pub fn session_tree(tree: &SessionTreeView) -> Value {
+    let nodes: Vec<Value> = tree.nodes.iter().map(tree_node).collect();
+    json!({ "sessionId": tree.session_id, "name": tree.name, "leaf": tree.leaf, "nodes": nodes })
+}
+
+fn tree_node(node: &TreeNode) -> Value {
+    json!({
+        "id": node.id,
+        "parentId": node.parent_id,
+        "kind": node.kind,
+        "role": node.role,
+        "preview": node.preview,
+        "label": node.label,
+        "timestamp": node.timestamp,
+    })
+}
+
+/// An agent event, as `reins/event` carries it and `reins run --json` prints it.
+pub fn agent_event(event: &AgentEvent) -> Value {
+    match event {
+        AgentEvent::AgentStart => json!({ "type": "agent_start" }),
+        AgentEvent::TurnStart { turn } => json!({ "type": "turn_start", "turn": turn }),
+        AgentEvent::MessageStart { message: m } => json!({ "type": "message_start", "message": message(m) }),
+        AgentEvent::MessageUpdate { delta } => json!({ "type": "message_update", "delta": stream_event(delta) }),
+        AgentEvent::MessageEnd { message: m } => json!({ "type": "message_end", "message": message(m) }),
+        AgentEvent::ToolExecutionStart { tool_call_id, tool_name, args } => json!({
+            "type": "tool_execution_start",
+            "toolCallId": tool_call_id,
+            "toolName": tool_name,
+            "args": args,
+        }),
+        AgentEvent::ToolExecutionUpdate { tool_call_id, tool_name, partial } => json!({
+            "type": "tool_execution_update",
+            "toolCallId": tool_call_id,
+            "toolName": tool_name,
+            "partial": partial,
+        }),
+        AgentEvent::ToolExecutionEnd { tool_call_id, tool_name, result, is_error } => json!({
+            "type": "tool_execution_end",
+            "toolCallId": tool_call_id,
+            "toolName": tool_name,
+            "result": tool_result_fields(result),
+            "isError": is_error,
+        }),
+        AgentEvent::TurnEnd { turn, reason, message, tool_results } => json!({
+            "type": "turn_end",
+            "turn": turn,
+            "reason": turn_end_reason(*reason),
+            "message": assistant_fields(message),
+            "toolResults": tool_results.iter().map(tool_result_fields).collect::<Vec<_>>(),
+        }),
+        AgentEvent::AgentEnd { reason, messages, usage: total, error } => {
+            let mut value = json!({
+                "type": "agent_end",
+                "reason": turn_end_reason(*reason),
+                "messages": messages.iter().map(message).collect::<Vec<_>>(),
+                "usage": usage(total),
+            });
+            if let Some(error) = error {
+                value["error"] = json!(error);
+            }
+            value
+        }
+    }
+}
+
+pub fn turn_end_reason(reason: TurnEndReason) -> &'static str {
+    match reason {
+        TurnEndReason::FinalAnswer => "final_answer",
+        TurnEndReason::ToolObservations => "tool_observations",
+        TurnEndReason::MaxTurns => "max_turns",
+        TurnEndReason::RepeatedAction => "repeated_action",
+        TurnEndReason::Deadline => "deadline",
+        TurnEndReason::Aborted => "aborted",
+        TurnEndReason::Error => "error",
+    }
+}
+
+/// A piece of a streaming message.
+pub fn stream_event(event: &StreamEvent) -> Value {
+    match event {
+        StreamEvent::Text { index, delta } => json!({ "kind": "text", "index": index, "delta": delta }),
+        StreamEvent::Thinking { index, delta } => json!({ "kind": "thinking", "index": index, "delta": delta }),
+        StreamEvent::ToolCall { index, id, name, arguments_delta } => json!({
+            "kind": "tool_call",
+            "index": index,
+            "id": id,
+            "name": name,
+            "argumentsDelta": arguments_delta,
+        }),
+        StreamEvent::Retry { attempt, max_retries, delay_ms, reason } => json!({
+            "kind": "retry",
+            "attempt": attempt,
+            "maxRetries": max_retries,
+            "delayMs": delay_ms,
+            "reason": reason,
+        }),
+    }
+}
+
+/// A message of the conversation, with its `role` (the pi agent's shape).
+pub fn message(message: &Message) -> Value {
+    let (role, mut value) = match message {
+        Message::User(user) => ("user", user_fields(user)),
+        Message::Assistant(assistant) => ("assistant", assistant_fields(assistant)),
+        Message::ToolResult(result) => ("toolResult", tool_result_fields(result)),
+    };
+    value["role"] = json!(role);
+    value
+}
+
+fn user_fields(user: &UserMessage) -> Value {
+    json!({ "content": contents(&user.content), "timestamp": user.timestamp })
+}
+
+fn assistant_fields(assistant: &AssistantMessage) -> Value {
+    let mut value = json!({
+        "content": contents(&assistant.content),
+        "provider": assistant.provider,
+        "model": assistant.model,
+        "usage": usage(&assistant.usage),
+        "stopReason": stop_reason(assistant.stop_reason),
+        "timestamp": assistant.timestamp,
+    });
+    if let Some(error) = &assistant.error {
+        value["error"] = provider_error(error);
+    }
+    value
+}
+
+fn tool_result_fields(result: &ToolResultMessage) -> Value {
+    let mut value = json!({
+        "toolCallId": result.tool_call_id,
+        "toolName": result.tool_name,
+        "content": contents(&result.content),
+        "isError": result.is_error,
+        "timestamp": result.timestamp,
+    });
+    if let Some(details) = &result.details {
+        value["details"] = details.clone();
+    }
+    value
+}
+
+fn contents(blocks: &[Content]) -> Vec<Value> {
+    blocks.iter().map(content).collect()
+}
+
+/// One block of a message, with its `type`.
+pub fn content(block: &Content) -> Value {
+    match block {
+        Content::Text { text } => json!({ "type": "text", "text": text }),
+        Content::Thinking { thinking, signature } => {
+            let mut value = json!({ "type": "thinking", "thinking": thinking });
+            if let Some(signature) = signature {
+                value["signature"] = json!(signature);
+            }
+            value
+        }
+        Content::ToolCall(call) => {
+            json!({ "type": "toolCall", "id": call.id, "name": call.name, "arguments": call.arguments })
+        }
+        Content::Image { data, mime_type } => json!({ "type": "image", "data": data, "mimeType": mime_type }),
+    }
+}
+
+fn stop_reason(reason: StopReason) -> &'static str {
+    match reason {
+        StopReason::Stop => "stop",
+        StopReason::Length => "length",
+        StopReason::ToolUse => "toolUse",
+        StopReason::Error => "error",
+        StopReason::Aborted => "aborted",
+    }
+}
+
+/// Tokens and cost.
+pub fn usage(usage: &Usage) -> Value {
+    json!({
+        "input": usage.input,
+        "output": usage.output,
+        "cacheRead": usage.cache_read,
+        "cacheWrite": usage.cache_write,
+        "totalTokens": usage.total_tokens,
+        "cost": cost(&usage.cost),
+    })
+}
+
+fn cost(cost: &Cost) -> Value {
+    json!({
+        "input": cost.input,
+        "output": cost.output,
+        "cacheRead": cost.cache_read,
+        "cacheWrite": cost.cache_write,
+        "total": cost.total,
+    })
+}
+
+fn provider_error(error: &ProviderError) -> Value {
+    let kind = match error.kind {
+        ProviderErrorKind::Http => "http",
+        ProviderErrorKind::Auth => "auth",
+        ProviderErrorKind::ContextOverflow => "context_overflow",
+        ProviderErrorKind::Connection => "connection",
+        ProviderErrorKind::Timeout => "timeout",
+        ProviderErrorKind::Stream => "stream",
+        ProviderErrorKind::Protocol => "protocol",
+        ProviderErrorKind::Aborted => "aborted",
+    };
+    let mut value = json!({ "kind": kind, "message": error.message });
+    if let Some(status) = error.status {
+        value["status"] = json!(status);
+    }
+    value
 }
 
 /// The params of a `reins/event` notification.
@@ -749,5 +998,49 @@ mod tests {
         );
         assert_eq!(diagnostics[0].range, ranges[0]);
         assert_eq!((ranges[0].start.character, ranges[0].end.character), (4, 6));
+    }
+
+    #[test]
+    fn agent_events_have_the_pi_agents_shapes() {
+        use reins_ai::ToolCall;
+        let assistant = AssistantMessage {
+            content: vec![
+                Content::Thinking { thinking: "hm".into(), signature: Some("sig".into()) },
+                Content::ToolCall(ToolCall { id: "c1".into(), name: "read".into(), arguments: json!({"path": "a"}) }),
+            ],
+            provider: "openai".into(),
+            model: "gpt-4.1".into(),
+            usage: Usage { input: 3, output: 2, total_tokens: 5, ..Usage::default() },
+            stop_reason: StopReason::Error,
+            error: Some(ProviderError {
+                kind: ProviderErrorKind::ContextOverflow,
+                status: Some(400),
+                message: "long".into(),
+            }),
+            timestamp: 7,
+        };
+        let result = ToolResultMessage {
+            tool_call_id: "c1".into(),
+            tool_name: "read".into(),
+            content: vec![Content::text("alpha")],
+            is_error: false,
+            details: None,
+            timestamp: 8,
+        };
+        let turn_end = AgentEvent::TurnEnd {
+            turn: 1,
+            reason: TurnEndReason::ToolObservations,
+            message: assistant.clone(),
+            tool_results: vec![result],
+        };
+        expect![[r#"{"message":{"content":[{"signature":"sig","thinking":"hm","type":"thinking"},{"arguments":{"path":"a"},"id":"c1","name":"read","type":"toolCall"}],"error":{"kind":"context_overflow","message":"long","status":400},"model":"gpt-4.1","provider":"openai","stopReason":"error","timestamp":7,"usage":{"cacheRead":0,"cacheWrite":0,"cost":{"cacheRead":0.0,"cacheWrite":0.0,"input":0.0,"output":0.0,"total":0.0},"input":3,"output":2,"totalTokens":5}},"reason":"tool_observations","toolResults":[{"content":[{"text":"alpha","type":"text"}],"isError":false,"timestamp":8,"toolCallId":"c1","toolName":"read"}],"turn":1,"type":"turn_end"}"#]]
+        .assert_eq(&agent_event(&turn_end).to_string());
+        let user = Message::User(UserMessage { content: vec![Content::text("hi")], timestamp: 1 });
+        expect![[r#"{"content":[{"text":"hi","type":"text"}],"role":"user","timestamp":1}"#]]
+            .assert_eq(&message(&user).to_string());
+        let delta =
+            StreamEvent::ToolCall { index: 1, id: "c1".into(), name: "read".into(), arguments_delta: "{".into() };
+        expect![[r#"{"delta":{"argumentsDelta":"{","id":"c1","index":1,"kind":"tool_call","name":"read"},"type":"message_update"}"#]]
+            .assert_eq(&agent_event(&AgentEvent::MessageUpdate { delta }).to_string());
     }
 }

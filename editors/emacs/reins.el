@@ -1,46 +1,254 @@
-;;; reins.el --- use reins from Emacs through eglot  -*- lexical-binding: t; -*-
+;;; reins.el --- the reins agent in Emacs, through eglot  -*- lexical-binding: t; -*-
 
-;; Load this file (or copy the form into your init).  Eglot runs one server per buffer, so this
-;; example gives reins the modes listed; for a language whose own server you also need, use reins
-;; in a second Emacs or switch with `M-x eglot' per project.
+;; Load this file from your init (`(load "/path/to/reins/editors/emacs/reins.el")'), with the
+;; `reins' binary on PATH (or `reins-command' set).  Eglot runs one server per major mode, so
+;; reins becomes the server of the modes in `reins-modes'; for a language whose own server you
+;; also need, use reins in a second Emacs or switch with `M-x eglot' per project.
 ;;
-;; What works through plain LSP (tested in CI: tests/emacs/):
-;; - `M-x eglot-code-actions' on a region: "Ask agent about selection" (asks for the question),
+;; The model, endpoint and keys come from your reins configuration (config.toml, REINS_MODEL,
+;; OPENAI_BASE_URL, OPENAI_API_KEY, …); `reins-initialization-options' can add editor settings.
+;;
+;; What you get (tested in CI: tests/emacs/):
+;; - `M-x eglot-code-actions' on a region: "Ask agent about selection" (asks for your question),
 ;;   "Agent: explain this", "Agent: review this", "Agent: fix the diagnostics here",
 ;;   "Agent: write tests for this";
-;; - the run's progress in the mode line ($/progress) and failures in the echo area;
-;; - proposed edits as diagnostics (Flymake) with the code actions "Accept agent edit",
-;;   "Accept this hunk" and "Reject agent edit"; accepting applies them through
-;;   workspace/applyEdit, so undo works.
+;; - the `*reins*' buffer, shown when a run starts: the answer as it streams, tool calls,
+;;   retries, proposals waiting for review, how each was decided, and failures with what to do;
+;; - proposed edits as diagnostics (Flymake) on the changed lines, with the code actions "Accept
+;;   agent edit", "Accept only hunk N of M (reject the others)" and "Reject agent edit";
+;;   accepting applies them through workspace/applyEdit, so undo works.
 
+(require 'cl-lib)
 (require 'eglot)
+(require 'jsonrpc)
+
+(defgroup reins nil
+  "The reins coding agent, through eglot."
+  :group 'tools)
+
+(defcustom reins-command '("reins" "lsp")
+  "How to start the reins language server."
+  :type '(repeat string))
+
+(defcustom reins-modes '(python-mode python-ts-mode js-mode typescript-ts-mode)
+  "Major modes whose buffers eglot connects to reins."
+  :type '(repeat symbol))
+
+(defcustom reins-initialization-options nil
+  "Editor settings sent as initializationOptions, a plist such as
+\(:approval (:edit \"ask\" :bash \"ask\")).  Nil: only your reins configuration applies."
+  :type 'sexp)
+
+(defvar reins-answer-buffer "*reins*"
+  "Where the runs of reins are shown.")
 
 (add-to-list 'eglot-server-programs
-             `((python-mode python-ts-mode js-mode typescript-ts-mode)
-               . ("reins" "lsp"
-                  :initializationOptions
-                  (:model "anthropic/claude-sonnet-4-5"
-                   :approval (:edit "ask" :write "ask" :bash "ask")))))
+             `(,reins-modes
+               . ,(lambda (&optional _interactive)
+                    (append reins-command
+                            (when reins-initialization-options
+                              (list :initializationOptions reins-initialization-options))))))
 
-;; Show each run's streamed answer in a buffer as it arrives.
-(defvar reins-answer-buffer "*reins*"
-  "Where the streamed answers of reins runs are appended.")
+;;; Every message the server sends, at once (jsonrpc 1.0.14, Emacs 28-29)
+
+;; jsonrpc's process filter reads every message that arrived and hands each to eglot in turn.
+;; When one of them is the answer to a request eglot is waiting for (`jsonrpc-request', which
+;; every code action goes through), its continuation `throw's out of the filter: the messages
+;; after it in the same read stay in the process buffer until the server writes again.  An
+;; instant answer (`reins/event' notifications), a `workspace/applyEdit' request or the
+;; diagnostics sent right after that answer then wait for the next thing the server says, which
+;; may never come.  Newer jsonrpc (the ELPA package since 1.0.17) queues the messages and
+;; dispatches them from timers; here the filter is advised to read the rest the moment Emacs is
+;; back in its command loop, and a re-entered filter (a handler's reply let Emacs read more
+;; output) only appends, so the running loop reads it in order.
+
+(defvar reins--filtering nil
+  "Processes whose jsonrpc filter is running.")
+
+(defun reins--jsonrpc-dispatches-inline-p ()
+  "Whether the loaded `jsonrpc--process-filter' dispatches messages as it reads them.
+The fixed one queues them (`jsonrpc-mqueue') and needs no help."
+  (not (string-match-p "jsonrpc-mqueue"
+                       (prin1-to-string (symbol-function 'jsonrpc--process-filter)))))
+
+(defun reins--append-output (proc string)
+  "Append STRING at PROC's process mark, for the running filter loop to read."
+  (when (buffer-live-p (process-buffer proc))
+    (with-current-buffer (process-buffer proc)
+      (save-restriction
+        (widen)
+        (save-excursion
+          (goto-char (process-mark proc))
+          (let ((inhibit-read-only t)) (insert string))
+          (set-marker (process-mark proc) (point)))))))
+
+(defun reins--read-the-rest (proc)
+  "Run PROC's filter on what is already in its buffer."
+  (when (and (process-live-p proc) (buffer-live-p (process-buffer proc)))
+    (jsonrpc--process-filter proc "")))
+
+(defun reins--jsonrpc-filter (filter proc string)
+  "Around advice for FILTER (`jsonrpc--process-filter') on PROC's output STRING."
+  (if (memq proc reins--filtering)
+      (reins--append-output proc string)
+    (let ((reins--filtering (cons proc reins--filtering))
+          (finished nil))
+      (unwind-protect
+          (progn (funcall filter proc string)
+                 (setq finished t))
+        (unless finished
+          ;; A continuation threw (or a handler failed) mid-loop: read the rest as soon as
+          ;; Emacs is back in its loop, in order, before anything that arrives later.
+          (run-at-time 0 nil #'reins--read-the-rest proc))))))
+
+(when (reins--jsonrpc-dispatches-inline-p)
+  (advice-add 'jsonrpc--process-filter :around #'reins--jsonrpc-filter))
+
+;;; The *reins* buffer
+
+(define-derived-mode reins-output-mode special-mode "reins"
+  "The runs of reins: answers, tool calls, proposals, failures."
+  (setq-local truncate-lines nil)
+  (visual-line-mode 1))
+
+(defun reins--output ()
+  "The `*reins*' buffer, created when needed."
+  (or (get-buffer reins-answer-buffer)
+      (with-current-buffer (get-buffer-create reins-answer-buffer)
+        (reins-output-mode)
+        (current-buffer))))
+
+(defun reins--insert (&rest strings)
+  "Append STRINGS to `*reins*', keeping windows that showed its end at the end."
+  (with-current-buffer (reins--output)
+    (let* ((inhibit-read-only t)
+           (following (cl-remove-if-not (lambda (w) (>= (window-point w) (point-max)))
+                                        (get-buffer-window-list (current-buffer) nil t))))
+      (save-excursion
+        (goto-char (point-max))
+        (apply #'insert strings))
+      (dolist (w following)
+        (set-window-point w (point-max))))))
+
+(defun reins--show ()
+  "Show `*reins*' without selecting it."
+  (display-buffer (reins--output) '(nil (inhibit-same-window . t))))
+
+(defun reins--hunks-text (hunks count)
+  "\"hunk 1\" or \"hunks 1, 3\" for the 0-based HUNKS, of COUNT."
+  (let ((shown (mapconcat (lambda (i) (number-to-string (1+ i))) hunks ", ")))
+    (format "%s %s of %d" (if (cdr hunks) "hunks" "hunk") shown count)))
+
+(defvar reins--proposals (make-hash-table :test #'equal)
+  "Pending edit id -> what it is: (\"edit\" . HUNKS) or (\"command\" . COMMAND).")
+
+(defun reins--resolved-text (event)
+  "One line saying how the pending edit of the edit_resolved EVENT ended."
+  (let* ((id (plist-get event :id))
+         (outcome (plist-get event :outcome))
+         (hunks (append (plist-get event :hunks) nil))
+         (proposal (gethash id reins--proposals))
+         (count (and (equal (car proposal) "edit") (cdr proposal)))
+         (reason (plist-get event :reason)))
+    (remhash id reins--proposals)
+    (pcase outcome
+      ("applied" (if (equal (car proposal) "command")
+                     (format "✓ command `%s` approved" (cdr proposal))
+                   (format "✓ edit %s applied" id)))
+      ("partially_applied"
+       (let ((left (- (or count (1+ (length hunks))) (length hunks))))
+         (format "✓ edit %s: applied %s; %s rejected%s" id
+                 (reins--hunks-text hunks (or count (length hunks)))
+                 (if (= left 1) "the other hunk was" "the other hunks were")
+                 (if (and reason (not (string-empty-p reason))) (format " (%s)" reason) ""))))
+      (_ (format "✗ %s %s %s%s" (or (car proposal) "edit") id outcome
+                 (if (and reason (not (string-empty-p reason))) (format ": %s" reason) ""))))))
 
 (cl-defmethod eglot-handle-notification (_server (_method (eql reins/event)) &rest params)
+  "Show a `reins/event' in `*reins*'."
   (let* ((event (plist-get params :event))
          (type (plist-get event :type)))
-    (with-current-buffer (get-buffer-create reins-answer-buffer)
-      (let ((inhibit-read-only t))
-        (goto-char (point-max))
-        (pcase type
-          ("agent_start" (insert "\n── reins ──\n"))
-          ("message_update"
-           (let ((delta (plist-get event :delta)))
-             (when (equal (plist-get delta :kind) "text")
-               (insert (plist-get delta :delta)))))
-          ("tool_execution_start"
-           (insert (format "\n[%s]\n" (plist-get event :toolName))))
-          ("agent_end" (insert "\n")))))))
+    (pcase type
+      ("agent_start"
+       (reins--insert "\n── reins ──\n")
+       (reins--show))
+      ("message_update"
+       (let ((delta (plist-get event :delta)))
+         (pcase (plist-get delta :kind)
+           ("text" (reins--insert (plist-get delta :delta)))
+           ("retry"
+            (reins--insert (format "\n⟳ the model call failed (%s); retrying (%s/%s)…\n"
+                                   (plist-get delta :reason) (plist-get delta :attempt)
+                                   (plist-get delta :maxRetries)))))))
+      ("tool_execution_start"
+       (reins--insert (format "\n[%s]\n" (plist-get event :toolName))))
+      ("edit_proposed"
+       (let* ((edit (plist-get event :edit))
+              (hunks (length (plist-get edit :hunks))))
+         (puthash (plist-get edit :id)
+                  (if (plist-get edit :command) (cons "command" (plist-get edit :command)) (cons "edit" hunks))
+                  reins--proposals)
+         (reins--insert
+          (if (plist-get edit :command)
+              (format "\n⏸ run `%s`? M-x reins-accept or M-x reins-reject\n" (plist-get edit :command))
+            (format "\n⏸ edit %s (%d hunk%s) waits for your review: M-x eglot-code-actions on its lines\n"
+                    (file-name-nondirectory (eglot--uri-to-path (plist-get edit :uri)))
+                    hunks (if (= hunks 1) "" "s"))))))
+      ("edit_resolved"
+       (let ((line (reins--resolved-text event)))
+         (reins--insert "\n" line "\n")
+         (message "reins: %s" line)))
+      ("agent_end"
+       (let ((error (plist-get event :error)))
+         (reins--insert (if (and error (not (string-empty-p error)))
+                            (format "\n✗ %s\n" error)
+                          "\n")))))))
+
+(defun reins--server-p (server)
+  "Whether eglot's SERVER is reins."
+  (equal (plist-get (eglot--server-info server) :name) "reins"))
+
+(cl-defmethod eglot-handle-request :around (server (_method (eql workspace/applyEdit)) &rest _)
+  "Apply reins's edits without asking again: reins sends one only after you accepted it."
+  (let ((eglot-confirm-server-initiated-edits
+         (and (not (reins--server-p server)) eglot-confirm-server-initiated-edits)))
+    (cl-call-next-method)))
+
+;;; Commands
+
+(cl-defmethod eglot-execute-command (server (_command (eql reins.ask)) arguments)
+  "Ask for the question of \"Ask agent about selection\" when it has none."
+  (let ((argument (aref arguments 0)))
+    (unless (plist-get argument :question)
+      (let ((question (read-string "Ask reins about the selection: ")))
+        (when (string-empty-p (string-trim question))
+          (user-error "No question; nothing was asked"))
+        (setq argument (plist-put (copy-sequence argument) :question question))))
+    (reins--show)
+    (cl-call-next-method server 'reins.ask (vector argument))))
+
+(defun reins--pending ()
+  "The pending edits of the current server, oldest first."
+  (append (jsonrpc-request (eglot--current-server-or-lose) :workspace/executeCommand
+                           `(:command "reins.edit.list" :arguments [,(make-hash-table)]))
+          nil))
+
+(defun reins-accept ()
+  "Accept the latest pending proposal (an edit or a command)."
+  (interactive)
+  (let ((edit (car (last (reins--pending)))))
+    (unless edit (user-error "reins: nothing waits for review"))
+    (eglot-execute-command (eglot--current-server-or-lose) 'reins.edit.accept
+                           (vector (list :id (plist-get edit :id))))))
+
+(defun reins-reject (reason)
+  "Reject the latest pending proposal, telling the agent REASON."
+  (interactive "sReject — reason for the agent (optional): ")
+  (let ((edit (car (last (reins--pending)))))
+    (unless edit (user-error "reins: nothing waits for review"))
+    (eglot-execute-command (eglot--current-server-or-lose) 'reins.edit.reject
+                           (vector (append (list :id (plist-get edit :id))
+                                           (unless (string-empty-p reason) (list :reason reason)))))))
 
 (provide 'reins)
 ;;; reins.el ends here

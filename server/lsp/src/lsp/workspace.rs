@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use reins_agent::FileChange;
 use reins_tools::{FsWorkspace, TextFile, Workspace, WorkspaceError};
 use tower_lsp_server::Client;
-use tower_lsp_server::ls_types::{MessageType, ResourceOperationKind, TextEdit, Uri, WorkspaceEdit};
+use tower_lsp_server::ls_types::{ResourceOperationKind, TextEdit, Uri, WorkspaceEdit};
 
 use reins_review::DIFF_DEADLINE;
 use ropey::Rope;
@@ -28,10 +28,6 @@ use crate::lsp::{lock, to_proto};
 
 /// How long the editor has to answer `workspace/applyEdit` before the change counts as failed.
 const APPLY_EDIT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// When a client has not answered `workspace/applyEdit` by then, the server writes a log line
-/// (see [`EditorWorkspace::send`]).
-const NUDGE_AFTER: Duration = Duration::from_millis(150);
 
 pub struct EditorWorkspace {
     documents: Arc<Mutex<Documents>>,
@@ -177,25 +173,7 @@ impl EditorWorkspace {
     /// Sends `edit` and waits (in the tool's task, never in a handler) for the editor's answer.
     async fn send(&self, path: &Path, edit: WorkspaceEdit) -> Result<(), WorkspaceError> {
         let rejected = |reason: String| WorkspaceError::Rejected { path: path.to_path_buf(), reason };
-        let answer = self.client.apply_edit(edit);
-        let deadline = tokio::time::sleep(APPLY_EDIT_TIMEOUT);
-        let nudge = tokio::time::sleep(NUDGE_AFTER);
-        tokio::pin!(answer, deadline, nudge);
-        let mut nudged = false;
-        let answered = loop {
-            tokio::select! {
-                answer = &mut answer => break Ok(answer),
-                _ = &mut deadline => break Err(()),
-                // Emacs's jsonrpc, while it waits for the answer to `reins.edit.accept`, leaves a
-                // request that arrived in the same read as that answer unread until more output
-                // comes. A log line a moment later is that output, and harmless everywhere else.
-                _ = &mut nudge, if !nudged => {
-                    nudged = true;
-                    let note = format!("reins: waiting for the editor to apply the change to {}", path.display());
-                    self.client.log_message(MessageType::LOG, note).await;
-                }
-            }
-        };
+        let answered = tokio::time::timeout(APPLY_EDIT_TIMEOUT, self.client.apply_edit(edit)).await;
         match answered {
             Err(_) => Err(rejected(format!("the editor did not answer within {}s", APPLY_EDIT_TIMEOUT.as_secs()))),
             Ok(Err(err)) => Err(rejected(format!("the editor answered with an error: {}", err.message))),

@@ -1,0 +1,111 @@
+;;; reins-test.el --- what the Emacs tests share  -*- lexical-binding: t; -*-
+
+;; Loaded by each test in tests/emacs (see scripts/test), which run in batch:
+;;   REINS_BIN=… SCRIPTED_LLM_BIN=… emacs -Q --batch -l tests/emacs/eglot-chat.el
+;; A test starts the scripted model server with its replies, makes a temporary project, and
+;; connects eglot to the real `reins lsp'.  It ends with `reins-test-pass' (exit 0) or a FAIL
+;; line (exit 1).
+
+(require 'cl-lib)
+(require 'json)
+;; -Q skips site-start; Debian's elpa-eglot is a package under /usr/share/emacs/site-lisp/elpa.
+(require 'package)
+(add-to-list 'package-directory-list "/usr/share/emacs/site-lisp/elpa")
+(package-initialize)
+(require 'eglot)
+
+(defconst reins-test-timeout 60)
+(defconst reins-test-root
+  (file-name-directory (directory-file-name (file-name-directory (or load-file-name buffer-file-name))))
+  "The tests/ directory.")
+
+(defvar reins-test-events nil "Every `reins/event' notification's params, newest first.")
+(defvar reins-test-llm nil "The scripted model server's process.")
+
+(defun reins-test-fail (format-string &rest args)
+  ;; Straight to stderr: a test may be capturing `message'.
+  (princ (format "FAIL: %s\n" (apply #'format format-string args)) #'external-debugging-output)
+  (kill-emacs 1))
+
+(defun reins-test-pass (what)
+  (when (process-live-p reins-test-llm) (delete-process reins-test-llm))
+  (message "PASS: %s" what)
+  (kill-emacs 0))
+
+(defun reins-test-wait (what predicate)
+  "Wait until PREDICATE holds, failing with WHAT after `reins-test-timeout' seconds.
+Emacs reads process output and runs timers meanwhile, as in its command loop."
+  (let ((deadline (+ (float-time) reins-test-timeout)))
+    (while (not (funcall predicate))
+      (when (> (float-time) deadline)
+        (reins-test-fail "timed out waiting for %s" what))
+      (accept-process-output nil 0.05))))
+
+(defun reins-test-event (type)
+  "The newest event of TYPE, or nil."
+  (cl-find-if (lambda (params) (equal (plist-get (plist-get params :event) :type) type))
+              reins-test-events))
+
+(defun reins-test-bin (variable)
+  (expand-file-name (or (getenv variable) (reins-test-fail "set %s" variable))))
+
+(defun reins-test-setup (replies files)
+  "Start the scripted model server playing REPLIES (a vector of alists) and make a project
+holding FILES ((NAME . TEXT) ...).  The environment then names the server as a user's would
+\(OPENAI_BASE_URL, REINS_MODEL), and `reins' is on PATH.  Returns the project directory."
+  (let* ((dir (file-name-as-directory (make-temp-file "reins-emacs-" t)))
+         (script (expand-file-name "script.json" dir))
+         (llm-buffer (generate-new-buffer " *scripted-llm*"))
+         (reins (reins-test-bin "REINS_BIN")))
+    (with-temp-file script (insert (json-encode replies)))
+    (dolist (file files)
+      (with-temp-file (expand-file-name (car file) dir) (insert (cdr file))))
+    (setq reins-test-llm (make-process :name "scripted-llm" :buffer llm-buffer
+                                       :command (list (reins-test-bin "SCRIPTED_LLM_BIN") "--script" script)
+                                       :stderr (get-buffer-create " *scripted-llm stderr*")))
+    ;; The model server prints its base URL on the first line of stdout.
+    (reins-test-wait "the scripted model server's URL"
+                     (lambda () (with-current-buffer llm-buffer
+                                  (string-match "^\\(http://[^\n]+\\)\n" (buffer-string)))))
+    (let ((url (with-current-buffer llm-buffer
+                 (string-match "^\\(http://[^\n]+\\)\n" (buffer-string))
+                 (match-string 1 (buffer-string))))
+          (bin-dir (file-name-directory reins)))
+      (message "scripted model at %s" url)
+      (setq process-environment
+            (append (list (concat "REINS_HOME=" dir ".reins-home")
+                          "OPENAI_API_KEY=sk-emacs-test"
+                          (concat "OPENAI_BASE_URL=" url)
+                          "REINS_MODEL=scripted-model"
+                          (concat "PATH=" bin-dir path-separator (getenv "PATH")))
+                    process-environment))
+      (push bin-dir exec-path))
+    ;; A project for eglot without needing git.
+    (add-hook 'project-find-functions (lambda (_dir) (cons 'transient dir)))
+    dir))
+
+(defun reins-test-connect (file)
+  "Visit FILE in python-mode and connect eglot as configured; returns the server."
+  (find-file file)
+  (unless (derived-mode-p 'python-mode) (python-mode))
+  (apply #'eglot (eglot--guess-contact))
+  (reins-test-wait "eglot to connect" (lambda () (eglot-current-server)))
+  (eglot-current-server))
+
+(defun reins-test-pick (title &optional beg end)
+  "Pick the code action TITLE on BEG..END (default: the current line) through eglot's own
+picker, as a user would; returns the titles that were offered."
+  (let* ((beg (or beg (line-beginning-position)))
+         (end (or end (line-end-position)))
+         (actions (eglot-code-actions beg end nil nil))
+         (titles (mapcar (lambda (action) (plist-get action :title)) actions)))
+    (unless (member title titles)
+      (reins-test-fail "code action %S missing from %S" title titles))
+    (cl-letf (((symbol-function 'completing-read) (lambda (&rest _) title)))
+      ;; A keyboard event (not a mouse list) makes eglot pick with `completing-read'.
+      (let ((last-nonmenu-event ?\r))
+        (eglot--read-execute-code-action actions (eglot-current-server) nil)))
+    titles))
+
+(provide 'reins-test)
+;;; reins-test.el ends here

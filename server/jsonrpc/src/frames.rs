@@ -14,7 +14,7 @@ pub const MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
 /// A header block that has not ended after this many bytes is garbage.
 pub const MAX_HEADER_BYTES: usize = 8 * 1024;
 /// How much of an oversized frame is kept, to find its id.
-const HEAD_BYTES: usize = 64 * 1024;
+pub(crate) const HEAD_BYTES: usize = 64 * 1024;
 /// Where a header block can start: matched without regard to case.
 const MARKER: &[u8] = b"content-length";
 

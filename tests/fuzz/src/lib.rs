@@ -9,7 +9,7 @@
 //! random run in the test suite.
 
 use reins_ai::{Content, Model, Prices, SseParser, StopReason, Wire};
-use reins_jsonrpc::{FrameReader, Inspected, Item};
+use reins_jsonrpc::{FrameReader, Inspected, Item, LineReader};
 use reins_session::{Entry, Header, SessionTree};
 
 /// A target: a name (the folder of its seeds and regressions) and the function.
@@ -21,6 +21,7 @@ pub struct Target {
 /// Every target, by name.
 pub const TARGETS: &[Target] = &[
     Target { name: "lsp_frames", run: lsp_frames },
+    Target { name: "jsonrpc_lines", run: jsonrpc_lines },
     Target { name: "jsonrpc_message", run: jsonrpc_message },
     Target { name: "sse", run: sse },
     Target { name: "provider_stream", run: provider_stream },
@@ -47,6 +48,21 @@ pub fn lsp_frames(data: &[u8]) {
             assert!(body.len() <= MAX_FRAME, "a body over the limit was kept");
             // What a frame carries is classified without panicking, too.
             jsonrpc_message(body);
+        }
+    }
+}
+
+/// The newline-delimited reader (ACP, MCP over stdio): the same items whatever the chunking, no
+/// line over the limit kept, none holding a line break, every line classified.
+pub fn jsonrpc_lines(data: &[u8]) {
+    const MAX_LINE: usize = 64;
+    let (cuts, input) = split_off_cuts(data);
+    let whole = line_items(&[input], MAX_LINE);
+    assert_eq!(line_items(&cut(input, cuts), MAX_LINE), whole, "chunking changed the lines");
+    for item in &whole {
+        if let Item::Body(line) = item {
+            assert!(line.len() <= MAX_LINE && !line.contains(&b'\n'), "a bad line was kept");
+            jsonrpc_message(line);
         }
     }
 }
@@ -173,6 +189,17 @@ fn cut(input: &[u8], cuts: u8) -> Vec<&[u8]> {
 
 fn frame_items(pieces: &[&[u8]], max_frame: usize) -> Vec<Item> {
     let mut reader = FrameReader::new(max_frame);
+    let mut items = Vec::new();
+    for piece in pieces {
+        reader.push(piece);
+        items.extend(std::iter::from_fn(|| reader.next_item()));
+    }
+    items.extend(reader.finish());
+    items
+}
+
+fn line_items(pieces: &[&[u8]], max_line: usize) -> Vec<Item> {
+    let mut reader = LineReader::new(max_line);
     let mut items = Vec::new();
     for piece in pieces {
         reader.push(piece);

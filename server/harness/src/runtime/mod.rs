@@ -289,20 +289,7 @@ impl Harness {
     /// summary, compacting), so that no run starts on the file meanwhile.
     fn claim(&self, session_id: &str) -> Result<(Arc<LiveSession>, Claim), HarnessError> {
         let session = self.session(session_id)?;
-        {
-            let mut running = lock(&session.running);
-            if running.is_some() {
-                return Err(HarnessError::Busy);
-            }
-            *running = Some("maintenance".to_string());
-        }
-        let hold = match session.hold_file() {
-            Ok(hold) => hold,
-            Err(err) => {
-                *lock(&session.running) = None;
-                return Err(err);
-            }
-        };
+        let hold = session.begin("maintenance".to_string())?;
         session.fresh_cancel();
         Ok((session.clone(), Claim { session, _hold: hold }))
     }
@@ -331,6 +318,20 @@ impl Harness {
 }
 
 impl LiveSession {
+    /// Marks the session busy with `what` (a run id, or an operation) and takes its file's writer
+    /// lock: `Busy` when something already goes on here, a `session` error when another process
+    /// is writing the file.
+    fn begin(&self, what: String) -> Result<FileHold, HarnessError> {
+        {
+            let mut running = lock(&self.running);
+            if running.is_some() {
+                return Err(HarnessError::Busy);
+            }
+            *running = Some(what);
+        }
+        self.hold_file().inspect_err(|_| *lock(&self.running) = None)
+    }
+
     /// Takes the session file's writer lock for a run or an operation, first reading what
     /// another process appended (the agent's conversation then follows the file). Released when
     /// the guard drops; while another process holds it, a `session` error says so.

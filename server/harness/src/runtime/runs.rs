@@ -21,20 +21,7 @@ impl Harness {
         }
         let session = self.session(session_id)?;
         let run_id = format!("r{}", self.next());
-        {
-            let mut running = lock(&session.running);
-            if running.is_some() {
-                return Err(HarnessError::Busy);
-            }
-            *running = Some(run_id.clone());
-        }
-        let hold = match session.hold_file() {
-            Ok(hold) => hold,
-            Err(err) => {
-                *lock(&session.running) = None;
-                return Err(err);
-            }
-        };
+        let hold = session.begin(run_id.clone())?;
         session.fresh_cancel();
         let (done_tx, done) = oneshot::channel();
         let emitter = self.emitter(&session, &run_id);

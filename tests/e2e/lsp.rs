@@ -5,6 +5,8 @@
 mod docs;
 #[path = "lsp/folders.rs"]
 mod folders;
+#[path = "lsp/helix.rs"]
+mod helix;
 #[path = "lsp/review.rs"]
 mod review;
 #[path = "lsp/secrets.rs"]

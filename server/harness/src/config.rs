@@ -9,7 +9,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use reins_ai::ApiKey;
-use reins_tools::SandboxMode;
+use reins_tools::{EditFormat, SandboxMode};
 use toml::de::{DeTable, DeValue};
 
 use crate::registry::Api;
@@ -68,9 +68,19 @@ pub struct ConfigLayer {
     pub max_timeout: Option<u64>,
     /// `[tools]`: globs of variables passed to tools although their names look secret.
     pub pass_env: Option<Vec<String>>,
+    /// `[tools]`: which edit tool models get (`auto`: as the model's registry entry says).
+    pub edit_format: Option<EditFormatChoice>,
     pub sandbox: SandboxLayer,
     pub providers: BTreeMap<String, ProviderLayer>,
     pub models: Vec<ModelLayer>,
+}
+
+/// `[tools] edit_format`: one dialect for every model, or each model's own (`auto`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EditFormatChoice {
+    #[default]
+    Auto,
+    Fixed(EditFormat),
 }
 
 /// `[sandbox]`. Paths may start with `~/`. Only the user's own config may loosen the sandbox.
@@ -106,6 +116,7 @@ pub struct ModelLayer {
     pub reasoning: Option<bool>,
     pub developer_role: Option<bool>,
     pub max_completion_tokens: Option<bool>,
+    pub edit_format: Option<EditFormat>,
 }
 
 /// A parsed value with the line it is on (TOML only).
@@ -265,6 +276,9 @@ impl Reader<'_> {
                                 self.error(&path, value, "only your own config.toml can pass secrets to tools")
                             }
                             "pass_env" => layer.pass_env = self.strings(&path, value),
+                            "edit_format" => {
+                                layer.edit_format = self.edit_format(&path, value, true).or(layer.edit_format)
+                            }
                             _ => self.unknown(&path, value),
                         }
                     }
@@ -362,6 +376,12 @@ impl Reader<'_> {
                 "reasoning" => model.reasoning = self.boolean(&key, value),
                 "developer_role" => model.developer_role = self.boolean(&key, value),
                 "max_completion_tokens" => model.max_completion_tokens = self.boolean(&key, value),
+                "edit_format" => {
+                    model.edit_format = match self.edit_format(&key, value, false) {
+                        Some(EditFormatChoice::Fixed(format)) => Some(format),
+                        _ => None,
+                    }
+                }
                 "prices" => {
                     for (name, price) in self.table(&key, value).unwrap_or_default() {
                         let price_key = format!("{key}.{name}");
@@ -408,6 +428,21 @@ impl Reader<'_> {
             "deny" => Some(Policy::Deny),
             other => {
                 self.error(path, node, &format!("expected \"ask\", \"auto\" or \"deny\", found {other:?}"));
+                None
+            }
+        }
+    }
+
+    /// `"edit"`, `"apply_patch"`, or (where `auto` is allowed) `"auto"`.
+    fn edit_format(&mut self, path: &str, node: &Node, auto: bool) -> Option<EditFormatChoice> {
+        match self.string(path, node)?.as_str() {
+            "edit" => Some(EditFormatChoice::Fixed(EditFormat::Edit)),
+            "apply_patch" => Some(EditFormatChoice::Fixed(EditFormat::ApplyPatch)),
+            "auto" if auto => Some(EditFormatChoice::Auto),
+            other => {
+                let expected =
+                    if auto { "\"auto\", \"edit\" or \"apply_patch\"" } else { "\"edit\" or \"apply_patch\"" };
+                self.error(path, node, &format!("expected {expected}, found {other:?}"));
                 None
             }
         }

@@ -53,6 +53,7 @@ impl Settings {
             reasoning: default.reasoning,
             compat: default.compat.clone(),
             base_url: None,
+            edit_format: self.edit_format_for(&default),
         });
         let entries = self.registry.models.iter().cloned().chain(unlisted);
         entries

@@ -6,6 +6,7 @@
 //! provider: `OPENAI_BASE_URL`, by default a local Ollama), so any local model works unlisted.
 
 use reins_ai::{Compat, Model, Prices};
+use reins_tools::EditFormat;
 
 /// The provider that serves ids the registry does not know: `OPENAI_BASE_URL` and its key.
 pub const FALLBACK_PROVIDER: &str = "openai-compatible";
@@ -45,6 +46,8 @@ pub struct ModelEntry {
     pub compat: Compat,
     /// Overrides the provider's endpoint for this model only.
     pub base_url: Option<String>,
+    /// How the model edits files: `apply_patch` for the families trained on it.
+    pub edit_format: EditFormat,
 }
 
 /// Providers and models: the built-in ones, extended or overridden by the user's config.
@@ -153,6 +156,7 @@ impl Default for Registry {
                         reasoning,
                         compat: compat.clone(),
                         base_url: None,
+                        edit_format: EditFormat::trained_on(id),
                     }
                 },
             )
@@ -268,6 +272,7 @@ pub(crate) fn blank_entry(provider: &str, id: &str) -> ModelEntry {
         reasoning: false,
         compat: Compat::default(),
         base_url: None,
+        edit_format: EditFormat::trained_on(id),
     }
 }
 

@@ -10,11 +10,13 @@ use std::time::Duration;
 
 use reins_agent::Limits;
 use reins_ai::{ApiKey, ClientOptions, Compat, Message, Model, Prices, ProviderError};
-use reins_tools::{DEFAULT_MAX_OUTPUT_FILE_BYTES, DEFAULT_MAX_TIMEOUT_SECS, ExecPolicy, Sandbox, SandboxMode};
+use reins_tools::{
+    DEFAULT_MAX_OUTPUT_FILE_BYTES, DEFAULT_MAX_TIMEOUT_SECS, EditFormat, ExecPolicy, Sandbox, SandboxMode,
+};
 
 use crate::auth::{self, AuthKeys};
 use crate::compaction::CompactionSettings;
-use crate::config::{ConfigDiagnostic, ConfigLayer, LayerKind, Source, trim_url};
+use crate::config::{ConfigDiagnostic, ConfigLayer, EditFormatChoice, LayerKind, Source, trim_url};
 use crate::error::HarnessError;
 use crate::registry::{Api, FALLBACK_PROVIDER, ProviderInfo, Registry, blank_entry};
 use reins_review::ApprovalPolicy;
@@ -53,6 +55,8 @@ pub struct Settings {
     pub pass_env: Vec<String>,
     /// What commands may touch, with `~` expanded.
     pub sandbox: Sandbox,
+    /// `[tools] edit_format`: which edit tool models get.
+    pub edit_format: EditFormatChoice,
     /// Where each setting in force came from, by key (`model`, `approval.bash`,
     /// `providers.anthropic.base_url`, `providers.anthropic.api_key`).
     pub origins: BTreeMap<String, Source>,
@@ -232,6 +236,18 @@ impl Settings {
         self.registry.resolve(id.unwrap_or(&self.model), &self.base_url)
     }
 
+    /// The edit tool `model` gets: `[tools] edit_format` when set, else what the model's registry
+    /// entry says (for a model the registry does not list, what its family is trained on).
+    pub fn edit_format_for(&self, model: &Model) -> EditFormat {
+        match self.edit_format {
+            EditFormatChoice::Fixed(format) => format,
+            EditFormatChoice::Auto => match self.registry.model(&model.provider, &model.id) {
+                Some(entry) => entry.edit_format,
+                None => EditFormat::trained_on(&model.id),
+            },
+        }
+    }
+
     /// The model a session file recorded: `provider` is trusted only when reins knows it.
     pub fn resolve_recorded(&self, provider: &str, id: &str) -> Model {
         if provider == FALLBACK_PROVIDER || self.registry.provider(provider).is_some() {
@@ -355,6 +371,7 @@ fn compose(base: Arc<Base>, editor: &[ConfigLayer]) -> Settings {
         stream_idle_timeout_secs: ClientOptions::default().idle_timeout.as_secs(),
         max_timeout_secs: DEFAULT_MAX_TIMEOUT_SECS,
         pass_env: Vec::new(),
+        edit_format: EditFormatChoice::Auto,
         sandbox: Sandbox {
             mode: SandboxMode::WorkspaceWrite,
             network: false,
@@ -488,6 +505,10 @@ fn apply_layer(
         settings.pass_env = pass.clone();
         set(settings, "tools.pass_env".into());
     }
+    if let Some(format) = layer.edit_format {
+        settings.edit_format = format;
+        set(settings, "tools.edit_format".into());
+    }
     let home = settings.base.home.clone();
     let expand = |path: &String| match path.strip_prefix("~/") {
         Some(rest) => home.join(rest),
@@ -548,6 +569,7 @@ fn apply_layer(
             settings.registry.model(&provider, &model.id).cloned().unwrap_or_else(|| blank_entry(&provider, &model.id));
         entry.base_url = model.base_url.clone().or(entry.base_url);
         entry.context_window = model.context_window.unwrap_or(entry.context_window);
+        entry.edit_format = model.edit_format.unwrap_or(entry.edit_format);
         entry.max_output = model.max_output.unwrap_or(entry.max_output);
         let [input, output, cache_read, cache_write] = model.prices;
         let old = entry.prices.clone();

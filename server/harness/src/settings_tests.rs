@@ -289,3 +289,30 @@ fn failures_name_the_endpoint_or_say_how_to_set_one() {
     // The built-in endpoint nobody chose: say how to choose one.
     assert!(failure("openai-compatible", "qwen2.5-coder:7b").contains("set OPENAI_BASE_URL"));
 }
+
+#[test]
+fn the_edit_tool_follows_the_registry_unless_config_says_otherwise() {
+    let formats = |s: &Settings| {
+        ["openai/gpt-5", "openai/gpt-4.1-mini", "anthropic/claude-sonnet-4-5", "gpt-5-codex-unlisted", "qwen3-coder"]
+            .map(|id| format!("{id}={:?}", s.edit_format_for(&s.resolve_model(Some(id)))))
+            .join(" ")
+    };
+    let (tmp, home, _) = setup("[[models]]\nid = \"qwen3-coder\"\nedit_format = \"apply_patch\"\n", "", false);
+    let auto = settings_in(Some(&home), None, &[]);
+    expect![[r#"openai/gpt-5=ApplyPatch openai/gpt-4.1-mini=ApplyPatch anthropic/claude-sonnet-4-5=Edit gpt-5-codex-unlisted=ApplyPatch qwen3-coder=ApplyPatch"#]]
+        .assert_eq(&formats(&auto));
+    let (_tmp, home, _) = setup("[tools]\nedit_format = \"edit\"\n", "", false);
+    let edit = settings_in(Some(&home), None, &[]);
+    assert!(formats(&edit).split(' ').all(|pair| pair.ends_with("=Edit")), "{}", formats(&edit));
+    let editor = edit.with_editor_settings(&serde_json::json!({"tools": {"editFormat": "apply_patch"}}));
+    assert!(formats(&editor).split(' ').all(|pair| pair.ends_with("=ApplyPatch")), "{}", formats(&editor));
+    assert_eq!(editor.origin("tools.edit_format").to_string(), "editor settings");
+    let (tmp2, home, _) =
+        setup("[tools]\nedit_format = \"patch\"\n[[models]]\nid = \"m\"\nedit_format = \"auto\"\n", "", false);
+    let bad = settings_in(Some(&home), None, &[]);
+    expect![[r#"
+        home/config.toml:2: tools.edit_format: expected "auto", "edit" or "apply_patch", found "patch"
+        home/config.toml:5: models[0].edit_format: expected "edit" or "apply_patch", found "auto""#]]
+    .assert_eq(&show_diagnostics(&bad, tmp2.path()));
+    drop(tmp);
+}

@@ -47,6 +47,11 @@ impl FileActivity {
         for message in messages {
             let Message::Assistant(assistant) = message else { continue };
             for call in assistant.tool_calls() {
+                if call.name == "apply_patch" {
+                    let input = call.arguments.get("input").and_then(Value::as_str).unwrap_or_default();
+                    activity.modified.extend(reins_tools::patch_paths(input));
+                    continue;
+                }
                 let Some(path) = call.arguments.get("path").and_then(Value::as_str) else { continue };
                 match call.name.as_str() {
                     "read" => activity.read.insert(path.to_string()),

@@ -14,7 +14,7 @@ pub struct ConfigArgs {
 }
 
 /// Tools whose approval policy is always shown.
-const TOOLS: &[&str] = &["read", "ls", "grep", "find", "edit", "write", "bash"];
+const TOOLS: &[&str] = &["read", "ls", "grep", "find", "edit", "apply_patch", "write", "bash"];
 
 impl ConfigArgs {
     pub fn parse(args: impl Iterator<Item = OsString>) -> Result<Self, String> {

@@ -43,8 +43,14 @@ impl ApprovalPolicy {
         self.per_tool.insert(tool.to_string(), policy);
     }
 
+    /// The policy for `tool`. `apply_patch` is the other dialect of `edit`: without a policy of
+    /// its own it follows `edit`'s, so `approval.edit = "auto"` means every file edit.
     pub fn for_tool(&self, tool: &str) -> Policy {
-        self.per_tool.get(tool).copied().unwrap_or(Policy::Auto)
+        match self.per_tool.get(tool) {
+            Some(policy) => *policy,
+            None if tool == "apply_patch" => self.for_tool("edit"),
+            None => Policy::Auto,
+        }
     }
 }
 
@@ -145,8 +151,15 @@ mod tests {
     #[test]
     fn mutating_tools_ask_by_default_others_pass() {
         let policy = ApprovalPolicy::default();
-        let answers = ["edit", "write", "bash", "read", "grep"].map(|tool| check(&policy, tool, false, true));
-        assert_eq!(answers, ["ask", "ask", "ask", "allow", "allow"]);
+        let answers =
+            ["edit", "apply_patch", "write", "bash", "read", "grep"].map(|tool| check(&policy, tool, false, true));
+        assert_eq!(answers, ["ask", "ask", "ask", "ask", "allow", "allow"]);
+        // apply_patch follows edit unless it has a policy of its own.
+        let mut policy = ApprovalPolicy::default();
+        policy.set("edit", Policy::Auto);
+        assert_eq!(check(&policy, "apply_patch", false, true), "allow");
+        policy.set("apply_patch", Policy::Deny);
+        assert!(check(&policy, "apply_patch", false, true).starts_with("block"));
         // Nothing to show, nothing to ask.
         assert_eq!(check(&policy, "bash", false, false), "allow");
     }

@@ -30,7 +30,7 @@ pub use find::FindTool;
 pub use fs::FsWorkspace;
 pub use grep::GrepTool;
 pub use ls::LsTool;
-pub use patch::{ApplyPatchInput, ApplyPatchTool, apply_patch_to};
+pub use patch::{ApplyPatchInput, ApplyPatchTool, Patched, apply_patch_to, patch_paths};
 pub use read::ReadTool;
 pub use sandbox::sandbox_support;
 pub use workspace::{TextFile, Workspace, WorkspaceError, apply_each};
@@ -47,6 +47,28 @@ pub enum EditFormat {
     ApplyPatch,
 }
 
+impl EditFormat {
+    /// The dialect a model family is trained on, by its id (`gpt-5-mini`, `openai/gpt-4.1`): the
+    /// Codex patch format for OpenAI's GPT-4.1, GPT-5, o3/o4 and codex models, `edit` for the rest.
+    pub fn trained_on(model_id: &str) -> EditFormat {
+        let id = model_id.rsplit('/').next().unwrap_or(model_id).to_ascii_lowercase();
+        let families = ["gpt-4.1", "gpt-5", "o3", "o4", "codex"];
+        if families.iter().any(|family| id.starts_with(family)) || id.contains("codex") {
+            EditFormat::ApplyPatch
+        } else {
+            EditFormat::Edit
+        }
+    }
+
+    /// The tool's name: `edit` or `apply_patch`.
+    pub fn tool_name(self) -> &'static str {
+        match self {
+            EditFormat::Edit => "edit",
+            EditFormat::ApplyPatch => "apply_patch",
+        }
+    }
+}
+
 /// Every built-in tool, in the order they are presented to the model; commands run under `policy`.
 pub fn builtin_tools(workspace: Arc<dyn Workspace>, policy: ExecPolicy) -> Vec<Arc<dyn Tool>> {
     builtin_tools_editing_with(workspace, policy, EditFormat::Edit)
@@ -58,19 +80,23 @@ pub fn builtin_tools_editing_with(
     policy: ExecPolicy,
     edit_format: EditFormat,
 ) -> Vec<Arc<dyn Tool>> {
-    let editor: Arc<dyn Tool> = match edit_format {
-        EditFormat::Edit => Arc::new(EditTool::new(workspace.clone())),
-        EditFormat::ApplyPatch => Arc::new(ApplyPatchTool::new(workspace.clone())),
-    };
     vec![
         Arc::new(ReadTool::new(workspace.clone())),
         Arc::new(WriteTool::new(workspace.clone())),
-        editor,
+        edit_tool(workspace.clone(), edit_format),
         Arc::new(BashTool::with_policy(workspace.clone(), policy)),
         Arc::new(LsTool::new(workspace.clone())),
         Arc::new(GrepTool::new(workspace.clone())),
         Arc::new(FindTool::new(workspace)),
     ]
+}
+
+/// The edit tool of `edit_format`: `edit` or `apply_patch`.
+pub fn edit_tool(workspace: Arc<dyn Workspace>, edit_format: EditFormat) -> Arc<dyn Tool> {
+    match edit_format {
+        EditFormat::Edit => Arc::new(EditTool::new(workspace)),
+        EditFormat::ApplyPatch => Arc::new(ApplyPatchTool::new(workspace)),
+    }
 }
 
 /// A path as the model should see it: relative to the working directory when inside it, so it can

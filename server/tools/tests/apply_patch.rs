@@ -96,7 +96,6 @@ fn the_at_line_picks_the_place_among_several() {
             error: a.py (line 3 of the patch): the hunk's lines match 2 places in a.py, at lines 2, 6; add context lines, or an @@ line naming the function or class it is in, so it matches one:
                 2 |     x = 1
                 3 |     return x
-                4 | 
               ...
                 6 |     x = 1
                 7 |     return x
@@ -116,7 +115,6 @@ fn hunks_are_found_in_order_after_each_other() {
             error: a.py, hunk 1 (line 3 of the patch): the hunk's lines match 2 places in a.py, at lines 1, 4; add context lines, or an @@ line naming the function or class it is in, so it matches one:
                 1 | x = 1
                 2 | print(x)
-                3 | 
               ...
                 4 | x = 1
                 5 | print(x)

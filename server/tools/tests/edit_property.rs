@@ -331,7 +331,7 @@ fn check(case: &Case, dialect: Dialect) -> Result<bool, TestCaseError> {
         }
         Dialect::Patch => {
             let files = BTreeMap::from([("a.py".to_string(), case.file.clone())]);
-            apply_patch_to(&case.patch, &files).ok().and_then(|mut files| files.remove("a.py").flatten())
+            apply_patch_to(&case.patch, &files).ok().and_then(|mut patched| patched.files.remove("a.py").flatten())
         }
     };
     let Some(text) = landed else { return Ok(false) };

@@ -49,6 +49,10 @@ fn main() {
     if args.first().is_some_and(|first| first == "sessions") {
         std::process::exit(i32::from(sessions::measure() && std::env::var_os("BENCH_STRICT").is_some()));
     }
+    // `reins-bench edits`: only the edit-corpus figures (pure functions, no binary).
+    if args.first().is_some_and(|first| first == "edits") {
+        std::process::exit(i32::from(edit_corpus::report() && std::env::var_os("BENCH_STRICT").is_some()));
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build();
     let Ok(runtime) = runtime else {
         eprintln!("bench: cannot start the async runtime");

@@ -15,7 +15,7 @@ use reins_agent::{Agent, AgentContext, AgentEvent, Hooks, RunOutcome, Tool};
 use reins_ai::{Message, Model, Provider};
 use reins_review::Approver;
 use reins_session::{Durability, SessionError, SessionFile, SessionStore};
-use reins_tools::{Workspace, builtin_tools};
+use reins_tools::{EditFormat, Workspace, builtin_tools_editing_with};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -223,22 +223,9 @@ impl Harness {
         file: Option<Arc<Mutex<SessionFile>>>,
         cancel: Arc<Mutex<CancellationToken>>,
     ) -> Agent {
-        let workspace = &self.options.workspace;
         let settings = self.settings();
-        let mut tools: Vec<Arc<dyn Tool>> = builtin_tools(workspace.clone(), settings.exec_policy(std::env::vars_os()));
-        if let Some(active) = active_tools {
-            tools.retain(|tool| active.iter().any(|name| *name == tool.spec().name));
-        }
-        let root = workspace.cwd();
-        let inputs = PromptInputs::discover(
-            &root,
-            &root,
-            &settings.config_dir,
-            settings.is_trusted(&root),
-            tools.iter().map(|tool| tool.spec()).collect(),
-            self.options.date.clone(),
-        );
-        let context = AgentContext { system_prompt: build_system_prompt(&inputs), model, messages, tools };
+        let tools = self.tools_for(&model, active_tools.as_deref());
+        let context = AgentContext { system_prompt: self.system_prompt(&tools), model, messages, tools };
         let hooks: Arc<dyn Hooks> = Arc::new(SessionHooks {
             gate,
             auto_compact: file.map(|file| AutoCompact {
@@ -249,6 +236,41 @@ impl Harness {
             }),
         });
         Agent::new(context, self.provider.clone(), hooks, settings.limits())
+    }
+
+    /// The built-in tools a session with `model` gets — with the edit tool in the dialect the
+    /// model is trained on (see [`Settings::edit_format_for`]) — keeping only `active` ones when
+    /// the session names them (`edit` and `apply_patch` stand for each other there).
+    fn tools_for(&self, model: &Model, active: Option<&[String]>) -> Vec<Arc<dyn Tool>> {
+        let settings = self.settings();
+        let format = settings.edit_format_for(model);
+        let policy = settings.exec_policy(std::env::vars_os());
+        let mut tools = builtin_tools_editing_with(self.options.workspace.clone(), policy, format);
+        if let Some(active) = active {
+            let editors = [EditFormat::Edit.tool_name(), EditFormat::ApplyPatch.tool_name()];
+            let is_active = |name: &str| {
+                active
+                    .iter()
+                    .any(|active| active == name || (editors.contains(&name) && editors.contains(&active.as_str())))
+            };
+            tools.retain(|tool| is_active(&tool.spec().name));
+        }
+        tools
+    }
+
+    /// The system prompt of a session with `tools`.
+    fn system_prompt(&self, tools: &[Arc<dyn Tool>]) -> String {
+        let settings = self.settings();
+        let root = self.options.workspace.cwd();
+        let inputs = PromptInputs::discover(
+            &root,
+            &root,
+            &settings.config_dir,
+            settings.is_trusted(&root),
+            tools.iter().map(|tool| tool.spec()).collect(),
+            self.options.date.clone(),
+        );
+        build_system_prompt(&inputs)
     }
 
     /// The event sink of one run: records to the session file, then forwards — all but the

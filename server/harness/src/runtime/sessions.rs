@@ -3,6 +3,7 @@
 
 use reins_ai::{Message, Model, now_ms};
 use reins_session::{Durability, EntryKind, SessionError, SessionFile};
+use reins_tools::{EditFormat, edit_tool};
 
 use super::{Harness, SessionId, lock, session_error};
 use crate::compaction::{Compacted, branch_messages, compact_and_reload};
@@ -179,6 +180,18 @@ impl Harness {
             file.append(EntryKind::ModelChange { provider: model.provider.clone(), model_id: model.id.clone() })
                 .and_then(|_| file.flush())
                 .map_err(session_error)?;
+        }
+        // A model trained on the other edit dialect gets the other edit tool, in the same place.
+        let format = self.settings().edit_format_for(&model);
+        let other = match format {
+            EditFormat::Edit => EditFormat::ApplyPatch,
+            EditFormat::ApplyPatch => EditFormat::Edit,
+        };
+        let mut tools = session.agent.context().tools;
+        if let Some(slot) = tools.iter_mut().find(|tool| tool.name() == other.tool_name()) {
+            *slot = edit_tool(self.options.workspace.clone(), format);
+            session.agent.set_system_prompt(self.system_prompt(&tools));
+            session.agent.set_tools(tools);
         }
         session.agent.set_model(model.clone());
         Ok(model)

@@ -260,10 +260,13 @@ impl Splice<'_, '_> {
             let file_content = content(self.line(matched));
             let file_trailing = &file_content[file_content.trim_end_matches([' ', '\t']).len()..];
             let old_content = content(old_line);
-            if let Some(restyled) = restyle(&line, old_content, file_content) {
+            let dropped = !old_content.ends_with(char::is_whitespace);
+            // The file's spelling, compared without the trailing whitespace the copy dropped.
+            let file_core =
+                if dropped { &file_content[..file_content.len() - file_trailing.len()] } else { file_content };
+            if let Some(restyled) = restyle(&line, old_content, file_core) {
                 line = restyled;
             }
-            let dropped = !old_content.ends_with(char::is_whitespace);
             if !file_trailing.is_empty() && dropped && !line.ends_with(char::is_whitespace) && !line.is_empty() {
                 line.push_str(file_trailing);
             }

@@ -77,10 +77,7 @@ impl TypedTool for ApplyPatchTool {
         let patch = parse::parse(&input.input)
             .map_err(|err| ToolError::new(format!("could not read the patch: {err}. Nothing was changed.")))?;
         let targets = self.targets(&patch).await?;
-        let planned = plan::plan(&patch, &targets).map_err(|message| {
-            let nothing = if patch.files.len() > 1 { "No file was changed." } else { "Nothing was changed." };
-            ToolError::new(format!("{message}\n{nothing}"))
-        })?;
+        let planned = plan::plan(&patch, &targets).map_err(|message| ToolError::new(refused(&patch, &message)))?;
         let files = planned.into_iter().map(file_change).collect();
         Ok(Some(Proposal::FileChanges { files }))
     }
@@ -132,6 +129,12 @@ impl ApplyPatchTool {
         }
         Ok(targets)
     }
+}
+
+/// A planning failure as the model reads it: the reason, and that nothing changed.
+fn refused(patch: &Patch, message: &str) -> String {
+    let nothing = if patch.files.len() > 1 { "No file was changed." } else { "Nothing was changed." };
+    format!("{message}\n{nothing}")
 }
 
 fn file_change(planned: Planned) -> FileChange {
@@ -187,13 +190,24 @@ fn report(workspace: &dyn Workspace, changes: &[FileChange]) -> ToolOutput {
     ToolOutput::text(text).with_details(json!({ "files": details }))
 }
 
+/// The paths a patch names (moves' destinations too), as written; none when it cannot be read.
+pub fn patch_paths(input: &str) -> Vec<String> {
+    let Ok(patch) = parse::parse(input) else { return Vec::new() };
+    patch.files.iter().flat_map(|op| op.paths()).map(str::to_string).collect()
+}
+
+/// What a patch did to a set of files: each file after (`None`: deleted, or moved away), and the
+/// notes on loose matches.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Patched {
+    pub files: BTreeMap<String, Option<String>>,
+    pub notes: Vec<String>,
+}
+
 /// The files after `input` is applied to `files` (path → text, as the model names them), or the
 /// message the model would read: the pure function behind `apply_patch`, for the corpus and the
 /// bench. A file the patch deletes maps to `None`; one it moves appears under its new path.
-pub fn apply_patch_to(
-    input: &str,
-    files: &BTreeMap<String, String>,
-) -> Result<BTreeMap<String, Option<String>>, String> {
+pub fn apply_patch_to(input: &str, files: &BTreeMap<String, String>) -> Result<Patched, String> {
     let patch = parse::parse(input).map_err(|err| format!("could not read the patch: {err}"))?;
     let mut targets = HashMap::new();
     for op in &patch.files {
@@ -204,10 +218,12 @@ pub fn apply_patch_to(
             targets.insert(raw.to_string(), target);
         }
     }
-    let planned = plan::plan(&patch, &targets)?;
+    let planned = plan::plan(&patch, &targets).map_err(|message| refused(&patch, &message))?;
     let mut result: BTreeMap<String, Option<String>> =
         files.iter().map(|(k, v)| (k.clone(), Some(v.clone()))).collect();
+    let mut notes = Vec::new();
     for file in planned {
+        notes.extend(file.notes);
         match file.moved_to {
             Some((_, to)) => {
                 result.insert(file.shown, None);
@@ -218,5 +234,5 @@ pub fn apply_patch_to(
             }
         }
     }
-    Ok(result)
+    Ok(Patched { files: result, notes })
 }

@@ -240,19 +240,40 @@ fn locate<'h>(
     }
     let at_line_start = |at: usize| at == 0 || text.as_bytes()[at - 1] == b'\n';
     let eof_only = hunk.end_of_file;
+    let line_end = |at: usize| text[at..].find('\n').map_or(text.len(), |lf| at + lf);
     let search = |start: usize| {
         let keep = |span: &Range<usize>| {
             span.start >= start && at_line_start(span.start) && (!eof_only || span.end == text.len())
         };
         let found = matching::find_where(text, &texts.old, &texts.new, &keep);
-        if !found.spans.is_empty() || text.ends_with('\n') {
+        if !found.spans.is_empty() {
             return found;
         }
-        // The file's last line has no line break: the hunk's last line may be it.
+        // The hunk's last line may end the file without a line break, or go on with whitespace
+        // its copy dropped: it is looked for without its line break, and the place then taken
+        // to the end of that line (and its break, when it has one, which the texts get back).
         let old = texts.old.strip_suffix('\n').unwrap_or(&texts.old);
         let new = texts.new.strip_suffix('\n').unwrap_or(&texts.new);
-        let keep = |span: &Range<usize>| keep(span) && span.end == text.len();
-        matching::find_where(text, old, new, &keep)
+        let keep = |span: &Range<usize>| {
+            let end = line_end(span.end);
+            span.start >= start
+                && at_line_start(span.start)
+                && text[span.end..end].trim().is_empty()
+                && (!eof_only || end + 1 >= text.len())
+        };
+        let mut found = matching::find_where(text, old, new, &keep);
+        let with_break = found.spans.first().is_some_and(|span| line_end(span.end) < text.len());
+        for span in &mut found.spans {
+            let end = line_end(span.end);
+            span.end = if end < text.len() { end + 1 } else { end };
+        }
+        if with_break {
+            found.old = format!("{}\n", found.old).into();
+            if texts.new.ends_with('\n') {
+                found.new = format!("{}\n", found.new).into();
+            }
+        }
+        found
     };
     let mut found = search(from);
     if found.spans.is_empty() && anchor.is_none() && from > 0 {
@@ -349,8 +370,10 @@ fn ambiguous(text: &str, found: &Found, label: &str, shown: &str) -> String {
         numbers.len(),
         numbers.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
     );
-    for &number in numbers.iter().take(MAX_PLACES) {
-        for line in number..(number + LINES_SHOWN).min(lines.len() + 1) {
+    for span in found.spans.iter().take(MAX_PLACES) {
+        let first = hint::line_of(text, span.start);
+        let last = hint::line_of(text, span.end.saturating_sub(1).max(span.start));
+        for line in first..=last.min(first + LINES_SHOWN - 1).min(lines.len()) {
             let _ = writeln!(message, "{line:>5} | {}", lines[line - 1]);
         }
         message.push_str("  ...\n");

@@ -1,6 +1,9 @@
-//! The edit corpus as data: near-miss `edit` calls a model makes, each a JSON file in this
-//! directory with the file before, the call's arguments, and the file expected after (or
-//! `{"refuse": "words the refusal must contain"}`), grouped by category.
+//! The edit corpus as data: near-miss `edit` and `apply_patch` calls a model makes, each a JSON
+//! file in this directory with the files before, the call's arguments, and the files expected
+//! after (or `{"refuse": "words the refusal must contain"}`), grouped by category. An `edit` case
+//! has one file (`path`, `file`, `expected` its text after); an `apply_patch` case (`"tool":
+//! "apply_patch"`) has `files` (path → text) and `expected` path → text after, `null` for a file
+//! that must not exist.
 //!
 //! Shared, through `#[path]`, by the corpus test (server/tools/tests/edit_corpus.rs), the
 //! end-to-end test through `reins run` (tests/e2e/edit_corpus.rs) and the bench command, so all
@@ -8,6 +11,7 @@
 
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 
@@ -20,26 +24,35 @@ pub struct Case {
     pub name: String,
     pub category: String,
     pub description: String,
-    /// Where the file lives in the workspace, as the model names it.
-    pub path: String,
-    pub file: String,
-    /// The `edit` call's arguments, `path` included.
+    /// Which tool the call is for.
+    pub dialect: Dialect,
+    /// The workspace's files before the call: path as the model names it → text.
+    pub files: BTreeMap<String, String>,
+    /// The call's arguments.
     pub args: Value,
     pub expected: Expected,
 }
 
+/// The two ways a model edits files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Dialect {
+    Edit,
+    ApplyPatch,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Expected {
-    /// The whole file after the edit, byte for byte.
-    File(String),
-    /// The edit must be refused with a message containing this.
+    /// The files after the call, byte for byte (`None`: the file must not exist).
+    Files(BTreeMap<String, Option<String>>),
+    /// The call must be refused with a message containing this.
     Refuse(String),
 }
 
-/// What the edit did.
+/// What the call did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
-    Landed(String),
+    /// The files after it (every file of the case and every file it expects).
+    Landed(BTreeMap<String, Option<String>>),
     Refused(String),
 }
 
@@ -86,41 +99,110 @@ fn parse(path: &Path) -> Result<Case, String> {
     let text = std::fs::read_to_string(path).map_err(|err| fail(&err.to_string()))?;
     let json: Value = serde_json::from_str(&text).map_err(|err| fail(&err.to_string()))?;
     let string = |key: &str| json[key].as_str().map(str::to_string).ok_or_else(|| fail(&format!("no string {key:?}")));
-    let expected = match &json["expected"] {
-        Value::String(file) => Expected::File(file.clone()),
-        other => match other["refuse"].as_str() {
-            Some(words) => Expected::Refuse(words.to_string()),
-            None => return Err(fail("expected is neither a file nor {\"refuse\": …}")),
-        },
+    let dialect = match json["tool"].as_str() {
+        None | Some("edit") => Dialect::Edit,
+        Some("apply_patch") => Dialect::ApplyPatch,
+        Some(other) => return Err(fail(&format!("unknown tool {other:?}"))),
+    };
+    let (files, expected) = match dialect {
+        Dialect::Edit => {
+            let path = string("path")?;
+            let expected = match &json["expected"] {
+                Value::String(file) => Expected::Files(BTreeMap::from([(path.clone(), Some(file.clone()))])),
+                other => refusal(other).ok_or_else(|| fail("expected is neither a file nor {\"refuse\": …}"))?,
+            };
+            (BTreeMap::from([(path, string("file")?)]), expected)
+        }
+        Dialect::ApplyPatch => {
+            let files = serde_json::from_value(json["files"].clone()).map_err(|err| fail(&format!("files: {err}")))?;
+            let expected = match refusal(&json["expected"]) {
+                Some(refuse) => refuse,
+                None => Expected::Files(
+                    serde_json::from_value(json["expected"].clone())
+                        .map_err(|err| fail(&format!("expected: {err}")))?,
+                ),
+            };
+            (files, expected)
+        }
     };
     Ok(Case {
         name: path.file_stem().map(|stem| stem.to_string_lossy().into_owned()).unwrap_or_default(),
         category: string("category")?,
         description: string("description")?,
-        path: string("path")?,
-        file: string("file")?,
+        dialect,
+        files,
         args: json["args"].clone(),
         expected,
     })
 }
 
-/// Runs `case` through the pure function behind the `edit` tool.
+fn refusal(expected: &Value) -> Option<Expected> {
+    expected["refuse"].as_str().map(|words| Expected::Refuse(words.to_string()))
+}
+
+impl Case {
+    /// The paths whose text after the call is judged: the case's files and the expected ones.
+    pub fn judged_paths(&self) -> Vec<String> {
+        let mut paths: Vec<String> = self.files.keys().cloned().collect();
+        if let Expected::Files(expected) = &self.expected {
+            paths.extend(expected.keys().filter(|path| !self.files.contains_key(*path)).cloned());
+        }
+        paths
+    }
+
+    /// The tool's name.
+    pub fn tool(&self) -> &'static str {
+        match self.dialect {
+            Dialect::Edit => "edit",
+            Dialect::ApplyPatch => "apply_patch",
+        }
+    }
+}
+
+/// Runs `case` through the pure function behind its tool.
 pub fn run_pure(case: &Case) -> Outcome {
-    let edits: Vec<reins_tools::Edit> = match serde_json::from_value(case.args["edits"].clone()) {
-        Ok(edits) => edits,
-        Err(err) => return Outcome::Refused(format!("bad corpus args: {err}")),
+    let landed = match case.dialect {
+        Dialect::Edit => {
+            let edits: Vec<reins_tools::Edit> = match serde_json::from_value(case.args["edits"].clone()) {
+                Ok(edits) => edits,
+                Err(err) => return Outcome::Refused(format!("bad corpus args: {err}")),
+            };
+            let replace_all = case.args["replaceAll"].as_bool().unwrap_or(false);
+            let Some((path, file)) = case.files.iter().next() else {
+                return Outcome::Refused("bad corpus case: no file".into());
+            };
+            reins_tools::apply_edits(file, &edits, replace_all, path)
+                .map(|applied| BTreeMap::from([(path.clone(), Some(applied.text))]))
+        }
+        Dialect::ApplyPatch => {
+            let input = case.args["input"].as_str().unwrap_or_default();
+            reins_tools::apply_patch_to(input, &case.files).map(|patched| patched.files)
+        }
     };
-    let replace_all = case.args["replaceAll"].as_bool().unwrap_or(false);
-    match reins_tools::apply_edits(&case.file, &edits, replace_all, &case.path) {
-        Ok(applied) => Outcome::Landed(applied.text),
+    match landed {
+        Ok(mut files) => {
+            let judged = case.judged_paths();
+            files.retain(|path, _| judged.contains(path));
+            for path in judged {
+                files.entry(path).or_insert(None);
+            }
+            Outcome::Landed(files)
+        }
         Err(message) => Outcome::Refused(message),
     }
 }
 
 pub fn judge(case: &Case, outcome: &Outcome) -> Verdict {
     match (&case.expected, outcome) {
-        (Expected::File(expected), Outcome::Landed(actual)) if expected == actual => Verdict::Landed,
-        (Expected::File(_), Outcome::Refused(_)) => Verdict::Refused,
+        (Expected::Files(expected), Outcome::Landed(actual))
+            if expected.iter().all(|(path, text)| actual.get(path).is_some_and(|landed| landed == text))
+                && actual.iter().all(|(path, text)| {
+                    expected.get(path).map_or(case.files.get(path) == text.as_ref(), |want| want == text)
+                }) =>
+        {
+            Verdict::Landed
+        }
+        (Expected::Files(_), Outcome::Refused(_)) => Verdict::Refused,
         (Expected::Refuse(words), Outcome::Refused(message)) if message.contains(words.as_str()) => {
             Verdict::RefusedAsExpected
         }
@@ -134,7 +216,7 @@ impl Figures {
         for (case, verdict) in judged {
             figures.cases += 1;
             match case.expected {
-                Expected::File(_) => figures.landable += 1,
+                Expected::Files(_) => figures.landable += 1,
                 Expected::Refuse(_) => figures.refusals_expected += 1,
             }
             match verdict {
@@ -181,4 +263,13 @@ impl fmt::Display for Figures {
 
 fn percent(part: usize, whole: usize) -> f64 {
     if whole == 0 { 0.0 } else { 100.0 * part as f64 / whole as f64 }
+}
+
+/// The figures of each (dialect, category), in order.
+pub fn per_category<'c>(judged: impl IntoIterator<Item = (&'c Case, Verdict)>) -> BTreeMap<(Dialect, String), Figures> {
+    let mut groups: BTreeMap<(Dialect, String), Vec<(&'c Case, Verdict)>> = BTreeMap::new();
+    for (case, verdict) in judged {
+        groups.entry((case.dialect, case.category.clone())).or_default().push((case, verdict));
+    }
+    groups.into_iter().map(|(key, judged)| (key, Figures::of(judged))).collect()
 }

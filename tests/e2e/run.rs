@@ -6,7 +6,9 @@ mod support;
 use expect_test::expect;
 use scripted_llm::{Reply, ScriptedServer};
 use serde_json::json;
-use support::{CANARY_KEY, reins_run, reins_run_with, transcript, workspace};
+use std::path::Path;
+
+use support::{CANARY_KEY, reins_command, reins_home, reins_run, reins_run_with, transcript, workspace};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_a_file_then_answers() {
@@ -286,4 +288,105 @@ async fn the_terminal_rejection_and_its_reason_reach_the_model() {
     let requests = server.chat_requests();
     let tool_result = requests[1].body["messages"][3]["content"].to_string();
     assert!(tool_result.contains("the user rejected this bash call: keep the build"), "{tool_result}");
+}
+
+/// Runs `reins run --json --yes PROMPT` with `model` against `server` in `dir`: the tools the
+/// model was offered and what it read back from its first tool call.
+async fn run_with_model(server: &ScriptedServer, dir: &Path, model: &str) -> (Vec<String>, String) {
+    let mut command = reins_command(Some(&server.base_url()), dir, &["run", "--json", "--yes", "tidy up"]);
+    command.env("REINS_MODEL", model);
+    let output = command.output().await.unwrap();
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&output.stderr));
+    let requests = server.chat_requests();
+    let result = requests[1].body["messages"].as_array().unwrap().iter().find(|m| m["role"] == "tool").unwrap();
+    (offered_tools(server), result["content"].as_str().unwrap_or_default().to_string())
+}
+
+/// The names of the tools the first request offered the model.
+fn offered_tools(server: &ScriptedServer) -> Vec<String> {
+    let requests = server.chat_requests();
+    let tools = requests[0].body["tools"].as_array().unwrap().iter();
+    tools.map(|tool| tool["function"]["name"].as_str().unwrap_or_default().to_string()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_trained_on_patches_gets_apply_patch_and_its_patch_lands_whole() {
+    let dir = workspace(&[("src/app.py", "def main():\n    print(“hi”)\n"), ("old.txt", "bye\n"), ("a.py", "x = 1\n")]);
+    let patch = "*** Begin Patch\n*** Update File: src/app.py\n@@ def main():\n-    print(\"hi\")\n+    print(\"hello\")\n\
+                 *** Add File: docs/new.md\n+# New\n*** Delete File: old.txt\n*** Update File: a.py\n*** Move to: b.py\n\
+                 @@\n-x = 1\n+x = 2\n*** End Patch";
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("c1", "apply_patch", json!({ "input": patch })),
+        Reply::text("Done."),
+    ])
+    .await;
+    // gpt-5's registry entry says apply_patch; OPENAI_BASE_URL points the openai provider here.
+    let (tools, result) = run_with_model(&server, dir.path(), "gpt-5").await;
+    assert!(tools.contains(&"apply_patch".to_string()) && !tools.contains(&"edit".to_string()), "{tools:?}");
+    expect![[r#"
+        Applied the patch:
+        - changed src/app.py
+          Note: src/app.py (line 3 of the patch): matched after treating typographic quotes, dashes and Unicode spaces as their ASCII forms
+        - created docs/new.md (1 lines)
+        - deleted old.txt
+        - moved a.py to b.py and changed it
+
+        --- src/app.py
+        +++ src/app.py
+        @@ -1,2 +1,2 @@
+         def main():
+        -    print(“hi”)
+        +    print(“hello”)
+        --- a.py
+        +++ a.py
+        @@ -1 +1 @@
+        -x = 1
+        +x = 2"#]]
+    .assert_eq(&result);
+    let read = |path: &str| std::fs::read_to_string(dir.path().join(path)).ok();
+    assert_eq!(read("src/app.py").as_deref(), Some("def main():\n    print(“hello”)\n"));
+    assert_eq!(read("docs/new.md").as_deref(), Some("# New\n"));
+    assert_eq!((read("old.txt"), read("a.py")), (None, None));
+    assert_eq!(read("b.py").as_deref(), Some("x = 2\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_patch_with_one_bad_hunk_changes_no_file_and_names_file_and_hunk() {
+    let dir = workspace(&[("a.py", "a = 1\n"), ("b.py", "def f():\n    return 1\n")]);
+    let patch = "*** Begin Patch\n*** Update File: a.py\n@@\n-a = 1\n+a = 2\n*** Update File: b.py\n@@ def f():\n-    return 2\n+    return 3\n*** End Patch";
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("c1", "apply_patch", json!({ "input": patch })),
+        Reply::text("I will read b.py again."),
+    ])
+    .await;
+    let (_, result) = run_with_model(&server, dir.path(), "gpt-4.1").await;
+    expect![[r#"
+        b.py (line 7 of the patch): could not find the hunk's context and '-' lines in b.py. The most similar part of the file is line 2 (no other region comes close), shown with line numbers, which are not part of the file:
+            1 | def f():
+            2 |     return 1
+        What differs (- your hunk, + the file):
+        -     return 2
+        +     return 1
+
+        Read b.py again and copy the hunk's context and '-' lines exactly as they are now, including whitespace and indentation.
+        No file was changed."#]]
+    .assert_eq(&result);
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.py")).unwrap(), "a = 1\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_models_keep_edit_unless_config_says_apply_patch() {
+    let dir = workspace(&[("a.py", "x = 1\n")]);
+    let tools = || async {
+        let server = ScriptedServer::start(vec![Reply::text("Nothing to do.")]).await;
+        let run = reins_run(&server, dir.path(), &["--json", "hello"]).await;
+        assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+        offered_tools(&server)
+    };
+    let before = tools().await;
+    assert!(before.contains(&"edit".to_string()) && !before.contains(&"apply_patch".to_string()), "{before:?}");
+    std::fs::create_dir_all(reins_home(dir.path())).unwrap();
+    std::fs::write(reins_home(dir.path()).join("config.toml"), "[tools]\nedit_format = \"apply_patch\"\n").unwrap();
+    let after = tools().await;
+    assert!(after.contains(&"apply_patch".to_string()) && !after.contains(&"edit".to_string()), "{after:?}");
 }

@@ -20,7 +20,7 @@ mod summary;
 
 pub use auth::{AuthKeys, KEY_COMMAND_TIMEOUT, mask, read_auth_file, run_key_command};
 pub use compaction::{Compacted, CompactionSettings};
-pub use config::{ConfigDiagnostic, ConfigLayer, LayerKind, Source};
+pub use config::{ConfigDiagnostic, ConfigLayer, EditFormatChoice, LayerKind, Source};
 pub use error::HarnessError;
 pub use live_settings::LiveSettings;
 pub use models::{KeyState, ListedModel};

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use reins_harness::{FALLBACK_PROVIDER, KeySource, Policy, Settings, mask};
+use reins_harness::{EditFormatChoice, FALLBACK_PROVIDER, KeySource, Policy, Settings, mask};
 
 #[derive(Debug, Default, PartialEq)]
 pub struct ConfigArgs {
@@ -78,6 +78,11 @@ pub fn report(settings: &Settings) -> String {
     lines.push(row("limits.max_turns", settings.max_turns.map_or("50".to_string(), |turns| turns.to_string())));
     lines.push(row("limits.stream_idle_timeout", format!("{} s", settings.stream_idle_timeout_secs)));
     lines.push(row("tools.max_timeout", format!("{} s", settings.max_timeout_secs)));
+    let edit_format = match settings.edit_format {
+        EditFormatChoice::Auto => "auto",
+        EditFormatChoice::Fixed(format) => format.tool_name(),
+    };
+    lines.push(row("tools.edit_format", edit_format.to_string()));
     lines.push(row("sandbox.mode", settings.sandbox.mode.as_str().to_string()));
     lines.push(row("sandbox.network", settings.sandbox.network.to_string()));
     for provider in &settings.registry.providers {

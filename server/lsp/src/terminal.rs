@@ -118,6 +118,7 @@ fn summarize_args(tool: &str, args: &Value) -> String {
     let summary = match tool {
         "bash" => field("command").map(|c| format!("$ {c}")),
         "grep" | "find" => field("pattern").map(|p| format!("{p} {}", field("path").unwrap_or(""))),
+        "apply_patch" => field("input").map(|input| reins_tools::patch_paths(input).join(", ")),
         _ => field("path").map(str::to_string),
     };
     clip(summary.as_deref().unwrap_or("").trim(), 120)

@@ -387,7 +387,27 @@ impl PendingEdits {
             let outcome = lock(&self.state).decided.get(&edit.id).copied().unwrap_or(Outcome::Cancelled);
             verdicts.push((edit, outcome, verdict));
         }
-        combine(proposal, verdicts)
+        let accepted: Vec<(PathBuf, String)> = verdicts
+            .iter()
+            .flat_map(|(edit, _, verdict)| match verdict {
+                Verdict::Accept { changed: Some(changed), .. } => {
+                    changed.files.iter().map(|file| (file.path.clone(), file.after.clone())).collect()
+                }
+                Verdict::Accept { changed: None, .. } => {
+                    edit.subject.files().iter().map(|file| (file.path.clone(), file.after.clone())).collect()
+                }
+                Verdict::Reject { .. } => Vec::new(),
+            })
+            .collect();
+        let verdict = combine(proposal, verdicts);
+        if matches!(verdict, Verdict::Reject { .. }) {
+            // The files the user accepted will not be written: their reviews end here.
+            let why = "not applied: another file of the same change went stale or was cancelled, so none was";
+            for (path, after) in accepted {
+                self.written(&path, &after, Written::Failed(why.to_string()));
+            }
+        }
+        verdict
     }
 
     /// The pending edits, of one session or all, oldest first.
@@ -1040,5 +1060,73 @@ mod tests {
             waiting on /w/b.txt []
             resolved e1 partially_applied [2] None"#]]
         .assert_eq(&lock(&recorder.0).join("\n"));
+    }
+
+    #[tokio::test]
+    async fn a_proposal_of_several_files_is_one_pending_edit_per_file_answered_as_a_whole() {
+        let recorder = Arc::new(Recorder::default());
+        let edits = Arc::new(PendingEdits::new(recorder.clone()));
+        let proposal = Proposal::FileChanges {
+            files: vec![
+                change("/w/a.txt", Some("a\n"), "A\n"),
+                FileChange { delete: true, ..change("/w/b.txt", Some("b\n"), "") },
+                FileChange { moved_to: Some(PathBuf::from("/w/d.txt")), ..change("/w/c.txt", Some("c\n"), "c\n") },
+            ],
+        };
+        let name = |path: &Path| path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+        let waiting = {
+            let (edits, proposal) = (edits.clone(), proposal.clone());
+            tokio::spawn(
+                async move { edits.decide(origin("s1", "c1"), &proposal, name, &CancellationToken::new()).await },
+            )
+        };
+        while edits.list(None).len() < 3 {
+            tokio::task::yield_now().await;
+        }
+        let shown: Vec<String> = edits
+            .list(None)
+            .iter()
+            .map(|edit| match &edit.subject {
+                Subject::Files(files) => {
+                    let file = &files[0];
+                    format!(
+                        "{} {} delete={} moved={:?} hunks={}",
+                        edit.id,
+                        file.shown,
+                        file.delete,
+                        file.moved_shown,
+                        file.hunks.len()
+                    )
+                }
+                Subject::Command(_) => "command".into(),
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                "e1 a.txt delete=false moved=None hunks=1",
+                "e2 b.txt delete=true moved=None hunks=1",
+                "e3 c.txt delete=false moved=Some(\"d.txt\") hunks=0"
+            ]
+        );
+        let current = |path: &Path| match name(path).as_str() {
+            "a.txt" => Some(("a\n".to_string(), None)),
+            "b.txt" => Some(("b\n".to_string(), None)),
+            "c.txt" => Some(("c\n".to_string(), None)),
+            _ => None,
+        };
+        edits.accept("e1", Choice::default(), &current).unwrap();
+        edits.reject("e2", Some("keep b".into())).unwrap();
+        edits.accept("e3", Choice::default(), &current).unwrap();
+        let Verdict::Accept { changed: Some(changed), .. } = waiting.await.unwrap() else {
+            panic!("expected a changed accept")
+        };
+        let files: Vec<String> = changed
+            .files
+            .iter()
+            .map(|file| format!("{} -> {:?}", name(&file.path), file.moved_to.as_deref().map(name)))
+            .collect();
+        assert_eq!(files, ["a.txt -> None", "c.txt -> Some(\"d.txt\")"]);
+        assert_eq!(changed.note, "The user rejected this edit of b.txt, saying: keep b");
     }
 }

@@ -575,3 +575,149 @@ async fn sessions_whose_models_reuse_a_tool_call_id_keep_their_own_edits() {
     assert_eq!(tool_result(&lsp, 2), "Edited b.txt: 1 replacement\n\n@@ -1 +1 @@\n-b\n+B");
     assert_eq!(tool_result(&lsp, 3), "The user rejected this edit of a.txt, saying: not a");
 }
+
+/// A multi-file patch, held as one pending edit per file, each reviewed on its own.
+const A_PY: &str = "def one():\n    return 1\n\n\n\ndef two():\n    return 2\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_patch_is_reviewed_file_by_file_and_what_was_accepted_lands_together() {
+    let patch = "*** Begin Patch\n*** Update File: src/a.py\n@@ def one():\n-    return 1\n+    return 10\n\
+                 @@ def two():\n-    return 2\n+    return 20\n*** Update File: src/b.py\n@@\n-b = 1\n+b = 2\n\
+                 *** Delete File: old.txt\n*** Update File: m.py\n*** Move to: pkg/n.py\n*** End Patch";
+    let replies = vec![Reply::tool_call("c1", "apply_patch", json!({ "input": patch })), Reply::text("done")];
+    let editor =
+        json!({"workspaceEdit": {"documentChanges": true, "resourceOperations": ["create", "rename", "delete"]}});
+    let files = [("src/a.py", A_PY), ("src/b.py", "b = 1\n"), ("old.txt", "bye\n"), ("m.py", "m = 1\n")];
+    let lsp = start_with(&files, replies, json!({"tools": {"editFormat": "apply_patch"}}), editor).await;
+    lsp.open("src/a.py", "python", A_PY).await;
+    let started = lsp.client.command("reins.chat.send", json!({"text": "tidy up"})).await.unwrap();
+    let run_id = started["runId"].as_str().unwrap().to_string();
+    // Every file of the patch is proposed at once, each as its own pending edit.
+    lsp.client
+        .wait_for(WAIT, |n| n["params"]["runId"] == run_id && n["params"]["event"]["edit"]["uri"] == lsp.uri("m.py"))
+        .await
+        .unwrap();
+    let listed = lsp.client.command("reins.edit.list", json!({})).await.unwrap();
+    let pending: Vec<String> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|edit| {
+            let uri = edit["uri"].as_str().unwrap().replace(&file_uri(lsp.root()), "");
+            let new_uri = edit["newUri"].as_str().map(|uri| uri.replace(&file_uri(lsp.root()), ""));
+            format!(
+                "{} {} {uri} version={} create={} delete={} newUri={new_uri:?} hunks={}",
+                edit["id"].as_str().unwrap(),
+                edit["tool"].as_str().unwrap(),
+                edit["version"],
+                edit["create"],
+                edit["delete"],
+                edit["hunks"].as_array().unwrap().len()
+            )
+        })
+        .collect();
+    expect![[r#"
+        [
+            "e1 apply_patch /src/a.py version=1 create=false delete=false newUri=None hunks=2",
+            "e2 apply_patch /src/b.py version=null create=false delete=false newUri=None hunks=1",
+            "e3 apply_patch /old.txt version=null create=false delete=true newUri=None hunks=1",
+            "e4 apply_patch /m.py version=null create=false delete=false newUri=Some(\"/pkg/n.py\") hunks=0",
+        ]
+    "#]]
+    .assert_debug_eq(&pending);
+    // The run waits until every file is decided: some hunks of one, none of another, all of the rest.
+    let client = &lsp.client;
+    let accepted = client.command("reins.edit.accept", json!({"id": "e1", "hunks": [0], "reason": "two stays"})).await;
+    assert_eq!(accepted.unwrap()["outcome"], "partially_applied");
+    client.command("reins.edit.reject", json!({"id": "e2", "reason": "b is fine"})).await.unwrap();
+    client.command("reins.edit.accept", json!({"id": "e3"})).await.unwrap();
+    client.command("reins.edit.accept", json!({"id": "e4"})).await.unwrap();
+    let events = lsp.run_events(&run_id).await;
+    expect![[r#"
+        [
+            "edit_proposed \"apply_patch\"",
+            "edit_proposed \"apply_patch\"",
+            "edit_proposed \"apply_patch\"",
+            "edit_proposed \"apply_patch\"",
+            "edit_resolved \"rejected\" hunks=null reason=\"b is fine\"",
+            "edit_resolved \"partially_applied\" hunks=[0] reason=\"two stays\"",
+            "edit_resolved \"applied\" hunks=[0] reason=null",
+            "edit_resolved \"applied\" hunks=[] reason=null",
+        ]
+    "#]]
+    .assert_debug_eq(&review_events(&events));
+    // One workspace edit: the open buffer's hunk against its version, the deletion, the move.
+    expect![[r#"
+        [
+            "{\"documentChanges\":[{\"edits\":[{\"newText\":\"10\",\"range\":{\"end\":{\"character\":12,\"line\":1},\"start\":{\"character\":11,\"line\":1}}}],\"textDocument\":{\"uri\":\"file:///ROOT/src/a.py\",\"version\":1}},{\"kind\":\"delete\",\"options\":{\"ignoreIfNotExists\":false,\"recursive\":false},\"uri\":\"file:///ROOT/old.txt\"},{\"kind\":\"rename\",\"newUri\":\"file:///ROOT/pkg/n.py\",\"oldUri\":\"file:///ROOT/m.py\",\"options\":{\"ignoreIfExists\":false,\"overwrite\":false}}]}",
+        ]
+    "#]]
+    .assert_debug_eq(&applied_edits(&lsp));
+    expect![[r#"
+        Applied the patch:
+        - changed src/a.py
+        - deleted old.txt
+        - moved m.py to pkg/n.py
+
+        --- src/a.py
+        +++ src/a.py
+        @@ -1,4 +1,4 @@
+         def one():
+        -    return 1
+        +    return 10
+
+
+        The user applied hunk 0 and did not apply hunk 1 (of 2 hunks) of this change to src/a.py. The user's reason for not applying hunk 1: two stays
+        src/a.py now reads, around the changes:
+            1 | def one():
+            2 |     return 10
+            3 |
+            4 |
+            5 |
+            6 | def two():
+            7 |     return 2
+        The user rejected this apply_patch of src/b.py, saying: b is fine"#]].assert_eq(&trim_line_ends(&tool_result(&lsp, 1)));
+}
+
+/// `text` without spaces at line ends (a diff's blank context line is one space), for
+/// expectations that cannot show them.
+fn trim_line_ends(text: &str) -> String {
+    text.lines().map(str::trim_end).collect::<Vec<_>>().join("\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_patch_file_that_went_stale_stops_every_file_of_it() {
+    let patch = "*** Begin Patch\n*** Update File: a.py\n@@\n-a = 1\n+a = 2\n*** Update File: b.py\n@@\n-b = 1\n+b = 2\n*** End Patch";
+    let replies = vec![Reply::tool_call("c1", "apply_patch", json!({ "input": patch })), Reply::text("done")];
+    let lsp =
+        start(&[("a.py", "a = 1\n"), ("b.py", "b = 1\n")], replies, json!({"tools": {"editFormat": "apply_patch"}}))
+            .await;
+    lsp.open("b.py", "python", "b = 1\n").await;
+    let started = lsp.client.command("reins.chat.send", json!({"text": "bump"})).await.unwrap();
+    let run_id = started["runId"].as_str().unwrap().to_string();
+    lsp.client
+        .wait_for(WAIT, |n| n["params"]["runId"] == run_id && n["params"]["event"]["edit"]["uri"] == lsp.uri("b.py"))
+        .await
+        .unwrap();
+    // The user types on the line the patch changes in b.py, then accepts both files.
+    type_in(&lsp, "b.py", 2, ((0, 4), (0, 5)), "7").await;
+    lsp.client.command("reins.edit.accept", json!({"id": "e1"})).await.unwrap();
+    let b = lsp.client.command("reins.edit.accept", json!({"id": "e2"})).await.unwrap();
+    assert_eq!(b["outcome"], "stale");
+    let events = lsp.run_events(&run_id).await;
+    expect![[r#"
+        [
+            "edit_proposed \"apply_patch\"",
+            "edit_proposed \"apply_patch\"",
+            "edit_resolved \"stale\" hunks=null reason=\"b.py was not changed: the file changed after the edit was proposed: the user changed line 1 of the current text, where the edit changes line 1 of the text it was made from. b.py now reads there:\\n    1 | b = 7\\nRead the file again and redo the change if it is still needed.\"",
+            "edit_resolved \"failed\" hunks=null reason=\"not applied: another file of the same change went stale or was cancelled, so none was\"",
+        ]
+    "#]].assert_debug_eq(&review_events(&events));
+    assert!(applied_edits(&lsp).is_empty(), "{:?}", applied_edits(&lsp));
+    assert_eq!(std::fs::read_to_string(lsp.root().join("a.py")).unwrap(), "a = 1\n");
+    let result = tool_result(&lsp, 1);
+    assert!(
+        result.starts_with("b.py was not changed") && result.ends_with("No file of the change was changed."),
+        "{result}"
+    );
+}

@@ -187,6 +187,9 @@ local function describe_edit(edit)
     path = vim.fn.fnamemodify(path, ":~:."),
     hunks = #(edit.hunks or {}),
     create = edit.create,
+    delete = edit.delete,
+    -- A patch's `*** Move to`: where the file goes (JSON null decodes to vim.NIL).
+    moved_to = edit.newUri ~= vim.NIL and edit.newUri and vim.fn.fnamemodify(vim.uri_to_fname(edit.newUri), ":~:.") or nil,
     status = "waiting",
   }
 end

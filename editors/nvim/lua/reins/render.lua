@@ -44,6 +44,14 @@ function M.tool_subject(block)
     args = ok and type(decoded) == "table" and decoded or {}
   end
   local subject = args.command or args.path or args.pattern or args.query or args.url
+  if not subject and type(args.input) == "string" and args.input:find("*** ", 1, true) then
+    -- apply_patch: the files its patch names.
+    local files = {}
+    for path in args.input:gmatch("%*%*%* [%a ]+ File: ([^\n]+)") do
+      table.insert(files, vim.trim(path))
+    end
+    subject = #files > 0 and table.concat(files, ", ") or nil
+  end
   if not subject then
     for _, v in pairs(args) do
       if type(v) == "string" then
@@ -254,7 +262,9 @@ function renderers.proposal(block)
   if block.tool == "bash" then
     line = ("⏵ run `%s` in %s — %s"):format(one_line(block.command, 60), vim.fn.fnamemodify(block.cwd or ".", ":~"), status)
   else
-    line = ("✎ %s %s — %s"):format(block.create and "create" or block.tool, block.path, status)
+    local what = block.create and "create" or block.delete and "delete" or block.moved_to and "move" or block.tool
+    local path = block.moved_to and ("%s → %s"):format(block.path, block.moved_to) or block.path
+    line = ("✎ %s %s — %s"):format(what, path, status)
   end
   local lines = { line }
   if block.status == "waiting" then

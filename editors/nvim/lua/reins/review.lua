@@ -40,6 +40,18 @@ end
 
 local shown_key = require("reins.render").key
 
+--- What a file proposal does, in a word or two: "new file", "deletion", "move to PATH", "change".
+function M.kind(edit)
+  if edit.create then
+    return "new file"
+  elseif edit.delete then
+    return "deletion"
+  elseif edit.newUri and edit.newUri ~= vim.NIL then
+    return "move to " .. vim.fn.fnamemodify(vim.uri_to_fname(edit.newUri), ":~:.")
+  end
+  return "change"
+end
+
 local function hunk_label(p, hunk)
   local total = #p.edit.hunks
   local decided = p.decisions[hunk.index]
@@ -275,7 +287,7 @@ local function show(p)
     vim.cmd("botright split")
     local sbuf = scratch("reins://review/" .. edit.id, lines, "diff")
     vim.api.nvim_win_set_buf(0, sbuf)
-    vim.wo.winbar = "%#ReinsWinbar# proposed " .. (edit.create and "new file" or "change") .. " %#ReinsWinbarDim#· whole edit only"
+    vim.wo.winbar = "%#ReinsWinbar# proposed " .. M.kind(edit) .. " %#ReinsWinbarDim#· whole edit only"
     p.view = { layout = "scratch", buf = sbuf, rows = {}, win = vim.api.nvim_get_current_win() }
     p.view.unmap = { require("reins.keymaps").review(sbuf) }
     return
@@ -409,6 +421,8 @@ local function send_decision(p, reason)
       return
     end
     M.last_result = result
+    -- Decided: the marks go now, though the change may wait for the other files of its patch.
+    close_view(p)
   end
   if p.edit.tool ~= "bash" and #accepted == 0 and #(p.edit.hunks or {}) > 0 or p.rejected then
     client.exec("reins.edit.reject", { id = id, reason = reason }, done)
@@ -599,7 +613,7 @@ function M.quickfix()
     else
       local fname = edit.uri and vim.uri_to_fname(edit.uri) or ""
       if #(edit.hunks or {}) == 0 then
-        table.insert(items, { filename = fname, lnum = 1, text = ("[%s] %s"):format(id, edit.create and "new file" or edit.tool) })
+        table.insert(items, { filename = fname, lnum = 1, text = ("[%s] %s"):format(id, M.kind(edit)) })
       end
       for _, hunk in ipairs(edit.hunks or {}) do
         local first = vim.split(hunk.newText or "", "\n", { plain = true })[1]

@@ -9,6 +9,8 @@
 //! and the words would be bare outside them. A frame over the size limit is read past without
 //! being kept; only its first bytes are, so that its id can be answered.
 
+use crate::Reader;
+
 /// Frames larger than this are skipped rather than buffered (a broken or hostile client).
 pub const MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
 /// A header block that has not ended after this many bytes is garbage.
@@ -18,7 +20,7 @@ pub(crate) const HEAD_BYTES: usize = 64 * 1024;
 /// Where a header block can start: matched without regard to case.
 const MARKER: &[u8] = b"content-length";
 
-/// What the reader found next in the input.
+/// What a reader found next in the input.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Item {
     /// A frame's body.
@@ -65,25 +67,14 @@ enum Header {
     Bad(String),
 }
 
-impl Default for FrameReader {
-    fn default() -> Self {
-        Self::new(MAX_FRAME_BYTES)
-    }
-}
-
-impl FrameReader {
-    /// A reader that skips frames over `max_frame` bytes.
-    pub fn new(max_frame: usize) -> Self {
-        Self { buf: Vec::new(), start: 0, state: State::Header, max_frame }
-    }
-
+impl Reader for FrameReader {
     /// Adds bytes read from the input.
-    pub fn push(&mut self, bytes: &[u8]) {
+    fn push(&mut self, bytes: &[u8]) {
         self.buf.extend_from_slice(bytes);
     }
 
     /// The next complete item, or `None` until more bytes are pushed.
-    pub fn next_item(&mut self) -> Option<Item> {
+    fn next_item(&mut self) -> Option<Item> {
         let item = self.advance();
         self.compact();
         item
@@ -91,7 +82,7 @@ impl FrameReader {
 
     /// Ends the input: what is left unread (a frame cut short, a partial header) as one
     /// [`Item::Skipped`], or `None` if nothing is.
-    pub fn finish(&mut self) -> Option<Item> {
+    fn finish(&mut self) -> Option<Item> {
         let left = self.buf.len() - self.start;
         self.buf.clear();
         self.start = 0;
@@ -105,6 +96,19 @@ impl FrameReader {
             State::Resync { skipped, reason } => (skipped + left, reason),
         };
         Some(Item::Skipped { bytes, reason })
+    }
+}
+
+impl Default for FrameReader {
+    fn default() -> Self {
+        Self::new(MAX_FRAME_BYTES)
+    }
+}
+
+impl FrameReader {
+    /// A reader that skips frames over `max_frame` bytes.
+    pub fn new(max_frame: usize) -> Self {
+        Self { buf: Vec::new(), start: 0, state: State::Header, max_frame }
     }
 
     fn advance(&mut self) -> Option<Item> {
@@ -278,21 +282,7 @@ mod tests {
 
     /// Everything `input` holds, one item per line: bodies as text, skips with their reason.
     fn items_of(chunks: &[&[u8]], max_frame: usize) -> Vec<String> {
-        let mut reader = FrameReader::new(max_frame);
-        let mut items = Vec::new();
-        for chunk in chunks {
-            reader.push(chunk);
-            items.extend(std::iter::from_fn(|| reader.next_item()));
-        }
-        items.extend(reader.finish());
-        items
-            .into_iter()
-            .map(|item| match item {
-                Item::Body(body) => format!("body {}", String::from_utf8_lossy(&body)),
-                Item::Oversized { length, head } => format!("oversized {length}, head {}", head.len()),
-                Item::Skipped { bytes, reason } => format!("skipped {bytes}: {reason}"),
-            })
-            .collect()
+        crate::render(FrameReader::new(max_frame).read_all(chunks))
     }
 
     fn check(input: &[u8], expected: Expect) {

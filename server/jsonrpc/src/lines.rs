@@ -3,6 +3,7 @@
 //! past without being kept (only its first bytes are, so that [`crate::peek`] can find its id).
 //! Bytes that are not UTF-8 or not JSON still make a line: [`crate::inspect`] answers them.
 
+use crate::Reader;
 use crate::frames::{HEAD_BYTES, Item};
 
 /// Lines longer than this are skipped rather than buffered.
@@ -24,25 +25,14 @@ pub struct LineReader {
     oversized: Option<(usize, Vec<u8>)>,
 }
 
-impl Default for LineReader {
-    fn default() -> Self {
-        Self::new(MAX_LINE_BYTES)
-    }
-}
-
-impl LineReader {
-    /// A reader that skips lines over `max_line` bytes.
-    pub fn new(max_line: usize) -> Self {
-        Self { buf: Vec::new(), start: 0, scanned: 0, max_line, oversized: None }
-    }
-
+impl Reader for LineReader {
     /// Adds bytes read from the input.
-    pub fn push(&mut self, bytes: &[u8]) {
+    fn push(&mut self, bytes: &[u8]) {
         self.buf.extend_from_slice(bytes);
     }
 
     /// The next line ([`Item::Body`]) or oversized line, or `None` until more bytes are pushed.
-    pub fn next_item(&mut self) -> Option<Item> {
+    fn next_item(&mut self) -> Option<Item> {
         let item = self.advance();
         if self.start == self.buf.len() {
             self.buf.clear();
@@ -55,7 +45,7 @@ impl LineReader {
     }
 
     /// Ends the input: a line that never ended, as one [`Item::Skipped`], or `None`.
-    pub fn finish(&mut self) -> Option<Item> {
+    fn finish(&mut self) -> Option<Item> {
         let left = &self.buf[self.start..];
         let blank = left.iter().all(u8::is_ascii_whitespace);
         let item = match self.oversized.take() {
@@ -70,6 +60,19 @@ impl LineReader {
         self.start = 0;
         self.scanned = 0;
         item
+    }
+}
+
+impl Default for LineReader {
+    fn default() -> Self {
+        Self::new(MAX_LINE_BYTES)
+    }
+}
+
+impl LineReader {
+    /// A reader that skips lines over `max_line` bytes.
+    pub fn new(max_line: usize) -> Self {
+        Self { buf: Vec::new(), start: 0, scanned: 0, max_line, oversized: None }
     }
 
     fn advance(&mut self) -> Option<Item> {
@@ -125,21 +128,7 @@ mod tests {
     use super::*;
 
     fn items_of(chunks: &[&[u8]], max_line: usize) -> Vec<String> {
-        let mut reader = LineReader::new(max_line);
-        let mut items = Vec::new();
-        for chunk in chunks {
-            reader.push(chunk);
-            items.extend(std::iter::from_fn(|| reader.next_item()));
-        }
-        items.extend(reader.finish());
-        items
-            .into_iter()
-            .map(|item| match item {
-                Item::Body(body) => format!("line {}", String::from_utf8_lossy(&body)),
-                Item::Oversized { length, head } => format!("oversized {length}, head {}", head.len()),
-                Item::Skipped { bytes, reason } => format!("skipped {bytes}: {reason}"),
-            })
-            .collect()
+        crate::render(LineReader::new(max_line).read_all(chunks))
     }
 
     fn check(input: &[u8], max_line: usize, expected: Expect) {
@@ -152,9 +141,9 @@ mod tests {
             b"{\"id\":1}\n\n  \r\n{\"id\":2}\r\n\xff\xfe\n{\"cut",
             64,
             expect![[r#"
-                line {"id":1}
-                line {"id":2}
-                line ��
+                body {"id":1}
+                body {"id":2}
+                body ��
                 skipped 5: the input ended inside a line"#]],
         );
     }
@@ -166,7 +155,7 @@ mod tests {
             16,
             expect![[r#"
                 oversized 36, head 36
-                line {"id":8}"#]],
+                body {"id":8}"#]],
         );
         let mut reader = LineReader::new(16);
         for _ in 0..1000 {

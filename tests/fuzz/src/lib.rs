@@ -9,7 +9,7 @@
 //! random run in the test suite.
 
 use reins_ai::{Content, Model, Prices, SseParser, StopReason, Wire};
-use reins_jsonrpc::{FrameReader, Inspected, Item, LineReader};
+use reins_jsonrpc::{FrameReader, Inspected, Item, LineReader, Reader};
 use reins_session::{Entry, Header, SessionTree};
 
 /// A target: a name (the folder of its seeds and regressions) and the function.
@@ -188,25 +188,11 @@ fn cut(input: &[u8], cuts: u8) -> Vec<&[u8]> {
 }
 
 fn frame_items(pieces: &[&[u8]], max_frame: usize) -> Vec<Item> {
-    let mut reader = FrameReader::new(max_frame);
-    let mut items = Vec::new();
-    for piece in pieces {
-        reader.push(piece);
-        items.extend(std::iter::from_fn(|| reader.next_item()));
-    }
-    items.extend(reader.finish());
-    items
+    FrameReader::new(max_frame).read_all(pieces)
 }
 
 fn line_items(pieces: &[&[u8]], max_line: usize) -> Vec<Item> {
-    let mut reader = LineReader::new(max_line);
-    let mut items = Vec::new();
-    for piece in pieces {
-        reader.push(piece);
-        items.extend(std::iter::from_fn(|| reader.next_item()));
-    }
-    items.extend(reader.finish());
-    items
+    LineReader::new(max_line).read_all(pieces)
 }
 
 fn sse_events(pieces: &[&[u8]]) -> Vec<reins_ai::SseEvent> {

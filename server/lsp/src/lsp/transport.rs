@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use reins_jsonrpc::{FrameReader, Inspected, Item, MAX_FRAME_BYTES, error_answer, frame, inspect, peek};
+use reins_jsonrpc::{FrameReader, Inspected, Item, MAX_FRAME_BYTES, Reader, error_answer, frame, inspect, peek};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
@@ -94,10 +94,7 @@ pub async fn filter_input(
         };
         let items: Vec<Item> = match read {
             0 => reader.finish().into_iter().collect(),
-            read => {
-                reader.push(&chunk[..read]);
-                std::iter::from_fn(|| reader.next_item()).collect()
-            }
+            read => reader.feed(&chunk[..read]),
         };
         for item in items {
             match admit(item, lifecycle) {
@@ -139,15 +136,14 @@ pub async fn merge_output(
             Some(answer) = errors.recv() => vec![answer.to_string().into_bytes()],
             read = from_framework.read(&mut chunk) => match read {
                 Ok(0) | Err(_) => break,
-                Ok(read) => {
-                    reader.push(&chunk[..read]);
-                    std::iter::from_fn(|| reader.next_item())
-                        .filter_map(|item| match item {
-                            Item::Body(body) => Some(body),
-                            _ => None,
-                        })
-                        .collect()
-                }
+                Ok(read) => reader
+                    .feed(&chunk[..read])
+                    .into_iter()
+                    .filter_map(|item| match item {
+                        Item::Body(body) => Some(body),
+                        _ => None,
+                    })
+                    .collect(),
             },
         };
         for body in bodies {

@@ -37,7 +37,7 @@ end
 
 --- Runs the event loop until `cond()` holds; fails after `ms`, describing what it waited for.
 function T.wait_for(cond, what, ms)
-  local ok = vim.wait(ms or 10000, function()
+  local ok = vim.wait(ms or 20000, function()
     local good, value = pcall(cond)
     return good and value
   end, 5)

@@ -34,11 +34,19 @@ end
 
 M.did_setup = false
 
+-- editors/nvim, the plugin's directory (this file is lua/reins/init.lua in it).
+local plugin_dir = vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h:h:h")
+
 --- Configures the plugin and enables the server. See :help reins-options.
 function M.setup(opts)
   if vim.fn.has("nvim-0.11") == 0 then
     vim.notify("reins needs Neovim 0.11 or newer", vim.log.levels.ERROR)
     return
+  end
+  if not vim.g.loaded_reins then
+    -- Put on the runtimepath after startup (a plugin manager's `init`), the user commands were
+    -- never sourced.
+    vim.cmd.source(vim.fn.fnameescape(plugin_dir .. "/plugin/reins.lua"))
   end
   require("reins.config").set(opts)
   define_highlights()

@@ -390,3 +390,46 @@ async fn other_models_keep_edit_unless_config_says_apply_patch() {
     let after = tools().await;
     assert!(after.contains(&"apply_patch".to_string()) && !after.contains(&"edit".to_string()), "{after:?}");
 }
+
+/// A file of twelve lines, and the model's edit of two places far apart in it.
+fn twelve_lines_and_two_edits() -> (String, Reply) {
+    let text: String = (1..=12).map(|n| format!("line {n}\n")).collect();
+    let edits = json!({"path": "a.txt", "edits": [
+        {"oldText": "line 2\n", "newText": "line two\n"},
+        {"oldText": "line 11\n", "newText": "line eleven\n"}]});
+    (text, Reply::tool_call("c1", "edit", edits))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_terminal_asks_hunk_by_hunk_and_the_reason_for_a_skipped_one_reaches_the_model() {
+    let (text, edit) = twelve_lines_and_two_edits();
+    let dir = workspace(&[("a.txt", &text)]);
+    let server = ScriptedServer::start(vec![edit, Reply::text("Done.")]).await;
+    let screen = reins_run_in_terminal(&server, dir.path(), "rename them", &["n", "y", "keep line 2"]).await;
+    assert!(screen.contains("2 hunks") && screen.contains("hunk 0:") && screen.contains("hunk 1:"), "{screen}");
+    let now = std::fs::read_to_string(dir.path().join("a.txt")).unwrap();
+    assert_eq!(now, text.replace("line 11\n", "line eleven\n"));
+    let requests = server.chat_requests();
+    let tool_result = requests[1].body["messages"][3]["content"].to_string();
+    assert!(tool_result.contains("The user applied hunk 1 and did not apply hunk 0"), "{tool_result}");
+    assert!(tool_result.contains("The user's reason for not applying hunk 0: keep line 2"), "{tool_result}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_the_terminal_a_applies_the_rest_and_d_skips_it() {
+    let (text, edit) = twelve_lines_and_two_edits();
+    let dir = workspace(&[("a.txt", &text)]);
+    let server = ScriptedServer::start(vec![edit.clone(), Reply::text("Done.")]).await;
+    let screen = reins_run_in_terminal(&server, dir.path(), "rename them", &["a"]).await;
+    assert_eq!(screen.matches("Apply? [y/N]").count(), 1, "{screen}");
+    let expected = text.replace("line 2\n", "line two\n").replace("line 11\n", "line eleven\n");
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), expected);
+
+    let dir = workspace(&[("a.txt", &text)]);
+    let server = ScriptedServer::start(vec![edit, Reply::text("Understood.")]).await;
+    let screen = reins_run_in_terminal(&server, dir.path(), "rename them", &["d", "not now"]).await;
+    assert_eq!(screen.matches("Apply? [y/N]").count(), 1, "{screen}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), text);
+    let tool_result = server.chat_requests()[1].body["messages"][3]["content"].to_string();
+    assert!(tool_result.contains("The user rejected this edit of a.txt, saying: not now"), "{tool_result}");
+}

@@ -1,42 +1,36 @@
 //! `reins config check`: the effective configuration, each value with where it came from, keys
 //! masked, and every problem found in the config files.
 
-use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use reins_harness::{EditFormatChoice, FALLBACK_PROVIDER, KeySource, Policy, Settings, mask};
 
-#[derive(Debug, Default, PartialEq)]
+use crate::cli;
+
+/// The arguments of the subcommand (see `crate::cli::Command`).
+#[derive(Debug, clap::Args)]
 pub struct ConfigArgs {
+    #[command(subcommand)]
+    pub command: ConfigCommand,
+    /// The workspace root, whose trusted .reins/config.toml applies (default: the current directory)
+    #[arg(long, short = 'C', value_name = "DIR", value_parser = cli::directory, global = true)]
     pub cwd: Option<PathBuf>,
+}
+
+#[derive(Debug, PartialEq, clap::Subcommand)]
+pub enum ConfigCommand {
+    /// Every setting in force, where it came from (keys masked), and the problems found; exit
+    /// status 1 when there are problems
+    Check,
 }
 
 /// Tools whose approval policy is always shown.
 const TOOLS: &[&str] = &["read", "ls", "grep", "find", "edit", "apply_patch", "write", "bash"];
 
-impl ConfigArgs {
-    pub fn parse(args: impl Iterator<Item = OsString>) -> Result<Self, String> {
-        use lexopt::prelude::*;
-        let mut parser = lexopt::Parser::from_args(args);
-        let err = |e: lexopt::Error| e.to_string();
-        let (mut words, mut out) = (Vec::new(), ConfigArgs::default());
-        while let Some(arg) = parser.next().map_err(err)? {
-            match arg {
-                Long("cwd") | Short('C') => out.cwd = Some(parser.value().map_err(err)?.into()),
-                Value(word) => words.push(word.string().map_err(err)?),
-                _ => return Err(arg.unexpected().to_string()),
-            }
-        }
-        match words.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
-            ["check"] => Ok(out),
-            _ => Err("usage: reins config check [--cwd DIR]".into()),
-        }
-    }
-}
-
 pub fn main(args: ConfigArgs) -> ExitCode {
+    let ConfigCommand::Check = args.command;
     let root = match args.cwd.clone().map(Ok).unwrap_or_else(std::env::current_dir) {
         Ok(root) => root,
         Err(err) => {

@@ -2,7 +2,6 @@
 //! entries merged with the user's, and the default model when unlisted), each marked with
 //! whether a key for its provider is at hand.
 
-use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,29 +9,18 @@ use std::process::ExitCode;
 use reins_harness::{KeyState, ListedModel};
 use serde_json::{Value, json};
 
+use crate::cli;
 use crate::lsp::to_proto;
 
-#[derive(Debug, Default, PartialEq)]
+/// The arguments of the subcommand (see `crate::cli::Command`).
+#[derive(Debug, Default, PartialEq, clap::Args)]
 pub struct ModelsArgs {
+    /// Print JSON instead of a table
+    #[arg(long)]
     pub json: bool,
+    /// The workspace root, whose trusted .reins/config.toml applies (default: the current directory)
+    #[arg(long, short = 'C', value_name = "DIR", value_parser = cli::directory)]
     pub cwd: Option<PathBuf>,
-}
-
-impl ModelsArgs {
-    pub fn parse(args: impl Iterator<Item = OsString>) -> Result<Self, String> {
-        use lexopt::prelude::*;
-        let mut parser = lexopt::Parser::from_args(args);
-        let err = |e: lexopt::Error| e.to_string();
-        let mut out = ModelsArgs::default();
-        while let Some(arg) = parser.next().map_err(err)? {
-            match arg {
-                Long("json") => out.json = true,
-                Long("cwd") | Short('C') => out.cwd = Some(parser.value().map_err(err)?.into()),
-                _ => return Err(arg.unexpected().to_string()),
-            }
-        }
-        Ok(out)
-    }
 }
 
 pub fn main(args: ModelsArgs) -> ExitCode {
@@ -134,12 +122,5 @@ mod tests {
         assert!(line("openai/gpt-4.1").ends_with("missing"));
         assert!(line("ollama/qwen2.5-coder:7b").ends_with("not needed"));
         assert!(!text.contains("0123456789abcdef"));
-    }
-
-    #[test]
-    fn parses_flags() {
-        let parse = |args: &[&str]| ModelsArgs::parse(args.iter().map(OsString::from));
-        assert_eq!(parse(&["--json"]).unwrap(), ModelsArgs { json: true, cwd: None });
-        assert!(parse(&["--bogus"]).is_err());
     }
 }

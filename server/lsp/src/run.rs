@@ -1,6 +1,5 @@
 //! `reins run`: one prompt against the workspace, answered in the terminal or as JSON events.
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -15,17 +14,44 @@ use reins_harness::{
 use reins_tools::{FsWorkspace, Workspace};
 use tokio::signal::unix::{SignalKind, signal};
 
-use crate::terminal::{HumanOutput, TerminalApprover};
+use crate::cli;
+use crate::terminal::HumanOutput;
+use crate::terminal_review::TerminalApprover;
 
-#[derive(Debug, Default)]
+/// The arguments of `reins run` (see [`crate::cli::Command::Run`]).
+#[derive(Debug, clap::Args)]
 pub struct RunArgs {
+    /// Provider/model-id or a bare id (default: config `model`, $REINS_MODEL, else
+    /// qwen2.5-coder:7b); ids not in `reins models` go to OPENAI_BASE_URL
+    #[arg(long, short = 'm', value_name = "MODEL", value_parser = cli::non_empty)]
     pub model: Option<String>,
+    /// Approve every edit, write and command without asking
+    #[arg(long, short = 'y')]
     pub yes: bool,
+    /// Print one JSON object per agent event on stdout, nothing else
+    #[arg(long)]
     pub json: bool,
+    /// Stop after N model calls (default: the config's limits.max_turns, else 50)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_turns: Option<u32>,
+    /// The workspace root (default: the current directory)
+    #[arg(long, short = 'C', value_name = "DIR", value_parser = cli::directory)]
     pub cwd: Option<PathBuf>,
-    pub session: SessionChoice,
-    pub prompt: String,
+    /// Continue the workspace's most recent session
+    #[arg(long = "continue", short = 'c', conflicts_with_all = ["session", "no_session"])]
+    pub continue_recent: bool,
+    /// Continue a session by id, id prefix or path
+    #[arg(long, short = 's', value_name = "ID", value_parser = cli::non_empty, conflicts_with = "no_session")]
+    pub session: Option<String>,
+    /// Start a new session from ENTRY of --session (or of the most recent session)
+    #[arg(long, value_name = "ENTRY", value_parser = cli::non_empty, conflicts_with = "no_session")]
+    pub fork: Option<String>,
+    /// Keep nothing on disk
+    #[arg(long)]
+    pub no_session: bool,
+    /// What to ask (the words are joined with spaces)
+    #[arg(required = true, value_name = "PROMPT")]
+    pub words: Vec<String>,
 }
 
 /// Which session a run continues.
@@ -45,47 +71,21 @@ pub enum SessionChoice {
 }
 
 impl RunArgs {
-    pub fn parse(args: impl Iterator<Item = OsString>) -> Result<Self, String> {
-        use lexopt::prelude::*;
-        let mut parser = lexopt::Parser::from_args(args);
-        let mut out = RunArgs::default();
-        let mut words: Vec<String> = Vec::new();
-        let (mut continue_recent, mut session, mut fork, mut no_session) = (false, None, None, false);
-        let err = |e: lexopt::Error| e.to_string();
-        while let Some(arg) = parser.next().map_err(err)? {
-            match arg {
-                Long("model") | Short('m') => out.model = Some(parser.value().map_err(err)?.string().map_err(err)?),
-                Long("yes") | Short('y') => out.yes = true,
-                Long("json") => out.json = true,
-                Long("max-turns") => {
-                    let n: u32 = parser.value().map_err(err)?.parse().map_err(err)?;
-                    if n == 0 {
-                        return Err("--max-turns must be at least 1".into());
-                    }
-                    out.max_turns = Some(n);
-                }
-                Long("cwd") | Short('C') => out.cwd = Some(parser.value().map_err(err)?.into()),
-                Long("continue") | Short('c') => continue_recent = true,
-                Long("session") | Short('s') => session = Some(parser.value().map_err(err)?.string().map_err(err)?),
-                Long("fork") => fork = Some(parser.value().map_err(err)?.string().map_err(err)?),
-                Long("no-session") => no_session = true,
-                Value(word) => words.push(word.string().map_err(err)?),
-                _ => return Err(arg.unexpected().to_string()),
-            }
+    /// The prompt, unless it is blank.
+    pub fn prompt(&self) -> Option<String> {
+        let prompt = self.words.join(" ");
+        (!prompt.trim().is_empty()).then_some(prompt)
+    }
+
+    /// Which session the run continues.
+    pub fn session(&self) -> SessionChoice {
+        match (&self.session, &self.fork) {
+            (session, Some(entry_id)) => SessionChoice::Fork { session: session.clone(), entry_id: entry_id.clone() },
+            (Some(session), None) => SessionChoice::Open(session.clone()),
+            (None, None) if self.continue_recent => SessionChoice::Continue,
+            (None, None) if self.no_session => SessionChoice::None,
+            (None, None) => SessionChoice::New,
         }
-        out.prompt = words.join(" ");
-        out.session = match (continue_recent, session, fork, no_session) {
-            (false, None, None, false) => SessionChoice::New,
-            (true, None, None, false) => SessionChoice::Continue,
-            (false, Some(session), None, false) => SessionChoice::Open(session),
-            (_, session, Some(entry_id), false) => SessionChoice::Fork { session, entry_id },
-            (false, None, None, true) => SessionChoice::None,
-            _ => return Err("--continue, --session and --no-session exclude each other".into()),
-        };
-        if out.prompt.trim().is_empty() {
-            return Err("run needs a prompt".into());
-        }
-        Ok(out)
     }
 }
 
@@ -120,19 +120,21 @@ async fn run(args: RunArgs) -> ExitCode {
         let human = HumanOutput::new();
         Arc::new(move |event: HarnessEvent| human.show(&event.event))
     };
-    let persist = args.session != SessionChoice::None;
+    let session_choice = args.session();
+    let persist = session_choice != SessionChoice::None;
     let harness = Harness::new(HarnessOptions {
         settings: LiveSettings::new(settings),
-        workspace,
+        workspace: workspace.clone(),
         provider: None,
-        approver: Arc::new(TerminalApprover),
+        approver: Arc::new(TerminalApprover::new(workspace.cwd())),
         events,
         date: today(),
         persist,
     });
 
-    let started = choose_session(&harness, &args.session, args.model.as_deref())
-        .and_then(|session| harness.send(&session, vec![Content::text(args.prompt.clone())]));
+    let prompt = args.prompt().unwrap_or_default();
+    let started = choose_session(&harness, &session_choice, args.model.as_deref())
+        .and_then(|session| harness.send(&session, vec![Content::text(prompt)]));
     let started = match started {
         Ok(started) => started,
         Err(err) => return fail(&err.to_string()),
@@ -242,10 +244,19 @@ fn today() -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use clap::Parser;
+    use clap::error::ErrorKind;
 
-    fn parse(args: &[&str]) -> Result<RunArgs, String> {
-        RunArgs::parse(args.iter().map(OsString::from))
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    fn parse(args: &[&str]) -> Result<RunArgs, ErrorKind> {
+        let args = ["reins", "run"].into_iter().chain(args.iter().copied());
+        match Cli::try_parse_from(args) {
+            Ok(Cli { command: Command::Run(args) }) => Ok(args),
+            Ok(other) => panic!("not a run: {other:?}"),
+            Err(error) => Err(error.kind()),
+        }
     }
 
     #[test]
@@ -253,26 +264,33 @@ mod tests {
         let args = parse(&["--json", "-y", "--model", "m1", "--max-turns", "3", "read", "the README"]).unwrap();
         assert!(args.json && args.yes);
         assert_eq!((args.model.as_deref(), args.max_turns), (Some("m1"), Some(3)));
-        assert_eq!(args.prompt, "read the README");
+        assert_eq!(args.prompt().as_deref(), Some("read the README"));
     }
 
     #[test]
     fn rejects_bad_input() {
-        assert_eq!(parse(&[]).unwrap_err(), "run needs a prompt");
-        assert_eq!(parse(&["--max-turns", "0", "x"]).unwrap_err(), "--max-turns must be at least 1");
-        assert!(parse(&["--bogus", "x"]).unwrap_err().contains("--bogus"));
-        assert!(parse(&["--continue", "--no-session", "x"]).unwrap_err().contains("exclude"));
+        assert_eq!(parse(&[]).unwrap_err(), ErrorKind::MissingRequiredArgument);
+        assert_eq!(parse(&["  "]).unwrap().prompt(), None);
+        assert_eq!(parse(&["--max-turns", "0", "x"]).unwrap_err(), ErrorKind::ValueValidation);
+        assert_eq!(parse(&["--max-turns", "x", "x"]).unwrap_err(), ErrorKind::ValueValidation);
+        assert_eq!(parse(&["--model", "", "x"]).unwrap_err(), ErrorKind::ValueValidation);
+        assert_eq!(parse(&["--cwd", "/nonexistent/dir", "x"]).unwrap_err(), ErrorKind::ValueValidation);
+        assert_eq!(parse(&["--bogus", "x"]).unwrap_err(), ErrorKind::UnknownArgument);
+        assert_eq!(parse(&["--continue", "--no-session", "x"]).unwrap_err(), ErrorKind::ArgumentConflict);
+        assert_eq!(parse(&["--continue", "--session", "a", "x"]).unwrap_err(), ErrorKind::ArgumentConflict);
     }
 
     #[test]
     fn session_flags() {
-        assert_eq!(parse(&["x"]).unwrap().session, SessionChoice::New);
-        assert_eq!(parse(&["-c", "x"]).unwrap().session, SessionChoice::Continue);
-        assert_eq!(parse(&["--session", "ab12", "x"]).unwrap().session, SessionChoice::Open("ab12".into()));
+        let session = |args: &[&str]| parse(args).unwrap().session();
+        assert_eq!(session(&["x"]), SessionChoice::New);
+        assert_eq!(session(&["-c", "x"]), SessionChoice::Continue);
+        assert_eq!(session(&["--session", "ab12", "x"]), SessionChoice::Open("ab12".into()));
         assert_eq!(
-            parse(&["--session", "ab12", "--fork", "e1", "x"]).unwrap().session,
+            session(&["--session", "ab12", "--fork", "e1", "x"]),
             SessionChoice::Fork { session: Some("ab12".into()), entry_id: "e1".into() }
         );
-        assert_eq!(parse(&["--no-session", "x"]).unwrap().session, SessionChoice::None);
+        assert_eq!(session(&["-c", "--fork", "e1", "x"]), SessionChoice::Fork { session: None, entry_id: "e1".into() });
+        assert_eq!(session(&["--no-session", "x"]), SessionChoice::None);
     }
 }

@@ -1,7 +1,6 @@
 //! `reins sessions list|tree`: the workspace's sessions and a session's tree, for people or as
 //! JSON.
 
-use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,44 +11,33 @@ use reins_tools::FsWorkspace;
 
 use serde_json::Value;
 
+use crate::cli;
 use crate::lsp::to_proto;
-use crate::terminal::TerminalApprover;
+use crate::terminal_review::TerminalApprover;
 
-#[derive(Debug, PartialEq)]
-pub enum SessionsCommand {
-    List,
-    Tree(String),
-}
-
-#[derive(Debug, PartialEq)]
+/// The arguments of the subcommand (see `crate::cli::Command`).
+#[derive(Debug, clap::Args)]
 pub struct SessionsArgs {
+    #[command(subcommand)]
     pub command: SessionsCommand,
+    /// Print JSON (the shapes of reins.session.list and reins.session.tree) instead of a table
+    #[arg(long, global = true)]
     pub json: bool,
+    /// The workspace root (default: the current directory)
+    #[arg(long, short = 'C', value_name = "DIR", value_parser = cli::directory, global = true)]
     pub cwd: Option<PathBuf>,
 }
 
-impl SessionsArgs {
-    pub fn parse(args: impl Iterator<Item = OsString>) -> Result<Self, String> {
-        use lexopt::prelude::*;
-        let mut parser = lexopt::Parser::from_args(args);
-        let err = |e: lexopt::Error| e.to_string();
-        let (mut words, mut json, mut cwd) = (Vec::new(), false, None);
-        while let Some(arg) = parser.next().map_err(err)? {
-            match arg {
-                Long("json") => json = true,
-                Long("cwd") | Short('C') => cwd = Some(parser.value().map_err(err)?.into()),
-                Value(word) => words.push(word.string().map_err(err)?),
-                _ => return Err(arg.unexpected().to_string()),
-            }
-        }
-        let command = match words.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
-            ["list"] => SessionsCommand::List,
-            ["tree", session] => SessionsCommand::Tree(session.to_string()),
-            ["tree"] => return Err("sessions tree needs a session id or path".into()),
-            _ => return Err("usage: reins sessions list|tree <id|path> [--json]".into()),
-        };
-        Ok(Self { command, json, cwd })
-    }
+#[derive(Debug, PartialEq, clap::Subcommand)]
+pub enum SessionsCommand {
+    /// The workspace's sessions, newest first, with tokens and cost
+    List,
+    /// A session's tree; * marks the current position
+    Tree {
+        /// Id, id prefix or file path (default: the workspace's most recent session)
+        #[arg(value_parser = cli::non_empty)]
+        session: Option<String>,
+    },
 }
 
 pub fn main(args: SessionsArgs) -> ExitCode {
@@ -72,12 +60,12 @@ fn run(args: &SessionsArgs) -> Result<String, String> {
         None => std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?,
     };
     let settings = crate::run::load_settings(&root);
-    let workspace = FsWorkspace::new(vec![root]).map_err(|e| e.to_string())?;
+    let workspace = FsWorkspace::new(vec![root.clone()]).map_err(|e| e.to_string())?;
     let harness = Harness::new(HarnessOptions {
         settings: LiveSettings::new(settings),
         workspace: Arc::new(workspace),
         provider: None,
-        approver: Arc::new(TerminalApprover),
+        approver: Arc::new(TerminalApprover::new(root)),
         events: Arc::new(|_| {}),
         date: String::new(),
         persist: true,
@@ -89,8 +77,8 @@ fn run(args: &SessionsArgs) -> Result<String, String> {
             let json = || Value::Array(list.iter().map(to_proto::session_info).collect());
             if args.json { to_json(serde_json::to_string_pretty(&json())) } else { Ok(render_list(&list)) }
         }
-        SessionsCommand::Tree(id_or_path) => {
-            let tree = harness.peek_tree(id_or_path).map_err(|e| e.to_string())?;
+        SessionsCommand::Tree { session } => {
+            let tree = harness.peek_tree(session.as_deref()).map_err(|e| e.to_string())?;
             let json = || to_proto::session_tree(&tree);
             if args.json { to_json(serde_json::to_string_pretty(&json())) } else { Ok(render_tree(&tree)) }
         }
@@ -212,10 +200,21 @@ mod tests {
 
     #[test]
     fn parses_subcommands() {
-        let parse = |args: &[&str]| SessionsArgs::parse(args.iter().map(OsString::from));
-        assert_eq!(parse(&["list", "--json"]).unwrap().command, SessionsCommand::List);
-        assert_eq!(parse(&["tree", "ab"]).unwrap().command, SessionsCommand::Tree("ab".into()));
-        assert!(parse(&["tree"]).is_err());
+        use clap::Parser;
+
+        use crate::cli::{Cli, Command};
+        let parse = |args: &[&str]| {
+            let args = ["reins", "sessions"].into_iter().chain(args.iter().copied());
+            match Cli::try_parse_from(args).map(|cli| cli.command) {
+                Ok(Command::Sessions(args)) => Ok((args.command, args.json)),
+                Ok(other) => panic!("not sessions: {other:?}"),
+                Err(error) => Err(error.kind()),
+            }
+        };
+        assert_eq!(parse(&["list", "--json"]).unwrap(), (SessionsCommand::List, true));
+        assert_eq!(parse(&["--json", "list"]).unwrap(), (SessionsCommand::List, true));
+        assert_eq!(parse(&["tree", "ab"]).unwrap().0, SessionsCommand::Tree { session: Some("ab".into()) });
+        assert_eq!(parse(&["tree"]).unwrap().0, SessionsCommand::Tree { session: None });
         assert!(parse(&["frob"]).is_err());
     }
 }

@@ -18,7 +18,6 @@ pub(crate) mod to_proto;
 mod transport;
 mod workspace;
 
-use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -37,34 +36,20 @@ use self::transport::Lifecycle;
 /// Buffer of the in-memory pipes between the wire and the framework.
 const PIPE_BYTES: usize = 256 * 1024;
 
-#[derive(Debug, Default, PartialEq)]
+/// The arguments of the subcommand (see `crate::cli::Command`).
+#[derive(Debug, Default, PartialEq, clap::Args)]
 pub struct LspArgs {
-    /// Serve one TCP client at this address instead of stdio.
+    /// Serve stdin/stdout (the default; some clients pass it)
+    #[arg(long)]
+    pub stdio: bool,
+    /// Serve one TCP client at this address instead (e.g. 127.0.0.1:9257)
+    #[arg(long, value_name = "ADDR:PORT", value_parser = address, conflicts_with = "stdio")]
     pub listen: Option<SocketAddr>,
 }
 
-impl LspArgs {
-    pub fn parse(args: impl Iterator<Item = OsString>) -> Result<Self, String> {
-        use lexopt::prelude::*;
-        let mut parser = lexopt::Parser::from_args(args);
-        let mut out = LspArgs::default();
-        let err = |e: lexopt::Error| e.to_string();
-        while let Some(arg) = parser.next().map_err(err)? {
-            match arg {
-                // Some clients append --stdio; stdio is the default anyway.
-                Long("stdio") => {}
-                Long("listen") => {
-                    let value = parser.value().map_err(err)?.string().map_err(err)?;
-                    let address = value
-                        .parse()
-                        .map_err(|_| format!("--listen {value:?} is not an address like 127.0.0.1:9257"))?;
-                    out.listen = Some(address);
-                }
-                _ => return Err(arg.unexpected().to_string()),
-            }
-        }
-        Ok(out)
-    }
+/// A `--listen` address.
+fn address(value: &str) -> Result<SocketAddr, String> {
+    value.parse().map_err(|_| format!("{value:?} is not an address like 127.0.0.1:9257"))
 }
 
 pub fn main(args: LspArgs) -> ExitCode {
@@ -145,13 +130,21 @@ mod tests {
     use super::*;
 
     fn parse(args: &[&str]) -> Result<LspArgs, String> {
-        LspArgs::parse(args.iter().map(OsString::from))
+        use clap::Parser;
+
+        use crate::cli::{Cli, Command};
+        let args = ["reins", "lsp"].into_iter().chain(args.iter().copied());
+        match Cli::try_parse_from(args) {
+            Ok(Cli { command: Command::Lsp(args) }) => Ok(args),
+            Ok(other) => panic!("not lsp: {other:?}"),
+            Err(error) => Err(error.to_string()),
+        }
     }
 
     #[test]
     fn stdio_is_accepted_and_listen_takes_an_address() {
         assert_eq!(parse(&[]).unwrap(), LspArgs::default());
-        assert_eq!(parse(&["--stdio"]).unwrap(), LspArgs::default());
+        assert_eq!(parse(&["--stdio"]).unwrap().listen, None);
         assert_eq!(parse(&["--listen", "127.0.0.1:9257"]).unwrap().listen, Some("127.0.0.1:9257".parse().unwrap()));
         assert!(parse(&["--listen", "nine"]).unwrap_err().contains("not an address"));
         assert!(parse(&["--bogus"]).is_err());

@@ -1,0 +1,419 @@
+//! Review at the terminal (`reins run`): each file change is held as a pending edit of the
+//! review core and shown hunk by hunk, like `git add -p` — `y` applies a hunk, `n` skips it, `a`
+//! applies it and every hunk after it, `d` skips it and every hunk after it, `?` explains — and
+//! the hunks skipped can come with a reason for the model. The core decides the rest exactly as
+//! for an editor: what the model is told, and rebasing onto a file changed on disk meanwhile.
+//! A command is a plain y/N. Questions and answers go through the controlling terminal
+//! (`/dev/tty`), so `--json` output on stdout stays clean; without a terminal nothing can be
+//! approved, and the model is told that the user can rerun with `--yes`.
+
+use std::io::{BufRead, BufReader, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use reins_agent::Proposal;
+use reins_harness::{ApprovalRequest, Approver, Verdict};
+use reins_review::diff;
+use reins_review::{Choice, FileDiff, Observer, Origin, PendingEdit, PendingEdits, Resolution, Subject};
+use tokio::sync::{Mutex, mpsc};
+use tokio_util::sync::CancellationToken;
+
+/// What `?` says, and what a file of several hunks shows first.
+const LEGEND: &str = "y: apply this hunk, n: skip it, a: apply it and all after it, d: skip it and all after it";
+
+/// Asks on the controlling terminal.
+pub struct TerminalApprover {
+    edits: Arc<PendingEdits>,
+    /// The pending edits as the core proposes them, to ask about in that order.
+    proposed: Mutex<mpsc::UnboundedReceiver<PendingEdit>>,
+    /// Paths are shown relative to it.
+    root: PathBuf,
+    color: bool,
+}
+
+/// Hands each new pending edit to the prompt.
+struct Queue(mpsc::UnboundedSender<PendingEdit>);
+
+impl Observer for Queue {
+    fn proposed(&self, edit: &PendingEdit) {
+        let _ = self.0.send(edit.clone());
+    }
+    fn resolved(&self, _: &Resolution) {}
+    fn waiting_on(&self, _: &Path, _: &[&PendingEdit]) {}
+}
+
+/// What the user answered about the hunks of one pending edit.
+#[derive(Debug, PartialEq)]
+struct Review {
+    chosen: Vec<usize>,
+    /// Every hunk was chosen (also: a file moved as it is, which has none, was accepted).
+    all: bool,
+    /// Why the others were not.
+    reason: Option<String>,
+}
+
+impl TerminalApprover {
+    pub fn new(root: PathBuf) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        Self {
+            edits: Arc::new(PendingEdits::new(Arc::new(Queue(tx)))),
+            proposed: Mutex::new(rx),
+            root,
+            color: std::io::stderr().is_terminal(),
+        }
+    }
+
+    /// Asks about each pending edit of a proposal of `count` files as the core proposes them,
+    /// and decides it as the user answers.
+    async fn ask_each(&self, count: usize, tool: &str) {
+        let mut proposed = self.proposed.lock().await;
+        for _ in 0..count {
+            let Some(edit) = proposed.recv().await else { return };
+            let (id, color) = (edit.id.clone(), self.color);
+            let asked = tokio::task::spawn_blocking(move || review_on_tty(&edit, color)).await;
+            let on_disk = |path: &Path| std::fs::read_to_string(path).ok().map(|text| (text, None));
+            let decided = match asked.unwrap_or_else(|_| Err("the prompt failed".to_string())) {
+                Ok(review) if review.all => self.edits.accept(&id, Choice::default(), &on_disk),
+                Ok(review) if review.chosen.is_empty() => self.edits.reject(&id, review.reason),
+                Ok(review) => {
+                    let choice = Choice { hunks: Some(review.chosen), allow_for_session: false, reason: review.reason };
+                    self.edits.accept(&id, choice, &on_disk)
+                }
+                Err(why) => self.edits.reject(&id, Some(not_asked(tool, &why))),
+            };
+            if let Err(err) = decided {
+                tracing::warn!("the review of {id} could not be decided: {err}");
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Approver for TerminalApprover {
+    async fn decide(&self, request: ApprovalRequest<'_>, cancel: &CancellationToken) -> Verdict {
+        let tool = request.call.name.clone();
+        if let Proposal::Command(command) = request.proposal {
+            let question = render_command(command, self.color);
+            let ask = tokio::task::spawn_blocking(move || ask_yes_no(&question));
+            let answer = tokio::select! {
+                answer = ask => answer.unwrap_or_else(|_| Err("the approval prompt failed".into())),
+                _ = cancel.cancelled() => return Verdict::Reject { reason: "cancelled".into() },
+            };
+            return match answer {
+                Ok(None) => Verdict::Accept { changed: None, allow_for_session: false },
+                Ok(Some(reason)) if reason.is_empty() => {
+                    Verdict::Reject { reason: format!("the user rejected this {tool} call") }
+                }
+                Ok(Some(reason)) => Verdict::Reject { reason: format!("the user rejected this {tool} call: {reason}") },
+                Err(why) => Verdict::Reject { reason: not_asked(&tool, &why) },
+            };
+        }
+        if let Err(why) = open_tty() {
+            return Verdict::Reject { reason: not_asked(&tool, &why) };
+        }
+        let shown = |path: &Path| crate::display_path(path, &self.root);
+        let decided = self.edits.decide(Origin::of(&request), request.proposal, shown, cancel);
+        let asked = self.ask_each(request.proposal.file_changes().len(), &tool);
+        tokio::pin!(decided, asked);
+        let mut asking = true;
+        loop {
+            tokio::select! {
+                verdict = &mut decided => return verdict,
+                () = &mut asked, if asking => asking = false,
+            }
+        }
+    }
+}
+
+/// Why a call was refused when nobody could be asked.
+fn not_asked(tool: &str, why: &str) -> String {
+    format!("{tool} needs the user's approval, which could not be asked ({why}); the user can rerun with --yes")
+}
+
+fn open_tty() -> Result<std::fs::File, String> {
+    std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty").map_err(|_| "no terminal".to_string())
+}
+
+/// Asks `question` and y/N: `None` for yes, else the reason for the model (maybe empty).
+fn ask_yes_no(question: &str) -> Result<Option<String>, String> {
+    let tty = open_tty()?;
+    let mut writer = tty.try_clone().map_err(|e| e.to_string())?;
+    let mut reader = BufReader::new(tty);
+    let line = ask(&mut reader, &mut writer, &format!("{question}Apply? [y/N] "))?;
+    if matches!(line.as_deref().map(str::trim), Some("y" | "Y" | "yes")) {
+        return Ok(None);
+    }
+    Ok(Some(ask_reason(&mut reader, &mut writer)?.unwrap_or_default()))
+}
+
+/// Shows the hunks of `edit` one by one and asks about each (see the module's doc).
+fn review_on_tty(edit: &PendingEdit, color: bool) -> Result<Review, String> {
+    let tty = open_tty()?;
+    let mut writer = tty.try_clone().map_err(|e| e.to_string())?;
+    review(edit, color, &mut BufReader::new(tty), &mut writer)
+}
+
+/// [`review_on_tty`] over any reader and writer.
+fn review(
+    edit: &PendingEdit,
+    color: bool,
+    reader: &mut impl BufRead,
+    writer: &mut impl Write,
+) -> Result<Review, String> {
+    let Subject::Files(files) = &edit.subject else {
+        return Ok(Review { chosen: Vec::new(), all: true, reason: None });
+    };
+    let paint = |text: &str, code: &str| paint(text, code, color);
+    let hunks: Vec<(&FileDiff, &diff::Hunk)> =
+        files.iter().flat_map(|file| file.hunks.iter().map(move |hunk| (file, hunk))).collect();
+    let mut screen = String::new();
+    for file in files {
+        screen.push_str(&render_header(file, &paint));
+    }
+    if hunks.len() > 1 {
+        screen.push_str(&paint(&format!("{} hunks — {LEGEND}", hunks.len()), "2"));
+        screen.push('\n');
+    }
+    write!(writer, "{screen}").map_err(|e| e.to_string())?;
+    if hunks.is_empty() {
+        // A file moved as it is: the move is the one thing to decide.
+        let answer = ask(reader, writer, "Apply? [y/N] ")?;
+        let all = matches!(answer.as_deref().map(str::trim), Some("y" | "Y" | "yes"));
+        let reason = if all { None } else { ask_reason(reader, writer)? };
+        return Ok(Review { chosen: Vec::new(), all, reason });
+    }
+    let mut chosen = Vec::new();
+    let mut rest: Option<bool> = None;
+    for (file, hunk) in &hunks {
+        let apply = match rest {
+            Some(apply) => apply,
+            None => {
+                let text = render_hunk(file, hunk, &paint);
+                write!(writer, "{text}").map_err(|e| e.to_string())?;
+                let (apply, for_the_rest) = ask_hunk(reader, writer)?;
+                if for_the_rest {
+                    rest = Some(apply);
+                }
+                apply
+            }
+        };
+        if apply {
+            chosen.push(hunk.index);
+        }
+    }
+    let all = chosen.len() == hunks.len();
+    let reason = if all { None } else { ask_reason(reader, writer)? };
+    Ok(Review { chosen, all, reason })
+}
+
+/// Asks about one hunk until the answer is one of y, n, a, d: whether to apply it, and whether
+/// the answer holds for the hunks after it. The end of input skips the rest.
+fn ask_hunk(reader: &mut impl BufRead, writer: &mut impl Write) -> Result<(bool, bool), String> {
+    loop {
+        let Some(line) = ask(reader, writer, "Apply? [y/N] ")? else { return Ok((false, true)) };
+        match line.trim().to_ascii_lowercase().as_str() {
+            "y" | "yes" => return Ok((true, false)),
+            "" | "n" | "no" => return Ok((false, false)),
+            "a" | "all" => return Ok((true, true)),
+            "d" | "done" => return Ok((false, true)),
+            "?" => writeln!(writer, "{LEGEND}").map_err(|e| e.to_string())?,
+            other => writeln!(writer, "{other:?}: answer y, n, a or d (? explains)").map_err(|e| e.to_string())?,
+        }
+    }
+}
+
+/// Asks for the model's reason for what was not applied; `None` when none was given.
+fn ask_reason(reader: &mut impl BufRead, writer: &mut impl Write) -> Result<Option<String>, String> {
+    let reason = ask(reader, writer, "Reason for the model (optional): ")?.unwrap_or_default();
+    let reason = reason.trim();
+    Ok((!reason.is_empty()).then(|| reason.to_string()))
+}
+
+/// Writes `prompt` and reads one line; `None` at the end of input.
+fn ask(reader: &mut impl BufRead, writer: &mut impl Write, prompt: &str) -> Result<Option<String>, String> {
+    write!(writer, "{prompt}").and_then(|_| writer.flush()).map_err(|e| e.to_string())?;
+    let mut line = String::new();
+    match reader.read_line(&mut line).map_err(|e| e.to_string())? {
+        0 => Ok(None),
+        _ => Ok(Some(line)),
+    }
+}
+
+fn paint(text: &str, code: &str, color: bool) -> String {
+    if color { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_string() }
+}
+
+/// A file's notes, then a header that says whether it is created, deleted or moved.
+fn render_header(file: &FileDiff, paint: &dyn Fn(&str, &str) -> String) -> String {
+    let old = if file.before.is_some() { format!("--- a/{}", file.shown) } else { "--- /dev/null".into() };
+    let new = match &file.moved_shown {
+        _ if file.delete => "+++ /dev/null".to_string(),
+        Some(to) => format!("+++ b/{to}"),
+        None => format!("+++ b/{}", file.shown),
+    };
+    let mut out = String::new();
+    for note in &file.notes {
+        out.push_str(&paint(&format!("note: {note}"), "33"));
+        out.push('\n');
+    }
+    for header in [old, new] {
+        out.push_str(&paint(&header, "1"));
+        out.push('\n');
+    }
+    out
+}
+
+/// One hunk with its own context lines, as a unified diff.
+fn render_hunk(file: &FileDiff, hunk: &diff::Hunk, paint: &dyn Fn(&str, &str) -> String) -> String {
+    let before = file.before.as_deref().unwrap_or("");
+    let only = diff::apply_hunks(before, &file.hunks, &[hunk.index]);
+    let mut out = paint(&format!("hunk {}:", hunk.index), "1;36");
+    out.push('\n');
+    for line in diff::unified_diff(&file.shown, before, &only).lines().skip(2) {
+        let code = match line.as_bytes().first() {
+            Some(b'+') => "32",
+            Some(b'-') => "31",
+            Some(b'@') => "36",
+            _ => "0",
+        };
+        out.push_str(&paint(line, code));
+        out.push('\n');
+    }
+    out
+}
+
+/// A command's line and where it runs.
+fn render_command(command: &reins_agent::CommandProposal, color: bool) -> String {
+    format!(
+        "{}\n{}\n",
+        paint(&format!("$ {}", command.command), "1", color),
+        paint(&format!("  in {} (timeout {} s)", command.cwd.display(), command.timeout_secs), "2", color)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use expect_test::{Expect, expect};
+    use reins_agent::{CommandProposal, FileChange};
+
+    use super::*;
+
+    fn edit_of(change: FileChange) -> PendingEdit {
+        let shown = |path: &Path| path.display().to_string().trim_start_matches('/').to_string();
+        PendingEdit {
+            id: "e1".into(),
+            session_id: "s".into(),
+            run_id: "r".into(),
+            tool_call_id: "c".into(),
+            tool: "edit".into(),
+            subject: Subject::of(&Proposal::FileChange(change), shown),
+        }
+    }
+
+    fn change(path: &str, before: &str, after: &str, notes: &[&str]) -> FileChange {
+        FileChange {
+            path: PathBuf::from(path),
+            before: Some(before.into()),
+            after: after.into(),
+            notes: notes.iter().map(|note| note.to_string()).collect(),
+            ..FileChange::default()
+        }
+    }
+
+    /// Plays `answers` (one a line) to the review of `change`: renders the screen, then the
+    /// review.
+    fn check_review(change: FileChange, answers: &str, expected: Expect) {
+        let mut screen = Vec::new();
+        let review = review(&edit_of(change), false, &mut answers.as_bytes(), &mut screen);
+        expected.assert_eq(&format!("{}\n=> {review:?}", String::from_utf8_lossy(&screen)));
+    }
+
+    fn twelve_lines() -> (String, String) {
+        let before: String = (1..=12).map(|n| format!("line {n}\n")).collect();
+        let after = before.replace("line 2\n", "line two\n").replace("line 11\n", "");
+        (before, after)
+    }
+
+    #[test]
+    fn one_hunk_with_notes_is_one_question() {
+        let change =
+            change("/w/a.py", "x = 1\ny = 2\n", "x = 1\ny = 3\n", &["matched after ignoring trailing whitespace"]);
+        check_review(
+            change,
+            "y\n",
+            expect![[r#"
+                note: matched after ignoring trailing whitespace
+                --- a/w/a.py
+                +++ b/w/a.py
+                hunk 0:
+                @@ -1,2 +1,2 @@
+                 x = 1
+                -y = 2
+                +y = 3
+                Apply? [y/N] 
+                => Ok(Review { chosen: [0], all: true, reason: None })"#]],
+        );
+    }
+
+    #[test]
+    fn scattered_changes_are_asked_hunk_by_hunk_with_a_reason_for_the_skipped() {
+        let (before, after) = twelve_lines();
+        check_review(
+            change("/w/a.txt", &before, &after, &[]),
+            "?\nmaybe\nn\ny\nkeep line 2 as it is\n",
+            expect![[r#"
+                --- a/w/a.txt
+                +++ b/w/a.txt
+                2 hunks — y: apply this hunk, n: skip it, a: apply it and all after it, d: skip it and all after it
+                hunk 0:
+                @@ -1,5 +1,5 @@
+                 line 1
+                -line 2
+                +line two
+                 line 3
+                 line 4
+                 line 5
+                Apply? [y/N] y: apply this hunk, n: skip it, a: apply it and all after it, d: skip it and all after it
+                Apply? [y/N] "maybe": answer y, n, a or d (? explains)
+                Apply? [y/N] hunk 1:
+                @@ -8,5 +8,4 @@
+                 line 8
+                 line 9
+                 line 10
+                -line 11
+                 line 12
+                Apply? [y/N] Reason for the model (optional): 
+                => Ok(Review { chosen: [1], all: false, reason: Some("keep line 2 as it is") })"#]],
+        );
+    }
+
+    #[test]
+    fn all_and_done_answer_for_the_hunks_after() {
+        let (before, after) = twelve_lines();
+        let review = |answers: &str| {
+            let mut screen = Vec::new();
+            let edit = edit_of(change("/w/a.txt", &before, &after, &[]));
+            let review = review(&edit, false, &mut answers.as_bytes(), &mut screen).unwrap();
+            let asked = String::from_utf8(screen).unwrap().matches("Apply? [y/N]").count();
+            (review.chosen, review.all, review.reason, asked)
+        };
+        assert_eq!(review("a\n"), (vec![0, 1], true, None, 1));
+        assert_eq!(review("d\n\n"), (vec![], false, None, 1));
+        assert_eq!(review("y\nd\nnot that one\n"), (vec![0], false, Some("not that one".to_string()), 2));
+        // The end of input skips what is left.
+        assert_eq!(review(""), (vec![], false, None, 1));
+    }
+
+    #[test]
+    fn command_renders_with_cwd() {
+        let command = CommandProposal { command: "cargo test".into(), cwd: PathBuf::from("/w"), timeout_secs: 120 };
+        expect![[r#"
+            $ cargo test
+              in /w (timeout 120 s)
+        "#]]
+        .assert_eq(&render_command(&command, false));
+    }
+}

@@ -196,14 +196,46 @@ pub fn parse_arguments<T: DeserializeOwned>(arguments: &Value) -> Result<T, Tool
     })
 }
 
-/// The JSON Schema of `T`, as sent to the model.
+/// The JSON Schema of `T`, as sent to the model: only what tells the model how to call the tool.
+///
+/// It is sent (and billed) with every model call, so what serde checks anyway or the model has
+/// no use for is left out: the meta-schema and title, a struct's own doc comment (the tool's
+/// description speaks for it), number formats and a minimum of 0, defaults, `additionalProperties`,
+/// and the `null` an `Option` adds to its type (the field is simply not required).
 pub fn schema_of<T: JsonSchema>() -> Value {
     let mut schema = serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null);
     if let Value::Object(map) = &mut schema {
         map.remove("$schema");
         map.remove("title");
     }
+    lean_schema(&mut schema);
     schema
+}
+
+fn lean_schema(schema: &mut Value) {
+    let Value::Object(map) = schema else { return };
+    if map.get("type").and_then(Value::as_str) == Some("object") {
+        map.remove("description");
+    }
+    for key in ["format", "default", "additionalProperties"] {
+        map.remove(key);
+    }
+    if map.get("minimum").and_then(Value::as_u64) == Some(0) {
+        map.remove("minimum");
+    }
+    if let Some(Value::Array(types)) = map.get("type") {
+        let mut named = types.iter().filter(|kind| kind.as_str() != Some("null"));
+        if let (Some(only), None) = (named.next(), named.next()) {
+            let only = only.clone();
+            map.insert("type".into(), only);
+        }
+    }
+    if let Some(Value::Object(properties)) = map.get_mut("properties") {
+        properties.values_mut().for_each(lean_schema);
+    }
+    if let Some(items) = map.get_mut("items") {
+        lean_schema(items);
+    }
 }
 
 fn truncate_for_message(text: &str, max_chars: usize) -> String {

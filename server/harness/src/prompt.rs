@@ -97,27 +97,34 @@ pub fn build_system_prompt(inputs: &PromptInputs) -> String {
     prompt
 }
 
+/// Identity and guidelines, lean: the tools describe themselves in their definitions, so the
+/// prompt only says what no single tool says, and names only the tools that are offered (an
+/// ask-only session is not told how to edit).
 fn default_preamble(tools: &[ToolSpec]) -> String {
+    let has = |name: &str| tools.iter().any(|tool| tool.name == name);
     let mut out = String::from(
-        "You are an expert coding assistant working inside the user's editor through reins. \
-         You help by reading files, running commands, editing code and writing new files. \
-         Every edit, write and command you make may be shown to the user as a proposal first; \
-         the tool result tells you whether it was applied, partly applied or rejected, and why.\n\n\
-         Available tools:\n",
+        "You are an expert coding assistant working in the user's editor through reins. \
+         Paths are relative to the working directory, or absolute.",
     );
-    for tool in tools {
-        let summary = tool.description.lines().next().unwrap_or_default();
-        out.push_str(&format!("- {}: {}\n", tool.name, summary));
+    if tools.iter().any(|tool| matches!(tool.name.as_str(), "edit" | "write" | "apply_patch" | "bash")) {
+        out.push_str(
+            " Your edits, writes and commands may be shown to the user as proposals first; the tool result \
+             says whether each was applied, partly applied or rejected, and why.",
+        );
     }
-    out.push_str(
-        "\nGuidelines:\n\
-         - Be concise. Show file paths clearly when you talk about files.\n\
-         - Read a file before you edit it, and prefer `edit` with small exact oldText for changes to \
-         existing files; use `write` only for new files or complete rewrites.\n\
-         - Use `grep`, `find` and `ls` to explore instead of `bash` where they fit.\n\
-         - If a proposal is rejected, do not retry the same change: read the user's reason and adapt.\n\
-         - Do not invent file contents or command output; look them up.",
-    );
+    out.push_str("\n\nGuidelines:\n- Be concise. Show file paths clearly.\n");
+    if has("edit") {
+        out.push_str("- Read a file before you edit it; prefer `edit` with small exact oldText over rewriting.\n");
+    } else if has("apply_patch") {
+        out.push_str("- Read a file before you patch it; keep patches small.\n");
+    }
+    if has("bash") && (has("grep") || has("find") || has("ls")) {
+        out.push_str("- Explore with `grep`, `find` and `ls` rather than `bash`.\n");
+    }
+    if has("edit") || has("write") || has("apply_patch") {
+        out.push_str("- If a proposal is rejected, do not retry it: adapt to the user's reason.\n");
+    }
+    out.push_str("- Do not invent file contents or command output; look them up.");
     out
 }
 
@@ -203,12 +210,29 @@ mod tests {
     }
 
     #[test]
-    fn default_prompt_lists_tools_by_first_line() {
+    fn default_prompt_names_only_the_tools_offered_and_leaves_their_descriptions_to_them() {
         let prompt = prompt_for(&[], false);
-        assert!(prompt.starts_with("You are an expert coding assistant"), "{prompt}");
-        assert!(prompt.contains("- read: Read a file.\n- edit: Edit a file.\n"), "{prompt}");
-        assert!(!prompt.contains("More."));
-        assert!(prompt.ends_with("Current date: 2026-11-30\nCurrent working directory: <tmp>/home/proj"));
+        expect![[r#"
+            You are an expert coding assistant working in the user's editor through reins. Paths are relative to the working directory, or absolute. Your edits, writes and commands may be shown to the user as proposals first; the tool result says whether each was applied, partly applied or rejected, and why.
+
+            Guidelines:
+            - Be concise. Show file paths clearly.
+            - Read a file before you edit it; prefer `edit` with small exact oldText over rewriting.
+            - If a proposal is rejected, do not retry it: adapt to the user's reason.
+            - Do not invent file contents or command output; look them up.
+
+            Current date: 2026-11-30
+            Current working directory: <tmp>/home/proj"#]]
+        .assert_eq(&prompt);
+        assert!(!prompt.contains("Read a file.") && !prompt.contains("More."));
+
+        let inputs = PromptInputs {
+            tools: ["read", "ls", "grep", "find"].map(|name| tool(name, "")).to_vec(),
+            date: "2026-11-30".into(),
+            ..PromptInputs::default()
+        };
+        let ask = build_system_prompt(&inputs);
+        assert!(!ask.contains("`edit`") && !ask.contains("proposal") && !ask.contains("`bash`"), "{ask}");
     }
 
     #[test]

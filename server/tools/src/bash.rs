@@ -42,10 +42,9 @@ const TAIL_KEEP: usize = 2 * MAX_BYTES;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct BashInput {
-    /// The command to run with `bash -c`, in the working directory. stdin is empty; stdout and
-    /// stderr are captured together.
+    // Run with `bash -c` in the working directory, stdin empty.
     pub command: String,
-    /// Seconds before the command and everything it started are killed (default 120).
+    /// Seconds.
     pub timeout: Option<u64>,
 }
 
@@ -77,7 +76,7 @@ impl BashTool {
             _ => "only inside the workspace and the temporary directory",
         };
         let network = if sandbox.network { "" } else { "; there is no network access" };
-        format!(" Commands run in a sandbox: they can read files but write {writes}{network}.")
+        format!(" Sandbox: commands read files but write {writes}{network}.")
     }
 
     /// Whether commands actually run sandboxed.
@@ -151,12 +150,11 @@ impl TypedTool for BashTool {
 
     fn description(&self) -> String {
         format!(
-            "Run a shell command (bash) in the working directory. Returns stdout and stderr together \
-             and the exit code; a non-zero exit is reported as an error. Output is cut to its last \
-             {MAX_LINES} lines or {}, and then the full output is saved to a file whose path is \
-             given. The command is killed, with all processes it started, after `timeout` seconds \
-             (default {DEFAULT_TIMEOUT_SECS}, at most {}). To leave a server running, redirect its \
-             output and background it: `cmd > log 2>&1 &`.{}",
+            "Run a bash command in the working directory; stdout and stderr come together, and a \
+             non-zero exit is an error. Output keeps its last {MAX_LINES} lines or {} (the full \
+             output is saved to a file the result names). Killed with every process it started after \
+             timeout seconds (default {DEFAULT_TIMEOUT_SECS}, at most {}); to keep a server running, \
+             background it: `cmd > log 2>&1 &`.{}",
             format_size(MAX_BYTES),
             self.policy.max_timeout_secs,
             self.sandbox_description()

@@ -16,14 +16,10 @@ const DEFAULT_LIMIT: usize = 1000;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct FindInput {
-    /// Glob to match, e.g. `*.rs`, `src/**/*.test.ts`, `Cargo.toml`. Without a `/` it matches
-    /// file names at any depth; with a `/` it matches the path relative to the search directory
-    /// (`*` does not cross `/`, `**` does).
+    /// Glob: `*.rs`, `src/**/*.ts`. Without a `/` it matches names at any depth.
     pub pattern: String,
-    /// Directory to search in, relative to the working directory or absolute. Defaults to the
-    /// working directory.
+    /// Directory to search; default: the working directory.
     pub path: Option<String>,
-    /// Maximum number of paths to return (default 1000).
     pub limit: Option<usize>,
 }
 
@@ -45,9 +41,8 @@ impl TypedTool for FindTool {
 
     fn description(&self) -> String {
         format!(
-            "Find files by glob pattern. Respects .gitignore and skips hidden files and directories. \
-             Returns matching file paths relative to the working directory, sorted, at most \
-             {DEFAULT_LIMIT} unless limit says otherwise."
+            "Find files by glob, respecting .gitignore and skipping hidden files. Paths come sorted, \
+             at most {DEFAULT_LIMIT} unless limit says otherwise."
         )
     }
 

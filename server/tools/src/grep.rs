@@ -25,22 +25,16 @@ const MAX_LINE_CHARS: usize = 500;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GrepInput {
-    /// Regular expression to search for (Rust regex syntax), or plain text when `literal` is true.
-    /// Matches within one line.
+    /// Rust regex, one line at a time; plain text with `literal`.
     pub pattern: String,
-    /// File or directory to search, relative to the working directory or absolute. Defaults to the
-    /// working directory.
+    /// File or directory; default: the working directory.
     pub path: Option<String>,
-    /// Only search files matching this glob, e.g. `*.rs` or `src/**/*.ts`. Without a `/` it
-    /// matches file names; with a `/`, paths relative to the searched directory.
+    /// Only files matching this glob (`*.rs`, `src/**/*.ts`).
     pub glob: Option<String>,
-    /// Match case-insensitively (default false).
     pub ignore_case: Option<bool>,
-    /// Treat the pattern as plain text rather than a regular expression (default false).
     pub literal: Option<bool>,
-    /// Lines of context to show before and after each match (default 0).
+    /// Lines shown around each match.
     pub context: Option<usize>,
-    /// Maximum number of matches to return (default 100).
     pub limit: Option<usize>,
 }
 
@@ -101,11 +95,10 @@ impl TypedTool for GrepTool {
 
     fn description(&self) -> String {
         format!(
-            "Search file contents for a regular expression (or plain text with literal=true). \
-             Respects .gitignore and skips hidden and binary files; searches unsaved editor changes. \
-             Output lines are `path:line: text`, context lines `path-line- text`. Returns at most \
-             {DEFAULT_LIMIT} matches unless limit says otherwise; lines longer than {MAX_LINE_CHARS} \
-             characters are cut."
+            "Search file contents (unsaved editor changes included), respecting .gitignore and \
+             skipping hidden and binary files. Prints `path:line: text` (context: `path-line- text`), \
+             at most {DEFAULT_LIMIT} matches unless limit says otherwise; lines cut at \
+             {MAX_LINE_CHARS} characters."
         )
     }
 

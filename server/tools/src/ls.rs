@@ -14,10 +14,8 @@ const DEFAULT_LIMIT: usize = 500;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct LsInput {
-    /// Directory to list, relative to the working directory or absolute. Defaults to the working
-    /// directory.
+    /// Default: the working directory.
     pub path: Option<String>,
-    /// Maximum number of entries to show (default 500).
     pub limit: Option<usize>,
 }
 
@@ -39,8 +37,8 @@ impl TypedTool for LsTool {
 
     fn description(&self) -> String {
         format!(
-            "List a directory's entries, sorted alphabetically, with a trailing `/` on directories. \
-             Includes dotfiles. Shows at most {DEFAULT_LIMIT} entries unless limit says otherwise."
+            "List a directory, sorted, dotfiles included; directories end in `/`. At most \
+             {DEFAULT_LIMIT} entries unless limit says otherwise."
         )
     }
 

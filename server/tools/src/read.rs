@@ -13,11 +13,10 @@ use crate::{Workspace, display_path, workspace_error};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ReadInput {
-    /// Path of the file to read, relative to the working directory or absolute.
     pub path: String,
-    /// Line number to start reading from, 1-based. Use it to continue a file that was cut off.
+    /// First line to read, 1-based.
     pub offset: Option<usize>,
-    /// Maximum number of lines to read.
+    /// Lines to read.
     pub limit: Option<usize>,
 }
 
@@ -39,10 +38,8 @@ impl TypedTool for ReadTool {
 
     fn description(&self) -> String {
         format!(
-            "Read a UTF-8 text file. Shows the text the user sees, including unsaved editor changes. \
-             Output is cut at {MAX_LINES} lines or {} (whichever comes first), with a notice giving \
-             the offset to continue from; use offset and limit to read long files in parts. \
-             Binary and non-UTF-8 files (images included) cannot be read.",
+            "Read a UTF-8 text file as the user sees it (unsaved editor changes included). Output stops \
+             at {MAX_LINES} lines or {}; a notice gives the offset to continue from.",
             format_size(MAX_BYTES)
         )
     }

@@ -12,10 +12,7 @@ use crate::{Workspace, WorkspaceError, display_path, workspace_error};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct WriteInput {
-    /// Path of the file to write, relative to the working directory or absolute. Missing parent
-    /// directories are created.
     pub path: String,
-    /// The complete new content of the file.
     pub content: String,
 }
 
@@ -36,10 +33,7 @@ impl TypedTool for WriteTool {
     const READ_ONLY: bool = false;
 
     fn description(&self) -> String {
-        "Write a file: create it, or replace its entire content. Creates parent directories. \
-         Prefer `edit` for changing part of an existing file; use `write` for new files or complete \
-         rewrites. The user may review the change before it is applied."
-            .to_string()
+        "Create a file, or replace all of its content; parent directories are created.".to_string()
     }
 
     async fn prepare(&self, input: &WriteInput) -> Result<Option<Proposal>, ToolError> {

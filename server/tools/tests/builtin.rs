@@ -28,48 +28,33 @@ fn builtin_tools_are_the_seven_with_their_read_only_flags() {
     .assert_debug_eq(&summary);
 }
 
+/// Every definition exactly as the model gets it (and pays for on every call): a change in
+/// length shows up here first. The default policy has no sandbox, so bash says nothing
+/// of one.
 #[test]
-fn grep_schema_uses_camel_case_and_describes_every_field() {
+fn definitions_are_lean() {
     let fixture = Fixture::new(&[]);
     let tools = builtin_tools(fixture.workspace.clone(), reins_tools::ExecPolicy::default());
-    let grep = tools.iter().find(|tool| tool.name() == "grep").unwrap().spec();
-    let properties = grep.parameters["properties"].as_object().unwrap();
-    let described: Vec<(&str, bool)> = properties
+    let lines: Vec<String> = tools
         .iter()
-        .map(|(name, schema)| (name.as_str(), schema["description"].as_str().is_some_and(|text| !text.is_empty())))
+        .map(|tool| {
+            let spec = tool.spec();
+            format!("{}: {}\n  {}", spec.name, spec.description, spec.parameters)
+        })
         .collect();
     expect![[r#"
-        [
-            (
-                "context",
-                true,
-            ),
-            (
-                "glob",
-                true,
-            ),
-            (
-                "ignoreCase",
-                true,
-            ),
-            (
-                "limit",
-                true,
-            ),
-            (
-                "literal",
-                true,
-            ),
-            (
-                "path",
-                true,
-            ),
-            (
-                "pattern",
-                true,
-            ),
-        ]
-    "#]]
-    .assert_debug_eq(&described);
-    assert_eq!(grep.parameters["required"], serde_json::json!(["pattern"]));
+        read: Read a UTF-8 text file as the user sees it (unsaved editor changes included). Output stops at 2000 lines or 50.0 KB; a notice gives the offset to continue from.
+          {"properties":{"limit":{"description":"Lines to read.","type":"integer"},"offset":{"description":"First line to read, 1-based.","type":"integer"},"path":{"type":"string"}},"required":["path"],"type":"object"}
+        write: Create a file, or replace all of its content; parent directories are created.
+          {"properties":{"content":{"type":"string"},"path":{"type":"string"}},"required":["path","content"],"type":"object"}
+        edit: Replace exact text in an existing file. Each oldText is copied from the file as it is now, whitespace included, with enough context to match exactly one place; edits are matched against the original, must not overlap, and apply together or not at all.
+          {"properties":{"edits":{"items":{"properties":{"newText":{"type":"string"},"oldText":{"type":"string"}},"required":["oldText","newText"],"type":"object"},"minItems":1,"type":"array"},"path":{"type":"string"},"replaceAll":{"description":"Replace every match of each oldText (renames).","type":"boolean"}},"required":["path","edits"],"type":"object"}
+        bash: Run a bash command in the working directory; stdout and stderr come together, and a non-zero exit is an error. Output keeps its last 2000 lines or 50.0 KB (the full output is saved to a file the result names). Killed with every process it started after timeout seconds (default 120, at most 1800); to keep a server running, background it: `cmd > log 2>&1 &`.
+          {"properties":{"command":{"type":"string"},"timeout":{"description":"Seconds.","type":"integer"}},"required":["command"],"type":"object"}
+        ls: List a directory, sorted, dotfiles included; directories end in `/`. At most 500 entries unless limit says otherwise.
+          {"properties":{"limit":{"type":"integer"},"path":{"description":"Default: the working directory.","type":"string"}},"type":"object"}
+        grep: Search file contents (unsaved editor changes included), respecting .gitignore and skipping hidden and binary files. Prints `path:line: text` (context: `path-line- text`), at most 100 matches unless limit says otherwise; lines cut at 500 characters.
+          {"properties":{"context":{"description":"Lines shown around each match.","type":"integer"},"glob":{"description":"Only files matching this glob (`*.rs`, `src/**/*.ts`).","type":"string"},"ignoreCase":{"type":"boolean"},"limit":{"type":"integer"},"literal":{"type":"boolean"},"path":{"description":"File or directory; default: the working directory.","type":"string"},"pattern":{"description":"Rust regex, one line at a time; plain text with `literal`.","type":"string"}},"required":["pattern"],"type":"object"}
+        find: Find files by glob, respecting .gitignore and skipping hidden files. Paths come sorted, at most 1000 unless limit says otherwise.
+          {"properties":{"limit":{"type":"integer"},"path":{"description":"Directory to search; default: the working directory.","type":"string"},"pattern":{"description":"Glob: `*.rs`, `src/**/*.ts`. Without a `/` it matches names at any depth.","type":"string"}},"required":["pattern"],"type":"object"}"#]].assert_eq(&lines.join("\n"));
 }

@@ -544,21 +544,14 @@ fn schema_tells_the_model_the_rules() {
     assert_eq!(spec.name, "edit");
     expect![[r#"
         {
-          "additionalProperties": false,
-          "description": "Arguments of `edit`.",
           "properties": {
             "edits": {
-              "description": "The replacements to make. Every oldText is looked up in the file as it is now (not after\nthe edits before it), must match exactly one place, and must not overlap another edit's\ntext. If any edit fails, none is applied.",
               "items": {
-                "additionalProperties": false,
-                "description": "One replacement.",
                 "properties": {
                   "newText": {
-                    "description": "The text to put in its place. May be empty to delete oldText.",
                     "type": "string"
                   },
                   "oldText": {
-                    "description": "The exact text to replace, copied from the file as it is now: same whitespace and\nindentation, no line numbers. Must match exactly one place in the file (unless\nreplaceAll); include a few surrounding lines to make it unique. Must not be empty.",
                     "type": "string"
                   }
                 },
@@ -572,12 +565,10 @@ fn schema_tells_the_model_the_rules() {
               "type": "array"
             },
             "path": {
-              "description": "The file to edit, relative to the workspace root or absolute. It must exist; use `write`\nto create a file.",
               "type": "string"
             },
             "replaceAll": {
-              "default": false,
-              "description": "Replace every occurrence of each oldText instead of requiring exactly one (for renames).\nDefault false.",
+              "description": "Replace every match of each oldText (renames).",
               "type": "boolean"
             }
           },
@@ -586,7 +577,8 @@ fn schema_tells_the_model_the_rules() {
             "edits"
           ],
           "type": "object"
-        }"#]].assert_eq(&serde_json::to_string_pretty(&spec.parameters).unwrap());
+        }"#]]
+    .assert_eq(&serde_json::to_string_pretty(&spec.parameters).unwrap());
 }
 
 #[test]

@@ -34,16 +34,14 @@ pub use apply::{Applied, apply_edits};
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EditInput {
-    /// The file to edit, relative to the workspace root or absolute. It must exist; use `write`
-    /// to create a file.
+    // The file must exist; `write` creates files.
     pub path: String,
-    /// The replacements to make. Every oldText is looked up in the file as it is now (not after
-    /// the edits before it), must match exactly one place, and must not overlap another edit's
-    /// text. If any edit fails, none is applied.
+    // Every oldText is looked up in the file as it is now (not after the edits before it), must
+    // match exactly one place, and must not overlap another edit's text. If any edit fails, none
+    // is applied. The tool's description says so to the model.
     #[schemars(length(min = 1))]
     pub edits: Vec<Edit>,
-    /// Replace every occurrence of each oldText instead of requiring exactly one (for renames).
-    /// Default false.
+    /// Replace every match of each oldText (renames).
     #[serde(default)]
     pub replace_all: bool,
 }
@@ -54,11 +52,10 @@ pub struct EditInput {
 // Inline rather than `$ref`: some model servers handle references in tool schemas poorly.
 #[schemars(inline)]
 pub struct Edit {
-    /// The exact text to replace, copied from the file as it is now: same whitespace and
-    /// indentation, no line numbers. Must match exactly one place in the file (unless
-    /// replaceAll); include a few surrounding lines to make it unique. Must not be empty.
+    // The exact text to replace, copied from the file as it is now (same whitespace, no line
+    // numbers), matching one place unless replaceAll; never empty.
     pub old_text: String,
-    /// The text to put in its place. May be empty to delete oldText.
+    // Empty deletes oldText.
     pub new_text: String,
 }
 
@@ -80,11 +77,9 @@ impl TypedTool for EditTool {
     const READ_ONLY: bool = false;
 
     fn description(&self) -> String {
-        "Edit an existing file by replacing exact text. Each edit's oldText must match exactly one place in the \
-         file as it is now — copy it from the file, with its whitespace and indentation, and include enough \
-         surrounding lines to make it unique. Several edits in one call are all matched against the original file, \
-         must not overlap, and are applied together or not at all. Set replaceAll to replace every occurrence \
-         (renames). To create a file or rewrite it completely, use write."
+        "Replace exact text in an existing file. Each oldText is copied from the file as it is now, \
+         whitespace included, with enough context to match exactly one place; edits are matched \
+         against the original, must not overlap, and apply together or not at all."
             .to_string()
     }
 

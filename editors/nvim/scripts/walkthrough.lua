@@ -41,7 +41,7 @@ local function wait_until(cond)
   end
 end
 
-local step_no, steps_total = 0, 11
+local step_no, steps_total = 0, 12
 local function step(text)
   step_no = step_no + 1
   if file_win and vim.api.nvim_win_is_valid(file_win) then
@@ -102,6 +102,13 @@ local function tour()
   snapshot("hunk-accepted")
   sleep(2000)
   keys("\\rr")
+  sleep(1200)
+  step("Rejecting asks why (optional; Esc takes the reject back): the agent reads the reason.")
+  snapshot("reason")
+  sleep(1500)
+  keys("sub is fine as it is")
+  sleep(1200)
+  keys("<CR>")
   wait_until(function()
     return pending() == nil and idle()
   end)

@@ -8,10 +8,7 @@
 ;; so the answer reaches Emacs in the same read as the answer to the code action's request: it
 ;; must still show in *reins* without waiting for more output from the server.  Then "Ask agent
 ;; about selection" asks for its question, and a failed run says why in *reins*.
-;;
-;; To make "the same read" certain rather than likely, Emacs reads a megabyte at a time (as many
-;; LSP users set it) and is busy for 0.3 s right after sending each command, as a busy Emacs is:
-;; the server's answer and the whole run are waiting in the pipe when it reads again.
+;; `reins-test-load-reins' makes "the same read" certain rather than likely.
 
 (load (expand-file-name "reins-test.el" (file-name-directory load-file-name)) nil t)
 
@@ -24,15 +21,7 @@
                      '((error . ((status . 401) (body . "{\"error\": {\"message\": \"bad key\"}}")))))
              '(("add.py" . "def add(a, b):\n    return a + b\n\nprint(add(2, 3))\n"))))
        (file (expand-file-name "add.py" dir)))
-  (load (expand-file-name "../editors/emacs/reins.el" reins-test-root) nil t)
-  (cl-defmethod eglot-handle-notification :before (_server (_method (eql reins/event)) &rest params)
-    (push params reins-test-events))
-  (setq read-process-output-max (* 1024 1024))
-  (advice-add 'jsonrpc-connection-send :after
-              (lambda (_connection &rest message)
-                (when (equal (plist-get message :method) :workspace/executeCommand)
-                  ;; Busy without reading process output (a synchronous process does not).
-                  (call-process "sleep" nil nil nil "0.3"))))
+  (reins-test-load-reins)
   (let ((server (reins-test-connect file)))
     (message "connected to %s" (plist-get (eglot--server-info server) :name))
 

@@ -7,9 +7,9 @@
 ;; types a line above them and the diagnostics move with the text; on the second hunk's line the
 ;; code actions say what accepting only it does, and picking that applies exactly that hunk
 ;; through `workspace/applyEdit' (without asking again), clears the diagnostics, and says in
-;; *reins* and the echo area that the other hunk was rejected.  As in eglot-chat.el, Emacs reads
-;; a megabyte at a time and is busy for a moment after each command, so the server's
-;; `workspace/applyEdit' arrives in the same read as the answer to the accept.
+;; *reins* and the echo area that the other hunk was rejected.  As `reins-test-load-reins' sets
+;; Emacs up, the server's `workspace/applyEdit' arrives in the same read as the answer to the
+;; accept; then a held command is accepted with M-x reins-accept.
 
 (load (expand-file-name "reins-test.el" (file-name-directory load-file-name)) nil t)
 
@@ -35,14 +35,7 @@
               '((text . "Kept the change to sub only.")))
              `(("add.py" . ,reins-test-text))))
        (file (expand-file-name "add.py" dir)))
-  (load (expand-file-name "../editors/emacs/reins.el" reins-test-root) nil t)
-  (cl-defmethod eglot-handle-notification :before (_server (_method (eql reins/event)) &rest params)
-    (push params reins-test-events))
-  (setq read-process-output-max (* 1024 1024))
-  (advice-add 'jsonrpc-connection-send :after
-              (lambda (_connection &rest message)
-                (when (equal (plist-get message :method) :workspace/executeCommand)
-                  (call-process "sleep" nil nil nil "0.3"))))
+  (reins-test-load-reins)
   (let ((server (reins-test-connect file))
         (messages nil))
     (jsonrpc-request server :workspace/executeCommand

@@ -84,6 +84,21 @@ holding FILES ((NAME . TEXT) ...).  The environment then names the server as a u
     (add-hook 'project-find-functions (lambda (_dir) (cons 'transient dir)))
     dir))
 
+(defun reins-test-load-reins ()
+  "Load editors/emacs/reins.el as a user does, recording every `reins/event' it handles.
+Emacs then reads a megabyte of process output at a time (as many LSP users set it) and is busy
+for 0.3 s right after sending each command, as a busy Emacs is: the server's answer and what
+follows it (a run's events, a `workspace/applyEdit') wait in the pipe and arrive in one read."
+  (load (expand-file-name "../editors/emacs/reins.el" reins-test-root) nil t)
+  (cl-defmethod eglot-handle-notification :before (_server (_method (eql reins/event)) &rest params)
+    (push params reins-test-events))
+  (setq read-process-output-max (* 1024 1024))
+  (advice-add 'jsonrpc-connection-send :after
+              (lambda (_connection &rest message)
+                (when (equal (plist-get message :method) :workspace/executeCommand)
+                  ;; Busy without reading process output (a synchronous process does not).
+                  (call-process "sleep" nil nil nil "0.3")))))
+
 (defun reins-test-connect (file)
   "Visit FILE in python-mode and connect eglot as configured; returns the server."
   (find-file file)

@@ -112,6 +112,20 @@ fn last_diagnostics(lsp: &Session, uri: &str) -> Vec<String> {
         .collect()
 }
 
+/// [`last_diagnostics`] with the pending edit's id `id` written as `e1`.
+fn diagnostics_of(lsp: &Session, uri: &str, id: &str) -> Vec<String> {
+    last_diagnostics(lsp, uri).iter().map(|d| d.replace(id, "e1")).collect()
+}
+
+/// The code actions at the cursor `(line, character)` of `uri`.
+async fn actions_at(lsp: &Session, uri: &str, line: u32, character: u32) -> Vec<Value> {
+    let at = json!({"line": line, "character": character});
+    let params =
+        json!({"textDocument": {"uri": uri}, "range": {"start": at, "end": at}, "context": {"diagnostics": []}});
+    let actions = lsp.client.request("textDocument/codeAction", params).await.unwrap();
+    actions.as_array().unwrap().clone()
+}
+
 /// A `didChange` replacing `range` ((line, character), (line, character)) with `text`.
 async fn type_in(lsp: &Session, relative: &str, version: i32, range: ((u32, u32), (u32, u32)), text: &str) {
     let ((sl, sc), (el, ec)) = range;
@@ -153,19 +167,9 @@ async fn accepting_one_hunk_applies_only_it_and_tells_the_model_which() {
             "5 \"reins\" 3: agent edit e1 (hunk 2 of 2): replace `2` with `20`; accept or reject it with a code action",
         ]
     "#]]
-    .assert_debug_eq(&last_diagnostics(&lsp, &uri).iter().map(|d| d.replace(id, "e1")).collect::<Vec<_>>());
-    let actions = lsp
-        .client
-        .request(
-            "textDocument/codeAction",
-            json!({"textDocument": {"uri": uri}, "range": {"start": {"line": 5, "character": 5}, "end": {"line": 5, "character": 5}},
-                "context": {"diagnostics": []}}),
-        )
+    .assert_debug_eq(&diagnostics_of(&lsp, &uri, id));
+    let offered: Vec<String> = actions_at(&lsp, &uri, 5, 5)
         .await
-        .unwrap();
-    let offered: Vec<String> = actions
-        .as_array()
-        .unwrap()
         .iter()
         .map(|a| format!("{} {}", a["title"].as_str().unwrap(), a["command"]["arguments"][0]["hunks"]))
         .collect();
@@ -300,18 +304,10 @@ async fn the_diagnostics_of_a_pending_edit_follow_the_users_typing() {
             "7 \"reins\" 3: agent edit e1 (hunk 2 of 2): replace `2` with `20`; accept or reject it with a code action",
         ]
     "#]]
-    .assert_debug_eq(&last_diagnostics(&lsp, &uri).iter().map(|d| d.replace(id, "e1")).collect::<Vec<_>>());
+    .assert_debug_eq(&diagnostics_of(&lsp, &uri, id));
     // The code actions are where the hunks are now.
-    let actions = lsp
-        .client
-        .request(
-            "textDocument/codeAction",
-            json!({"textDocument": {"uri": uri}, "range": {"start": {"line": 7, "character": 0}, "end": {"line": 7, "character": 0}},
-                "context": {"diagnostics": []}}),
-        )
-        .await
-        .unwrap();
-    assert_eq!(actions.as_array().unwrap().len(), 3, "{actions}");
+    let actions = actions_at(&lsp, &uri, 7, 0).await;
+    assert_eq!(actions.len(), 3, "{actions:?}");
 
     // The user rewrites the line of hunk 2: it is marked as refused-if-accepted, hunk 1 stays.
     type_in(&lsp, "src/lib.rs", 3, ((7, 4), (7, 5)), "3").await;
@@ -322,7 +318,7 @@ async fn the_diagnostics_of_a_pending_edit_follow_the_users_typing() {
             "7 \"reins\" 3: agent edit e1 (hunk 2 of 2): replace `2` with `20`; you changed these lines since, so accepting it will be refused",
         ]
     "#]]
-    .assert_debug_eq(&last_diagnostics(&lsp, &uri).iter().map(|d| d.replace(id, "e1")).collect::<Vec<_>>());
+    .assert_debug_eq(&diagnostics_of(&lsp, &uri, id));
 
     // Accepting hunk 1 alone still works, merged into the new text; then the diagnostics clear.
     let accepted = lsp.client.command("reins.edit.accept", json!({"id": id, "hunks": [0]})).await.unwrap();

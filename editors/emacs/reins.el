@@ -57,10 +57,11 @@
 ;; after it in the same read stay in the process buffer until the server writes again.  An
 ;; instant answer (`reins/event' notifications), a `workspace/applyEdit' request or the
 ;; diagnostics sent right after that answer then wait for the next thing the server says, which
-;; may never come.  Newer jsonrpc (the ELPA package since 1.0.17) queues the messages and
-;; dispatches them from timers; here the filter is advised to read the rest the moment Emacs is
-;; back in its command loop, and a re-entered filter (a handler's reply let Emacs read more
-;; output) only appends, so the running loop reads it in order.
+;; may never come.  Newer jsonrpc (the ELPA package, Emacs 30) queues the messages and dispatches
+;; them from timers, and is left alone (the check is on the loaded filter, not a version number).
+;; Here the filter is advised to read the rest the moment Emacs is back in its command loop, and
+;; a re-entered filter (a handler's reply let Emacs read more output) only appends, so the
+;; running loop reads it in order.
 
 (defvar reins--filtering nil
   "Processes whose jsonrpc filter is running.")

@@ -109,12 +109,6 @@ impl Agent {
         lock(&self.shared.queues.follow_up).push(message);
     }
 
-    /// Drops the queued steering and follow-up messages.
-    pub fn clear_queues(&self) {
-        lock(&self.shared.queues.steering).clear();
-        lock(&self.shared.queues.follow_up).clear();
-    }
-
     /// Cancels the running run, if any; it ends with reason `aborted`.
     pub fn abort(&self) {
         if let Some((_, cancel)) = &lock(&self.shared.state).running {

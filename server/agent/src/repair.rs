@@ -24,7 +24,7 @@ pub fn repair_arguments(raw: &str) -> Result<Value, String> {
                 format!(
                     "the arguments are not valid JSON ({original}) and could not be repaired, so the call was not run; \
                      send a JSON object matching the tool's schema. Received: {}",
-                    excerpt(raw, 200)
+                    reins_ai::shorten(raw, 200)
                 )
             })?
         }
@@ -51,7 +51,7 @@ fn not_an_object(kind: &str, raw: &str) -> String {
     format!(
         "the arguments must be a JSON object matching the tool's schema, but they are {kind}, so the call was not \
          run. Received: {}",
-        excerpt(raw, 200)
+        reins_ai::shorten(raw, 200)
     )
 }
 
@@ -199,13 +199,6 @@ fn drop_trailing_comma(out: &mut String) {
     if let Some(without) = trimmed.strip_suffix(',') {
         let len = without.len();
         out.truncate(len);
-    }
-}
-
-fn excerpt(text: &str, max_chars: usize) -> String {
-    match text.char_indices().nth(max_chars) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_string(),
     }
 }
 

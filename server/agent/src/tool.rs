@@ -182,7 +182,7 @@ pub fn parse_arguments<T: DeserializeOwned>(arguments: &Value) -> Result<T, Tool
     if let Value::String(raw) = arguments {
         return Err(ToolError::new(format!(
             "the arguments are not valid JSON, so the call was not run; send a JSON object matching the tool's schema. Received: {}",
-            truncate_for_message(raw, 200)
+            reins_ai::shorten(raw, 200)
         )));
     }
     serde_path_to_error::deserialize::<_, T>(arguments).map_err(|err| {
@@ -235,13 +235,6 @@ fn lean_schema(schema: &mut Value) {
     }
     if let Some(items) = map.get_mut("items") {
         lean_schema(items);
-    }
-}
-
-fn truncate_for_message(text: &str, max_chars: usize) -> String {
-    match text.char_indices().nth(max_chars) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_string(),
     }
 }
 

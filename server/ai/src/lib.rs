@@ -14,6 +14,7 @@ mod sse;
 #[cfg(test)]
 #[path = "../tests/support/json.rs"]
 mod test_json;
+mod text;
 mod transport;
 
 pub use anthropic::{Anthropic, REDACTED_THINKING_PREFIX};
@@ -26,4 +27,5 @@ pub use openai::OpenAiCompatible;
 pub use provider::{ApiKey, EventSink, Provider, Request, StreamEvent, ToolSpec};
 pub use replay::{Wire, replay};
 pub use sse::{SseEvent, SseParser};
+pub use text::{cut_chars, shorten};
 pub use transport::ClientOptions;

@@ -552,13 +552,8 @@ fn error_chain(error: &dyn std::error::Error) -> String {
     message
 }
 
-/// The first 200 characters of a stream event, for error messages that quote it.
-pub(crate) fn shorten(text: &str) -> String {
-    match text.char_indices().nth(200) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
-    }
-}
+/// How much of a stream event an error message quotes, in characters.
+pub(crate) const QUOTED_EVENT_CHARS: usize = 200;
 
 /// The message a stream ends in. `error` (a cut, a timeout, a cancel) decides the stop reason;
 /// otherwise `stop` maps the provider's reason, told whether tool calls arrived.

@@ -13,8 +13,6 @@ pub enum HarnessError {
     Compaction(String),
     #[error("branch summary failed: {0}")]
     BranchSummary(String),
-    #[error("hook failed: {0}")]
-    Hook(String),
     #[error("{0}")]
     Auth(String),
     #[error("{0}")]
@@ -33,7 +31,6 @@ impl HarnessError {
             HarnessError::Session(_) => "session",
             HarnessError::Compaction(_) => "compaction",
             HarnessError::BranchSummary(_) => "branch_summary",
-            HarnessError::Hook(_) => "hook",
             HarnessError::Auth(_) => "auth",
             HarnessError::InvalidState(_) => "invalid_state",
             HarnessError::InvalidArgument(_) => "invalid_argument",

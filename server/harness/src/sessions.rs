@@ -184,10 +184,7 @@ fn blocks_preview(blocks: &[Content]) -> String {
 /// The first `max_chars` characters of `text` on one line.
 pub fn preview(text: &str, max_chars: usize) -> String {
     let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match one_line.char_indices().nth(max_chars) {
-        Some((end, _)) => format!("{}…", &one_line[..end]),
-        None => one_line,
-    }
+    reins_ai::shorten(&one_line, max_chars).into_owned()
 }
 
 /// Writes a run's messages to its session file as the events go by: the user's messages are

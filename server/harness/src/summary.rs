@@ -160,9 +160,9 @@ fn push_blocks(out: &mut String, blocks: &[Content], max_chars: usize) {
     for block in blocks {
         match block {
             Content::Text { text } => {
-                let clipped: String = text.chars().take(max_chars).collect();
-                out.push_str(&clipped);
-                if clipped.len() < text.len() {
+                let (kept, cut) = reins_ai::cut_chars(text, max_chars);
+                out.push_str(kept);
+                if cut {
                     out.push_str("\n[…]");
                 }
                 out.push('\n');

@@ -14,7 +14,6 @@ mod sessions_cmd;
 mod terminal;
 mod terminal_review;
 
-use std::path::Path;
 use std::process::ExitCode;
 
 /// What the bench measures of the language server: a proposal's hunks as `TextEdit`s.
@@ -24,6 +23,11 @@ pub use lsp::{PositionEncoding, text_edits};
 pub fn main() -> ExitCode {
     init_tracing();
     cli::run(std::env::args_os())
+}
+
+/// Today's date, `YYYY-MM-DD`, in UTC, for the system prompt.
+pub(crate) fn today() -> String {
+    humantime::format_rfc3339(std::time::SystemTime::now()).to_string().chars().take(10).collect()
 }
 
 /// Logs to stderr (colored only on a terminal: an editor's log would show the escape codes), and
@@ -45,12 +49,4 @@ fn init_tracing() {
         .with_ansi(std::io::stderr().is_terminal())
         .with_filter(tracing_subscriber::filter::filter_fn(move |_| explicit || !lsp::logs_to_client()));
     tracing_subscriber::registry().with(filter).with(stderr).with(lsp::ClientLog).init();
-}
-
-/// A path as people read it: relative to `root` when inside it.
-pub(crate) fn display_path(path: &Path, root: &Path) -> String {
-    match path.strip_prefix(root) {
-        Ok(relative) => relative.display().to_string(),
-        Err(_) => path.display().to_string(),
-    }
 }

@@ -128,7 +128,7 @@ async fn run(args: RunArgs) -> ExitCode {
         provider: None,
         approver: Arc::new(TerminalApprover::new(workspace.cwd())),
         events,
-        date: today(),
+        date: crate::today(),
         persist,
     });
 
@@ -235,11 +235,6 @@ fn fail(message: &str) -> ExitCode {
     let one_line = message.lines().map(str::trim).collect::<Vec<_>>().join(" ");
     eprintln!("reins: {one_line}");
     ExitCode::FAILURE
-}
-
-/// Today's date, `YYYY-MM-DD`, in UTC.
-fn today() -> String {
-    humantime::format_rfc3339(std::time::SystemTime::now()).to_string().chars().take(10).collect()
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
 
 use reins_agent::AgentEvent;
-use reins_ai::StreamEvent;
+use reins_ai::{StreamEvent, shorten};
 use serde_json::Value;
 
 /// Prints agent events for a person.
@@ -65,7 +65,7 @@ impl HumanOutput {
                 let text = result.text();
                 let first = text.lines().next().unwrap_or_default();
                 if *is_error {
-                    writeln!(err, "  {}", self.paint(&format!("✗ {}", clip(first, 160)), "31"))?;
+                    writeln!(err, "  {}", self.paint(&format!("✗ {}", shorten(first, 160)), "31"))?;
                 } else {
                     writeln!(err, "  {}", self.paint(&format!("✓ {} lines", text.lines().count()), "2"))?;
                 }
@@ -114,14 +114,7 @@ fn summarize_args(tool: &str, args: &Value) -> String {
         "apply_patch" => field("input").map(|input| reins_tools::patch_paths(input).join(", ")),
         _ => field("path").map(str::to_string),
     };
-    clip(summary.as_deref().unwrap_or("").trim(), 120)
-}
-
-fn clip(text: &str, max_chars: usize) -> String {
-    match text.char_indices().nth(max_chars) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_string(),
-    }
+    shorten(summary.as_deref().unwrap_or("").trim(), 120).into_owned()
 }
 
 #[cfg(test)]

@@ -112,7 +112,7 @@ impl Approver for TerminalApprover {
         if let Err(why) = open_tty() {
             return Verdict::Reject { reason: not_asked(&tool, &why) };
         }
-        let shown = |path: &Path| crate::display_path(path, &self.root);
+        let shown = |path: &Path| reins_tools::display_path(path, &self.root);
         let decided = self.edits.decide(Origin::of(&request), request.proposal, shown, cancel);
         let asked = self.ask_each(request.proposal.file_changes().len(), &tool);
         tokio::pin!(decided, asked);

@@ -1,5 +1,5 @@
 //! The one error type of this crate: every failure names the file (and the line where there is one)
-//! so a person can find it, and carries the stable code `session`.
+//! so a person can find it. The harness reports all of them with the stable code `session`.
 
 use std::path::{Path, PathBuf};
 
@@ -31,11 +31,6 @@ pub enum SessionError {
 }
 
 impl SessionError {
-    /// The stable code clients switch on.
-    pub fn code(&self) -> &'static str {
-        "session"
-    }
-
     pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
         SessionError::Io { path: path.to_path_buf(), source }
     }

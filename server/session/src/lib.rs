@@ -6,7 +6,6 @@
 //! is the one locked writer of a file, [`SessionTree`] indexes a file in memory and builds the
 //! [`SessionContext`] sent to the model for any leaf. [`format`] is the on-disk contract.
 
-mod bench;
 mod compaction;
 mod context;
 mod disk;
@@ -20,7 +19,6 @@ mod time;
 mod tree;
 mod usage;
 
-pub use bench::{BenchFigures, bench_large_session, write_large_session};
 pub use compaction::{CutPoint, estimate_context_tokens, estimate_tokens, find_cut_point};
 pub use context::{INTERRUPTED_RESULT, ModelRef, SessionContext, repair_tool_pairs};
 pub use disk::MAX_SESSION_BYTES;

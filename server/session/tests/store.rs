@@ -87,7 +87,6 @@ fn two_handles_of_one_file_take_turns_and_each_reads_what_the_other_wrote() {
     assert!(!editor.hold().unwrap(), "nothing changed since it was opened");
     let error = terminal.hold().unwrap_err();
     assert!(matches!(error, SessionError::Locked { .. }), "{error}");
-    assert_eq!(error.code(), "session");
     assert!(error.to_string().contains("is being written by another reins process"), "{error}");
     editor.append_message(&Message::user("from the editor")).unwrap();
     editor.release().unwrap();
@@ -184,7 +183,7 @@ fn list_shows_newest_first_with_name_first_message_and_count() {
     assert_eq!(store.find(&second_id[..8], cwd).unwrap(), recent);
     assert_eq!(store.open(recent.to_str().unwrap(), cwd).unwrap().id(), second_id);
     let missing = store.find("nope", cwd).unwrap_err();
-    assert_eq!(missing.code(), "session");
+    assert!(matches!(&missing, SessionError::NotFound { query, .. } if query == "nope"), "{missing}");
 }
 
 #[test]
@@ -322,37 +321,4 @@ fn opening_a_version_1_file_rewrites_it_as_version_3() {
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(text.lines().next().unwrap().contains(r#""version":3"#), "{text}");
     assert_eq!(context_lines(&path), ["user: one", "user: two"]);
-}
-
-/// Writes a session with a tool call, a navigation and a label to `$REINS_SESSION_EXPORT` (a
-/// directory), for checking by hand that pi opens what reins writes.
-#[test]
-#[ignore = "writes outside the temp dir; run by hand"]
-fn export_a_session_for_pi() {
-    let dir = std::path::PathBuf::from(std::env::var("REINS_SESSION_EXPORT").unwrap());
-    let mut session = SessionStore::new(&dir).create(Path::new("/w"), None).unwrap();
-    session.append_message(&Message::user("read a")).unwrap();
-    let call = reins_ai::ToolCall { id: "c1".into(), name: "read".into(), arguments: serde_json::json!({"path": "a"}) };
-    session
-        .append_message(&Message::Assistant(reins_ai::AssistantMessage {
-            content: vec![reins_ai::Content::ToolCall(call)],
-            stop_reason: reins_ai::StopReason::ToolUse,
-            ..Default::default()
-        }))
-        .unwrap();
-    let call_entry = session.leaf().unwrap().to_string();
-    session
-        .append_message(&Message::ToolResult(reins_ai::ToolResultMessage {
-            tool_call_id: "c1".into(),
-            tool_name: "read".into(),
-            content: vec![reins_ai::Content::text("A")],
-            is_error: false,
-            details: None,
-            timestamp: 0,
-        }))
-        .unwrap();
-    session.append_message(&assistant("it says A")).unwrap();
-    session.label(&call_entry, Some("the call")).unwrap();
-    session.navigate(&call_entry, None).unwrap();
-    eprintln!("{}", session.path().display());
 }

@@ -53,7 +53,8 @@ impl TypedTool for FindTool {
         _cx: ToolContext<'_>,
     ) -> Result<ToolOutput, ToolError> {
         let dir = self.workspace.resolve(input.path.as_deref().unwrap_or(".")).map_err(workspace_error)?;
-        let shown_dir = display_path(self.workspace.as_ref(), &dir);
+        let root = self.workspace.cwd();
+        let shown_dir = display_path(&dir, &root);
         if !dir.is_dir() {
             return Err(ToolError::new(format!("{shown_dir} is not a directory; find searches directories")));
         }
@@ -69,12 +70,7 @@ impl TypedTool for FindTool {
         found.sort();
         let total = found.len();
         let limit = input.limit.unwrap_or(DEFAULT_LIMIT).max(1);
-        let mut output = found
-            .iter()
-            .take(limit)
-            .map(|path| display_path(self.workspace.as_ref(), path))
-            .collect::<Vec<_>>()
-            .join("\n");
+        let mut output = found.iter().take(limit).map(|path| display_path(path, &root)).collect::<Vec<_>>().join("\n");
         if total > limit {
             output.push_str(&format!(
                 "\n\n[Showing {limit} of {total} files. Use a more specific pattern or path, or raise limit.]"

@@ -110,7 +110,7 @@ impl TypedTool for GrepTool {
     ) -> Result<ToolOutput, ToolError> {
         let root = self.workspace.resolve(input.path.as_deref().unwrap_or(".")).map_err(workspace_error)?;
         if !root.exists() {
-            return Err(ToolError::new(format!("{} does not exist", display_path(self.workspace.as_ref(), &root))));
+            return Err(ToolError::new(format!("{} does not exist", display_path(&root, &self.workspace.cwd()))));
         }
         let matcher = RegexMatcherBuilder::new()
             .case_insensitive(input.ignore_case.unwrap_or(false))
@@ -223,10 +223,7 @@ impl Search {
     }
 
     fn search_file(&self, searcher: &mut Searcher, path: &Path, found: &mut Found) {
-        let shown = match path.strip_prefix(&self.cwd) {
-            Ok(relative) => relative.display().to_string(),
-            Err(_) => path.display().to_string(),
-        };
+        let shown = crate::display_path(path, &self.cwd);
         let mut sink = FileSink {
             shown: &shown,
             budget: self.limit - found.matches,
@@ -274,7 +271,7 @@ impl FileSink<'_> {
     fn format(&self, separator: char, line_number: Option<u64>, bytes: &[u8]) -> String {
         let text = String::from_utf8_lossy(bytes);
         let text = text.trim_end_matches(['\n', '\r']);
-        let (text, cut) = crate::truncate::cut_line(text, MAX_LINE_CHARS);
+        let (text, cut) = reins_ai::cut_chars(text, MAX_LINE_CHARS);
         let ellipsis = if cut { "…" } else { "" };
         let number = line_number.unwrap_or(0);
         format!("{}{separator}{number}{separator} {text}{ellipsis}", self.shown)

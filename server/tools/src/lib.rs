@@ -99,10 +99,11 @@ pub fn edit_tool(workspace: Arc<dyn Workspace>, edit_format: EditFormat) -> Arc<
     }
 }
 
-/// A path as the model should see it: relative to the working directory when inside it, so it can
-/// be passed straight back to another tool.
-pub(crate) fn display_path(workspace: &dyn Workspace, path: &Path) -> String {
-    match path.strip_prefix(workspace.cwd()) {
+/// A path as people and the model read it: relative to `root` (the working directory) when
+/// inside it, `.` for the root itself, so it can be passed straight back to a tool. The one rule
+/// for showing paths, in tools, reviews and the terminal.
+pub fn display_path(path: &Path, root: &Path) -> String {
+    match path.strip_prefix(root) {
         Ok(relative) if relative.as_os_str().is_empty() => ".".to_string(),
         Ok(relative) => relative.display().to_string(),
         Err(_) => path.display().to_string(),

@@ -50,7 +50,7 @@ impl TypedTool for LsTool {
     ) -> Result<ToolOutput, ToolError> {
         let requested = input.path.as_deref().unwrap_or(".");
         let path = self.workspace.resolve(requested).map_err(workspace_error)?;
-        let shown = display_path(self.workspace.as_ref(), &path);
+        let shown = display_path(&path, &self.workspace.cwd());
         let listed = path.clone();
         let workspace = self.workspace.clone();
         let entries = tokio::task::spawn_blocking(move || list_dir(&listed, workspace.as_ref()))

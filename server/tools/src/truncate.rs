@@ -136,14 +136,6 @@ pub fn truncate_tail(text: &str, max_lines: usize, max_bytes: usize) -> Truncati
     }
 }
 
-/// Cuts one line to at most `max_chars` characters; answers whether it was cut.
-pub fn cut_line(line: &str, max_chars: usize) -> (&str, bool) {
-    match line.char_indices().nth(max_chars) {
-        Some((end, _)) => (&line[..end], true),
-        None => (line, false),
-    }
-}
-
 /// The largest character boundary at or below `index`.
 fn floor_char_boundary(text: &str, index: usize) -> usize {
     let mut index = index.min(text.len());
@@ -328,12 +320,6 @@ mod tests {
         assert_eq!(count_lines("a\n"), 1);
         assert_eq!(count_lines("a\nb"), 2);
         assert!(!truncate_head("", 1, 1).is_cut());
-    }
-
-    #[test]
-    fn cut_line_counts_characters() {
-        assert_eq!(cut_line("héllo", 2), ("hé", true));
-        assert_eq!(cut_line("hé", 2), ("hé", false));
     }
 
     #[test]

@@ -65,7 +65,7 @@ impl TypedTool for WriteTool {
         let Some(Proposal::FileChange(change)) = proposal else {
             return Err(ToolError::new("internal error: write was executed without a file change to apply"));
         };
-        let shown = display_path(self.workspace.as_ref(), &change.path);
+        let shown = display_path(&change.path, &self.workspace.cwd());
         self.workspace.apply(&change).await.map_err(|err| match err {
             WorkspaceError::Stale { .. } => ToolError::new(format!(
                 "{shown} changed since this write was prepared (it was edited or created meanwhile), so \

@@ -11,6 +11,7 @@
 #![allow(clippy::print_stdout)]
 
 mod edit_corpus;
+mod large_session;
 mod lsp;
 mod peer;
 mod pi16;

@@ -4,7 +4,9 @@
 
 use std::time::Instant;
 
-use reins_session::{BenchFigures, SessionFile, bench_large_session};
+use reins_session::SessionFile;
+
+use crate::large_session::{BenchFigures, bench_large_session};
 
 use crate::pi16;
 

@@ -13,7 +13,7 @@ use crate::model::Model;
 use crate::provider::{EventSink, StreamEvent};
 use crate::sse::SseEvent;
 use crate::transport::{Assemble, Step};
-use crate::transport::{finished_message, shorten};
+use crate::transport::{QUOTED_EVENT_CHARS, finished_message};
 
 /// Error types worth another attempt when they arrive before any content.
 const RETRYABLE_ERRORS: [&str; 3] = ["overloaded_error", "api_error", "rate_limit_error"];
@@ -189,7 +189,8 @@ impl Assemble for Assembler<'_> {
         match serde_json::from_str::<WireEvent>(data) {
             Ok(event) => self.on_wire_event(event),
             Err(error) => {
-                let message = format!("could not read a stream event ({error}): {}", shorten(data));
+                let message =
+                    format!("could not read a stream event ({error}): {}", crate::shorten(data, QUOTED_EVENT_CHARS));
                 Step::Failed(ProviderError::new(ProviderErrorKind::Protocol, message))
             }
         }

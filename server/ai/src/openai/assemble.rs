@@ -13,7 +13,7 @@ use crate::model::Model;
 use crate::provider::{EventSink, StreamEvent};
 use crate::sse::SseEvent;
 use crate::transport::{Assemble, Step};
-use crate::transport::{finished_message, shorten};
+use crate::transport::{QUOTED_EVENT_CHARS, finished_message};
 
 /// Builds one assistant message from a stream of SSE events.
 pub struct Assembler<'a> {
@@ -59,7 +59,8 @@ impl<'a> Assembler<'a> {
         let chunk: ChatChunk = match serde_json::from_str(data) {
             Ok(chunk) => chunk,
             Err(error) => {
-                let message = format!("could not read a stream chunk ({error}): {}", shorten(data));
+                let message =
+                    format!("could not read a stream chunk ({error}): {}", crate::shorten(data, QUOTED_EVENT_CHARS));
                 return Step::Failed(ProviderError::new(ProviderErrorKind::Protocol, message));
             }
         };

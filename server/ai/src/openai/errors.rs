@@ -70,10 +70,7 @@ fn quote_body(status: u16, body: &[u8]) -> String {
     if text.is_empty() {
         return format!("HTTP {status} with an empty body");
     }
-    match text.char_indices().nth(MAX_QUOTED_BODY) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
-    }
+    crate::shorten(text, MAX_QUOTED_BODY).into_owned()
 }
 
 #[cfg(test)]

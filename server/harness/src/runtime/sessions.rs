@@ -164,10 +164,6 @@ impl Harness {
         Ok(self.session(session_id)?.agent.messages())
     }
 
-    pub fn session_ids(&self) -> Vec<SessionId> {
-        lock(&self.sessions).keys().cloned().collect()
-    }
-
     /// Switches the model of a session; takes effect at its next turn and is recorded in the file
     /// (when it changes).
     pub fn set_model(&self, session_id: &str, model_id: &str) -> Result<Model, HarnessError> {

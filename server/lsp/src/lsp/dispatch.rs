@@ -196,7 +196,7 @@ async fn selection(state: &State, uri: &str, range: Option<Range>, diagnostics: 
 /// The path relative to the workspace root when inside it; the URI for non-files.
 fn display_path(state: &State, path: Option<&Path>, uri: &str) -> String {
     match path {
-        Some(path) => crate::display_path(path, &state.workspace.cwd()),
+        Some(path) => reins_tools::display_path(path, &state.workspace.cwd()),
         None => uri.to_string(),
     }
 }

@@ -388,9 +388,5 @@ async fn send_progress(client: &Client, token: &NumberOrString, value: WorkDoneP
 /// The first line of `text`, cut to a progress message's length.
 fn shorten(text: &str) -> String {
     let line = text.lines().next().unwrap_or("").trim();
-    if line.chars().count() <= PROGRESS_PROMPT_CHARS {
-        return line.to_string();
-    }
-    let cut: String = line.chars().take(PROGRESS_PROMPT_CHARS - 1).collect();
-    format!("{cut}…")
+    reins_ai::shorten(line, PROGRESS_PROMPT_CHARS - 1).into_owned()
 }

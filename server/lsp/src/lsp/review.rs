@@ -69,7 +69,7 @@ pub struct ReviewApprover {
 impl Approver for ReviewApprover {
     async fn decide(&self, request: ApprovalRequest<'_>, cancel: &CancellationToken) -> Verdict {
         let cwd = self.workspace.cwd();
-        let shown = |path: &Path| crate::display_path(path, &cwd);
+        let shown = |path: &Path| reins_tools::display_path(path, &cwd);
         // One pending edit per file: a patch of several is decided file by file.
         self.reviews.edits.decide(Origin::of(&request), request.proposal, shown, cancel).await
     }

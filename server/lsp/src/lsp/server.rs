@@ -78,7 +78,7 @@ impl Server {
             provider: None,
             approver: Arc::new(ReviewApprover { reviews: reviews.clone(), workspace: workspace.clone() }),
             events: events.sink(),
-            date: today(),
+            date: crate::today(),
             persist: true,
         });
         let state = State {
@@ -291,9 +291,4 @@ impl State {
 /// The process environment, read by the settings.
 fn env_var(name: &str) -> Option<String> {
     std::env::var(name).ok()
-}
-
-/// Today's date, `YYYY-MM-DD`, in UTC.
-fn today() -> String {
-    humantime::format_rfc3339(std::time::SystemTime::now()).to_string().chars().take(10).collect()
 }

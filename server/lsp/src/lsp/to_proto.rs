@@ -587,8 +587,8 @@ pub fn located_ranges(
 fn quote(text: &str) -> String {
     let mut lines = text.lines().filter(|line| !line.trim().is_empty());
     let first = lines.next().unwrap_or("").trim();
-    let mut shown: String = first.chars().take(QUOTE_CHARS).collect();
-    if first.chars().count() > QUOTE_CHARS || lines.next().is_some() {
+    let mut shown = reins_ai::shorten(first, QUOTE_CHARS).into_owned();
+    if lines.next().is_some() && !shown.ends_with('…') {
         shown.push('…');
     }
     if shown.is_empty() { "a line break".to_string() } else { format!("`{shown}`") }

@@ -85,7 +85,7 @@ impl TypedTool for EditTool {
 
     async fn prepare(&self, input: &EditInput) -> Result<Option<Proposal>, ToolError> {
         let path = self.workspace.resolve(&input.path).map_err(workspace_error)?;
-        let shown = display_path(self.workspace.as_ref(), &path);
+        let shown = display_path(&path, &self.workspace.cwd());
         let file = self.workspace.read_text(&path).await.map_err(|err| match err {
             WorkspaceError::NotFound(_) => ToolError::new(format!(
                 "{shown} does not exist; edit only changes existing files, so use write to create it"
@@ -112,7 +112,7 @@ impl TypedTool for EditTool {
         let Some(Proposal::FileChange(change)) = proposal else {
             return Err(ToolError::new("internal error: edit reached execute without a file change"));
         };
-        let shown = display_path(self.workspace.as_ref(), &change.path);
+        let shown = display_path(&change.path, &self.workspace.cwd());
         self.workspace.apply(&change).await.map_err(|err| match err {
             WorkspaceError::Stale { .. } => {
                 ToolError::new(format!("{err}; nothing was changed. Read {shown} again and redo the edit"))

@@ -96,7 +96,7 @@ impl TypedTool for ApplyPatchTool {
             let what = match &err {
                 WorkspaceError::Stale { path, .. } => format!(
                     "{err}; no file was changed. Read {} again and redo the patch",
-                    display_path(self.workspace.as_ref(), path)
+                    display_path(path, &self.workspace.cwd())
                 ),
                 _ => format!("{err}; no file was changed"),
             };
@@ -118,7 +118,7 @@ impl ApplyPatchTool {
                 let path = self.workspace.resolve(raw).map_err(|err| {
                     ToolError::new(format!("{err} (line {} of the patch). Nothing was changed.", op.line()))
                 })?;
-                let shown = display_path(self.workspace.as_ref(), &path);
+                let shown = display_path(&path, &self.workspace.cwd());
                 let (text, version) = match self.workspace.read_text(&path).await {
                     Ok(file) => (Some(file.text), file.version),
                     Err(WorkspaceError::NotFound(_)) => (None, None),
@@ -155,7 +155,8 @@ fn report(workspace: &dyn Workspace, changes: &[FileChange]) -> ToolOutput {
     // Context lines in the model's diff, and how long it may get before it is cut.
     const CONTEXT: usize = 2;
     const MAX_DIFF_LINES: usize = 80;
-    let shown = |path: &PathBuf| display_path(workspace, path);
+    let root = workspace.cwd();
+    let shown = |path: &PathBuf| display_path(path, &root);
     let mut text = String::from("Applied the patch:");
     let mut diffs = String::new();
     let mut details = BTreeMap::new();

@@ -1,19 +1,18 @@
-//! The session benchmark the `bench` command runs: a 100,000-entry session opened and its context
-//! built, one entry appended and flushed, a fork at the leaf, and the memory that took.
+//! The session figures' workload: a 100,000-entry session file in today's format, opened and its
+//! context built, one entry appended and flushed, a fork at the leaf, and the memory that took —
+//! through the session crate's public API.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use reins_ai::Message;
+use reins_session::{Durability, Header, SessionFile};
 
-use crate::error::SessionError;
-use crate::format::Header;
-use crate::session_file::{Durability, SessionFile};
-use crate::store::file_name;
-use crate::time::iso_from_ms;
+/// 2025-01-01T00:00:00Z, where the session starts.
+const JANUARY_2025_MS: u64 = 1_735_689_600_000;
 
-pub const BENCH_ENTRIES: usize = 100_000;
+const BENCH_ENTRIES: usize = 100_000;
 
 /// Measurements of one run of [`bench_large_session`]; times in milliseconds.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,29 +48,29 @@ pub struct BenchFigures {
 }
 
 /// Writes a 100,000-entry session into `dir` and measures it (see [`BenchFigures`]).
-pub fn bench_large_session(dir: &Path) -> Result<BenchFigures, SessionError> {
-    let path = write_large_session(dir, BENCH_ENTRIES, Some(5_000))?;
-    let file_bytes = std::fs::metadata(&path).map_err(|error| SessionError::io(&path, error))?.len();
+pub fn bench_large_session(dir: &Path) -> Result<BenchFigures, String> {
+    let path = write_large_session(dir, BENCH_ENTRIES, Some(5_000)).map_err(|error| error.to_string())?;
+    let file_bytes = std::fs::metadata(&path).map_err(|error| error.to_string())?.len();
 
     let rss_before = resident_bytes();
     let started = Instant::now();
-    let mut session = SessionFile::open(&path)?;
+    let mut session = SessionFile::open(&path).map_err(|error| error.to_string())?;
     let open_ms = elapsed_ms(started);
     let started = Instant::now();
-    let context = session.context()?;
+    let context = session.context().map_err(|error| error.to_string())?;
     let context_ms = elapsed_ms(started);
     let rss_after = resident_bytes();
     let context_messages = context.messages.len();
     drop(context);
 
     let started = Instant::now();
-    session.append_message(&Message::user("one more question"))?;
-    session.flush()?;
+    session.append_message(&Message::user("one more question")).map_err(|error| error.to_string())?;
+    session.flush().map_err(|error| error.to_string())?;
     let append_flush_ms = elapsed_ms(started);
     session.set_durability(Durability::Write);
     let started = Instant::now();
-    session.append_message(&Message::user("and another one"))?;
-    session.flush()?;
+    session.append_message(&Message::user("and another one")).map_err(|error| error.to_string())?;
+    session.flush().map_err(|error| error.to_string())?;
     let append_write_ms = elapsed_ms(started);
 
     let leaf = session.leaf().unwrap_or_default().to_string();
@@ -80,7 +79,7 @@ pub fn bench_large_session(dir: &Path) -> Result<BenchFigures, SessionError> {
     let mut fork_samples = Vec::new();
     for _ in 0..5 {
         let started = Instant::now();
-        let fork = session.fork(&leaf)?;
+        let fork = session.fork(&leaf).map_err(|error| error.to_string())?;
         fork_samples.push(elapsed_ms(started));
         let path = fork.path().to_path_buf();
         drop(fork);
@@ -91,18 +90,19 @@ pub fn bench_large_session(dir: &Path) -> Result<BenchFigures, SessionError> {
     let fork_max_ms = fork_samples.last().copied().unwrap_or(fork_ms);
     session.set_durability(Durability::Sync);
     let started = Instant::now();
-    let fork = session.fork(&leaf)?;
+    let fork = session.fork(&leaf).map_err(|error| error.to_string())?;
     let fork_sync_ms = elapsed_ms(started);
     drop(fork);
 
     drop(session);
     let (uncompacted_open_ms, uncompacted_context_ms) = {
-        let path = write_large_session(&dir.join("uncompacted"), BENCH_ENTRIES, None)?;
+        let path =
+            write_large_session(&dir.join("uncompacted"), BENCH_ENTRIES, None).map_err(|error| error.to_string())?;
         let started = Instant::now();
-        let session = SessionFile::open(&path)?;
+        let session = SessionFile::open(&path).map_err(|error| error.to_string())?;
         let open_ms = elapsed_ms(started);
         let started = Instant::now();
-        session.context()?;
+        session.context().map_err(|error| error.to_string())?;
         (open_ms, elapsed_ms(started))
     };
     Ok(BenchFigures {
@@ -126,16 +126,12 @@ pub fn bench_large_session(dir: &Path) -> Result<BenchFigures, SessionError> {
 /// Writes a linear session of `entries` entries shaped like a coding run (user asks, assistant
 /// calls `read`, the result comes back, assistant answers), with a compaction every
 /// `compaction_every` entries keeping the last ~1,000 entries before it, and returns its path.
-pub fn write_large_session(
-    dir: &Path,
-    entries: usize,
-    compaction_every: Option<usize>,
-) -> Result<PathBuf, SessionError> {
-    std::fs::create_dir_all(dir).map_err(|error| SessionError::io(dir, error))?;
-    let start_ms = 1_735_689_600_000u64;
+fn write_large_session(dir: &Path, entries: usize, compaction_every: Option<usize>) -> std::io::Result<PathBuf> {
+    std::fs::create_dir_all(dir)?;
+    let start_ms = JANUARY_2025_MS;
     let header =
         Header::new("0194a3b2-0000-7000-8000-000000000001".into(), iso_from_ms(start_ms), "/work/bench".into(), None);
-    let path = dir.join(file_name(&header));
+    let path = dir.join(format!("{}_{}.jsonl", header.timestamp.replace([':', '.'], "-"), header.id));
     let mut out = String::with_capacity(entries * 420);
     out.push_str(&header.to_line());
     out.push('\n');
@@ -180,9 +176,15 @@ pub fn write_large_session(
         ));
         out.push('\n');
     }
-    let mut file = std::fs::File::create(&path).map_err(|error| SessionError::io(&path, error))?;
-    file.write_all(out.as_bytes()).map_err(|error| SessionError::io(&path, error))?;
+    std::fs::File::create(&path)?.write_all(out.as_bytes())?;
     Ok(path)
+}
+
+/// An ISO timestamp (UTC) of `ms` since the epoch, for the days the session spans (January 2025).
+fn iso_from_ms(ms: u64) -> String {
+    let secs = (ms - JANUARY_2025_MS) / 1000;
+    let (day, rest) = (1 + secs / 86_400, secs % 86_400);
+    format!("2025-01-{day:02}T{:02}:{:02}:{:02}.{:03}Z", rest / 3600, rest / 60 % 60, rest % 60, ms % 1000)
 }
 
 fn elapsed_ms(started: Instant) -> f64 {

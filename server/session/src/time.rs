@@ -36,9 +36,10 @@ pub fn ms_from_iso(text: &str) -> Option<u64> {
         }
         _ => return None,
     };
-    let days = days_from_civil(year as i64, month as u32, day as u32);
-    let secs = days.checked_mul(86_400)? as u64 + hour * 3600 + minute * 60 + second;
-    Some(secs * 1000 + millis)
+    // A date before 1970 has no place on this clock: None, not a wrapped-around number.
+    let days = u64::try_from(days_from_civil(year as i64, month as u32, day as u32)).ok()?;
+    let secs = days.checked_mul(86_400)?.checked_add(hour * 3600 + minute * 60 + second)?;
+    secs.checked_mul(1000)?.checked_add(millis)
 }
 
 /// A new session id (a random UUID).
@@ -91,5 +92,14 @@ mod tests {
         assert_eq!(ms_from_iso("2024-12-03T14:00:00.123Z"), Some(1_733_234_400_123));
         assert_eq!(ms_from_iso("2024-12-03T14:00:00Z"), Some(1_733_234_400_000));
         assert_eq!(ms_from_iso("yesterday"), None);
+    }
+
+    /// Found by AFL++ (`tests/fuzz/regressions/session_file`): a year before 1970 overflowed.
+    #[test]
+    fn dates_before_the_epoch_are_not_timestamps() {
+        assert_eq!(ms_from_iso("1969-12-31T23:59:59.999Z"), None);
+        assert_eq!(ms_from_iso("0000-01-01T00:00:00.000Z"), None);
+        assert_eq!(ms_from_iso("1970-01-01T00:00:00.001Z"), Some(1));
+        assert_eq!(ms_from_iso("9999-99-99T99:99:99.999Z").map(|ms| ms > 0), Some(true));
     }
 }

@@ -1,0 +1,210 @@
+//! Checking out on disk so that a kill at any moment leaves every file before or after, never
+//! half-written, and running the checkout again finishes the job.
+//!
+//! The order: (1) a journal, `<session>.checkout/`, holds each file's new content and the hash
+//! the file has now; it is written in a temporary directory and renamed into place, which commits
+//! it. (2) Each file is written through a temporary file in its own directory and a rename (or
+//! deleted) — unless it changed since the plan, in which case it is left alone. (3) The caller
+//! moves the session's leaf and saves it. (4) The journal is removed. A journal found when a
+//! checkout starts is one that was interrupted: it is finished first (steps 2 to 4 again, each
+//! file skipped if it already holds its new content).
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::replay::FileOutcome;
+use crate::store::sha256_hex;
+
+const JOURNAL_FILE: &str = "journal.json";
+const VERSION: u32 = 1;
+
+/// A checkout in progress: what each file is to become.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Journal {
+    version: u32,
+    /// The entry the leaf moves to.
+    pub target: String,
+    pub files: Vec<JournalFile>,
+    #[serde(skip)]
+    dir: PathBuf,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JournalFile {
+    /// Absolute, inside the workspace.
+    pub path: PathBuf,
+    pub shown: String,
+    /// SHA-256 of the file when the checkout was planned; `None`: it did not exist.
+    pub from: Option<String>,
+    /// SHA-256 of its new content; `None`: it is deleted.
+    pub to: Option<String>,
+    /// The journal's file holding the new content.
+    pub content: Option<String>,
+}
+
+/// How writing one file went.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Written {
+    /// Written (or deleted).
+    Done,
+    /// It already held its new content (a checkout run again after an interruption).
+    AlreadyDone,
+    /// It changed after the checkout was planned, so it was left as it is.
+    ChangedMeanwhile,
+    Failed(String),
+}
+
+/// `<dir>/<name>.jsonl` → `<dir>/<name>.checkout`.
+pub fn journal_dir(session: &Path) -> PathBuf {
+    session.with_extension("checkout")
+}
+
+impl Journal {
+    /// Writes and commits the journal of a checkout of `session` to `target` that writes the
+    /// files of `outcomes` that change.
+    pub fn write(session: &Path, target: &str, outcomes: &[FileOutcome]) -> io::Result<Journal> {
+        let dir = journal_dir(session);
+        let parent = dir.parent().unwrap_or(Path::new("."));
+        let staging = tempfile::Builder::new().prefix(".checkout-").tempdir_in(parent)?;
+        let mut files = Vec::new();
+        for (index, outcome) in outcomes.iter().filter(|outcome| outcome.writes()).enumerate() {
+            let content = match &outcome.result {
+                Some(bytes) => {
+                    let name = index.to_string();
+                    let mut file = std::fs::File::create(staging.path().join(&name))?;
+                    file.write_all(bytes)?;
+                    file.sync_all()?;
+                    Some(name)
+                }
+                None => None,
+            };
+            files.push(JournalFile {
+                path: outcome.path.clone(),
+                shown: outcome.shown.clone(),
+                from: outcome.current.as_deref().map(sha256_hex),
+                to: outcome.result.as_deref().map(sha256_hex),
+                content,
+            });
+        }
+        let journal = Journal { version: VERSION, target: target.to_string(), files, dir: dir.clone() };
+        let mut file = std::fs::File::create(staging.path().join(JOURNAL_FILE))?;
+        file.write_all(serde_json::to_string(&journal).map_err(io::Error::other)?.as_bytes())?;
+        file.sync_all()?;
+        sync_dir(staging.path());
+        // The rename commits the journal: before it, nothing was changed.
+        std::fs::rename(staging.keep(), &dir)?;
+        sync_dir(parent);
+        Ok(journal)
+    }
+
+    /// The journal of an interrupted checkout of `session`, if there is one.
+    pub fn pending(session: &Path) -> io::Result<Option<Journal>> {
+        let dir = journal_dir(session);
+        let text = match std::fs::read_to_string(dir.join(JOURNAL_FILE)) {
+            Ok(text) => text,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                // A directory without its journal never committed; nothing was written from it.
+                if dir.is_dir() {
+                    std::fs::remove_dir_all(&dir)?;
+                }
+                return Ok(None);
+            }
+            Err(err) => return Err(err),
+        };
+        let mut journal: Journal = serde_json::from_str(&text)
+            .map_err(|err| io::Error::new(io::ErrorKind::InvalidData, format!("{}: {err}", dir.display())))?;
+        if journal.version > VERSION {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{}: written by a newer reins; finish it with that one", dir.display()),
+            ));
+        }
+        journal.dir = dir;
+        Ok(Some(journal))
+    }
+
+    /// Writes each file that still holds what it held when the checkout was planned; `inside`
+    /// confirms a path is still inside the workspace before anything is written there.
+    pub fn apply(&self, inside: &dyn Fn(&Path) -> bool) -> Vec<Written> {
+        self.files
+            .iter()
+            .map(|file| self.apply_one(file, inside).unwrap_or_else(|err| Written::Failed(err.to_string())))
+            .collect()
+    }
+
+    fn apply_one(&self, file: &JournalFile, inside: &dyn Fn(&Path) -> bool) -> io::Result<Written> {
+        if !inside(&file.path) {
+            return Ok(Written::Failed("it is outside the workspace".to_string()));
+        }
+        let now = read(&file.path)?.map(|bytes| sha256_hex(&bytes));
+        if now == file.to {
+            return Ok(Written::AlreadyDone);
+        }
+        if now != file.from {
+            return Ok(Written::ChangedMeanwhile);
+        }
+        match &file.content {
+            Some(name) => {
+                let bytes = std::fs::read(self.dir.join(name))?;
+                if file.to.as_deref() != Some(sha256_hex(&bytes).as_str()) {
+                    return Ok(Written::Failed("the journal's copy of its new content is damaged".to_string()));
+                }
+                write_atomically(&file.path, &bytes)?;
+            }
+            None => {
+                match std::fs::remove_file(&file.path) {
+                    Err(err) if err.kind() != io::ErrorKind::NotFound => return Err(err),
+                    _ => {}
+                }
+                if let Some(parent) = file.path.parent() {
+                    sync_dir(parent);
+                }
+            }
+        }
+        Ok(Written::Done)
+    }
+
+    /// Removes the journal once the leaf has moved: the checkout is complete.
+    pub fn remove(self) -> io::Result<()> {
+        std::fs::remove_dir_all(&self.dir)
+    }
+}
+
+/// The file's bytes, `None` when it does not exist.
+pub fn read(path: &Path) -> io::Result<Option<Vec<u8>>> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(err) => Err(err),
+    }
+}
+
+/// Writes through a temporary file in the same directory and a rename, so the file is either as
+/// it was or as it is to be; an existing file keeps its permissions.
+fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let parent = path.parent().ok_or_else(|| io::Error::other("has no parent directory"))?;
+    std::fs::create_dir_all(parent)?;
+    let permissions = std::fs::metadata(path).ok().map(|meta| meta.permissions());
+    let mut temp = tempfile::Builder::new()
+        .prefix(".reins-checkout-")
+        .permissions(std::fs::Permissions::from_mode(0o666))
+        .tempfile_in(parent)?;
+    temp.write_all(bytes)?;
+    temp.as_file().sync_all()?;
+    if let Some(permissions) = permissions {
+        temp.as_file().set_permissions(permissions)?;
+    }
+    temp.persist(path).map_err(|err| err.error)?;
+    sync_dir(parent);
+    Ok(())
+}
+
+/// Makes a rename in `dir` durable; best effort.
+fn sync_dir(dir: &Path) {
+    if let Ok(dir) = std::fs::File::open(dir) {
+        let _ = dir.sync_all();
+    }
+}

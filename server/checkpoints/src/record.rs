@@ -1,0 +1,297 @@
+//! What a checkpoint entry holds: the on-disk contract of the two `custom` entries reins writes
+//! on a session's path (pi ignores custom entries, so these sessions still open in pi).
+//!
+//! `reins.file_change` records the files one tool call changed, where the change landed:
+//!
+//! ```json
+//! {"type":"custom","customType":"reins.file_change","data":{"version":1,"toolCallId":"call_1","tool":"edit",
+//!  "files":[{"path":"src/lib.rs","before":{"sha256":"9f…","size":12,"text":"fn a() {}\n"},
+//!            "after":{"sha256":"4c…","size":14,"text":"fn a() { 1 }\n"}}]}}
+//! ```
+//!
+//! A side is `null` where the file did not exist (before a creation, after a deletion); `movedTo`
+//! names the new place of a renamed file. Small text files keep both texts; larger ones keep a
+//! patch (hunks with three lines of context) and only the hashes of the sides; a file that is not
+//! UTF-8 keeps its sides in the session's side store, by hash (`"stored": true`).
+//!
+//! `reins.command` records that a tool whose effects on files cannot be known ran (a `bash`
+//! command, an MCP tool): `{"version":1,"toolCallId":"call_2","tool":"bash","command":"cargo fmt"}`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::patch::{self, PatchHunk};
+use crate::store::{SideStore, sha256_hex};
+
+/// `customType` of the entry recording the files one tool call changed.
+pub const FILE_CHANGE: &str = "reins.file_change";
+/// `customType` of the entry recording that a command ran whose file changes were not tracked.
+pub const COMMAND: &str = "reins.command";
+
+/// The version of both records' `data`.
+const VERSION: u32 = 1;
+
+/// Sides of a text file up to this many bytes together are kept whole; larger ones as a patch.
+pub const INLINE_MAX_BYTES: usize = 64 * 1024;
+
+/// The files one tool call changed (`data` of a `reins.file_change` entry).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileChangeRecord {
+    #[serde(default)]
+    pub version: u32,
+    #[serde(default)]
+    pub tool_call_id: String,
+    #[serde(default)]
+    pub tool: String,
+    pub files: Vec<FileRecord>,
+}
+
+/// One file's change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileRecord {
+    /// Relative to the session's working directory when inside it, else absolute.
+    pub path: String,
+    /// The file was renamed to this path, with `after` as its content there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moved_to: Option<String>,
+    /// `None`: the file did not exist (the change created it).
+    pub before: Option<Side>,
+    /// `None`: the change deleted the file.
+    pub after: Option<Side>,
+    /// For text too large to keep whole: the hunks that turn `before` into `after`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch: Option<Vec<PatchHunk>>,
+}
+
+/// One side of a change: the file's content, or what identifies it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Side {
+    /// Hex SHA-256 of the bytes.
+    pub sha256: String,
+    pub size: u64,
+    /// The whole text, for small text files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// The bytes are in the side store under `sha256`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stored: bool,
+}
+
+/// A command that ran (`data` of a `reins.command` entry): what it did to files is not known.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandRecord {
+    #[serde(default)]
+    pub version: u32,
+    #[serde(default)]
+    pub tool_call_id: String,
+    pub tool: String,
+    /// The command line, for `bash`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+}
+
+/// A change that landed, as the recorder gets it: bytes, not yet a record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Landed {
+    pub path: String,
+    pub moved_to: Option<String>,
+    pub before: Option<Vec<u8>>,
+    pub after: Option<Vec<u8>>,
+}
+
+/// How a side's content can be had back.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Content {
+    /// The whole bytes.
+    Bytes(Vec<u8>),
+    /// Only the hash: the record's patch turns one side into the other.
+    Patched,
+}
+
+impl FileChangeRecord {
+    /// The record of `landed`, keeping the sides of binary files in `store`.
+    pub fn new(tool_call_id: &str, tool: &str, landed: &[Landed], store: &SideStore) -> std::io::Result<Self> {
+        let files = landed.iter().map(|landed| FileRecord::new(landed, store)).collect::<std::io::Result<_>>()?;
+        Ok(FileChangeRecord { version: VERSION, tool_call_id: tool_call_id.to_string(), tool: tool.to_string(), files })
+    }
+
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    pub fn parse(data: &Value) -> Result<Self, String> {
+        let record: FileChangeRecord = serde_json::from_value(data.clone()).map_err(|err| err.to_string())?;
+        if record.version > VERSION {
+            return Err(format!("written by a newer reins (version {})", record.version));
+        }
+        Ok(record)
+    }
+}
+
+impl CommandRecord {
+    pub fn new(tool_call_id: &str, tool: &str, command: Option<&str>) -> Self {
+        CommandRecord {
+            version: VERSION,
+            tool_call_id: tool_call_id.to_string(),
+            tool: tool.to_string(),
+            command: command.map(str::to_string),
+        }
+    }
+
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    pub fn parse(data: &Value) -> Result<Self, String> {
+        serde_json::from_value(data.clone()).map_err(|err| err.to_string())
+    }
+}
+
+impl FileRecord {
+    /// Text kept whole when small, as a patch when large; binary sides go to `store`.
+    pub fn new(landed: &Landed, store: &SideStore) -> std::io::Result<Self> {
+        let before = landed.before.as_deref();
+        let after = landed.after.as_deref();
+        let mut record = FileRecord {
+            path: landed.path.clone(),
+            moved_to: landed.moved_to.clone(),
+            before: None,
+            after: None,
+            patch: None,
+        };
+        match (text(before), text(after)) {
+            (Ok(old), Ok(new)) => {
+                let size = old.map_or(0, str::len) + new.map_or(0, str::len);
+                if size <= INLINE_MAX_BYTES {
+                    record.before = old.map(Side::text);
+                    record.after = new.map(Side::text);
+                } else {
+                    record.before = old.map(|text| Side::hash_only(text.as_bytes()));
+                    record.after = new.map(|text| Side::hash_only(text.as_bytes()));
+                    record.patch = Some(patch::make(old.unwrap_or(""), new.unwrap_or("")));
+                }
+            }
+            _ => {
+                record.before = before.map(|bytes| Side::stored(bytes, store)).transpose()?;
+                record.after = after.map(|bytes| Side::stored(bytes, store)).transpose()?;
+            }
+        }
+        Ok(record)
+    }
+
+    /// Where the file is after the change.
+    pub fn final_path(&self) -> &str {
+        self.moved_to.as_deref().unwrap_or(&self.path)
+    }
+
+    /// "edit src/a.rs", "create notes.md", "delete old.txt", "move a.rs → b.rs": for summaries.
+    pub fn describe(&self) -> String {
+        match (&self.before, &self.after, &self.moved_to) {
+            (_, _, Some(to)) => format!("move {} → {to}", self.path),
+            (None, _, None) => format!("create {}", self.path),
+            (Some(_), None, None) => format!("delete {}", self.path),
+            (Some(_), Some(_), None) => format!("edit {}", self.path),
+        }
+    }
+}
+
+impl Side {
+    fn text(text: &str) -> Self {
+        Side { text: Some(text.to_string()), ..Side::hash_only(text.as_bytes()) }
+    }
+
+    fn hash_only(bytes: &[u8]) -> Self {
+        Side { sha256: sha256_hex(bytes), size: bytes.len() as u64, text: None, stored: false }
+    }
+
+    fn stored(bytes: &[u8], store: &SideStore) -> std::io::Result<Self> {
+        store.put(bytes)?;
+        Ok(Side { stored: true, ..Side::hash_only(bytes) })
+    }
+
+    /// The side's content: its text, the bytes from `store`, or [`Content::Patched`].
+    pub fn content(&self, store: &SideStore) -> std::io::Result<Content> {
+        if let Some(text) = &self.text {
+            return Ok(Content::Bytes(text.clone().into_bytes()));
+        }
+        if self.stored {
+            return store.get(&self.sha256).map(Content::Bytes);
+        }
+        Ok(Content::Patched)
+    }
+
+    /// Whether `bytes` are this side's content.
+    pub fn matches(&self, bytes: &[u8]) -> bool {
+        bytes.len() as u64 == self.size && sha256_hex(bytes) == self.sha256
+    }
+}
+
+/// The side as text, when it is UTF-8 (or absent).
+fn text(side: Option<&[u8]>) -> Result<Option<&str>, std::str::Utf8Error> {
+    side.map(std::str::from_utf8).transpose()
+}
+
+/// A one-line description of a record's changes, for a tree view: "edit src/a.rs, create b.rs".
+pub fn describe_files(record: &FileChangeRecord) -> String {
+    record.files.iter().map(FileRecord::describe).collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use expect_test::expect;
+
+    use super::*;
+
+    fn landed(path: &str, before: Option<&[u8]>, after: Option<&[u8]>) -> Landed {
+        Landed {
+            path: path.into(),
+            moved_to: None,
+            before: before.map(<[u8]>::to_vec),
+            after: after.map(<[u8]>::to_vec),
+        }
+    }
+
+    #[test]
+    fn small_text_is_kept_whole_and_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SideStore::new(dir.path().join("s.files"));
+        let record =
+            FileChangeRecord::new("call_1", "edit", &[landed("a.txt", Some(b"one\n"), Some(b"two\n"))], &store)
+                .unwrap();
+        let value = record.to_value();
+        expect![[r#"{"files":[{"after":{"sha256":"27dd8ed44a83ff94d557f9fd0412ed5a8cbca69ea04922d88c01184a07300a5a","size":4,"text":"two\n"},"before":{"sha256":"2c8b08da5ce60398e1f19af0e5dccc744df274b826abe585eaba68c525434806","size":4,"text":"one\n"},"path":"a.txt"}],"tool":"edit","toolCallId":"call_1","version":1}"#]]
+        .assert_eq(&value.to_string());
+        assert_eq!(FileChangeRecord::parse(&value).unwrap(), record);
+        assert!(!dir.path().join("s.files").exists(), "text needs no side store");
+    }
+
+    #[test]
+    fn large_text_keeps_a_patch_and_binary_goes_to_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SideStore::new(dir.path().join("s.files"));
+        let old: String = (0..20_000).map(|n| format!("line {n}\n")).collect();
+        let new = old.replace("line 500\n", "LINE 500\n");
+        let record = FileRecord::new(&landed("big.txt", Some(old.as_bytes()), Some(new.as_bytes())), &store).unwrap();
+        let patch = record.patch.as_ref().unwrap();
+        assert_eq!((patch.len(), record.before.as_ref().unwrap().text.is_none()), (1, true));
+        assert!(serde_json::to_string(&record).unwrap().len() < 500, "a patch, not the file");
+
+        let binary = FileRecord::new(&landed("logo.png", None, Some(&[0x89, b'P', 0xff, 0])), &store).unwrap();
+        let after = binary.after.as_ref().unwrap();
+        assert!(after.stored && after.text.is_none());
+        assert_eq!(after.content(&store).unwrap(), Content::Bytes(vec![0x89, b'P', 0xff, 0]));
+        assert_eq!(binary.describe(), "create logo.png");
+    }
+
+    #[test]
+    fn a_record_from_a_newer_reins_or_of_another_shape_is_refused() {
+        let newer = serde_json::json!({"version": 9, "files": []});
+        assert_eq!(FileChangeRecord::parse(&newer).unwrap_err(), "written by a newer reins (version 9)");
+        assert!(FileChangeRecord::parse(&serde_json::json!({"files": 3})).is_err());
+        let command = CommandRecord::parse(&serde_json::json!({"tool": "bash", "command": "make"})).unwrap();
+        assert_eq!(command.command.as_deref(), Some("make"));
+    }
+}

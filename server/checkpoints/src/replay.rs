@@ -1,0 +1,425 @@
+//! Replaying a [`Plan`] against the files as they are now: each recorded change is undone or
+//! redone as a three-way merge of the agent's change with what the file holds, so the user's own
+//! edits elsewhere in the file survive. Nothing is written here; the result says, per file, what
+//! it is to hold, or why it is left as it is.
+//!
+//! Files that a recorded rename links are decided together: if one of them conflicts, none of
+//! them changes, so a move is never half undone.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use reins_review::merge;
+
+use crate::patch;
+use crate::plan::{Direction, Plan, Step};
+use crate::record::{Content, Side};
+use crate::store::SideStore;
+
+/// What checking out does to one file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileOutcome {
+    /// Absolute, inside the workspace (for a refused path: as recorded).
+    pub path: PathBuf,
+    /// As recorded (relative to the session's working directory).
+    pub shown: String,
+    /// The file now; `None` when it does not exist.
+    pub current: Option<Vec<u8>>,
+    /// What it is to hold; `None`: it is to be deleted. The same as `current` unless the status
+    /// is `Restored` or `Merged`.
+    pub result: Option<Vec<u8>>,
+    /// How many recorded changes were replayed on it.
+    pub changes: usize,
+    pub status: Status,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Status {
+    /// Already as the target has it.
+    Unchanged,
+    /// To be written as the agent left it at the target.
+    Restored,
+    /// To be written as the agent left it at the target, with the user's own edits kept.
+    Merged,
+    /// Left as it is: the agent's change and the user's overlap.
+    Conflict(ConflictInfo),
+    /// Left as it is: it cannot be touched (outside the workspace, its record unreadable).
+    Refused(String),
+}
+
+/// Where and why a file cannot be brought along.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConflictInfo {
+    /// The entry whose change could not be replayed.
+    pub entry_id: String,
+    /// The lines (from 0, end excluded) of the file as it is now where the user's edits and the
+    /// agent's change meet, when known.
+    pub lines: Option<Range<usize>>,
+    pub reason: String,
+}
+
+/// The files a plan touches, as they are now.
+pub struct Files<'a> {
+    /// Each recorded path resolved inside the workspace, or why it cannot be.
+    pub resolved: HashMap<String, Result<PathBuf, String>>,
+    /// The content now of each resolved path; `None`: no such file.
+    pub current: HashMap<PathBuf, Option<Vec<u8>>>,
+    pub store: &'a SideStore,
+}
+
+/// Why a step could not be replayed.
+enum Stop {
+    Conflict { path: PathBuf, lines: Option<Range<usize>>, reason: String },
+    Refused(String),
+}
+
+impl FileOutcome {
+    /// Whether checking out writes or deletes this file.
+    pub fn writes(&self) -> bool {
+        matches!(self.status, Status::Restored | Status::Merged) && self.result != self.current
+    }
+
+    /// What is done to the file, in a word: `create`, `delete`, `restore`, `merge`, `keep`,
+    /// `conflict`, `refused`.
+    pub fn action(&self) -> &'static str {
+        match (&self.status, &self.current, &self.result) {
+            (Status::Conflict(_), ..) => "conflict",
+            (Status::Refused(_), ..) => "refused",
+            (Status::Unchanged, ..) => "keep",
+            (_, None, Some(_)) => "create",
+            (_, Some(_), None) => "delete",
+            (Status::Merged, ..) => "merge",
+            _ => "restore",
+        }
+    }
+}
+
+/// What each file the plan touches is to hold, sorted by path.
+pub fn replay(plan: &Plan, files: &Files<'_>) -> Vec<FileOutcome> {
+    let mut shown: HashMap<PathBuf, String> = HashMap::new();
+    let mut refused: BTreeMap<String, String> = BTreeMap::new();
+    for recorded in plan.recorded_paths() {
+        match files.resolved.get(recorded) {
+            Some(Ok(path)) => {
+                shown.entry(path.clone()).or_insert_with(|| recorded.to_string());
+            }
+            Some(Err(reason)) => {
+                refused.insert(recorded.to_string(), reason.clone());
+            }
+            None => {
+                refused.insert(recorded.to_string(), "it was not looked up".to_string());
+            }
+        }
+    }
+    let located = |recorded: &str| files.resolved.get(recorded).and_then(|path| path.as_ref().ok()).cloned();
+
+    // Files linked by a recorded rename form one group; a step with a refused path refuses its group.
+    let mut groups = Groups::default();
+    for step in &plan.steps {
+        let paths: Vec<PathBuf> = [Some(step.file.path.as_str()), step.file.moved_to.as_deref()]
+            .into_iter()
+            .flatten()
+            .filter_map(located)
+            .collect();
+        groups.join(&paths);
+    }
+    let mut outcomes = Vec::new();
+    for group in groups.all() {
+        let steps: Vec<&Step> = plan
+            .steps
+            .iter()
+            .filter(|step| {
+                [Some(step.file.path.as_str()), step.file.moved_to.as_deref()]
+                    .into_iter()
+                    .flatten()
+                    .any(|recorded| located(recorded).is_some_and(|path| group.contains(&path)))
+            })
+            .collect();
+        outcomes.extend(replay_group(&group, &steps, files, &shown, &located, &refused));
+    }
+    for (recorded, reason) in refused {
+        outcomes.push(FileOutcome {
+            path: PathBuf::from(&recorded),
+            shown: recorded,
+            current: None,
+            result: None,
+            changes: 0,
+            status: Status::Refused(reason),
+        });
+    }
+    outcomes.sort_by(|a, b| a.shown.cmp(&b.shown));
+    outcomes
+}
+
+/// Replays `steps` on the files of one group, all or nothing.
+fn replay_group(
+    group: &[PathBuf],
+    steps: &[&Step],
+    files: &Files<'_>,
+    shown: &HashMap<PathBuf, String>,
+    located: &dyn Fn(&str) -> Option<PathBuf>,
+    refused: &BTreeMap<String, String>,
+) -> Vec<FileOutcome> {
+    let current = |path: &Path| files.current.get(path).cloned().flatten();
+    let mut state: HashMap<PathBuf, Option<Vec<u8>>> = group.iter().map(|path| (path.clone(), current(path))).collect();
+    let mut merged: Vec<PathBuf> = Vec::new();
+    let mut changes: HashMap<PathBuf, usize> = HashMap::new();
+    let mut stop: Option<(String, Stop)> = None;
+    for step in steps {
+        let recorded = [Some(step.file.path.as_str()), step.file.moved_to.as_deref()];
+        if let Some(out) = recorded.into_iter().flatten().find(|path| refused.contains_key(*path)) {
+            stop = Some((
+                step.entry_id.clone(),
+                Stop::Refused(format!("it was renamed to or from {out}, which {}", refused[out])),
+            ));
+            break;
+        }
+        let (Some(path), final_path) = (located(&step.file.path), step.file.moved_to.as_deref().map(located)) else {
+            continue;
+        };
+        let final_path = final_path.flatten().unwrap_or_else(|| path.clone());
+        *changes.entry(path.clone()).or_default() += 1;
+        if final_path != path {
+            *changes.entry(final_path.clone()).or_default() += 1;
+        }
+        match replay_step(step, &path, &final_path, &mut state, files.store) {
+            Ok(Some(merged_at)) => merged.push(merged_at),
+            Ok(None) => {}
+            Err(why) => {
+                stop = Some((step.entry_id.clone(), why));
+                break;
+            }
+        }
+    }
+    let shown_of = |path: &PathBuf| shown.get(path).cloned().unwrap_or_else(|| path.display().to_string());
+    group
+        .iter()
+        .map(|path| {
+            let current = current(path);
+            let changes = changes.get(path).copied().unwrap_or(0);
+            let status = match &stop {
+                Some((entry_id, Stop::Conflict { path: at, lines, reason })) => {
+                    let here = at == path;
+                    Status::Conflict(ConflictInfo {
+                        entry_id: entry_id.clone(),
+                        lines: if here { lines.clone() } else { None },
+                        reason: if here {
+                            reason.clone()
+                        } else {
+                            format!(
+                                "left as it is with {}, which a recorded rename links it to: {reason}",
+                                shown_of(at)
+                            )
+                        },
+                    })
+                }
+                Some((_, Stop::Refused(reason))) => Status::Refused(reason.clone()),
+                None => {
+                    let result = state.get(path).cloned().flatten();
+                    if result == current {
+                        Status::Unchanged
+                    } else if merged.contains(path) {
+                        Status::Merged
+                    } else {
+                        Status::Restored
+                    }
+                }
+            };
+            let result = match status {
+                Status::Restored | Status::Merged => state.get(path).cloned().flatten(),
+                _ => current.clone(),
+            };
+            FileOutcome { path: path.clone(), shown: shown_of(path), current, result, changes, status }
+        })
+        .collect()
+}
+
+/// Replays one step on `state`; `Some(path)` when it merged with the user's edits there.
+fn replay_step(
+    step: &Step,
+    path: &Path,
+    final_path: &Path,
+    state: &mut HashMap<PathBuf, Option<Vec<u8>>>,
+    store: &SideStore,
+) -> Result<Option<PathBuf>, Stop> {
+    let record = &step.file;
+    let (from, to, from_at, to_at) = match step.direction {
+        Direction::Redo => (&record.before, &record.after, path, final_path),
+        Direction::Undo => (&record.after, &record.before, final_path, path),
+    };
+    let reverse = step.direction == Direction::Undo;
+    let conflict = |at: &Path, lines: Option<Range<usize>>, reason: String| Stop::Conflict {
+        path: at.to_path_buf(),
+        lines,
+        reason,
+    };
+    let at = |path: &Path, state: &HashMap<PathBuf, Option<Vec<u8>>>| state.get(path).cloned().flatten();
+    match (from, to) {
+        (None, None) => Ok(None),
+        // The file comes into being at `to_at` (a creation redone, a deletion undone).
+        (None, Some(to)) => match at(to_at, state) {
+            None => {
+                let bytes = side_bytes(to, record.patch.as_deref(), b"", reverse, store)?;
+                state.insert(to_at.to_path_buf(), Some(bytes));
+                Ok(None)
+            }
+            Some(now) if to.matches(&now) => Ok(None),
+            Some(_) => Err(conflict(
+                to_at,
+                None,
+                "a file with other content is there now, and it is left as it is".to_string(),
+            )),
+        },
+        // The file goes (a deletion redone, a creation undone): unless the user wrote in it.
+        (Some(from), None) => match at(from_at, state) {
+            None => Ok(None),
+            Some(now) if from.matches(&now) => {
+                state.insert(from_at.to_path_buf(), None);
+                Ok(None)
+            }
+            Some(now) => {
+                let merged = merge_into(from, &[], record.patch.as_deref(), &now, reverse, store)
+                    .map_err(|(lines, reason)| conflict(from_at, lines, reason))?;
+                let merged_at = (!merged.is_empty()).then(|| from_at.to_path_buf());
+                state.insert(from_at.to_path_buf(), (!merged.is_empty()).then_some(merged));
+                Ok(merged_at)
+            }
+        },
+        // The content changes (and moves from `from_at` to `to_at` for a rename).
+        (Some(from), Some(to)) => {
+            let moving = from_at != to_at;
+            let Some(now) = at(from_at, state) else {
+                if moving && at(to_at, state).is_some_and(|there| to.matches(&there)) {
+                    return Ok(None);
+                }
+                return Err(conflict(
+                    from_at,
+                    None,
+                    "it was deleted since, so the change cannot be replayed on it".to_string(),
+                ));
+            };
+            if moving && at(to_at, state).is_some() {
+                return Err(conflict(to_at, None, "a file is there now, so the rename cannot be replayed".to_string()));
+            }
+            let (result, merged) = if to.matches(&now) {
+                (now, false)
+            } else if from.matches(&now) {
+                (side_bytes(to, record.patch.as_deref(), &now, reverse, store)?, false)
+            } else {
+                let to_bytes = match to.content(store).map_err(|err| Stop::Refused(missing(&err)))? {
+                    Content::Bytes(bytes) => Some(bytes),
+                    Content::Patched => None,
+                };
+                let merged = merge_into(
+                    from,
+                    to_bytes.as_deref().unwrap_or_default(),
+                    record.patch.as_deref(),
+                    &now,
+                    reverse,
+                    store,
+                )
+                .map_err(|(lines, reason)| conflict(from_at, lines, reason))?;
+                (merged, true)
+            };
+            if moving {
+                state.insert(from_at.to_path_buf(), None);
+            }
+            state.insert(to_at.to_path_buf(), Some(result));
+            Ok(merged.then(|| to_at.to_path_buf()))
+        }
+    }
+}
+
+/// The bytes of side `side`, when the file holds exactly the other side (`base`): the side's own
+/// content, or the patch applied to `base`.
+fn side_bytes(
+    side: &Side,
+    patch: Option<&[patch::PatchHunk]>,
+    base: &[u8],
+    reverse: bool,
+    store: &SideStore,
+) -> Result<Vec<u8>, Stop> {
+    match side.content(store).map_err(|err| Stop::Refused(missing(&err)))? {
+        Content::Bytes(bytes) => Ok(bytes),
+        Content::Patched => {
+            let (Some(patch), Ok(base)) = (patch, std::str::from_utf8(base)) else {
+                return Err(Stop::Refused("its record holds neither its content nor a patch".to_string()));
+            };
+            patch::apply(base, patch, reverse).map(String::into_bytes).map_err(|conflict| {
+                Stop::Refused(format!("its recorded patch does not apply: {}", conflict.description))
+            })
+        }
+    }
+}
+
+/// `now` with the agent's change from `from` to `to` merged in (three-way, with `from` as the
+/// base), or by the patch when the record keeps one instead of the texts. The error is the
+/// conflicting lines of `now` and why.
+fn merge_into(
+    from: &Side,
+    to: &[u8],
+    patch: Option<&[patch::PatchHunk]>,
+    now: &[u8],
+    reverse: bool,
+    store: &SideStore,
+) -> Result<Vec<u8>, (Option<Range<usize>>, String)> {
+    let not_text =
+        || (None, "it is not a text file and changed since, so the change cannot be merged into it".to_string());
+    let now = std::str::from_utf8(now).map_err(|_| not_text())?;
+    let from_bytes = match from.content(store).map_err(|err| (None, missing(&err)))? {
+        Content::Bytes(bytes) => bytes,
+        Content::Patched => {
+            let patch = patch.ok_or_else(|| (None, "its record holds neither its content nor a patch".to_string()))?;
+            return patch::apply(now, patch, reverse)
+                .map(String::into_bytes)
+                .map_err(|conflict| (Some(conflict.lines), overlap(&conflict.description)));
+        }
+    };
+    let base = std::str::from_utf8(&from_bytes).map_err(|_| not_text())?;
+    let target = std::str::from_utf8(to).map_err(|_| not_text())?;
+    merge::rebase(base, target, now)
+        .map(String::into_bytes)
+        .map_err(|conflict| (Some(conflict.lines), overlap(&conflict.description)))
+}
+
+fn overlap(detail: &str) -> String {
+    let detail = detail.strip_prefix("the file changed after the edit was proposed: ").unwrap_or(detail);
+    format!("your edits overlap the agent's change ({detail})")
+}
+
+fn missing(err: &std::io::Error) -> String {
+    format!("its recorded content cannot be read: {err}")
+}
+
+/// Paths joined into groups (union-find over a short list: plans are small).
+#[derive(Default)]
+struct Groups {
+    groups: Vec<Vec<PathBuf>>,
+}
+
+impl Groups {
+    fn join(&mut self, paths: &[PathBuf]) {
+        let mut joined: Vec<PathBuf> = Vec::new();
+        self.groups.retain(|group| {
+            if group.iter().any(|path| paths.contains(path)) {
+                joined.extend(group.iter().cloned());
+                false
+            } else {
+                true
+            }
+        });
+        for path in paths {
+            if !joined.contains(path) {
+                joined.push(path.clone());
+            }
+        }
+        if !joined.is_empty() {
+            self.groups.push(joined);
+        }
+    }
+
+    fn all(self) -> Vec<Vec<PathBuf>> {
+        self.groups
+    }
+}

@@ -1,0 +1,422 @@
+//! Checkouts as tables: a session's recorded changes, the files as the user left them, the entry
+//! to check out, and what each file is to hold.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use expect_test::{Expect, expect};
+use reins_ai::Message;
+use reins_session::{EntryKind, SessionFile, SessionStore};
+
+use super::*;
+
+/// A change as a test writes it: path, content before, content after (`None`: no file).
+type Change<'a> = (&'a str, Option<&'a [u8]>, Option<&'a [u8]>);
+
+/// A session in a temp workspace whose entries record file changes.
+struct Scenario {
+    dir: tempfile::TempDir,
+    file: SessionFile,
+}
+
+impl Scenario {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("w")).unwrap();
+        let store = SessionStore::new(dir.path().join("sessions"));
+        let mut file = store.create(&dir.path().join("w"), None).unwrap();
+        file.append_message(&Message::user("go")).unwrap();
+        Scenario { dir, file }
+    }
+
+    fn root(&self) -> PathBuf {
+        self.dir.path().join("w")
+    }
+
+    fn store(&self) -> SideStore {
+        SideStore::of_session(self.file.path())
+    }
+
+    /// Records one tool call's changes (`(path, before, after)`, `None` for absent) as the
+    /// agent makes them on disk, and returns the entry's id.
+    fn change(&mut self, files: &[Change<'_>]) -> String {
+        let landed: Vec<Landed> = files
+            .iter()
+            .map(|(path, before, after)| Landed {
+                path: path.to_string(),
+                moved_to: None,
+                before: before.map(<[u8]>::to_vec),
+                after: after.map(<[u8]>::to_vec),
+            })
+            .collect();
+        self.land(&landed)
+    }
+
+    fn land(&mut self, landed: &[Landed]) -> String {
+        for change in landed {
+            let at = self.root().join(change.moved_to.as_deref().unwrap_or(&change.path));
+            match &change.after {
+                Some(bytes) => {
+                    std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+                    std::fs::write(&at, bytes).unwrap();
+                }
+                None => std::fs::remove_file(&at).unwrap(),
+            }
+            if change.moved_to.is_some() {
+                std::fs::remove_file(self.root().join(&change.path)).unwrap();
+            }
+        }
+        let record = FileChangeRecord::new("call", "edit", landed, &self.store()).unwrap();
+        let data = Some(record.to_value());
+        self.file.append(EntryKind::Custom { custom_type: FILE_CHANGE.into(), data }).unwrap()
+    }
+
+    fn command(&mut self, command: &str) -> String {
+        let data = Some(CommandRecord::new("call", "bash", Some(command)).to_value());
+        self.file.append(EntryKind::Custom { custom_type: COMMAND.into(), data }).unwrap()
+    }
+
+    fn write(&self, path: &str, bytes: &[u8]) {
+        std::fs::write(self.root().join(path), bytes).unwrap();
+    }
+
+    fn read(&self, path: &str) -> Option<Vec<u8>> {
+        read(&self.root().join(path)).unwrap()
+    }
+
+    /// The plan from the leaf to `target`, replayed on the files as they are.
+    fn outcomes(&self, target: &str) -> (Plan, Vec<FileOutcome>) {
+        let tree = self.file.tree();
+        let plan = Plan::between(tree, tree.leaf(), target).unwrap();
+        let root = self.root();
+        let resolved: HashMap<String, Result<PathBuf, String>> = plan
+            .recorded_paths()
+            .into_iter()
+            .map(|recorded| {
+                let path = if recorded.contains("..") {
+                    Err("it is outside the workspace".to_string())
+                } else {
+                    Ok(root.join(recorded))
+                };
+                (recorded.to_string(), path)
+            })
+            .collect();
+        let current = resolved
+            .values()
+            .filter_map(|path| path.as_ref().ok())
+            .map(|path| (path.clone(), read(path).unwrap()))
+            .collect();
+        let store = self.store();
+        let outcomes = replay(&plan, &Files { resolved, current, store: &store });
+        (plan, outcomes)
+    }
+
+    /// Checks out `target` on disk (the leaf stays: these tests look at files).
+    fn checkout(&self, target: &str) -> Vec<FileOutcome> {
+        let (_, outcomes) = self.outcomes(target);
+        let journal = Journal::write(self.file.path(), target, &outcomes).unwrap();
+        let root = self.root();
+        assert!(journal.apply(&|path: &Path| path.starts_with(&root)).iter().all(|w| *w == Written::Done));
+        journal.remove().unwrap();
+        outcomes
+    }
+}
+
+/// One line per file: its action, and what it is to hold or why not.
+fn render(outcomes: &[FileOutcome]) -> String {
+    let text = |bytes: &Option<Vec<u8>>| match bytes {
+        Some(bytes) => format!("{:?}", String::from_utf8_lossy(bytes)),
+        None => "(none)".to_string(),
+    };
+    outcomes
+        .iter()
+        .map(|outcome| match &outcome.status {
+            Status::Conflict(info) => {
+                format!("{} conflict at {:?} ({}): {}", outcome.shown, info.lines, info.entry_id.len(), info.reason)
+            }
+            Status::Refused(reason) => format!("{} refused: {reason}", outcome.shown),
+            _ => format!(
+                "{} {} {} ({} changes)",
+                outcome.shown,
+                outcome.action(),
+                text(&outcome.result),
+                outcome.changes
+            ),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn check(scenario: &Scenario, target: &str, expected: Expect) {
+    expected.assert_eq(&render(&scenario.outcomes(target).1));
+}
+
+#[test]
+fn undo_goes_back_in_reverse_and_redo_comes_forward_again() {
+    let mut s = Scenario::new();
+    let start = s.file.leaf().unwrap().to_string();
+    let created = s.change(&[("a.txt", None, Some(b"one\n"))]);
+    let edited = s.change(&[("a.txt", Some(b"one\n"), Some(b"two\n")), ("b.txt", None, Some(b"b\n"))]);
+    check(
+        &s,
+        &created,
+        expect![[r#"
+        a.txt restore "one\n" (1 changes)
+        b.txt delete (none) (1 changes)"#]],
+    );
+    check(
+        &s,
+        &start,
+        expect![[r#"
+        a.txt delete (none) (2 changes)
+        b.txt delete (none) (1 changes)"#]],
+    );
+    s.checkout(&start);
+    assert_eq!((s.read("a.txt"), s.read("b.txt")), (None, None));
+    s.file.navigate(&start, None).unwrap();
+    check(
+        &s,
+        &edited,
+        expect![[r#"
+        a.txt create "two\n" (2 changes)
+        b.txt create "b\n" (1 changes)"#]],
+    );
+    s.checkout(&edited);
+    assert_eq!((s.read("a.txt").unwrap(), s.read("b.txt").unwrap()), (b"two\n".to_vec(), b"b\n".to_vec()));
+    // Files already where the target has them are kept as they are.
+    s.file.navigate(&created, None).unwrap();
+    check(
+        &s,
+        &edited,
+        expect![[r#"
+        a.txt keep "two\n" (1 changes)
+        b.txt keep "b\n" (1 changes)"#]],
+    );
+}
+
+#[test]
+fn a_branch_is_undone_to_the_common_ancestor_and_the_other_redone() {
+    let mut s = Scenario::new();
+    let base = s.change(&[("a.txt", None, Some(b"base\n"))]);
+    let left = s.change(&[("a.txt", Some(b"base\n"), Some(b"left\n"))]);
+    s.checkout(&base);
+    s.file.navigate(&base, None).unwrap();
+    let right = s.change(&[("a.txt", Some(b"base\n"), Some(b"right\n")), ("r.txt", None, Some(b"r\n"))]);
+    let (plan, _) = s.outcomes(&left);
+    let steps: Vec<String> =
+        plan.steps.iter().map(|step| format!("{:?} {}", step.direction, step.file.describe())).collect();
+    assert_eq!(steps, ["Undo create r.txt", "Undo edit a.txt", "Redo edit a.txt"]);
+    assert_eq!(plan.ancestor.as_deref(), Some(base.as_str()));
+    check(
+        &s,
+        &left,
+        expect![[r#"
+        a.txt restore "left\n" (2 changes)
+        r.txt delete (none) (1 changes)"#]],
+    );
+    let _ = right;
+}
+
+#[test]
+fn the_users_edits_elsewhere_in_the_file_survive() {
+    let mut s = Scenario::new();
+    let start = s.file.leaf().unwrap().to_string();
+    s.change(&[("a.txt", None, Some(b"one\n"))]);
+    let created = s.file.leaf().unwrap().to_string();
+    s.change(&[("a.txt", Some(b"one\n"), Some(b"one\ntwo\nthree\nfour\n"))]);
+    s.change(&[("a.txt", Some(b"one\ntwo\nthree\nfour\n"), Some(b"one\ntwo\nTHREE\nfour\n"))]);
+    s.write("a.txt", b"ONE (mine)\ntwo\nTHREE\nfour\n");
+    check(&s, &created, expect![[r#"a.txt merge "ONE (mine)\n" (2 changes)"#]]);
+    s.write("a.txt", b"one\ntwo\nTHREE\nfour\nfive (mine)\n");
+    check(&s, &created, expect![[r#"a.txt merge "one\nfive (mine)\n" (2 changes)"#]]);
+    // Undoing the creation too leaves the user's own line.
+    check(&s, &start, expect![[r#"a.txt merge "five (mine)\n" (3 changes)"#]]);
+}
+
+#[test]
+fn an_overlapping_edit_leaves_the_file_alone_and_names_the_lines() {
+    let mut s = Scenario::new();
+    let before = s.change(&[("a.txt", None, Some(b"a\nb\nc\nd\n")), ("other.txt", None, Some(b"x\n"))]);
+    s.change(&[("a.txt", Some(b"a\nb\nc\nd\n"), Some(b"a\nB\nc\nd\n")), ("other.txt", Some(b"x\n"), Some(b"X\n"))]);
+    s.write("a.txt", b"a\nbee\nc\nd\n");
+    check(
+        &s,
+        &before,
+        expect![[r#"
+        a.txt conflict at Some(1..2) (8): your edits overlap the agent's change (the user changed line 2 of the current text, where the edit changes line 2 of the text it was made from)
+        other.txt restore "x\n" (1 changes)"#]],
+    );
+    let outcomes = s.checkout(&before);
+    assert_eq!(s.read("a.txt").unwrap(), b"a\nbee\nc\nd\n", "the conflicting file is untouched");
+    assert_eq!(s.read("other.txt").unwrap(), b"x\n");
+    assert!(!outcomes[0].writes());
+}
+
+#[test]
+fn a_file_deleted_or_recreated_by_the_user_is_a_conflict() {
+    let mut s = Scenario::new();
+    let start = s.file.leaf().unwrap().to_string();
+    let created = s.change(&[("a.txt", None, Some(b"a\n"))]);
+    s.change(&[("a.txt", Some(b"a\n"), Some(b"A\n"))]);
+    std::fs::remove_file(s.root().join("a.txt")).unwrap();
+    check(
+        &s,
+        &created,
+        expect!["a.txt conflict at None (8): it was deleted since, so the change cannot be replayed on it"],
+    );
+    s.checkout(&start);
+    s.file.navigate(&start, None).unwrap();
+    s.write("a.txt", b"mine\n");
+    check(
+        &s,
+        &created,
+        expect!["a.txt conflict at None (8): a file with other content is there now, and it is left as it is"],
+    );
+}
+
+#[test]
+fn a_rename_is_undone_whole_or_not_at_all() {
+    let mut s = Scenario::new();
+    let created = s.change(&[("old.txt", None, Some(b"1\n2\n3\n")), ("b.txt", None, Some(b"b\n"))]);
+    let moved = Landed {
+        path: "old.txt".into(),
+        moved_to: Some("new.txt".into()),
+        before: Some(b"1\n2\n3\n".to_vec()),
+        after: Some(b"1\n2\nthree\n".to_vec()),
+    };
+    s.land(&[moved]);
+    check(
+        &s,
+        &created,
+        expect![[r#"
+        new.txt delete (none) (1 changes)
+        old.txt create "1\n2\n3\n" (1 changes)"#]],
+    );
+    s.write("new.txt", b"one\n2\nthree\n");
+    check(
+        &s,
+        &created,
+        expect![[r#"
+        new.txt delete (none) (1 changes)
+        old.txt create "one\n2\n3\n" (1 changes)"#]],
+    );
+    s.write("new.txt", b"1\n2\nTHREE\n");
+    check(
+        &s,
+        &created,
+        expect![[r#"
+        new.txt conflict at Some(2..3) (8): your edits overlap the agent's change (the user changed line 3 of the current text, where the edit changes line 3 of the text it was made from)
+        old.txt conflict at None (8): left as it is with new.txt, which a recorded rename links it to: your edits overlap the agent's change (the user changed line 3 of the current text, where the edit changes line 3 of the text it was made from)"#]],
+    );
+}
+
+#[test]
+fn binary_files_come_back_from_the_side_store_and_are_never_merged() {
+    let mut s = Scenario::new();
+    let created = s.change(&[("logo.png", None, Some(&[0x89, b'P', 0, 0xff]))]);
+    let changed = s.change(&[("logo.png", Some(&[0x89, b'P', 0, 0xff]), Some(&[0x89, b'P', 1, 0xfe]))]);
+    s.checkout(&created);
+    assert_eq!(s.read("logo.png").unwrap(), [0x89, b'P', 0, 0xff]);
+    s.file.navigate(&created, None).unwrap();
+    s.checkout(&changed);
+    assert_eq!(s.read("logo.png").unwrap(), [0x89, b'P', 1, 0xfe]);
+    s.write("logo.png", &[0xff, 0xfe]);
+    check(&s, &created, expect![""]);
+}
+
+#[test]
+fn a_large_file_is_undone_by_its_patch_around_the_users_edits() {
+    let mut s = Scenario::new();
+    let old: String = (0..10_000).map(|n| format!("line {n}\n")).collect();
+    let new = old.replace("line 5000\n", "the agent's line\n");
+    let created = s.change(&[("big.txt", None, Some(old.as_bytes()))]);
+    s.change(&[("big.txt", Some(old.as_bytes()), Some(new.as_bytes()))]);
+    let mine = format!("my header\n{}", new.replace("line 9000\n", "my line\n"));
+    s.write("big.txt", mine.as_bytes());
+    let (_, outcomes) = s.outcomes(&created);
+    assert_eq!(outcomes[0].action(), "merge");
+    let expected = format!("my header\n{}", old.replace("line 9000\n", "my line\n"));
+    assert!(outcomes[0].result.as_deref() == Some(expected.as_bytes()));
+    s.write("big.txt", new.replace("line 4999\n", "mine\n").as_bytes());
+    check(
+        &s,
+        &created,
+        expect![
+            "big.txt conflict at Some(4997..5004) (8): your edits overlap the agent's change (the lines the change was made at (lines 4998-5004) are no longer in the file as they were)"
+        ],
+    );
+}
+
+#[test]
+fn paths_outside_the_workspace_and_commands_are_reported() {
+    let mut s = Scenario::new();
+    let start = s.file.leaf().unwrap().to_string();
+    s.change(&[("in.txt", None, Some(b"in\n"))]);
+    let record = FileChangeRecord::new(
+        "call",
+        "edit",
+        &[Landed { path: "../out.txt".into(), moved_to: None, before: None, after: Some(b"x\n".to_vec()) }],
+        &s.store(),
+    )
+    .unwrap();
+    s.file.append(EntryKind::Custom { custom_type: FILE_CHANGE.into(), data: Some(record.to_value()) }).unwrap();
+    s.command("cargo fmt");
+    s.file
+        .append(EntryKind::Custom { custom_type: FILE_CHANGE.into(), data: Some(serde_json::json!({"files": 5})) })
+        .unwrap();
+    let (plan, outcomes) = s.outcomes(&start);
+    expect![[r#"
+        ../out.txt refused: it is outside the workspace
+        in.txt delete (none) (1 changes)"#]]
+    .assert_eq(&render(&outcomes));
+    assert_eq!(plan.commands.iter().map(|c| c.command.as_deref().unwrap_or("")).collect::<Vec<_>>(), ["cargo fmt"]);
+    assert_eq!(plan.unreadable.len(), 1, "{:?}", plan.unreadable);
+}
+
+#[test]
+fn an_interrupted_checkout_finishes_when_run_again() {
+    let mut s = Scenario::new();
+    let start = s.file.leaf().unwrap().to_string();
+    s.change(&[("a.txt", None, Some(b"a\n")), ("b.txt", None, Some(b"b\n")), ("c.txt", None, Some(b"c\n"))]);
+    s.change(&[
+        ("a.txt", Some(b"a\n"), Some(b"A\n")),
+        ("b.txt", Some(b"b\n"), Some(b"B\n")),
+        ("c.txt", Some(b"c\n"), Some(b"C\n")),
+    ]);
+    let created = s.file.path_to_ancestors();
+    let (_, outcomes) = s.outcomes(&created);
+    let journal = Journal::write(s.file.path(), &created, &outcomes).unwrap();
+    // Killed after the first file: a.txt is written, the others are not.
+    std::fs::write(s.root().join("a.txt"), b"a\n").unwrap();
+    // Meanwhile the user edits c.txt.
+    s.write("c.txt", b"C mine\n");
+    drop(journal);
+    let pending = Journal::pending(s.file.path()).unwrap().expect("the journal survived");
+    assert_eq!(pending.target, created);
+    let written = pending.apply(&|_: &Path| true);
+    assert_eq!(written, [Written::AlreadyDone, Written::Done, Written::ChangedMeanwhile]);
+    assert_eq!((s.read("b.txt").unwrap(), s.read("c.txt").unwrap()), (b"b\n".to_vec(), b"C mine\n".to_vec()));
+    pending.remove().unwrap();
+    assert!(Journal::pending(s.file.path()).unwrap().is_none());
+    let _ = start;
+}
+
+#[test]
+fn an_uncommitted_journal_is_thrown_away() {
+    let s = Scenario::new();
+    std::fs::create_dir_all(journal_dir(s.file.path())).unwrap();
+    assert!(Journal::pending(s.file.path()).unwrap().is_none());
+    assert!(!journal_dir(s.file.path()).exists());
+}
+
+/// The entry before the leaf's: what the last change was made on.
+trait Ancestors {
+    fn path_to_ancestors(&self) -> String;
+}
+
+impl Ancestors for SessionFile {
+    fn path_to_ancestors(&self) -> String {
+        let path = self.tree().path_to_root(self.leaf().unwrap()).unwrap();
+        path[1].to_string()
+    }
+}

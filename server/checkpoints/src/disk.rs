@@ -18,6 +18,8 @@ use crate::replay::FileOutcome;
 use crate::store::sha256_hex;
 
 const JOURNAL_FILE: &str = "journal.json";
+/// Names the temporary files a checkout writes next to the files it changes.
+const TEMP_PREFIX: &str = ".reins-checkout-";
 const VERSION: u32 = 1;
 
 /// A checkout in progress: what each file is to become.
@@ -29,6 +31,9 @@ pub struct Journal {
     pub files: Vec<JournalFile>,
     #[serde(skip)]
     dir: PathBuf,
+    /// Read back from disk: an interrupted checkout, which may have left temporary files.
+    #[serde(skip)]
+    interrupted: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -88,7 +93,8 @@ impl Journal {
                 content,
             });
         }
-        let journal = Journal { version: VERSION, target: target.to_string(), files, dir: dir.clone() };
+        let journal =
+            Journal { version: VERSION, target: target.to_string(), files, dir: dir.clone(), interrupted: false };
         let mut file = std::fs::File::create(staging.path().join(JOURNAL_FILE))?;
         file.write_all(serde_json::to_string(&journal).map_err(io::Error::other)?.as_bytes())?;
         file.sync_all()?;
@@ -122,12 +128,16 @@ impl Journal {
             ));
         }
         journal.dir = dir;
+        journal.interrupted = true;
         Ok(Some(journal))
     }
 
     /// Writes each file that still holds what it held when the checkout was planned; `inside`
     /// confirms a path is still inside the workspace before anything is written there.
     pub fn apply(&self, inside: &dyn Fn(&Path) -> bool) -> Vec<Written> {
+        if self.interrupted {
+            self.remove_leftovers(inside);
+        }
         self.files
             .iter()
             .map(|file| self.apply_one(file, inside).unwrap_or_else(|err| Written::Failed(err.to_string())))
@@ -166,6 +176,22 @@ impl Journal {
         Ok(Written::Done)
     }
 
+    /// Removes the temporary files a killed checkout left next to the files it was writing.
+    fn remove_leftovers(&self, inside: &dyn Fn(&Path) -> bool) {
+        let mut dirs: Vec<&Path> = self.files.iter().filter_map(|file| file.path.parent()).collect();
+        dirs.sort();
+        dirs.dedup();
+        for dir in dirs.into_iter().filter(|dir| inside(dir)) {
+            let Ok(entries) = std::fs::read_dir(dir) else { continue };
+            for entry in entries.flatten() {
+                let ours = entry.file_name().to_str().is_some_and(|name| name.starts_with(TEMP_PREFIX));
+                if ours && entry.file_type().is_ok_and(|kind| kind.is_file()) {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            }
+        }
+    }
+
     /// Removes the journal once the leaf has moved: the checkout is complete.
     pub fn remove(self) -> io::Result<()> {
         std::fs::remove_dir_all(&self.dir)
@@ -189,7 +215,7 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     std::fs::create_dir_all(parent)?;
     let permissions = std::fs::metadata(path).ok().map(|meta| meta.permissions());
     let mut temp = tempfile::Builder::new()
-        .prefix(".reins-checkout-")
+        .prefix(TEMP_PREFIX)
         .permissions(std::fs::Permissions::from_mode(0o666))
         .tempfile_in(parent)?;
     temp.write_all(bytes)?;

@@ -4,6 +4,7 @@
 
 mod approval;
 mod auth;
+mod checkpoint;
 mod compaction;
 mod config;
 mod error;
@@ -28,9 +29,14 @@ pub use process::protect_process;
 pub use prompt::{CONTEXT_FILE_NAMES, ContextFile, PromptInputs, build_system_prompt};
 pub use registry::{Api, FALLBACK_PROVIDER, ModelEntry, ProviderInfo, Registry};
 pub use router::Router;
-pub use runtime::{Harness, HarnessEvent, HarnessEventSink, HarnessOptions, RunId, RunStarted, SessionId};
+pub use runtime::{
+    CheckedOut, Checkout, Harness, HarnessEvent, HarnessEventSink, HarnessOptions, Resumed, RunId, RunStarted,
+    SessionId,
+};
 pub use sessions::{SessionInfo, SessionTreeView, TreeNode};
 pub use settings::{DEFAULT_BASE_URL, DEFAULT_MODEL, KeySource, Settings};
 pub use summary::{FileActivity, render_transcript};
+// What a checkout does to each file, as the checkpoints crate works it out.
+pub use reins_checkpoints::{CommandRan, ConflictInfo, Direction, FileOutcome, Status, UNTRACKED_WARNING, Written};
 // The approval policy and the approver are the review core's; the settings carry the policy.
 pub use reins_review::{ApprovalPolicy, ApprovalRequest, Approver, Policy, Verdict};

@@ -142,7 +142,7 @@ fn describe(kind: &EntryKind) -> (&'static str, Option<String>, String) {
         EntryKind::ActiveToolsChange { tools } => ("active_tools_change", None, tools.join(", ")),
         EntryKind::Compaction { summary, .. } => ("compaction", None, summary.clone()),
         EntryKind::BranchSummary { summary, .. } => ("branch_summary", None, summary.clone()),
-        EntryKind::Custom { custom_type, .. } => ("custom", None, custom_type.clone()),
+        EntryKind::Custom { custom_type, data } => ("custom", None, custom_preview(custom_type, data.as_ref())),
         EntryKind::CustomMessage { custom_type, .. } => ("custom_message", None, custom_type.clone()),
         EntryKind::Label { label, .. } => ("label", None, label.clone().unwrap_or_default()),
         EntryKind::SessionInfo { name } => ("session_info", None, name.clone().unwrap_or_default()),
@@ -152,6 +152,26 @@ fn describe(kind: &EntryKind) -> (&'static str, Option<String>, String) {
             ("context_edit", None, format!("{what} {target_id}"))
         }
         EntryKind::Unknown(kind) => ("unknown", None, kind.clone()),
+    }
+}
+
+/// What a checkpoint entry recorded ("edit src/a.rs, create b.rs"; "bash: make (not tracked)");
+/// another custom entry by its type.
+fn custom_preview(custom_type: &str, data: Option<&serde_json::Value>) -> String {
+    let data = data.cloned().unwrap_or_default();
+    match custom_type {
+        reins_checkpoints::FILE_CHANGE => match reins_checkpoints::FileChangeRecord::parse(&data) {
+            Ok(record) => reins_checkpoints::describe_files(&record),
+            Err(_) => custom_type.to_string(),
+        },
+        reins_checkpoints::COMMAND => match reins_checkpoints::CommandRecord::parse(&data) {
+            Ok(record) => {
+                let what = record.command.map_or(record.tool.clone(), |command| format!("{}: {command}", record.tool));
+                format!("{what} (its effects on files are not tracked)")
+            }
+            Err(_) => custom_type.to_string(),
+        },
+        _ => custom_type.to_string(),
     }
 }
 

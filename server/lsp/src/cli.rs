@@ -53,7 +53,7 @@ pub enum Command {
     /// model is told why. Exit status: 0 on a final answer, 130 when cancelled, else 1 with a
     /// one-line reason on stderr.
     Run(run_cmd::RunArgs),
-    /// The workspace's sessions: list them, or show one's tree
+    /// The workspace's sessions: list them, show one's tree, or check out an entry (files too)
     Sessions(sessions_cmd::SessionsArgs),
     /// The known models, and whether a key for each is at hand
     ///

@@ -5,6 +5,7 @@
 //! stdout is reserved: in `run --json` mode it carries only JSON events, and in LSP mode only
 //! LSP frames. Logs go to stderr through `tracing` (`REINS_LOG=debug`).
 
+mod checkout_cmd;
 mod cli;
 mod config_cmd;
 mod lsp;

@@ -1,5 +1,5 @@
 //! `reins sessions list|tree`: the workspace's sessions and a session's tree, for people or as
-//! JSON.
+//! JSON. (`reins sessions checkout` is in `checkout_cmd`.)
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -11,6 +11,7 @@ use reins_tools::FsWorkspace;
 
 use serde_json::Value;
 
+use crate::checkout_cmd::CheckoutRequest;
 use crate::cli;
 use crate::lsp::to_proto;
 use crate::terminal_review::TerminalApprover;
@@ -38,9 +39,32 @@ pub enum SessionsCommand {
         #[arg(value_parser = cli::non_empty)]
         session: Option<String>,
     },
+    /// Move a session to an earlier (or another) entry, and the files the agent changed with it
+    ///
+    /// The changes recorded after ENTRY are undone and those on its path redone, each merged
+    /// with the files as they are, so your own edits stay. A file where your edits and the
+    /// agent's change overlap is left as it is and named. Changes made by commands (bash) are
+    /// not tracked: a warning names them. At a terminal it shows each file and asks first.
+    /// Exit status: 0 when every file came along, 3 when some were left as they are, 1 when
+    /// nothing was changed.
+    Checkout {
+        /// The entry: an id from `reins sessions tree`, an unambiguous start of one, or a label
+        #[arg(value_parser = cli::non_empty)]
+        entry: String,
+        /// Id, id prefix or file path (default: the workspace's most recent session)
+        #[arg(long, short = 's', value_name = "ID", value_parser = cli::non_empty)]
+        session: Option<String>,
+        /// Change the files without asking
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
 }
 
 pub fn main(args: SessionsArgs) -> ExitCode {
+    if let SessionsCommand::Checkout { entry, session, yes } = args.command {
+        let request = CheckoutRequest { entry, session, yes, json: args.json, cwd: args.cwd };
+        return crate::checkout_cmd::main(request);
+    }
     match run(&args) {
         Ok(text) => {
             let mut stdout = std::io::stdout().lock();
@@ -82,6 +106,7 @@ fn run(args: &SessionsArgs) -> Result<String, String> {
             let json = || to_proto::session_tree(&tree);
             if args.json { to_json(serde_json::to_string_pretty(&json())) } else { Ok(render_tree(&tree)) }
         }
+        SessionsCommand::Checkout { .. } => Err("checkout is handled by checkout_cmd".into()),
     }
 }
 

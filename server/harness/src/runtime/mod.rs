@@ -3,8 +3,11 @@
 //! reads from here. The LSP server and the CLI drive it the same way; it reports through one
 //! event sink. What is done to sessions is in [`sessions`], runs in [`runs`].
 
+mod checkout;
 mod runs;
 mod sessions;
+
+pub use checkout::{CheckedOut, Checkout, Resumed};
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -20,6 +23,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::ApprovalGate;
+use crate::checkpoint::{FileRecorder, RecordingWorkspace, recorded};
 use crate::compaction::{AutoCompact, SessionHooks};
 use crate::error::HarnessError;
 use crate::live_settings::LiveSettings;
@@ -100,6 +104,24 @@ struct LiveSession {
     /// Cancels the harness's own model calls of the current run or operation (compaction,
     /// summaries); the agent's calls are cancelled through the agent. Shared with the hooks.
     cancel: Arc<Mutex<CancellationToken>>,
+    tools: ToolSet,
+}
+
+/// What a session's tools work through: the workspace, recording the file changes that land when
+/// the session is kept on disk.
+pub(crate) struct ToolSet {
+    pub workspace: Arc<dyn Workspace>,
+    pub recorder: Option<Arc<FileRecorder>>,
+}
+
+impl ToolSet {
+    /// `tools`, their calls recorded when the session records.
+    pub fn wrap(&self, tools: Vec<Arc<dyn Tool>>) -> Vec<Arc<dyn Tool>> {
+        match &self.recorder {
+            Some(recorder) => recorded(tools, recorder),
+            None => tools,
+        }
+    }
 }
 
 impl Harness {
@@ -199,6 +221,12 @@ impl Harness {
         active_tools: Option<Vec<String>>,
     ) -> SessionId {
         let file = file.map(|file| Arc::new(Mutex::new(file)));
+        // A session kept on disk records the file changes of its tools on its path.
+        let recorder = file.clone().map(|file| FileRecorder::new(file, self.cwd()));
+        let workspace: Arc<dyn Workspace> = match &recorder {
+            Some(recorder) => RecordingWorkspace::new(self.options.workspace.clone(), recorder.clone()),
+            None => self.options.workspace.clone(),
+        };
         let cancel = Arc::new(Mutex::new(CancellationToken::new()));
         let running = Arc::new(Mutex::new(None));
         let gate = ApprovalGate {
@@ -208,12 +236,14 @@ impl Harness {
             settings: self.settings.clone(),
             approver: self.options.approver.clone(),
         };
-        let agent = self.new_agent(model, messages, active_tools, gate, file.clone(), cancel.clone());
-        let session = Arc::new(LiveSession { id: id.clone(), agent, file, running, cancel });
+        let tools = ToolSet { workspace, recorder };
+        let agent = self.new_agent(model, messages, active_tools, gate, file.clone(), cancel.clone(), &tools);
+        let session = Arc::new(LiveSession { id: id.clone(), agent, file, running, cancel, tools });
         lock(&self.sessions).insert(id.clone(), session);
         id
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn new_agent(
         &self,
         model: Model,
@@ -222,9 +252,10 @@ impl Harness {
         gate: ApprovalGate,
         file: Option<Arc<Mutex<SessionFile>>>,
         cancel: Arc<Mutex<CancellationToken>>,
+        tool_set: &ToolSet,
     ) -> Agent {
         let settings = self.settings();
-        let tools = self.tools_for(&model, active_tools.as_deref());
+        let tools = self.tools_for(&model, active_tools.as_deref(), tool_set);
         let context = AgentContext { system_prompt: self.system_prompt(&tools), model, messages, tools };
         let hooks: Arc<dyn Hooks> = Arc::new(SessionHooks {
             gate,
@@ -241,11 +272,11 @@ impl Harness {
     /// The built-in tools a session with `model` gets — with the edit tool in the dialect the
     /// model is trained on (see [`Settings::edit_format_for`]) — keeping only `active` ones when
     /// the session names them (`edit` and `apply_patch` stand for each other there).
-    fn tools_for(&self, model: &Model, active: Option<&[String]>) -> Vec<Arc<dyn Tool>> {
+    fn tools_for(&self, model: &Model, active: Option<&[String]>, tool_set: &ToolSet) -> Vec<Arc<dyn Tool>> {
         let settings = self.settings();
         let format = settings.edit_format_for(model);
         let policy = settings.exec_policy(std::env::vars_os());
-        let mut tools = builtin_tools_editing_with(self.options.workspace.clone(), policy, format);
+        let mut tools = tool_set.wrap(builtin_tools_editing_with(tool_set.workspace.clone(), policy, format));
         if let Some(active) = active {
             let editors = [EditFormat::Edit.tool_name(), EditFormat::ApplyPatch.tool_name()];
             let is_active = |name: &str| {

@@ -5,7 +5,7 @@ use reins_ai::{Message, Model, now_ms};
 use reins_session::{Durability, EntryKind, SessionError, SessionFile};
 use reins_tools::{EditFormat, edit_tool};
 
-use super::{Harness, SessionId, lock, session_error};
+use super::{Checkout, Harness, SessionId, lock, session_error};
 use crate::compaction::{Compacted, branch_messages, compact_and_reload};
 use crate::error::HarnessError;
 use crate::sessions::{SessionInfo, SessionTreeView};
@@ -102,10 +102,31 @@ impl Harness {
         Ok(self.go_live_from_file(forked))
     }
 
+    /// A new session holding the path from the root to `entry_id`, and what bringing the files
+    /// from the source's leaf to that entry would do to them (nothing is changed: the editor
+    /// proposes it).
+    pub async fn fork_with_files(
+        &self,
+        session_id: &str,
+        entry_id: &str,
+    ) -> Result<(SessionId, Checkout), HarnessError> {
+        let mut checkout = self.checkout_preview(session_id, entry_id).await?;
+        let forked = self.fork(session_id, entry_id)?;
+        checkout.session_id = forked.clone();
+        Ok((forked, checkout))
+    }
+
     /// Moves the session's position to `entry_id`; the next message continues from there. With
     /// `summarize`, the model first writes a summary of the branch being left, which the new
-    /// position's context carries.
-    pub async fn navigate(&self, session_id: &str, entry_id: &str, summarize: bool) -> Result<(), HarnessError> {
+    /// position's context carries. With `files`, answers what bringing the files along would do
+    /// to them, worked out before the move (nothing is changed: the editor proposes it).
+    pub async fn navigate(
+        &self,
+        session_id: &str,
+        entry_id: &str,
+        summarize: bool,
+        files: bool,
+    ) -> Result<Option<Checkout>, HarnessError> {
         let (session, _claim) = self.claim(session_id)?;
         let file = session.file()?.clone();
         let left_behind = {
@@ -115,6 +136,10 @@ impl Harness {
                 return Err(HarnessError::InvalidArgument(format!("session {session_id} has no entry {entry_id}")));
             }
             if summarize { branch_messages(file.tree(), entry_id)? } else { Vec::new() }
+        };
+        let checkout = match files {
+            true => Some(self.plan_checkout(&session, entry_id).await?),
+            false => None,
         };
         let summary = if left_behind.is_empty() {
             None
@@ -128,7 +153,8 @@ impl Harness {
             file.navigate(entry_id, summary).map_err(session_error)?;
             file.context().map_err(session_error)?
         };
-        session.agent.set_messages(context.messages).map_err(|_| HarnessError::Busy)
+        session.agent.set_messages(context.messages).map_err(|_| HarnessError::Busy)?;
+        Ok(checkout)
     }
 
     /// Sets (or with `None` clears) the label of an entry.
@@ -192,7 +218,7 @@ impl Harness {
         };
         let mut tools = session.agent.context().tools;
         if let Some(slot) = tools.iter_mut().find(|tool| tool.name() == other.tool_name()) {
-            *slot = edit_tool(self.options.workspace.clone(), format);
+            *slot = session.tools.wrap(vec![edit_tool(session.tools.workspace.clone(), format)]).remove(0);
             session.agent.set_system_prompt(self.system_prompt(&tools));
             session.agent.set_tools(tools);
         }

@@ -93,7 +93,7 @@ pub async fn execute(state: &State, command: Command) -> Result<Value> {
         }
         Command::SessionNavigate(navigate) => {
             harness
-                .navigate(&navigate.session_id, &navigate.entry_id, navigate.summarize)
+                .navigate(&navigate.session_id, &navigate.entry_id, navigate.summarize, false)
                 .await
                 .map_err(to_proto::harness_error)?;
             empty()

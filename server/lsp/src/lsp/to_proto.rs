@@ -11,7 +11,10 @@ use reins_ai::{
     AssistantMessage, Content, Cost, Message, Model, Prices, ProviderError, ProviderErrorKind, StopReason, StreamEvent,
     ToolResultMessage, Usage, UserMessage,
 };
-use reins_harness::{HarnessError, ListedModel, SessionInfo, SessionTreeView, Settings, TreeNode};
+use reins_harness::{
+    CommandRan, FileOutcome, HarnessError, ListedModel, SessionInfo, SessionTreeView, Settings, Status, TreeNode,
+    UNTRACKED_WARNING, Written,
+};
 use reins_review::{Hunk, Located, Outcome, PendingEdit, Resolution, ReviewError, Subject};
 use ropey::Rope;
 use serde_json::{Value, json};
@@ -227,6 +230,56 @@ pub fn session_info(session: &SessionInfo) -> Value {
 pub fn session_tree(tree: &SessionTreeView) -> Value {
     let nodes: Vec<Value> = tree.nodes.iter().map(tree_node).collect();
     json!({ "sessionId": tree.session_id, "name": tree.name, "leaf": tree.leaf, "nodes": nodes })
+}
+
+/// One file of a checkout, as `reins sessions checkout --json` prints it: what is done to it
+/// (`restore`, `merge`, `create`, `delete`, `keep`, `conflict`, `refused`), how many recorded
+/// changes it took, how writing it went, and the conflict that kept it as it is.
+pub fn checkout_file(file: &FileOutcome, written: Option<&Written>) -> Value {
+    let conflict = match &file.status {
+        Status::Conflict(info) => json!({
+            "entryId": info.entry_id,
+            "lines": info.lines.as_ref().map(|lines| json!({"start": lines.start, "end": lines.end})),
+            "reason": info.reason,
+        }),
+        Status::Refused(reason) => json!({"entryId": null, "lines": null, "reason": reason}),
+        _ => Value::Null,
+    };
+    json!({
+        "path": file.shown,
+        "action": file.action(),
+        "changes": file.changes,
+        "written": written.map(written_name),
+        "conflict": conflict,
+    })
+}
+
+/// How writing a file of a checkout went, in a word (`done`, `already_done`, `changed_meanwhile`,
+/// `failed: …`).
+pub fn written_name(written: &Written) -> String {
+    match written {
+        Written::Done => "done".to_string(),
+        Written::AlreadyDone => "already_done".to_string(),
+        Written::ChangedMeanwhile => "changed_meanwhile".to_string(),
+        Written::Failed(reason) => format!("failed: {reason}"),
+    }
+}
+
+/// Commands on the way of a checkout, each with the warning that their effects on files were
+/// not tracked.
+pub fn checkout_commands(commands: &[CommandRan]) -> Value {
+    let commands: Vec<Value> = commands
+        .iter()
+        .map(|command| {
+            json!({
+                "entryId": command.entry_id,
+                "tool": command.tool,
+                "command": command.command,
+                "warning": UNTRACKED_WARNING,
+            })
+        })
+        .collect();
+    Value::Array(commands)
 }
 
 fn tree_node(node: &TreeNode) -> Value {

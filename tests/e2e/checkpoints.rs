@@ -1,0 +1,292 @@
+//! End-to-end tests of checkpoints (issue 14): `reins run` records the files its tools change on
+//! the session's path, and `reins sessions checkout` moves the leaf and the files with it,
+//! keeping the user's edits — the real binary, the scripted model, real files.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use scripted_llm::{Reply, ScriptedServer};
+use serde_json::{Value, json};
+use support::{Run, reins, reins_command, reins_run, transcript, workspace};
+
+const LIB: &str = "fn one() {}\nfn two() {}\nfn three() {}\n";
+const README: &str = "# demo\n";
+
+/// Every file of the workspace (the reins home left out), path → bytes as text.
+fn files(dir: &Path) -> BTreeMap<String, String> {
+    let mut found = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).unwrap().flatten() {
+            let path = entry.path();
+            let relative = path.strip_prefix(dir).unwrap().display().to_string();
+            if relative.starts_with(".reins-home") {
+                continue;
+            }
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                found.insert(relative, String::from_utf8(std::fs::read(&path).unwrap()).unwrap());
+            }
+        }
+    }
+    found
+}
+
+/// Asserts the workspace holds exactly `expected`, byte for byte.
+fn check_files(dir: &Path, expected: &[(&str, &str)], when: &str) {
+    let expected: BTreeMap<String, String> =
+        expected.iter().map(|(path, text)| (path.to_string(), text.to_string())).collect();
+    assert_eq!(files(dir), expected, "{when}");
+}
+
+fn json_of(run: &Run) -> Value {
+    serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}\nstderr: {}", run.stdout, run.stderr))
+}
+
+/// The id of the entry of the session's tree that `matches`.
+async fn entry(dir: &Path, matches: impl Fn(&Value) -> bool) -> String {
+    let tree = reins(None, dir, &["sessions", "tree", "--json"]).await;
+    let tree = json_of(&tree);
+    let node = tree["nodes"].as_array().unwrap().iter().find(|node| matches(node));
+    node.unwrap_or_else(|| panic!("no such entry in {tree:#}"))["id"].as_str().unwrap().to_string()
+}
+
+async fn checkout(dir: &Path, entry: &str, extra: &[&str]) -> Run {
+    let mut args = vec!["sessions", "checkout", entry];
+    args.extend_from_slice(extra);
+    reins(None, dir, &args).await
+}
+
+/// Two runs that edit, write and create files, and run a command.
+async fn two_runs(dir: &Path) -> ScriptedServer {
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call(
+            "c1",
+            "edit",
+            json!({"path": "src/lib.rs", "edits": [{"oldText": "fn two() {}", "newText": "fn two() { 2 }"}]}),
+        )
+        .with_tool_call("c2", "write", json!({"path": "notes.md", "content": "first notes\n"})),
+        Reply::text("run one done"),
+        Reply::tool_call(
+            "c3",
+            "edit",
+            json!({"path": "src/lib.rs", "edits": [{"oldText": "fn three() {}", "newText": "fn three() { 3 }"}]}),
+        )
+        .with_tool_call("c4", "write", json!({"path": "notes.md", "content": "second notes\n"}))
+        .with_tool_call("c5", "write", json!({"path": "new/deep.txt", "content": "deep\n"})),
+        Reply::tool_call("c6", "bash", json!({"command": "echo untracked > untracked.txt"})),
+        Reply::text("run two done"),
+    ])
+    .await;
+    let first = reins_run(&server, dir, &["--yes", "first"]).await;
+    assert_eq!(first.code, Some(0), "stderr: {}", first.stderr);
+    let second = reins_run(&server, dir, &["--yes", "--continue", "second"]).await;
+    assert_eq!(second.code, Some(0), "stderr: {}", second.stderr);
+    server
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checkout_moves_the_files_with_the_leaf_and_keeps_the_users_edits() {
+    let dir = workspace(&[("src/lib.rs", LIB), ("README.md", README)]);
+    let server = two_runs(dir.path()).await;
+    let root = dir.path();
+    let run_two = [
+        ("README.md", README),
+        ("new/deep.txt", "deep\n"),
+        ("notes.md", "second notes\n"),
+        ("src/lib.rs", "fn one() {}\nfn two() { 2 }\nfn three() { 3 }\n"),
+        ("untracked.txt", "untracked\n"),
+    ];
+    check_files(root, &run_two, "after the two runs");
+
+    // The user edits files by hand: one the agent changed, one it never touched.
+    std::fs::write(root.join("src/lib.rs"), "// mine\nfn one() {}\nfn two() { 2 }\nfn three() { 3 }\n").unwrap();
+    std::fs::write(root.join("README.md"), "# demo, by hand\n").unwrap();
+
+    let start = entry(root, |node| node["role"] == "user" && node["preview"] == "first").await;
+    let run_one_end = entry(root, |node| node["preview"] == "run one done").await;
+    let run_two_end = entry(root, |node| node["preview"] == "run two done").await;
+
+    // Before the first run: every change undone; the user's lines stay; the command's file too.
+    let back = checkout(root, &start, &["--yes", "--json"]).await;
+    assert_eq!(back.code, Some(0), "stderr: {}", back.stderr);
+    let report = json_of(&back);
+    assert_eq!(report["leftBehind"], 0);
+    assert_eq!(report["commands"][0]["command"], "echo untracked > untracked.txt");
+    assert_eq!(report["commands"][0]["warning"], "a command ran here; its effects on files were not tracked");
+    let actions: Vec<String> = report["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|file| format!("{} {} {}", file["action"], file["path"], file["written"]))
+        .collect();
+    expect_test::expect![[r#"
+        [
+            "\"delete\" \"new/deep.txt\" \"done\"",
+            "\"delete\" \"notes.md\" \"done\"",
+            "\"merge\" \"src/lib.rs\" \"done\"",
+        ]
+    "#]]
+    .assert_debug_eq(&actions);
+    let mine_at_start = "// mine\nfn one() {}\nfn two() {}\nfn three() {}\n";
+    check_files(
+        root,
+        &[("README.md", "# demo, by hand\n"), ("src/lib.rs", mine_at_start), ("untracked.txt", "untracked\n")],
+        "at the first prompt",
+    );
+
+    // Forward to the end of the second run, then to the end of the first, then forward again.
+    let mine_at_two = "// mine\nfn one() {}\nfn two() { 2 }\nfn three() { 3 }\n";
+    let at_two = [
+        ("README.md", "# demo, by hand\n"),
+        ("new/deep.txt", "deep\n"),
+        ("notes.md", "second notes\n"),
+        ("src/lib.rs", mine_at_two),
+        ("untracked.txt", "untracked\n"),
+    ];
+    let at_one = [
+        ("README.md", "# demo, by hand\n"),
+        ("notes.md", "first notes\n"),
+        ("src/lib.rs", "// mine\nfn one() {}\nfn two() { 2 }\nfn three() {}\n"),
+        ("untracked.txt", "untracked\n"),
+    ];
+    for (target, expected, when) in [
+        (&run_two_end, &at_two[..], "at the end of run two"),
+        (&run_one_end, &at_one[..], "at the end of run one"),
+        (&run_two_end, &at_two[..], "at the end of run two again"),
+        (
+            &start,
+            &[("README.md", "# demo, by hand\n"), ("src/lib.rs", mine_at_start), ("untracked.txt", "untracked\n")][..],
+            "at the start again",
+        ),
+        (&run_one_end, &at_one[..], "at the end of run one again"),
+    ] {
+        let moved = checkout(root, target, &["--yes"]).await;
+        assert_eq!(moved.code, Some(0), "{when}: {}\n{}", moved.stdout, moved.stderr);
+        assert!(moved.stdout.contains(&format!("`reins run --continue` continues from {target}")), "{}", moved.stdout);
+        check_files(root, expected, when);
+        let tree = json_of(&reins(None, root, &["sessions", "tree", "--json"]).await);
+        assert_eq!(tree["leaf"], target.as_str(), "{when}");
+    }
+
+    // `reins run --continue` goes on from the end of run one: run two is not in the context.
+    server.push(Reply::text("continued"));
+    let continued = reins_run(&server, root, &["--continue", "third"]).await;
+    assert_eq!(continued.code, Some(0), "stderr: {}", continued.stderr);
+    let request = server.chat_requests().pop().unwrap();
+    let seen = transcript(&request.body);
+    assert!(seen.contains("\"first\"") && seen.contains("run one done") && !seen.contains("second"), "{seen}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_overlapping_edit_is_left_alone_named_and_fails_the_exit_status() {
+    let dir = workspace(&[("src/lib.rs", LIB), ("README.md", README)]);
+    let _server = two_runs(dir.path()).await;
+    let root = dir.path();
+    let run_one_end = entry(root, |node| node["preview"] == "run one done").await;
+    // The user changes the very line run two changed.
+    let mine = "fn one() {}\nfn two() { 2 }\nfn three() { 33 }\n";
+    std::fs::write(root.join("src/lib.rs"), mine).unwrap();
+
+    // Without a terminal and without --yes nothing changes.
+    let refused = checkout(root, &run_one_end, &[]).await;
+    assert_eq!(refused.code, Some(1), "{}", refused.stderr);
+    assert!(refused.stderr.contains("confirm it at a terminal, or pass --yes"), "{}", refused.stderr);
+    assert!(refused.stderr.contains("conflict src/lib.rs"), "the plan is shown: {}", refused.stderr);
+    assert_eq!(std::fs::read_to_string(root.join("notes.md")).unwrap(), "second notes\n");
+
+    let moved = checkout(root, &run_one_end, &["--yes"]).await;
+    assert_eq!(moved.code, Some(3), "stdout: {}\nstderr: {}", moved.stdout, moved.stderr);
+    expect_test::expect![[r#"
+        Checked out ENTRY in session SESSION: 2 file(s) brought along, 1 left as they are.
+          conflict src/lib.rs: line 3: your edits overlap the agent's change (the user changed line 3 of the current text, where the edit changes line 3 of the text it was made from); left as it is
+          ! a command ran here; its effects on files were not tracked (ENTRY after the entry: bash: echo untracked > untracked.txt)
+        Edit the files named above by hand if they should follow too.
+        `reins run --continue` continues from ENTRY.
+    "#]]
+    .assert_eq(&redact(&moved.stdout));
+    check_files(
+        root,
+        &[("README.md", README), ("notes.md", "first notes\n"), ("src/lib.rs", mine), ("untracked.txt", "untracked\n")],
+        "the conflicting file is as the user left it; the others followed",
+    );
+}
+
+/// Entry and session ids (8 hex characters, a session's first 8) as ENTRY and SESSION.
+fn redact(text: &str) -> String {
+    let mut out = String::new();
+    for word in text.split_inclusive([' ', '\n', '(', ')', ':', '.']) {
+        let (core, rest) = word.split_at(word.trim_end_matches([' ', '\n', '(', ')', ':', '.']).len());
+        let hex = core.len() == 8 && core.chars().all(|c| c.is_ascii_hexdigit());
+        let label = if out.ends_with("session ") { "SESSION" } else { "ENTRY" };
+        out.push_str(if hex { label } else { core });
+        out.push_str(rest);
+    }
+    out
+}
+
+/// Checkouts of 40 files killed (SIGKILL) at random moments: every file is always either as it
+/// was or as it is to be, never half-written, and the same command run again finishes the job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_checkout_leaves_each_file_before_or_after_and_finishes_when_run_again() {
+    let dir = workspace(&[]);
+    let root = dir.path();
+    let count = 40;
+    let body = |n: usize| format!("file {n}\n{}", "some content to write\n".repeat(200));
+    let mut reply = Reply::text("");
+    for n in 0..count {
+        reply =
+            reply.with_tool_call(format!("w{n}"), "write", json!({"path": format!("f{n:02}.txt"), "content": body(n)}));
+    }
+    let server = ScriptedServer::start(vec![reply, Reply::text("wrote them")]).await;
+    let run = reins_run(&server, root, &["--yes", "write them"]).await;
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    let start = entry(root, |node| node["role"] == "user").await;
+    let end = entry(root, |node| node["preview"] == "wrote them").await;
+    let written: BTreeMap<String, String> = (0..count).map(|n| (format!("f{n:02}.txt"), body(n))).collect();
+
+    // How long an uninterrupted checkout takes, to spread the kills over.
+    let began = std::time::Instant::now();
+    assert_eq!(checkout(root, &start, &["--yes"]).await.code, Some(0));
+    let length = began.elapsed().max(Duration::from_millis(20));
+    assert_eq!(checkout(root, &end, &["--yes"]).await.code, Some(0));
+    assert_eq!(files(root), written);
+
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut interrupted = 0;
+    for attempt in 0..12 {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        let (target, after): (&str, BTreeMap<String, String>) =
+            if attempt % 2 == 0 { (&start, BTreeMap::new()) } else { (&end, written.clone()) };
+        let before = files(root);
+        let mut child = reins_command(None, root, &["sessions", "checkout", target, "--yes"]).spawn().unwrap();
+        let kill_at = Duration::from_micros((seed >> 20) % (length.as_micros() as u64 * 12 / 10).max(1));
+        let finished = tokio::time::timeout(kill_at, child.wait()).await.is_ok();
+        if let Some(pid) = child.id() {
+            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
+        }
+        let _ = child.wait().await;
+        let mut now = files(root);
+        // A file being written when the kill came leaves its temporary copy, never itself, half
+        // written; running the checkout again removes the copy.
+        now.retain(|path, _| !path.starts_with(".reins-checkout-"));
+        for (path, text) in &now {
+            assert!(
+                before.get(path) == Some(text) || after.get(path) == Some(text),
+                "attempt {attempt}: {path} is neither before nor after"
+            );
+        }
+        interrupted += usize::from(!finished && now != after);
+        let again = checkout(root, target, &["--yes"]).await;
+        assert_eq!(again.code, Some(0), "attempt {attempt}: {}\n{}", again.stdout, again.stderr);
+        assert_eq!(files(root), after, "attempt {attempt}: run again, the checkout finished");
+        let tree = json_of(&reins(None, root, &["sessions", "tree", "--json"]).await);
+        assert_eq!(tree["leaf"], target, "attempt {attempt}");
+    }
+    eprintln!("checkout kill trials: {interrupted} of 12 interrupted midway");
+}

@@ -7,6 +7,8 @@ mod docs;
 mod folders;
 #[path = "lsp/helix.rs"]
 mod helix;
+#[path = "lsp/mcp.rs"]
+mod mcp;
 #[path = "lsp/review.rs"]
 mod review;
 #[path = "lsp/secrets.rs"]

@@ -8,7 +8,9 @@ use scripted_llm::{Reply, ScriptedServer};
 use serde_json::json;
 use std::path::Path;
 
-use support::{CANARY_KEY, reins_command, reins_home, reins_run, reins_run_with, transcript, workspace};
+use support::{
+    CANARY_KEY, reins_command, reins_home, reins_run, reins_run_in_terminal, reins_run_with, transcript, workspace,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_a_file_then_answers() {
@@ -203,59 +205,6 @@ async fn bad_command_lines_exit_nonzero_with_usage() {
     assert_eq!(run.code, Some(2));
     assert!(run.stderr.starts_with("reins: "), "{}", run.stderr);
     assert!(server.chat_requests().is_empty());
-}
-
-/// Runs `reins run ARGS` under a pseudo-terminal (`script` from util-linux), typing `answers` a
-/// line at a time once the approval question shows, as a person at the terminal would.
-async fn reins_run_in_terminal(
-    server: &ScriptedServer,
-    dir: &std::path::Path,
-    prompt: &str,
-    answers: &[&str],
-) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let command_line = format!("{} run '{}'", env!("CARGO_BIN_EXE_reins"), prompt.replace('\'', ""));
-    let mut child = tokio::process::Command::new("script")
-        .args(["-qec", &command_line, "/dev/null"])
-        .current_dir(dir)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", dir)
-        .env("REINS_HOME", support::reins_home(dir))
-        .env("OPENAI_API_KEY", CANARY_KEY)
-        .env("OPENAI_BASE_URL", server.base_url())
-        .env("REINS_MODEL", "scripted-model")
-        .env("TERM", "dumb")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("script (util-linux) runs");
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = child.stdout.take().unwrap();
-    let mut screen = String::new();
-    let mut buffer = [0u8; 4096];
-    let mut answers = answers.iter();
-    let mut asked = 0;
-    loop {
-        let read = tokio::time::timeout(std::time::Duration::from_secs(20), stdout.read(&mut buffer)).await;
-        let Ok(Ok(n)) = read else { panic!("the terminal went quiet: {screen}") };
-        if n == 0 {
-            break;
-        }
-        screen.push_str(&String::from_utf8_lossy(&buffer[..n]));
-        // Each question ends with a prompt; answer it once it shows.
-        let questions = screen.matches("Apply? [y/N]").count() + screen.matches("Reason for the model").count();
-        while asked < questions {
-            asked += 1;
-            if let Some(answer) = answers.next() {
-                stdin.write_all(format!("{answer}\n").as_bytes()).await.unwrap();
-            }
-        }
-    }
-    let _ = child.wait().await;
-    assert!(!screen.contains(CANARY_KEY));
-    screen
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

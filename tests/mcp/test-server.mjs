@@ -83,6 +83,7 @@ function newServer() {
         await server.sendToolListChanged();
         return text(`added ${args.name}`);
       default:
+        if (tools.some((tool) => tool.name === request.params.name)) return text(`ran ${request.params.name}`);
         return { content: [{ type: "text", text: `unknown tool ${request.params.name}` }], isError: true };
     }
   });

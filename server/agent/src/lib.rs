@@ -20,6 +20,6 @@ pub use hooks::{Gate, Hooks, NoHooks};
 pub use repair::repair_arguments;
 pub use run::{RunOutcome, run};
 pub use tool::{
-    CommandProposal, FileChange, Prepared, Proposal, Tool, ToolContext, ToolError, ToolOutput, TypedTool,
+    CommandProposal, FileChange, Prepared, Proposal, ServerCall, Tool, ToolContext, ToolError, ToolOutput, TypedTool,
     parse_arguments, schema_of,
 };

@@ -25,6 +25,7 @@ pub enum Proposal {
         files: Vec<FileChange>,
     },
     Command(CommandProposal),
+    ServerCall(ServerCall),
 }
 
 /// A whole-file change: the text before (none for a new file) and after, and whether the file
@@ -74,7 +75,7 @@ impl Proposal {
         match self {
             Proposal::FileChange(change) => std::slice::from_ref(change),
             Proposal::FileChanges { files } => files,
-            Proposal::Command(_) => &[],
+            Proposal::Command(_) | Proposal::ServerCall(_) => &[],
         }
     }
 }
@@ -84,6 +85,17 @@ pub struct CommandProposal {
     pub command: String,
     pub cwd: PathBuf,
     pub timeout_secs: u64,
+}
+
+/// A call that another program carries out (a tool of the user's MCP server), whose effect reins
+/// cannot preview: the reviewer judges the tool and its arguments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerCall {
+    /// The server's name.
+    pub server: String,
+    /// The server's name for the tool.
+    pub tool: String,
+    pub arguments: Value,
 }
 
 /// A call that passed validation and preparation, waiting for the gate.

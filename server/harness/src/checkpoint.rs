@@ -197,7 +197,7 @@ impl Tool for RecordedTool {
         match &proposal {
             Some(Proposal::FileChange(_) | Proposal::FileChanges { .. }) => {}
             Some(Proposal::Command(command)) => self.recorder.command(cx.tool_call_id, &name, Some(&command.command)),
-            None => self.recorder.command(cx.tool_call_id, &name, None),
+            Some(Proposal::ServerCall(_)) | None => self.recorder.command(cx.tool_call_id, &name, None),
         }
         self.inner.execute(prepared, proposal, cx).await
     }

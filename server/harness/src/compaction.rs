@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::approval::ApprovalGate;
 use crate::error::HarnessError;
 use crate::live_settings::LiveSettings;
-use crate::runtime::{lock, session_error};
+use crate::runtime::{SessionTools, lock, session_error};
 use crate::summary::{FileActivity, compaction_summary};
 
 /// When the conversation is compacted, in estimated tokens.
@@ -48,6 +48,8 @@ pub(crate) fn near_window(context: &AgentContext, extra_tokens: u64, reserve_tok
 /// The approval gate, plus automatic compaction between turns.
 pub(crate) struct SessionHooks {
     pub gate: ApprovalGate,
+    /// Refreshed before each turn: an MCP server's changed tool list applies from the next one.
+    pub tools: Arc<SessionTools>,
     pub auto_compact: Option<AutoCompact>,
 }
 
@@ -67,6 +69,7 @@ impl Hooks for SessionHooks {
     }
 
     async fn prepare_next_turn(&self, context: &mut AgentContext) {
+        context.tools = self.tools.current().await;
         let Some(auto) = &self.auto_compact else { return };
         let settings = auto.settings.get().compaction.clone();
         if !settings.auto || !near_window(context, 0, settings.reserve_tokens) {

@@ -13,7 +13,11 @@ use reins_tools::{EditFormat, SandboxMode};
 use toml::de::{DeTable, DeValue};
 
 use crate::registry::Api;
-use reins_review::Policy;
+use reins_review::{Policy, ToolPattern};
+
+#[path = "config_mcp.rs"]
+mod mcp;
+pub use mcp::{McpServerLayer, McpTransportLayer};
 
 /// Where a setting came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,6 +77,8 @@ pub struct ConfigLayer {
     pub sandbox: SandboxLayer,
     pub providers: BTreeMap<String, ProviderLayer>,
     pub models: Vec<ModelLayer>,
+    /// `[mcp_servers.NAME]`, in the order written.
+    pub mcp_servers: Vec<(String, McpServerLayer)>,
 }
 
 /// `[tools] edit_format`: one dialect for every model, or each model's own (`auto`).
@@ -195,21 +201,30 @@ impl ConfigLayer {
         (layer, diagnostics)
     }
 
-    /// Reads a config file; a missing file is an empty layer.
+    /// Reads a config file; a missing file is no layer.
     pub fn from_file(path: &Path, kind: LayerKind) -> Option<(Self, Vec<ConfigDiagnostic>)> {
-        match std::fs::read_to_string(path) {
-            Ok(text) => Some(Self::from_toml(path, &text, kind)),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
-            Err(error) => Some((
-                Self::default(),
-                vec![ConfigDiagnostic {
-                    origin: path.display().to_string(),
-                    line: None,
-                    key: "(file)".into(),
-                    message: format!("cannot read: {error}"),
-                }],
-            )),
-        }
+        read_source(path, |text| Self::from_toml(path, text, kind))
+    }
+}
+
+/// `read(text)` of the file at `path`; `None` when there is no file, and an empty layer with the
+/// reason when it cannot be read.
+pub(crate) fn read_source(
+    path: &Path,
+    read: impl FnOnce(&str) -> (ConfigLayer, Vec<ConfigDiagnostic>),
+) -> Option<(ConfigLayer, Vec<ConfigDiagnostic>)> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Some(read(&text)),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+        Err(error) => Some((
+            ConfigLayer::default(),
+            vec![ConfigDiagnostic {
+                origin: path.display().to_string(),
+                line: None,
+                key: "(file)".into(),
+                message: format!("cannot read: {error}"),
+            }],
+        )),
     }
 }
 
@@ -231,7 +246,15 @@ impl Reader<'_> {
                 "api_key" => layer.api_key = self.key(key, node),
                 "approval" => {
                     for (tool, value) in self.table(key, node).unwrap_or_default() {
-                        if let Some(policy) = self.policy(&format!("{key}.{tool}"), value) {
+                        let path = format!("{key}.{tool}");
+                        // A glob on tool names: `"mcp__docs__*" = "auto"`.
+                        if ToolPattern::is_glob(tool)
+                            && let Err(message) = ToolPattern::new(tool)
+                        {
+                            self.error(&path, value, &message);
+                            continue;
+                        }
+                        if let Some(policy) = self.policy(&path, value) {
                             layer.approval.insert(tool.clone(), policy);
                         }
                     }
@@ -284,6 +307,7 @@ impl Reader<'_> {
                     }
                 }
                 "sandbox" => layer.sandbox = self.sandbox(key, node),
+                "mcp_servers" => self.mcp_servers(key, node, &mut layer.mcp_servers),
                 "providers" => {
                     for (name, value) in self.table(key, node).unwrap_or_default() {
                         let provider = self.provider(&format!("{key}.{name}"), value);

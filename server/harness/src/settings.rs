@@ -19,7 +19,12 @@ use crate::compaction::CompactionSettings;
 use crate::config::{ConfigDiagnostic, ConfigLayer, EditFormatChoice, LayerKind, Source, trim_url};
 use crate::error::HarnessError;
 use crate::registry::{Api, FALLBACK_PROVIDER, ProviderInfo, Registry, blank_entry};
+use reins_mcp::ServerConfig;
 use reins_review::ApprovalPolicy;
+
+#[path = "settings_mcp.rs"]
+mod mcp;
+use mcp::{mcp_servers, mcp_variables};
 
 /// Ollama's OpenAI-compatible endpoint: the endpoint when nothing is configured, so reins works
 /// with a local model and no key.
@@ -62,6 +67,8 @@ pub struct Settings {
     pub origins: BTreeMap<String, Source>,
     /// Where each provider's key comes from.
     pub keys: BTreeMap<String, KeySource>,
+    /// The MCP servers in force, in the order configured, with where each came from.
+    pub mcp_servers: Vec<ServerConfig>,
     /// What was wrong in the config; those settings were ignored.
     pub diagnostics: Vec<ConfigDiagnostic>,
     /// The sources below the editor's settings, kept to lay new editor settings over.
@@ -153,21 +160,28 @@ impl Settings {
         }
         if let Some(root) = project {
             let project_file = root.join(".reins").join("config.toml");
+            let mcp_json = root.join(".mcp.json");
             if is_trusted(&base.config_dir, root) {
+                if let Some((layer, diagnostics)) = read_mcp_json(&mcp_json, &non_empty) {
+                    base.layers.push((Source::File(mcp_json), layer));
+                    base.diagnostics.extend(diagnostics);
+                }
                 if let Some((layer, diagnostics)) = ConfigLayer::from_file(&project_file, LayerKind::Project) {
                     base.layers.push((Source::File(project_file), layer));
                     base.diagnostics.extend(diagnostics);
                 }
-            } else if project_file.exists() {
-                base.diagnostics.push(ConfigDiagnostic {
-                    origin: project_file.display().to_string(),
-                    line: None,
-                    key: "(file)".into(),
-                    message: format!(
-                        "ignored: this workspace is not trusted (list it in {} to apply it)",
-                        base.config_dir.join("trusted-workspaces").display()
-                    ),
-                });
+            } else {
+                for file in [mcp_json, project_file].into_iter().filter(|file| file.exists()) {
+                    base.diagnostics.push(ConfigDiagnostic {
+                        origin: file.display().to_string(),
+                        line: None,
+                        key: "(file)".into(),
+                        message: format!(
+                            "ignored: this workspace is not trusted (list it in {} to apply it)",
+                            base.config_dir.join("trusted-workspaces").display()
+                        ),
+                    });
+                }
             }
         }
         // Every variable any provider or layer names, looked up now: later recomputations (new
@@ -180,6 +194,14 @@ impl Settings {
             base.key_vars.extend(provider.api_key_env.iter().cloned());
         }
         for (_, layer) in &base.layers {
+            names.extend(mcp_variables(layer).cloned());
+            // A server's bearer token is a key: no tool sees its variable.
+            base.key_vars.extend(layer.mcp_servers.iter().filter_map(|(_, server)| match &server.transport {
+                Some(crate::config::McpTransportLayer::Http { bearer_token_env_var, .. }) => {
+                    bearer_token_env_var.clone()
+                }
+                _ => None,
+            }));
             names.extend(layer.providers.values().filter_map(|provider| provider.api_key_env.clone()));
             base.key_vars.extend(layer.providers.values().filter_map(|provider| provider.api_key_env.clone()));
         }
@@ -384,6 +406,7 @@ fn compose(base: Arc<Base>, editor: &[ConfigLayer]) -> Settings {
         },
         origins: BTreeMap::new(),
         keys: BTreeMap::new(),
+        mcp_servers: Vec::new(),
         diagnostics: base.diagnostics.clone(),
         base: base.clone(),
     };
@@ -394,6 +417,9 @@ fn compose(base: Arc<Base>, editor: &[ConfigLayer]) -> Settings {
         apply_layer(&mut settings, layer, source, &mut key_env, &mut key_command);
     }
     apply_env(&mut settings, &base.env);
+    let layers = base.layers.iter().map(|(source, layer)| (source, layer));
+    let editor_layers = editor.iter().map(|layer| (&Source::Editor, layer));
+    settings.mcp_servers = mcp_servers(layers.chain(editor_layers), &base.env, &base.home, &mut settings.diagnostics);
     for layer in editor {
         apply_layer(&mut settings, layer, &Source::Editor, &mut key_env, &mut key_command);
         literal_keys.extend(layer.providers.iter().filter_map(|(name, p)| Some((name.clone(), p.api_key.clone()?))));
@@ -620,6 +646,11 @@ fn new_provider(name: &str, base_url: &str) -> ProviderInfo {
         api_key_env: None,
         local: false,
     }
+}
+
+/// A project's `.mcp.json`, when there is one.
+fn read_mcp_json(path: &Path, var: &impl Fn(&str) -> Option<String>) -> Option<(ConfigLayer, Vec<ConfigDiagnostic>)> {
+    crate::config::read_source(path, |text| ConfigLayer::from_mcp_json(path, text, var))
 }
 
 fn is_trusted(config_dir: &Path, workspace_root: &Path) -> bool {

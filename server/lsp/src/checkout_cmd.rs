@@ -65,6 +65,7 @@ async fn run(request: &CheckoutRequest) -> Result<ExitCode, String> {
         events: Arc::new(|_| {}),
         date: String::new(),
         persist: true,
+        warn: Arc::new(|message: &str| eprintln!("reins: warning: {message}")),
     });
     let session = match &request.session {
         Some(session) => harness.open_session(session).map_err(|e| e.to_string())?,

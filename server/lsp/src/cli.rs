@@ -14,11 +14,11 @@ use std::process::ExitCode;
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
-use crate::{config_cmd, lsp, models_cmd, run as run_cmd, sessions_cmd};
+use crate::{config_cmd, lsp, mcp_cmd, models_cmd, run as run_cmd, sessions_cmd};
 
 const AFTER_HELP: &str = "\
 Config: $REINS_HOME/config.toml (else $XDG_CONFIG_HOME/reins/config.toml), then a trusted
-project's .reins/config.toml, then the environment. Keys: environment, $REINS_HOME/auth.json
+project's .mcp.json and .reins/config.toml, then the environment. Keys: environment, $REINS_HOME/auth.json
 (mode 0600), or providers.<name>.api_key_command.
 
 Environment:
@@ -62,6 +62,11 @@ pub enum Command {
     Models(models_cmd::ModelsArgs),
     /// The configuration in force: `reins config check`
     Config(config_cmd::ConfigArgs),
+    /// The MCP servers: `reins mcp list [--json]`
+    ///
+    /// Servers come from [mcp_servers.NAME] in config.toml, a trusted workspace's .mcp.json and
+    /// .reins/config.toml; their tools reach the model as mcp__SERVER__TOOL.
+    Mcp(mcp_cmd::McpArgs),
     /// Print a completion script for bash, zsh or fish
     ///
     /// For example: `reins completions bash > ~/.local/share/bash-completion/completions/reins`,
@@ -100,6 +105,7 @@ fn dispatch(command: Command) -> ExitCode {
         Command::Sessions(args) => sessions_cmd::main(args),
         Command::Models(args) => models_cmd::main(args),
         Command::Config(args) => config_cmd::main(args),
+        Command::Mcp(args) => mcp_cmd::main(args),
         Command::Completions { shell } => completions(shell),
         Command::Version => print(&format!("reins {}\n", env!("CARGO_PKG_VERSION"))),
     }
@@ -189,6 +195,11 @@ mod tests {
         assert_eq!(parse(&[]).unwrap_err(), ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand);
         assert_eq!(parse(&["rn", "hi"]).unwrap_err(), ErrorKind::InvalidSubcommand);
         assert!(matches!(parse(&["completions", "fish"]), Ok(Command::Completions { shell: Shell::Fish })));
+        assert!(matches!(
+            parse(&["mcp", "list", "--json"]),
+            Ok(Command::Mcp(mcp_cmd::McpArgs { command: mcp_cmd::McpCommand::List { json: true }, cwd: None }))
+        ));
+        assert_eq!(parse(&["mcp"]).unwrap_err(), ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand);
         assert_eq!(parse(&["completions", "tcsh"]).unwrap_err(), ErrorKind::InvalidValue);
     }
 

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use reins_harness::{EditFormatChoice, FALLBACK_PROVIDER, KeySource, Policy, Settings, mask};
+use reins_mcp::Transport;
 
 use crate::cli;
 
@@ -94,6 +95,25 @@ pub fn report(settings: &Settings) -> String {
     for key in settings.origins.keys().filter(|key| key.starts_with("models.")) {
         lines.push(row(key, "custom entry".to_string()));
     }
+    for server in &settings.mcp_servers {
+        let origin = server.origin.clone();
+        let key = format!("mcp_servers.{}", server.name);
+        lines.push((key.clone(), server.transport.describe(), origin.clone()));
+        // Values may be secrets: names only, and a masked token.
+        let (names, token) = match &server.transport {
+            Transport::Stdio { env, .. } => (env.iter().map(|(name, _)| format!("{name}=<set>")).collect(), None),
+            Transport::Http { headers, bearer_token, .. } => {
+                (headers.iter().map(|(name, _)| format!("{name}: <set>")).collect::<Vec<_>>(), bearer_token.as_ref())
+            }
+        };
+        if !names.is_empty() {
+            let field = if matches!(server.transport, Transport::Stdio { .. }) { "env" } else { "http_headers" };
+            lines.push((format!("{key}.{field}"), names.join(", "), origin.clone()));
+        }
+        if let Some(token) = token {
+            lines.push((format!("{key}.bearer_token"), mask(token), origin));
+        }
+    }
     let key_width = lines.iter().map(|(key, _, _)| key.len()).max().unwrap_or(0);
     let value_width = lines.iter().map(|(_, value, _)| value.chars().count()).max().unwrap_or(0).min(40);
     let mut out = String::new();
@@ -135,5 +155,35 @@ mod tests {
         assert_eq!(squeeze(line("providers.openai.api_key")), "providers.openai.api_key <set> (env OPENAI_API_KEY)");
         assert_eq!(squeeze(line("approval.bash")), "approval.bash ask (default)");
         assert!(!text.contains("abcdefghijklmnop") && text.ends_with("no problems found\n"));
+    }
+
+    #[test]
+    fn mcp_servers_are_listed_with_their_origin_and_secrets_masked() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("config.toml"),
+            "[mcp_servers.gh]\ncommand = \"gh-mcp\"\nenv = { GH_HOST = \"ghe.example.com\" }\n\
+             [mcp_servers.docs]\nurl = \"https://example.com/mcp\"\nbearer_token_env_var = \"DOCS_TOKEN\"\n\
+             http_headers = { \"X-Team\" = \"core-team-secret\" }\n",
+        )
+        .unwrap();
+        let home = dir.path().display().to_string();
+        let vars = [("REINS_HOME", home.as_str()), ("DOCS_TOKEN", "docs-0123456789abcdef")];
+        let settings = Settings::from_env(|name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string()));
+        let text = report(&settings);
+        let squeeze = |line: &str| line.split_whitespace().collect::<Vec<_>>().join(" ");
+        let origin = dir.path().join("config.toml").display().to_string();
+        let mcp: Vec<String> = text.lines().filter(|line| line.starts_with("mcp_servers.")).map(squeeze).collect();
+        assert_eq!(
+            mcp,
+            [
+                format!("mcp_servers.gh gh-mcp ({origin})"),
+                format!("mcp_servers.gh.env GH_HOST=<set> ({origin})"),
+                format!("mcp_servers.docs https://example.com/mcp ({origin})"),
+                format!("mcp_servers.docs.http_headers X-Team: <set> ({origin})"),
+                format!("mcp_servers.docs.bearer_token …cdef ({origin})"),
+            ]
+        );
+        assert!(!text.contains("0123456789") && !text.contains("core-team-secret") && !text.contains("ghe.example"));
     }
 }

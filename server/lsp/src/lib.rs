@@ -9,6 +9,7 @@ mod checkout_cmd;
 mod cli;
 mod config_cmd;
 mod lsp;
+mod mcp_cmd;
 mod models_cmd;
 mod run;
 mod sessions_cmd;
@@ -38,8 +39,9 @@ fn init_tracing() {
 
     use tracing_subscriber::prelude::*;
     let explicit = std::env::var_os("REINS_LOG").is_some();
+    // rmcp logs what reins reports itself (a server that cannot be reached): only on request.
     let mut filter = tracing_subscriber::EnvFilter::try_from_env("REINS_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp=off"));
     // The LSP framework traces every frame whole, and the client's settings carry API keys.
     if let Ok(quiet) = "tower_lsp_server::codec=off".parse() {
         filter = filter.add_directive(quiet);

@@ -130,16 +130,25 @@ async fn run(args: RunArgs) -> ExitCode {
         events,
         date: crate::today(),
         persist,
+        warn: Arc::new(|message: &str| eprintln!("reins: warning: {message}")),
     });
+    let code = run_in(&harness, &args).await;
+    // MCP servers stop now, each given a moment to exit on its own.
+    harness.shutdown().await;
+    code
+}
 
+/// The run itself, in `harness`.
+async fn run_in(harness: &Arc<Harness>, args: &RunArgs) -> ExitCode {
+    let session_choice = args.session();
     let prompt = args.prompt().unwrap_or_default();
-    let started = choose_session(&harness, &session_choice, args.model.as_deref())
+    let started = choose_session(harness, &session_choice, args.model.as_deref())
         .and_then(|session| harness.send(&session, vec![Content::text(prompt)]));
     let started = match started {
         Ok(started) => started,
         Err(err) => return fail(&err.to_string()),
     };
-    let signalled = cancel_on_signals(&harness, &started.session_id);
+    let signalled = cancel_on_signals(harness, &started.session_id);
     let Ok(outcome) = started.done.await else {
         return fail("the run ended without an outcome");
     };

@@ -93,6 +93,7 @@ fn run(args: &SessionsArgs) -> Result<String, String> {
         events: Arc::new(|_| {}),
         date: String::new(),
         persist: true,
+        warn: Arc::new(|_| {}),
     });
     let to_json = |value: serde_json::Result<String>| value.map(|text| text + "\n").map_err(|e| e.to_string());
     match &args.command {

@@ -112,6 +112,8 @@ fn summarize_args(tool: &str, args: &Value) -> String {
         "bash" => field("command").map(|c| format!("$ {c}")),
         "grep" | "find" => field("pattern").map(|p| format!("{p} {}", field("path").unwrap_or(""))),
         "apply_patch" => field("input").map(|input| reins_tools::patch_paths(input).join(", ")),
+        // A tool of an MCP server: its arguments, on one line.
+        _ if tool.starts_with("mcp__") => Some(serde_json::to_string(args).unwrap_or_default()),
         _ => field("path").map(str::to_string),
     };
     shorten(summary.as_deref().unwrap_or("").trim(), 120).into_owned()
@@ -126,5 +128,9 @@ mod tests {
         assert_eq!(summarize_args("bash", &serde_json::json!({"command": "ls -la"})), "$ ls -la");
         assert_eq!(summarize_args("read", &serde_json::json!({"path": "src/a.rs"})), "src/a.rs");
         assert_eq!(summarize_args("grep", &serde_json::json!({"pattern": "fn main"})), "fn main");
+        assert_eq!(
+            summarize_args("mcp__everything__echo", &serde_json::json!({"message": "hi"})),
+            r#"{"message":"hi"}"#
+        );
     }
 }

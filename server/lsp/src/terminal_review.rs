@@ -93,9 +93,13 @@ impl TerminalApprover {
 impl Approver for TerminalApprover {
     async fn decide(&self, request: ApprovalRequest<'_>, cancel: &CancellationToken) -> Verdict {
         let tool = request.call.name.clone();
-        if let Proposal::Command(command) = request.proposal {
-            let question = render_command(command, self.color);
-            let ask = tokio::task::spawn_blocking(move || ask_yes_no(&question));
+        let plain = match request.proposal {
+            Proposal::Command(command) => Some((render_command(command, self.color), "Apply? [y/N] ")),
+            Proposal::ServerCall(call) => Some((render_server_call(call, self.color), "Call it? [y/N] ")),
+            Proposal::FileChange(_) | Proposal::FileChanges { .. } => None,
+        };
+        if let Some((question, prompt)) = plain {
+            let ask = tokio::task::spawn_blocking(move || ask_yes_no(&question, prompt));
             let answer = tokio::select! {
                 answer = ask => answer.unwrap_or_else(|_| Err("the approval prompt failed".into())),
                 _ = cancel.cancelled() => return Verdict::Reject { reason: "cancelled".into() },
@@ -135,12 +139,12 @@ fn open_tty() -> Result<std::fs::File, String> {
     std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty").map_err(|_| "no terminal".to_string())
 }
 
-/// Asks `question` and y/N: `None` for yes, else the reason for the model (maybe empty).
-fn ask_yes_no(question: &str) -> Result<Option<String>, String> {
+/// Asks `question` and `prompt` (y/N): `None` for yes, else the reason for the model (maybe empty).
+fn ask_yes_no(question: &str, prompt: &str) -> Result<Option<String>, String> {
     let tty = open_tty()?;
     let mut writer = tty.try_clone().map_err(|e| e.to_string())?;
     let mut reader = BufReader::new(tty);
-    let line = ask(&mut reader, &mut writer, &format!("{question}Apply? [y/N] "))?;
+    let line = ask(&mut reader, &mut writer, &format!("{question}{prompt}"))?;
     if matches!(line.as_deref().map(str::trim), Some("y" | "Y" | "yes")) {
         return Ok(None);
     }
@@ -283,6 +287,30 @@ fn render_hunk(file: &FileDiff, hunk: &diff::Hunk, paint: &dyn Fn(&str, &str) ->
     out
 }
 
+/// How much of an MCP call's arguments the question shows, in bytes.
+const MAX_SHOWN_ARGUMENTS: usize = 4000;
+
+/// A call of an MCP server's tool: the server, the tool and the arguments, pretty-printed (cut
+/// when long).
+fn render_server_call(call: &reins_agent::ServerCall, color: bool) -> String {
+    let mut arguments = serde_json::to_string_pretty(&call.arguments).unwrap_or_default();
+    if arguments.len() > MAX_SHOWN_ARGUMENTS {
+        let mut end = MAX_SHOWN_ARGUMENTS;
+        while !arguments.is_char_boundary(end) {
+            end -= 1;
+        }
+        let more = arguments.len() - end;
+        arguments.truncate(end);
+        arguments.push_str(&format!("\n… ({more} more bytes)"));
+    }
+    let mut out = paint(&format!("MCP server `{}`, tool `{}`, with:", call.server, call.tool), "1", color);
+    out.push('\n');
+    for line in arguments.lines() {
+        out.push_str(&format!("  {line}\n"));
+    }
+    out
+}
+
 /// A command's line and where it runs.
 fn render_command(command: &reins_agent::CommandProposal, color: bool) -> String {
     format!(
@@ -415,5 +443,29 @@ mod tests {
               in /w (timeout 120 s)
         "#]]
         .assert_eq(&render_command(&command, false));
+    }
+
+    #[test]
+    fn an_mcp_call_renders_its_server_tool_and_arguments() {
+        let call = reins_agent::ServerCall {
+            server: "docs".into(),
+            tool: "search".into(),
+            arguments: serde_json::json!({"query": "rope", "limit": 3}),
+        };
+        expect![[r#"
+            MCP server `docs`, tool `search`, with:
+              {
+                "limit": 3,
+                "query": "rope"
+              }
+        "#]]
+        .assert_eq(&render_server_call(&call, false));
+        let long = reins_agent::ServerCall {
+            server: "s".into(),
+            tool: "t".into(),
+            arguments: serde_json::json!({"text": "é".repeat(3000)}),
+        };
+        let shown = render_server_call(&long, false);
+        assert!(shown.len() < MAX_SHOWN_ARGUMENTS + 200 && shown.contains("more bytes)"), "{shown}");
     }
 }

@@ -16,9 +16,9 @@ use rmcp::model::{
     ClientCapabilities, ClientInfo, Implementation, ListRootsResult, LoggingLevel, LoggingMessageNotificationParam,
     ProgressNotificationParam, ProgressToken, Root, RootsCapabilities,
 };
-use rmcp::service::{NotificationContext, RequestContext, RunningService};
+use rmcp::service::{ClientInitializeError, NotificationContext, RequestContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError};
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::ChildStderr;
@@ -90,7 +90,9 @@ impl Connection {
                 let transport = LineTransport::new(&config.name, stdout, stdin);
                 match tokio::time::timeout_at(deadline, handler.clone().serve(transport)).await {
                     Ok(Ok(service)) => Ok(Self { service, handler, process: Some(process) }),
-                    Ok(Err(err)) => Err(process.failure(&format!("the `initialize` handshake failed: {err}")).await),
+                    Ok(Err(err)) => {
+                        Err(process.failure(&format!("the `initialize` handshake failed: {}", init_error(&err))).await)
+                    }
                     Err(_) => Err(process
                         .timed_out(format!("it did not answer `initialize` within {waited} (startup_timeout_sec)"))),
                 }
@@ -104,7 +106,7 @@ impl Connection {
                 let transport = StreamableHttpClientTransport::with_client(client, transport_config);
                 match tokio::time::timeout_at(deadline, handler.clone().serve(transport)).await {
                     Ok(Ok(service)) => Ok(Self { service, handler, process: None }),
-                    Ok(Err(err)) => Err(format!("cannot connect to {url}: {err}")),
+                    Ok(Err(err)) => Err(format!("cannot connect to {url}: {}", init_error(&err))),
                     Err(_) => Err(format!("{url} did not answer `initialize` within {waited} (startup_timeout_sec)")),
                 }
             }
@@ -233,7 +235,7 @@ impl Process {
         server: &str,
         command: &str,
         args: &[String],
-        base_env: &[(String, String)],
+        base_env: &[(std::ffi::OsString, std::ffi::OsString)],
         env: &[(String, String)],
         cwd: Option<&Path>,
     ) -> Result<(Self, tokio::process::ChildStdout, tokio::process::ChildStdin), String> {
@@ -290,17 +292,17 @@ impl Process {
         let _ = killpg(self.group, Signal::SIGKILL);
     }
 
-    /// How the process ended, with its last stderr lines.
+    /// How the process ended, with its last stderr lines when it exited by itself (a server
+    /// that was killed said nothing about it).
     pub(crate) fn describe_exit(&self, status: ExitStatus) -> String {
-        let how = match (status.code(), status.signal()) {
-            (Some(code), _) => format!("the server exited with status {code}"),
+        match (status.code(), status.signal()) {
+            (Some(code), _) => self.stderr.append_to(format!("the server exited with status {code}")),
             (None, Some(signal)) => match Signal::try_from(signal) {
                 Ok(signal) => format!("the server was killed by {}", signal.as_str()),
                 Err(_) => format!("the server was killed by signal {signal}"),
             },
             _ => "the server exited".to_string(),
-        };
-        self.stderr.append_to(how)
+        }
     }
 
     /// The reason a start failed: `reason`, or how the process ended if it did, with its stderr.
@@ -365,6 +367,38 @@ async fn log_stderr(server: String, stderr: ChildStderr, tail: StderrTail) {
         }
         tracing::info!(target: "reins_mcp::stderr", %server, "{line}");
         tail.push(line);
+    }
+}
+
+/// What went wrong in the handshake, in a person's words: the innermost cause of a transport
+/// failure (`Connection refused (os error 111)`), not rmcp's chain of wrapper types.
+fn init_error(err: &ClientInitializeError) -> String {
+    match err {
+        ClientInitializeError::TransportError { error, .. } => {
+            let mut cause: &(dyn std::error::Error + 'static) = error;
+            loop {
+                if let Some(source) = cause.source() {
+                    cause = source;
+                } else if let Some(http) = cause.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+                    match http {
+                        // rmcp does not chain the HTTP client's error as a source.
+                        StreamableHttpError::Client(inner) => cause = inner,
+                        StreamableHttpError::UnexpectedContentType(kind) => {
+                            break format!(
+                                "it answered with {} instead of MCP; is this the server's MCP endpoint (often …/mcp)?",
+                                kind.as_deref().unwrap_or("no content type")
+                            );
+                        }
+                        other => break other.to_string(),
+                    }
+                } else {
+                    break cause.to_string();
+                }
+            }
+        }
+        ClientInitializeError::JsonRpcError(error) => format!("the server refused: {}", error.message),
+        ClientInitializeError::ConnectionClosed(_) => "the connection closed before the server answered".to_string(),
+        other => other.to_string(),
     }
 }
 

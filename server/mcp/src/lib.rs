@@ -17,6 +17,7 @@ mod set;
 mod stdio;
 mod tool;
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -34,7 +35,7 @@ pub const MAX_RESTARTS: u32 = 3;
 pub struct Options {
     /// The environment every stdio server starts from, before its own `env`: reins's own
     /// without provider keys (the harness scrubs it).
-    pub base_env: Vec<(String, String)>,
+    pub base_env: Vec<(OsString, OsString)>,
     /// The workspace roots: offered to servers as MCP roots; the first is a stdio server's
     /// working directory unless it has its own.
     pub roots: Vec<PathBuf>,

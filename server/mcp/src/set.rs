@@ -100,6 +100,11 @@ impl SessionServers {
         Self::new(global, Servers::empty())
     }
 
+    /// The configured servers this session joins.
+    pub fn configured(&self) -> &Arc<Servers> {
+        &self.global
+    }
+
     /// The session's own servers (to stop them when the session ends).
     pub fn own(&self) -> &Arc<Servers> {
         &self.own

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use reins_agent::{Prepared, Proposal, Tool, ToolContext, ToolError, ToolOutput};
+use reins_agent::{Prepared, Proposal, ServerCall, Tool, ToolContext, ToolError, ToolOutput};
 use reins_ai::ToolSpec;
 use rmcp::model::JsonObject;
 use serde_json::Value;
@@ -74,7 +74,13 @@ impl Tool for McpTool {
                 )));
             }
         };
-        Ok(Prepared { proposal: None, input: Box::new(arguments) })
+        // What the approval gate shows: reins cannot tell what a server's tool will do.
+        let proposal = Proposal::ServerCall(ServerCall {
+            server: self.server.name().to_string(),
+            tool: self.tool.clone(),
+            arguments: Value::Object(arguments.clone()),
+        });
+        Ok(Prepared { proposal: Some(proposal), input: Box::new(arguments) })
     }
 
     async fn execute(

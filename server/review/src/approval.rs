@@ -1,14 +1,16 @@
 //! Approval: which tool calls need the user's yes, and the seam through which they are asked.
 //!
 //! The policy is per tool — `ask`, `auto` or `deny` — with `ask` for the tools that change
-//! things (`edit`, `write`, `bash`) unless the user configured otherwise, and `auto` for a tool
-//! the user allowed for the rest of the session. [`without_asking`] is the one place the policy
-//! is evaluated; how the user is asked is an [`Approver`]'s business (the terminal asks per hunk,
+//! things (`edit`, `write`, `bash`) and for the tools of the user's MCP servers (`mcp__*`: reins
+//! cannot tell what they do) unless the user configured otherwise, and `auto` for a tool the user
+//! allowed for the rest of the session. [`without_asking`] is the one place the policy is
+//! evaluated; how the user is asked is an [`Approver`]'s business (the terminal asks per hunk,
 //! the language server holds a pending edit).
 
 use std::collections::HashMap;
 
 use async_trait::async_trait;
+use globset::{Glob, GlobMatcher};
 use reins_agent::{FileChange, Gate, Proposal};
 use reins_ai::ToolCall;
 use tokio_util::sync::CancellationToken;
@@ -20,37 +22,84 @@ pub enum Policy {
     Deny,
 }
 
-/// Per-tool policies; tools without an entry are `auto`.
+/// Per-tool policies, by exact name or by a glob on the name (`mcp__docs__*`). An exact name
+/// wins over globs, and of the globs that match, the longest; tools nothing names are `auto`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApprovalPolicy {
     per_tool: HashMap<String, Policy>,
+    /// In the order set; a glob set again replaces its entry.
+    globs: Vec<(ToolPattern, Policy)>,
+}
+
+/// A glob on tool names: `*` any run of characters, `?` one, `[abc]` one of a set.
+#[derive(Debug, Clone)]
+pub struct ToolPattern {
+    glob: String,
+    matcher: GlobMatcher,
 }
 
 impl Default for ApprovalPolicy {
     fn default() -> Self {
         let per_tool = ["edit", "write", "bash"].into_iter().map(|tool| (tool.to_string(), Policy::Ask)).collect();
-        Self { per_tool }
+        let mut policy = Self { per_tool, globs: Vec::new() };
+        policy.set("mcp__*", Policy::Ask);
+        policy
     }
 }
 
 impl ApprovalPolicy {
     /// Approves everything (`reins run --yes`).
     pub fn approve_all() -> Self {
-        Self { per_tool: HashMap::new() }
+        Self { per_tool: HashMap::new(), globs: Vec::new() }
     }
 
+    /// Sets the policy of a tool, or of the tools a glob matches. A glob that does not parse is
+    /// taken as a plain name (config readers check with [`ToolPattern::new`] first).
     pub fn set(&mut self, tool: &str, policy: Policy) {
-        self.per_tool.insert(tool.to_string(), policy);
+        match ToolPattern::new(tool) {
+            Ok(pattern) if ToolPattern::is_glob(tool) => {
+                self.globs.retain(|(old, _)| old.glob != pattern.glob);
+                self.globs.push((pattern, policy));
+            }
+            _ => {
+                self.per_tool.insert(tool.to_string(), policy);
+            }
+        }
     }
 
     /// The policy for `tool`. `apply_patch` is the other dialect of `edit`: without a policy of
     /// its own it follows `edit`'s, so `approval.edit = "auto"` means every file edit.
     pub fn for_tool(&self, tool: &str) -> Policy {
-        match self.per_tool.get(tool) {
-            Some(policy) => *policy,
-            None if tool == "apply_patch" => self.for_tool("edit"),
-            None => Policy::Auto,
+        if let Some(policy) = self.per_tool.get(tool) {
+            return *policy;
         }
+        if tool == "apply_patch" {
+            return self.for_tool("edit");
+        }
+        // Of equally long globs, the one set last (a later config layer) wins.
+        self.globs
+            .iter()
+            .filter(|(pattern, _)| pattern.matcher.is_match(tool))
+            .max_by_key(|(pattern, _)| pattern.glob.len())
+            .map_or(Policy::Auto, |(_, policy)| *policy)
+    }
+}
+
+impl ToolPattern {
+    pub fn new(glob: &str) -> Result<Self, String> {
+        let matcher = Glob::new(glob).map_err(|err| format!("`{glob}` is not a valid pattern: {}", err.kind()))?;
+        Ok(Self { glob: glob.to_string(), matcher: matcher.compile_matcher() })
+    }
+
+    /// Whether `name` is a pattern rather than a tool's name.
+    pub fn is_glob(name: &str) -> bool {
+        name.contains(['*', '?', '['])
+    }
+}
+
+impl PartialEq for ToolPattern {
+    fn eq(&self, other: &Self) -> bool {
+        self.glob == other.glob
     }
 }
 
@@ -162,6 +211,38 @@ mod tests {
         assert!(check(&policy, "apply_patch", false, true).starts_with("block"));
         // Nothing to show, nothing to ask.
         assert_eq!(check(&policy, "bash", false, false), "allow");
+    }
+
+    #[test]
+    fn mcp_tools_ask_by_default_and_globs_set_them_per_server_or_tool() {
+        let mut policy = ApprovalPolicy::default();
+        assert_eq!(check(&policy, "mcp__docs__search", false, true), "ask");
+        policy.set("mcp__docs__*", Policy::Auto);
+        policy.set("mcp__docs__delete*", Policy::Deny);
+        policy.set("mcp__github__get_issue", Policy::Auto);
+        let answers =
+            ["mcp__docs__search", "mcp__docs__delete_page", "mcp__github__get_issue", "mcp__github__create_issue"]
+                .map(|tool| check(&policy, tool, false, true));
+        assert_eq!(
+            answers,
+            [
+                "allow",
+                "block: the user's settings do not allow the `mcp__docs__delete_page` tool; do not try it again",
+                "allow",
+                "ask"
+            ]
+        );
+        // An exact name wins over any glob; a glob set again replaces itself.
+        policy.set("mcp__docs__delete_draft", Policy::Ask);
+        policy.set("mcp__docs__*", Policy::Deny);
+        assert_eq!(check(&policy, "mcp__docs__delete_draft", false, true), "ask");
+        assert!(check(&policy, "mcp__docs__search", false, true).starts_with("block"));
+        // `--yes` approves them too; a pattern that does not parse is an error for the config.
+        assert_eq!(check(&ApprovalPolicy::approve_all(), "mcp__docs__search", false, true), "allow");
+        assert_eq!(
+            ToolPattern::new("mcp__[").unwrap_err(),
+            "`mcp__[` is not a valid pattern: unclosed character class; missing ']'"
+        );
     }
 
     #[test]

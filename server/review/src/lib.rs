@@ -15,7 +15,7 @@ pub mod merge;
 pub mod notes;
 mod pending;
 
-pub use approval::{ApprovalPolicy, ApprovalRequest, Approver, Changed, Policy, Verdict, without_asking};
+pub use approval::{ApprovalPolicy, ApprovalRequest, Approver, Changed, Policy, ToolPattern, Verdict, without_asking};
 pub use diff::{Hunk, apply_hunks, hunks, unified_diff};
 pub use merge::{Conflict, Located, locate, rebase};
 pub use pending::{

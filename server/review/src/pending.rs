@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use reins_agent::{CommandProposal, FileChange, Proposal};
+use reins_agent::{CommandProposal, FileChange, Proposal, ServerCall};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -48,6 +48,8 @@ pub enum Subject {
     Files(Vec<FileDiff>),
     /// A command: nothing changes until it runs.
     Command(CommandProposal),
+    /// A tool of the user's MCP server, with its arguments: what it changes, only the server knows.
+    ServerCall(ServerCall),
 }
 
 /// One file of a proposal.
@@ -187,8 +189,10 @@ struct Accepted {
 impl Subject {
     /// What `proposal` changes, with `shown` giving each path as people read it.
     pub fn of(proposal: &Proposal, shown: impl Fn(&Path) -> String) -> Self {
-        if let Proposal::Command(command) = proposal {
-            return Subject::Command(command.clone());
+        match proposal {
+            Proposal::Command(command) => return Subject::Command(command.clone()),
+            Proposal::ServerCall(call) => return Subject::ServerCall(call.clone()),
+            _ => {}
         }
         let mut files: Vec<FileDiff> = Vec::new();
         for change in proposal.file_changes() {
@@ -203,6 +207,7 @@ impl Subject {
     pub fn each_file(proposal: &Proposal, shown: impl Fn(&Path) -> String) -> Vec<Self> {
         match proposal {
             Proposal::Command(command) => vec![Subject::Command(command.clone())],
+            Proposal::ServerCall(call) => vec![Subject::ServerCall(call.clone())],
             _ => {
                 let files = proposal.file_changes().iter();
                 files.map(|change| Subject::Files(vec![FileDiff::new(change, &shown, 0)])).collect()
@@ -213,7 +218,7 @@ impl Subject {
     fn files(&self) -> &[FileDiff] {
         match self {
             Subject::Files(files) => files,
-            Subject::Command(_) => &[],
+            Subject::Command(_) | Subject::ServerCall(_) => &[],
         }
     }
 
@@ -429,6 +434,7 @@ impl PendingEdits {
         let edit = &waiting.edit;
         let subject = match &edit.subject {
             Subject::Command(command) => format!("the command `{}`", command.command),
+            Subject::ServerCall(_) => format!("this call of `{}`", edit.tool),
             Subject::Files(files) => {
                 let shown: Vec<&str> = files.iter().map(|file| file.shown.as_str()).collect();
                 format!("this {} of {}", edit.tool, shown.join(", "))
@@ -449,7 +455,7 @@ impl PendingEdits {
         let waiting = self.take(id, choice.hunks.as_deref())?;
         let allow_for_session = choice.allow_for_session;
         let files = match &waiting.edit.subject {
-            Subject::Command(_) => {
+            Subject::Command(_) | Subject::ServerCall(_) => {
                 let resolution = resolution(&waiting.edit, Outcome::Applied, Vec::new(), None);
                 self.resolve(waiting, &resolution, Verdict::Accept { changed: None, allow_for_session })?;
                 return Ok(resolution);
@@ -712,8 +718,14 @@ fn settle(
 
 /// Checks the hunk indexes of an accept.
 fn check_hunks(id: &str, chosen: &[usize], subject: &Subject) -> Result<(), ReviewError> {
-    if matches!(subject, Subject::Command(_)) {
-        return Err(ReviewError::BadHunks(format!("{id} is a command; it has no hunks to choose")));
+    match subject {
+        Subject::Command(_) => {
+            return Err(ReviewError::BadHunks(format!("{id} is a command; it has no hunks to choose")));
+        }
+        Subject::ServerCall(_) => {
+            return Err(ReviewError::BadHunks(format!("{id} is a call of an MCP tool; it has no hunks to choose")));
+        }
+        Subject::Files(_) => {}
     }
     if chosen.is_empty() {
         return Err(ReviewError::BadHunks(format!(
@@ -1099,6 +1111,7 @@ mod tests {
                     )
                 }
                 Subject::Command(_) => "command".into(),
+                Subject::ServerCall(_) => "call".into(),
             })
             .collect();
         assert_eq!(

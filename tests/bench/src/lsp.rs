@@ -21,8 +21,8 @@ const ANSWER_CHARS: usize = 4_000;
 /// Runs streaming at once (in their own sessions): together over 5,000 deltas a second.
 const CONCURRENT_RUNS: usize = 16;
 
-struct Client {
-    child: Child,
+pub(crate) struct Client {
+    pub(crate) child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
     next_id: i64,
@@ -125,7 +125,7 @@ async fn run(reins: &Path) -> Result<bool, String> {
 }
 
 impl Client {
-    fn spawn(reins: &Path, workspace: &Path, base_url: &str) -> Result<Self, String> {
+    pub(crate) fn spawn(reins: &Path, workspace: &Path, base_url: &str) -> Result<Self, String> {
         let mut child = tokio::process::Command::new(reins)
             .arg("lsp")
             .current_dir(workspace)
@@ -144,7 +144,7 @@ impl Client {
         Ok(Self { child, stdin, stdout: BufReader::new(stdout), next_id: 1, delta_chars: 0 })
     }
 
-    async fn initialize(&mut self, root: &Path) -> Result<Value, String> {
+    pub(crate) async fn initialize(&mut self, root: &Path) -> Result<Value, String> {
         let uri = format!("file://{}", root.display());
         let result = self
             .request(
@@ -161,7 +161,7 @@ impl Client {
     }
 
     /// Sends a request and reads until its answer, answering the server's own requests.
-    async fn request(&mut self, method: &str, params: Value) -> Result<Value, String> {
+    pub(crate) async fn request(&mut self, method: &str, params: Value) -> Result<Value, String> {
         let id = self.next_id;
         self.next_id += 1;
         self.write(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await?;

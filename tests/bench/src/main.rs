@@ -13,6 +13,7 @@
 mod edit_corpus;
 mod large_session;
 mod lsp;
+mod mcp;
 mod peer;
 mod pi16;
 mod review;
@@ -45,6 +46,16 @@ fn main() {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     if args.first().is_some_and(|first| first == RSS_WRAPPER_FLAG) {
         std::process::exit(run_rss_wrapper(&args[1..]));
+    }
+    // `reins-bench mcp`: only the MCP figures.
+    if args.first().is_some_and(|first| first == "mcp") {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build();
+        let (Ok(runtime), Some(reins)) = (runtime, reins_binary()) else {
+            eprintln!("bench: build the release binary first (scripts/bench)");
+            std::process::exit(1);
+        };
+        let failed = runtime.block_on(mcp::measure(&reins));
+        std::process::exit(i32::from(failed && std::env::var_os("BENCH_STRICT").is_some()));
     }
     // `reins-bench sessions`: only the session figures (no binary, no model server).
     if args.first().is_some_and(|first| first == "sessions") {
@@ -109,6 +120,7 @@ async fn run() -> i32 {
     failed |= lsp::measure(&reins).await;
     failed |= edit_corpus::report();
     failed |= review::measure();
+    failed |= mcp::measure(&reins).await;
     if std::env::var_os("BENCH_STRICT").is_none() {
         failed = false;
     }
@@ -304,6 +316,6 @@ fn check_targets(figures: &Figures) -> bool {
     checks.iter().any(|(_, ok)| !ok)
 }
 
-fn ms(duration: Duration) -> f64 {
+pub fn ms(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1000.0
 }

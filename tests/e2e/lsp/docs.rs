@@ -28,6 +28,15 @@ const MAY_FAIL: &[&str] = &["reins.session.compact"];
 /// held (see [`HeldRun`]).
 const NEED_A_RUN: &[&str] = &["reins.chat.steer", "reins.chat.followUp"];
 
+/// The documented example of `kind` (`command`, `result`, …) for `name`.
+pub(super) fn example(kind: &str, name: &str) -> Value {
+    examples()
+        .into_iter()
+        .find(|example| example.kind == kind && example.name == name)
+        .unwrap_or_else(|| panic!("protocol-docs has no {kind} example for {name}"))
+        .json
+}
+
 fn examples() -> Vec<Example> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../protocol-docs");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -68,7 +77,7 @@ fn examples() -> Vec<Example> {
 
 /// Whether `actual` has the documented shape: the same keys in objects, the same JSON types;
 /// `null` stands for "may be absent or any value"; arrays compare their first elements.
-fn same_shape(documented: &Value, actual: &Value, path: &str) -> Result<(), String> {
+pub(super) fn same_shape(documented: &Value, actual: &Value, path: &str) -> Result<(), String> {
     match (documented, actual) {
         (Value::Null, _) | (_, Value::Null) => Ok(()),
         (Value::Object(doc), Value::Object(real)) => {

@@ -20,7 +20,7 @@ fn edit_lib(id: &str, pairs: &[(&str, &str)]) -> Reply {
 
 /// Sends `prompt` (in `session_id`, or a new session) and waits for the run's proposal.
 /// Returns the run id and the pending edit.
-async fn propose(lsp: &Session, prompt: &str, session_id: Option<&Value>) -> (String, Value) {
+pub(super) async fn propose(lsp: &Session, prompt: &str, session_id: Option<&Value>) -> (String, Value) {
     let mut argument = json!({"text": prompt});
     if let Some(session_id) = session_id {
         argument["sessionId"] = session_id.clone();

@@ -8,6 +8,17 @@ use std::process::Stdio;
 use scripted_llm::ScriptedServer;
 use serde_json::Value;
 
+/// Where tests/mcp/install.sh put the MCP reference server and its SDK (installed on first use).
+pub fn mcp_prefix() -> &'static Path {
+    static PREFIX: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    PREFIX.get_or_init(|| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/mcp/install.sh");
+        let output = std::process::Command::new("bash").arg(script).output().expect("run tests/mcp/install.sh");
+        assert!(output.status.success(), "tests/mcp/install.sh failed: {}", String::from_utf8_lossy(&output.stderr));
+        std::path::PathBuf::from(String::from_utf8(output.stdout).unwrap().trim())
+    })
+}
+
 /// A key that must never show up in anything reins prints.
 pub const CANARY_KEY: &str = "sk-canary-7f3a9c1e55d04b2b";
 
@@ -140,4 +151,57 @@ pub fn files_containing(dir: &Path, needle: &str) -> Vec<String> {
         }
     }
     found
+}
+
+/// Runs `reins run ARGS` under a pseudo-terminal (`script` from util-linux), typing `answers` a
+/// line at a time once the approval question shows, as a person at the terminal would.
+pub async fn reins_run_in_terminal(
+    server: &ScriptedServer,
+    dir: &std::path::Path,
+    prompt: &str,
+    answers: &[&str],
+) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let command_line = format!("{} run '{}'", env!("CARGO_BIN_EXE_reins"), prompt.replace('\'', ""));
+    let mut child = tokio::process::Command::new("script")
+        .args(["-qec", &command_line, "/dev/null"])
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", dir)
+        .env("REINS_HOME", reins_home(dir))
+        .env("OPENAI_API_KEY", CANARY_KEY)
+        .env("OPENAI_BASE_URL", server.base_url())
+        .env("REINS_MODEL", "scripted-model")
+        .env("TERM", "dumb")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("script (util-linux) runs");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut screen = String::new();
+    let mut buffer = [0u8; 4096];
+    let mut answers = answers.iter();
+    let mut asked = 0;
+    loop {
+        let read = tokio::time::timeout(std::time::Duration::from_secs(20), stdout.read(&mut buffer)).await;
+        let Ok(Ok(n)) = read else { panic!("the terminal went quiet: {screen}") };
+        if n == 0 {
+            break;
+        }
+        screen.push_str(&String::from_utf8_lossy(&buffer[..n]));
+        // Each question ends with a prompt; answer it once it shows.
+        let questions = screen.matches("? [y/N]").count() + screen.matches("Reason for the model").count();
+        while asked < questions {
+            asked += 1;
+            if let Some(answer) = answers.next() {
+                stdin.write_all(format!("{answer}\n").as_bytes()).await.unwrap();
+            }
+        }
+    }
+    let _ = child.wait().await;
+    assert!(!screen.contains(CANARY_KEY));
+    screen
 }

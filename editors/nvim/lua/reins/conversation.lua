@@ -179,6 +179,9 @@ local function describe_edit(edit)
   if edit.tool == "bash" then
     return { kind = "proposal", id = edit.id, tool = "bash", command = edit.command, cwd = edit.cwd, status = "waiting" }
   end
+  if edit.call then
+    return { kind = "proposal", id = edit.id, tool = edit.tool, call = edit.call, status = "waiting" }
+  end
   local path = edit.uri and vim.uri_to_fname(edit.uri) or "?"
   return {
     kind = "proposal",

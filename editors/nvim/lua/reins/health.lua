@@ -1,6 +1,45 @@
 -- `:checkhealth reins`: the binary, its version, whether the server runs and answers a command,
--- and whether the configured model endpoint answers an HTTP request.
+-- the state of each MCP server, and whether the configured model endpoint answers an HTTP request.
 local M = {}
+
+-- One line per MCP server that `reins.mcp.list` reports (it starts them first, so this waits
+-- for at most their startup timeouts).
+local function check_mcp(health, client)
+  health.start("reins: MCP servers")
+  if not client then
+    health.info("the server is not running, so its MCP servers are not known")
+    return
+  end
+  local result = client:request_sync("workspace/executeCommand", { command = "reins.mcp.list", arguments = { vim.empty_dict() } }, 30000)
+  if not result then
+    health.error("reins.mcp.list got no answer within 30 s")
+    return
+  elseif result.err then
+    health.error("reins.mcp.list failed: " .. (result.err.message or vim.inspect(result.err)))
+    return
+  end
+  local servers = (result.result or {}).servers or {}
+  if #servers == 0 then
+    health.info("none configured ([mcp_servers.NAME] in config.toml, a trusted workspace's .mcp.json, or mcpServers in init_options)")
+    return
+  end
+  for _, server in ipairs(servers) do
+    local where = ("%s — %s (from %s)"):format(server.name, server.transport, server.origin)
+    if server.state == "ready" then
+      local names = {}
+      for _, tool in ipairs(server.tools or {}) do
+        table.insert(names, tool.name)
+      end
+      health.ok(("%s: ready, %d tools: %s"):format(where, #names, table.concat(names, ", ")))
+    elseif server.state == "failed" then
+      health.error(("%s: failed: %s"):format(where, server.reason or "?"), { "Fix the server's entry, then restart the server (:LspRestart) or change the settings" })
+    elseif server.state == "exited" then
+      health.warn(("%s: exited: %s; it starts again when next needed"):format(where, server.reason or "?"))
+    else
+      health.info(("%s: %s"):format(where, server.state))
+    end
+  end
+end
 
 local function provider_url()
   local init = require("reins.config").options.init_options or {}
@@ -55,6 +94,8 @@ function M.check()
       health.ok(("answers commands (reins.session.list: %d sessions in this workspace)"):format(#((result.result or {}).sessions or {})))
     end
   end
+
+  check_mcp(health, client)
 
   health.start("reins: model provider")
   local url, key = provider_url()

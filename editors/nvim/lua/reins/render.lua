@@ -261,6 +261,9 @@ function renderers.proposal(block)
   local line
   if block.tool == "bash" then
     line = ("⏵ run `%s` in %s — %s"):format(one_line(block.command, 60), vim.fn.fnamemodify(block.cwd or ".", ":~"), status)
+  elseif block.call then
+    local args = vim.json.encode(block.call.arguments or vim.empty_dict())
+    line = ("⏵ call %s/%s %s — %s"):format(block.call.server, block.call.tool, one_line(args, 60), status)
   else
     local what = block.create and "create" or block.delete and "delete" or block.moved_to and "move" or block.tool
     local path = block.moved_to and ("%s → %s"):format(block.path, block.moved_to) or block.path

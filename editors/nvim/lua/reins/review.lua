@@ -277,6 +277,12 @@ local function show(p)
     p.view = { layout = "none" }
     return
   end
+  if edit.call then
+    local args = vim.json.encode(edit.call.arguments or vim.empty_dict())
+    notify(("the agent wants to call `%s` of MCP server %s with %s — :ReinsAccept or :ReinsReject [reason]"):format(edit.call.tool, edit.call.server, args), vim.log.levels.WARN)
+    p.view = { layout = "none" }
+    return
+  end
   local buf = buffer_of(edit)
   if not buf and not edit.create and #(edit.hunks or {}) > 0 then
     buf = open_beside(vim.uri_to_fname(edit.uri))
@@ -610,6 +616,8 @@ function M.quickfix()
     local edit = M.pending[id].edit
     if edit.tool == "bash" then
       table.insert(items, { text = ("[%s] bash: %s (in %s)"):format(id, edit.command or "", edit.cwd or ".") })
+    elseif edit.call then
+      table.insert(items, { text = ("[%s] MCP %s/%s: %s"):format(id, edit.call.server, edit.call.tool, vim.json.encode(edit.call.arguments or vim.empty_dict())) })
     else
       local fname = edit.uri and vim.uri_to_fname(edit.uri) or ""
       if #(edit.hunks or {}) == 0 then

@@ -286,6 +286,7 @@ mod tests {
             events: Arc::new(|_| {}),
             date: "2026-12-01".into(),
             persist: true,
+            warn: Arc::new(|_| {}),
         })
     }
 

@@ -6,6 +6,7 @@
 mod checkout;
 mod runs;
 mod sessions;
+mod tools;
 
 pub use checkout::{CheckedOut, Checkout, Resumed};
 
@@ -27,10 +28,13 @@ use crate::checkpoint::{FileRecorder, RecordingWorkspace, recorded};
 use crate::compaction::{AutoCompact, SessionHooks};
 use crate::error::HarnessError;
 use crate::live_settings::LiveSettings;
+use crate::mcp::Warn;
 use crate::prompt::{PromptInputs, build_system_prompt};
 use crate::router::LiveRouter;
 use crate::sessions::{SessionListing, SessionRecorder};
 use crate::settings::Settings;
+use tools::ConfiguredServers;
+pub(crate) use tools::SessionTools;
 
 pub type SessionId = String;
 pub type RunId = String;
@@ -61,6 +65,8 @@ pub struct HarnessOptions {
     pub date: String,
     /// Keep sessions on disk (`false`: `reins run --no-session`).
     pub persist: bool,
+    /// Warnings that belong to no run: an MCP server could not start, or stopped.
+    pub warn: Warn,
 }
 
 /// A run that has started: its id, and its outcome when it ends.
@@ -83,6 +89,8 @@ pub struct Harness {
     sessions: Mutex<HashMap<SessionId, Arc<LiveSession>>>,
     listing: Mutex<SessionListing>,
     counter: AtomicU64,
+    /// The configured MCP servers, which every session joins (see [`tools`]).
+    mcp: Mutex<ConfiguredServers>,
 }
 
 /// A default model chosen without a session holds until the settings change the model
@@ -96,6 +104,9 @@ struct ModelChoice {
 struct LiveSession {
     id: SessionId,
     agent: Agent,
+    /// Its built-in tools and MCP servers; shared with the hooks, which refresh the tools
+    /// before each turn.
+    toolbox: Arc<SessionTools>,
     /// `None` when sessions are not kept on disk.
     file: Option<Arc<Mutex<SessionFile>>>,
     /// The run in progress. Set before the run is spawned, so a second send fails at once.
@@ -137,6 +148,9 @@ impl Harness {
             }
         };
         let model_choice = Mutex::new(ModelChoice { chosen: None, configured: current.model.clone() });
+        let options_roots = options.workspace.roots();
+        let mcp =
+            crate::mcp::servers(current.mcp_servers.clone(), &current, options_roots.clone(), options.warn.clone());
         Arc::new(Self {
             options,
             settings,
@@ -147,6 +161,7 @@ impl Harness {
             sessions: Mutex::new(HashMap::new()),
             listing: Mutex::default(),
             counter: AtomicU64::new(0),
+            mcp: Mutex::new(ConfiguredServers { servers: mcp, roots: options_roots }),
         })
     }
 
@@ -178,6 +193,7 @@ impl Harness {
         if let Some(router) = &self.router {
             router.replace(&settings);
         }
+        self.reconfigure_servers(&settings, &previous);
         for session in lock(&self.sessions).values() {
             let current = session.agent.context().model;
             session.agent.set_model(settings.resolve_recorded(&current.provider, &current.id));
@@ -237,8 +253,9 @@ impl Harness {
             approver: self.options.approver.clone(),
         };
         let tools = ToolSet { workspace, recorder };
-        let agent = self.new_agent(model, messages, active_tools, gate, file.clone(), cancel.clone(), &tools);
-        let session = Arc::new(LiveSession { id: id.clone(), agent, file, running, cancel, tools });
+        let (agent, toolbox) =
+            self.new_agent(model, messages, active_tools, gate, file.clone(), cancel.clone(), &tools);
+        let session = Arc::new(LiveSession { id: id.clone(), agent, toolbox, file, running, cancel, tools });
         lock(&self.sessions).insert(id.clone(), session);
         id
     }
@@ -253,12 +270,15 @@ impl Harness {
         file: Option<Arc<Mutex<SessionFile>>>,
         cancel: Arc<Mutex<CancellationToken>>,
         tool_set: &ToolSet,
-    ) -> Agent {
+    ) -> (Agent, Arc<SessionTools>) {
         let settings = self.settings();
         let tools = self.tools_for(&model, active_tools.as_deref(), tool_set);
+        // MCP tools join at each run and turn, once their servers are up.
+        let session_tools = Arc::new(SessionTools::new(tools.clone(), lock(&self.mcp).servers.clone()));
         let context = AgentContext { system_prompt: self.system_prompt(&tools), model, messages, tools };
         let hooks: Arc<dyn Hooks> = Arc::new(SessionHooks {
             gate,
+            tools: session_tools.clone(),
             auto_compact: file.map(|file| AutoCompact {
                 file,
                 provider: self.provider.clone(),
@@ -266,7 +286,7 @@ impl Harness {
                 cancel,
             }),
         });
-        Agent::new(context, self.provider.clone(), hooks, settings.limits())
+        (Agent::new(context, self.provider.clone(), hooks, settings.limits()), session_tools)
     }
 
     /// The built-in tools a session with `model` gets — with the edit tool in the dialect the
@@ -556,6 +576,7 @@ mod tests {
             events: Arc::new(|_| {}),
             date: "2026-11-30".into(),
             persist: true,
+            warn: Arc::new(|_| {}),
         })
     }
 
@@ -671,6 +692,7 @@ mod tests {
             }),
             date: "2026-11-30".into(),
             persist: true,
+            warn: Arc::new(|_| {}),
         });
         let session = harness.new_session(None, None).unwrap();
         for text in ["one", "two", "three"] {

@@ -55,6 +55,8 @@ impl Harness {
         // automatic compaction between turns read them again as they go).
         let settings = self.settings();
         session.agent.set_limits(settings.limits());
+        // The MCP servers' tools as they are now (waiting for servers still starting).
+        session.agent.set_tools(session.toolbox.current().await);
         if let Some(file) = &session.file
             && settings.compaction.auto
         {

@@ -216,10 +216,12 @@ impl Harness {
             EditFormat::Edit => EditFormat::ApplyPatch,
             EditFormat::ApplyPatch => EditFormat::Edit,
         };
-        let mut tools = session.agent.context().tools;
+        let mut tools = session.toolbox.builtin();
         if let Some(slot) = tools.iter_mut().find(|tool| tool.name() == other.tool_name()) {
             *slot = session.tools.wrap(vec![edit_tool(session.tools.workspace.clone(), format)]).remove(0);
             session.agent.set_system_prompt(self.system_prompt(&tools));
+            // The MCP servers' tools join again at the next run or turn.
+            session.toolbox.set_builtin(tools.clone());
             session.agent.set_tools(tools);
         }
         session.agent.set_model(model.clone());

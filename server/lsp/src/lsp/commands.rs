@@ -30,6 +30,7 @@ pub const COMMANDS: &[&str] = &[
     "reins.edit.accept",
     "reins.edit.reject",
     "reins.edit.list",
+    "reins.mcp.list",
 ];
 
 #[derive(Debug, PartialEq)]
@@ -54,6 +55,7 @@ pub enum Command {
     EditAccept(EditAccept),
     EditReject(EditReject),
     EditList(EditList),
+    McpList(McpList),
 }
 
 #[derive(Debug, PartialEq, Deserialize)]
@@ -179,6 +181,13 @@ pub struct EditList {
 }
 
 #[derive(Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct McpList {
+    /// Absent: the configured servers; with a session, also the servers of its own.
+    pub session_id: Option<String>,
+}
+
+#[derive(Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct NoArguments {}
 
@@ -214,6 +223,7 @@ impl Command {
             "reins.edit.accept" => Command::EditAccept(arg(command, arguments)?),
             "reins.edit.reject" => Command::EditReject(arg(command, arguments)?),
             "reins.edit.list" => Command::EditList(arg(command, arguments)?),
+            "reins.mcp.list" => Command::McpList(arg(command, arguments)?),
             _ => {
                 return Err(to_proto::invalid_argument(format!(
                     "unknown command {command:?}; the reins commands are: {}",
@@ -249,6 +259,7 @@ mod tests {
             r#"ChatSend(ChatSend { text: "hi", session_id: Some("s1"), context: [] })"#
         );
         assert_eq!(check("reins.model.list", json!([])), "ModelList");
+        assert_eq!(check("reins.mcp.list", json!([])), "McpList(McpList { session_id: None })");
         assert_eq!(check("reins.session.new", json!([])), "SessionNew(SessionNew { name: None })");
         assert_eq!(
             check("reins.edit.accept", json!({"id": "e1", "hunks": [0, 2], "allowForSession": true})),

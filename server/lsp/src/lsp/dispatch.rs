@@ -118,6 +118,11 @@ pub async fn execute(state: &State, command: Command) -> Result<Value> {
         }
         Command::EditReject(reject) => state.reviews.reject(&reject.id, reject.reason),
         Command::EditList(list) => Ok(state.reviews.list(list.session_id.as_deref())),
+        Command::McpList(list) => {
+            // Waits for servers still starting, each within its startup timeout.
+            let servers = harness.mcp_servers(list.session_id.as_deref()).await.map_err(to_proto::harness_error)?;
+            Ok(to_proto::mcp_servers(&servers))
+        }
     }
 }
 

@@ -216,7 +216,7 @@ impl Publisher {
     fn show(&self, edit: &PendingEdit) -> Shown {
         let file = match &edit.subject {
             Subject::Files(files) => files.first(),
-            Subject::Command(_) => None,
+            Subject::Command(_) | Subject::ServerCall(_) => None,
         };
         let Some(file) = file else {
             let json = to_proto::pending_edit(edit, "", &[]);

@@ -62,6 +62,18 @@ pub struct DocumentTextParams {
     pub uri: String,
 }
 
+/// Warnings of the harness that belong to no run (an MCP server could not start, or stopped):
+/// `window/showMessage`, and the log.
+fn show_warning(client: Client) -> reins_harness::Warn {
+    Arc::new(move |message: &str| {
+        tracing::warn!("{message}");
+        let (client, message) = (client.clone(), format!("reins: {message}"));
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move { client.show_message(MessageType::WARNING, message).await });
+        }
+    })
+}
+
 impl Server {
     /// A server whose workspace is `fallback` until the client names its folders.
     pub fn new(client: Client, fallback: FsWorkspace) -> Self {
@@ -80,6 +92,7 @@ impl Server {
             events: events.sink(),
             date: crate::today(),
             persist: true,
+            warn: show_warning(client.clone()),
         });
         let state = State {
             client,
@@ -123,6 +136,8 @@ impl LanguageServer for Server {
     }
 
     async fn initialized(&self, _: InitializedParams) {
+        // The MCP servers start now, so that the first run finds them ready.
+        self.state.harness.start_mcp_servers();
         let warning = lock(&self.state.startup_warning).take();
         if let Some(warning) = warning {
             self.state.client.show_message(MessageType::WARNING, warning).await;
@@ -130,6 +145,8 @@ impl LanguageServer for Server {
     }
 
     async fn shutdown(&self) -> Result<()> {
+        // The MCP servers' processes go with the session, not with the editor's next restart.
+        self.state.harness.shutdown().await;
         Ok(())
     }
 

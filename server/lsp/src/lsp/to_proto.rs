@@ -15,6 +15,7 @@ use reins_harness::{
     CommandRan, FileOutcome, HarnessError, ListedModel, SessionInfo, SessionTreeView, Settings, Status, TreeNode,
     UNTRACKED_WARNING, Written,
 };
+use reins_mcp::{ServerState, ServerStatus};
 use reins_review::{Hunk, Located, Outcome, PendingEdit, Resolution, ReviewError, Subject};
 use ropey::Rope;
 use serde_json::{Value, json};
@@ -526,6 +527,10 @@ pub fn pending_edit(edit: &PendingEdit, uri: &str, ranges: &[Range]) -> Value {
             value["cwd"] = json!(command.cwd.display().to_string());
             value["notes"] = json!([]);
         }
+        Subject::ServerCall(call) => {
+            value["call"] = json!({"server": call.server, "tool": call.tool, "arguments": call.arguments});
+            value["notes"] = json!([]);
+        }
         Subject::Files(files) => {
             // One file per pending edit on this protocol (a patch of several is several).
             let Some(file) = files.first() else { return value };
@@ -645,6 +650,38 @@ fn quote(text: &str) -> String {
         shown.push('…');
     }
     if shown.is_empty() { "a line break".to_string() } else { format!("`{shown}`") }
+}
+
+/// The result of `reins.mcp.list` (and of `reins mcp list --json`): each server, where it was
+/// configured, how it is reached, its state, and its tools.
+pub fn mcp_servers(statuses: &[ServerStatus]) -> Value {
+    let servers: Vec<Value> = statuses
+        .iter()
+        .map(|status| {
+            let (state, reason) = match &status.state {
+                ServerState::Idle => ("idle", None),
+                ServerState::Starting => ("starting", None),
+                ServerState::Ready => ("ready", None),
+                ServerState::Exited(reason) => ("exited", Some(reason)),
+                ServerState::Failed(reason) => ("failed", Some(reason)),
+                ServerState::Stopped => ("stopped", None),
+            };
+            let tools: Vec<Value> = status
+                .tools
+                .iter()
+                .map(|tool| json!({"name": tool.name, "tool": tool.tool, "description": tool.description}))
+                .collect();
+            json!({
+                "name": status.name,
+                "origin": status.origin,
+                "transport": status.transport,
+                "state": state,
+                "reason": reason,
+                "tools": tools,
+            })
+        })
+        .collect();
+    json!({ "servers": servers })
 }
 
 #[cfg(test)]

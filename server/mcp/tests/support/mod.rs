@@ -71,8 +71,8 @@ impl Harness {
         let notices = self.notices.clone();
         Options {
             base_env: vec![
-                ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
-                ("MCP_NODE_MODULES".into(), prefix().join("node_modules").display().to_string()),
+                ("PATH".into(), std::env::var_os("PATH").unwrap_or_default()),
+                ("MCP_NODE_MODULES".into(), prefix().join("node_modules").into_os_string()),
             ],
             roots: vec![std::env::temp_dir()],
             notify: Arc::new(move |notice| notices.lock().unwrap().push(notice)),

@@ -1,0 +1,168 @@
+//! A session's tools: the built-in ones, and its MCP servers' — the configured servers, shared
+//! by every session, joined with the session's own (which a client sets, as ACP's `session/new`
+//! does; they shadow configured ones of the same name). The servers start when a run first needs
+//! them — or earlier, in the background, when the language server asks ([`Harness::start_mcp_servers`])
+//! or a session gets its own — and every turn takes their tools as they are then, so
+//! `tools/list_changed` and restarts apply from the next turn. The configured set is rebuilt when
+//! the settings change it; all stop with the harness.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use reins_agent::Tool;
+use reins_mcp::{ServerConfig, ServerStatus, Servers, SessionServers};
+
+use super::{Harness, lock};
+use crate::error::HarnessError;
+use crate::mcp;
+use crate::settings::Settings;
+
+/// The configured servers, and the workspace roots they were built for.
+pub(super) struct ConfiguredServers {
+    pub(super) servers: Arc<Servers>,
+    pub(super) roots: Vec<PathBuf>,
+}
+
+pub(crate) struct SessionTools {
+    /// Changed with the model when it takes the other edit dialect.
+    builtin: Mutex<Vec<Arc<dyn Tool>>>,
+    mcp: Mutex<Arc<SessionServers>>,
+}
+
+impl SessionTools {
+    pub(crate) fn new(builtin: Vec<Arc<dyn Tool>>, configured: Arc<Servers>) -> Self {
+        Self { builtin: Mutex::new(builtin), mcp: Mutex::new(Arc::new(SessionServers::global(configured))) }
+    }
+
+    pub(crate) fn builtin(&self) -> Vec<Arc<dyn Tool>> {
+        lock(&self.builtin).clone()
+    }
+
+    pub(crate) fn set_builtin(&self, tools: Vec<Arc<dyn Tool>>) {
+        *lock(&self.builtin) = tools;
+    }
+
+    /// The tools for the model's next turn: the built-in ones, then the MCP servers' (started
+    /// first if they are not yet).
+    pub(crate) async fn current(&self) -> Vec<Arc<dyn Tool>> {
+        let servers = self.servers();
+        let mcp = servers.tools().await;
+        let mut tools = self.builtin();
+        tools.extend(mcp);
+        tools
+    }
+
+    fn servers(&self) -> Arc<SessionServers> {
+        lock(&self.mcp).clone()
+    }
+
+    /// Starts the session's servers in the background, so a first run finds them ready.
+    pub(crate) fn start_in_background(&self) {
+        let servers = self.servers();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move { servers.tools().await });
+        }
+    }
+
+    /// Joins the session's own servers with `configured`.
+    fn rejoin(&self, configured: Arc<Servers>) {
+        let mut mcp = lock(&self.mcp);
+        *mcp = Arc::new(SessionServers::new(configured, mcp.own().clone()));
+    }
+
+    /// Replaces the session's own servers; answers the previous ones.
+    fn set_own(&self, own: Arc<Servers>) -> Arc<Servers> {
+        let mut mcp = lock(&self.mcp);
+        let previous = mcp.own().clone();
+        *mcp = Arc::new(SessionServers::new(mcp.configured().clone(), own));
+        previous
+    }
+}
+
+impl Harness {
+    /// The configured MCP servers of `settings`.
+    pub(super) fn configured_servers(&self, settings: &Settings) -> Arc<Servers> {
+        mcp::servers(settings.mcp_servers.clone(), settings, self.roots(), self.options.warn.clone())
+    }
+
+    fn roots(&self) -> Vec<PathBuf> {
+        self.options.workspace.roots()
+    }
+
+    /// Puts the configured servers of `settings` in force when they differ from `previous`'s (or
+    /// the workspace moved, as at `initialize`): every session joins the new set, and the old one
+    /// stops (a call in flight finishes first).
+    pub(super) fn reconfigure_servers(&self, settings: &Settings, previous: &Settings) {
+        let roots = self.roots();
+        let old = {
+            let mut current = lock(&self.mcp);
+            if settings.mcp_servers == previous.mcp_servers && current.roots == roots {
+                return;
+            }
+            let servers = self.configured_servers(settings);
+            std::mem::replace(&mut *current, ConfiguredServers { servers, roots })
+        };
+        let configured = lock(&self.mcp).servers.clone();
+        for session in lock(&self.sessions).values() {
+            session.toolbox.rejoin(configured.clone());
+        }
+        stop_in_background(old.servers);
+    }
+
+    /// Starts the configured MCP servers in the background, so that a first run finds them ready
+    /// (the language server calls this once the editor is connected; servers that new settings
+    /// bring start when first needed).
+    pub fn start_mcp_servers(&self) {
+        let servers = lock(&self.mcp).servers.clone();
+        if servers.is_empty() {
+            return;
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move { servers.start().await });
+        }
+    }
+
+    /// Gives a session MCP servers of its own (ACP's `session/new` and `session/load` carry
+    /// them), on top of the configured ones; a server of the same name as a configured one
+    /// shadows it in this session. Replaces the servers set before, which stop. They start at
+    /// once in the background, and stop with the harness.
+    pub fn set_session_servers(&self, session_id: &str, servers: Vec<ServerConfig>) -> Result<(), HarnessError> {
+        let session = self.session(session_id)?;
+        let settings = self.settings();
+        let own = mcp::servers(servers, &settings, self.roots(), self.options.warn.clone());
+        let previous = session.toolbox.set_own(own);
+        session.toolbox.start_in_background();
+        stop_in_background(previous);
+        Ok(())
+    }
+
+    /// The MCP servers of a session (or, without one, the configured ones): each started first,
+    /// as a run would, then listed with its state and the tools it offers.
+    pub async fn mcp_servers(&self, session_id: Option<&str>) -> Result<Vec<ServerStatus>, HarnessError> {
+        let servers = match session_id {
+            Some(session_id) => self.session(session_id)?.toolbox.servers(),
+            None => Arc::new(SessionServers::global(lock(&self.mcp).servers.clone())),
+        };
+        servers.tools().await;
+        Ok(servers.status())
+    }
+
+    /// Stops every MCP server (the configured ones and the sessions' own) and their processes.
+    /// Call before exiting; dropping the harness kills them too, without waiting.
+    pub async fn shutdown(&self) {
+        let mut sets = vec![lock(&self.mcp).servers.clone()];
+        sets.extend(lock(&self.sessions).values().map(|session| session.toolbox.servers().own().clone()));
+        for set in sets {
+            set.stop().await;
+        }
+    }
+}
+
+fn stop_in_background(servers: Arc<Servers>) {
+    if servers.is_empty() {
+        return;
+    }
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(async move { servers.stop().await });
+    }
+}

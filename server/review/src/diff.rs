@@ -28,8 +28,10 @@ pub struct Hunk {
     pub index: usize,
     /// The replaced part of the old text, in bytes. It never splits a character or a `\r\n`.
     pub old_bytes: Span<usize>,
-    /// The line of the old text (from 0) where the hunk starts.
+    /// The line of the old text (from 0) where the hunk starts, and where it ends: lines as an
+    /// editor counts them, so a protocol layer needs only the line's text for a column.
     pub line: usize,
+    pub end_line: usize,
     pub old_text: String,
     pub new_text: String,
 }
@@ -71,6 +73,7 @@ pub fn hunks(old: &str, new: &str, deadline: Duration) -> Vec<Hunk> {
         hunks.push(Hunk {
             index: hunks.len(),
             line: line_at(&old_starts, old_span.start),
+            end_line: line_at(&old_starts, old_span.end),
             old_text: old[old_span.clone()].to_string(),
             new_text: new[new_span].to_string(),
             old_bytes: old_span,
@@ -410,7 +413,7 @@ mod tests {
             assert_eq!(old.get(span.clone()), Some(hunk.old_text.as_str()), "{hunk:?}");
             assert!(!(old[..span.start].ends_with('\r') && old[span.start..].starts_with('\n')), "{hunk:?}");
             assert!(!(old[..span.end].ends_with('\r') && old[span.end..].starts_with('\n')), "{hunk:?}");
-            assert_eq!(hunk.line, line_of(old, span.start), "{hunk:?}");
+            assert_eq!((hunk.line, hunk.end_line), (line_of(old, span.start), line_of(old, span.end)), "{hunk:?}");
             assert_ne!(hunk.old_text, hunk.new_text);
             if let Some(previous_end) = previous_end {
                 assert!(previous_end < span.start, "hunks overlap or touch: {hunks:?}");

@@ -5,7 +5,6 @@
 use std::time::{Duration, Instant};
 
 use reins::{PositionEncoding, text_edits};
-use ropey::Rope;
 
 const FILE_LINES: usize = 20_000;
 const EDITS: usize = 10;
@@ -20,7 +19,7 @@ pub fn measure() -> bool {
     for _ in 0..RUNS {
         let start = Instant::now();
         let hunks = reins_review::hunks(&old, &new, Duration::from_secs(1));
-        let edits = text_edits(&Rope::from_str(&old), &hunks, PositionEncoding::Utf16);
+        let edits = text_edits(&old, &hunks, PositionEncoding::Utf16);
         samples.push(start.elapsed());
         hunk_count = edits.len();
     }

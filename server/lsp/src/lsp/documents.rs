@@ -140,6 +140,22 @@ pub fn position_of(rope: &Rope, char_index: usize, encoding: PositionEncoding) -
     Position { line: line_index as u32, character: character as u32 }
 }
 
+/// The LSP position of byte `offset` of `text`, known to lie on line `line` (from 0, counted as
+/// LSP counts): only that line's text is read, so converting a hunk costs its line, not the file.
+pub fn position_in(text: &str, offset: usize, line: usize, encoding: PositionEncoding) -> Position {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let line_start = text[..offset].rfind(['\n', '\r']).map_or(0, |at| at + 1);
+    let within = &text[line_start..offset];
+    let character = match encoding {
+        PositionEncoding::Utf16 => within.chars().map(char::len_utf16).sum(),
+        PositionEncoding::Utf8 => within.len(),
+    };
+    Position { line: line as u32, character: character as u32 }
+}
+
 /// The LSP range of the bytes `span` of `rope`'s text (a hunk's span: it splits no character).
 pub fn range_of(rope: &Rope, span: Span<usize>, encoding: PositionEncoding) -> Range {
     let position = |byte: usize| position_of(rope, rope.byte_to_char(byte.min(rope.len_bytes())), encoding);

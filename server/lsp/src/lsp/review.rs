@@ -16,7 +16,6 @@ use async_trait::async_trait;
 use reins_harness::{ApprovalRequest, Approver, Verdict};
 use reins_review::{Choice, Observer, Origin, PendingEdit, PendingEdits, Resolution, Subject, Written};
 use reins_tools::{Workspace, WorkspaceError};
-use ropey::Rope;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tower_lsp_server::jsonrpc::Error;
@@ -228,8 +227,7 @@ impl Publisher {
             (documents.encoding, documents.by_path(&file.path).map(|document| document.uri.clone()))
         };
         let uri = open_uri.or_else(|| path_uri(&file.path)).unwrap_or_default();
-        let before = Rope::from_str(file.before.as_deref().unwrap_or(""));
-        let ranges = to_proto::hunk_ranges(&before, &file.hunks, encoding);
+        let ranges = to_proto::hunk_ranges(file.before.as_deref().unwrap_or(""), &file.hunks, encoding);
         let json = to_proto::pending_edit(edit, &uri, &ranges);
         Shown {
             id: edit.id.clone(),

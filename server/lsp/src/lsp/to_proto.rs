@@ -500,13 +500,18 @@ pub fn event_params(session_id: &str, run_id: &str, seq: u64, event: Value) -> V
 }
 
 /// The ranges of `hunks` in `text` (the text they were computed from), in `encoding`.
-pub fn hunk_ranges(text: &Rope, hunks: &[Hunk], encoding: PositionEncoding) -> Vec<Range> {
-    hunks.iter().map(|hunk| documents::range_of(text, hunk.old_bytes.clone(), encoding)).collect()
+pub fn hunk_ranges(text: &str, hunks: &[Hunk], encoding: PositionEncoding) -> Vec<Range> {
+    let position = |offset: usize, line: usize| documents::position_in(text, offset, line, encoding);
+    let range = |hunk: &Hunk| Range {
+        start: position(hunk.old_bytes.start, hunk.line),
+        end: position(hunk.old_bytes.end, hunk.end_line),
+    };
+    hunks.iter().map(range).collect()
 }
 
 /// One `TextEdit` per hunk, in order; they apply together to `text`, the text the hunks were
 /// computed from.
-pub fn text_edits(text: &Rope, hunks: &[Hunk], encoding: PositionEncoding) -> Vec<TextEdit> {
+pub fn text_edits(text: &str, hunks: &[Hunk], encoding: PositionEncoding) -> Vec<TextEdit> {
     let ranges = hunk_ranges(text, hunks, encoding);
     hunks.iter().zip(ranges).map(|(hunk, range)| TextEdit { range, new_text: hunk.new_text.clone() }).collect()
 }
@@ -700,7 +705,7 @@ mod tests {
     /// The edits that turn `old` into `new`, through the review core's hunks and this module.
     fn edits_of(old: &str, new: &str, encoding: PositionEncoding) -> (Vec<Hunk>, Vec<TextEdit>) {
         let hunks = hunks(old, new, NO_DEADLINE);
-        let edits = text_edits(&Rope::from_str(old), &hunks, encoding);
+        let edits = text_edits(old, &hunks, encoding);
         (hunks, edits)
     }
 
@@ -1066,7 +1071,7 @@ mod tests {
             ..reins_agent::FileChange::default()
         };
         let file = FileDiff::new(&change, &|_| "a".to_string(), 0);
-        let ranges = hunk_ranges(&Rope::from_str("x = 41\n"), &file.hunks, PositionEncoding::Utf16);
+        let ranges = hunk_ranges("x = 41\n", &file.hunks, PositionEncoding::Utf16);
         let edit = PendingEdit {
             id: "e1".into(),
             session_id: "s".into(),

@@ -19,7 +19,6 @@ use tower_lsp_server::Client;
 use tower_lsp_server::ls_types::{ResourceOperationKind, TextEdit, Uri, WorkspaceEdit};
 
 use reins_review::DIFF_DEADLINE;
-use ropey::Rope;
 
 use crate::lsp::documents::Documents;
 use crate::lsp::review::Reviews;
@@ -126,7 +125,7 @@ impl EditorWorkspace {
                 continue;
             }
             let hunks = reins_review::hunks(before, &change.after, DIFF_DEADLINE);
-            let edits = to_proto::text_edits(&Rope::from_str(before), &hunks, encoding);
+            let edits = to_proto::text_edits(before, &hunks, encoding);
             // The versioned edit goes first, so a rename applies to the text it was made from.
             if !edits.is_empty() || version.is_some() {
                 operations.push(FileOperation::Edit { uri: uri.clone(), version, edits });
@@ -199,7 +198,7 @@ impl EditorWorkspace {
                 return Err(stale(Some(version)));
             }
             let hunks = reins_review::hunks(&text, &change.after, DIFF_DEADLINE);
-            let edits = to_proto::text_edits(&rope, &hunks, encoding);
+            let edits = to_proto::text_edits(&text, &hunks, encoding);
             if edits.is_empty() {
                 return Ok(());
             }
@@ -221,7 +220,7 @@ impl EditorWorkspace {
                     return Err(stale(None));
                 }
                 let hunks = reins_review::hunks(before, &change.after, DIFF_DEADLINE);
-                let edits = to_proto::text_edits(&Rope::from_str(before), &hunks, encoding);
+                let edits = to_proto::text_edits(before, &hunks, encoding);
                 if edits.is_empty() {
                     return Ok(());
                 }

@@ -1,6 +1,8 @@
 //! End-to-end tests of `reins lsp`: the real binary over stdio (and TCP), the LSP test client,
 //! and a scripted OpenAI-compatible server on 127.0.0.1, in a temp workspace.
 
+#[path = "lsp/checkpoints.rs"]
+mod checkpoints;
 #[path = "lsp/docs.rs"]
 mod docs;
 #[path = "lsp/folders.rs"]

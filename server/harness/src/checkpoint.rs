@@ -82,10 +82,7 @@ impl FileRecorder {
 
     /// The path relative to the working directory when inside it, else as it is.
     fn shown(&self, path: &Path) -> String {
-        match path.strip_prefix(&self.cwd) {
-            Ok(relative) if !relative.as_os_str().is_empty() => relative.display().to_string(),
-            _ => path.display().to_string(),
-        }
+        reins_tools::display_path(path, &self.cwd)
     }
 }
 

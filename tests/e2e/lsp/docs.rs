@@ -11,11 +11,11 @@ use super::{WAIT, start};
 
 /// One marked example: `<!-- kind: name -->` followed by a ```json block.
 #[derive(Debug)]
-struct Example {
-    place: String,
-    kind: String,
-    name: String,
-    json: Value,
+pub(super) struct Example {
+    pub place: String,
+    pub kind: String,
+    pub name: String,
+    pub json: Value,
 }
 
 /// Commands that cannot succeed in this scripted setting; they must still be *accepted* (fail
@@ -37,7 +37,7 @@ pub(super) fn example(kind: &str, name: &str) -> Value {
         .json
 }
 
-fn examples() -> Vec<Example> {
+pub(super) fn examples() -> Vec<Example> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../protocol-docs");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
@@ -219,7 +219,8 @@ async fn every_documented_example_matches_the_server() {
     let (accept_run, accept_id) = pending_edit(&lsp, "\"42\"", "42").await;
     let (reject_run, reject_id) = pending_edit(&lsp, "// the answer", "// The answer").await;
 
-    let mut results: std::collections::HashMap<String, Value> = Default::default();
+    // Each command's answers in the order its examples come (navigate has one with files).
+    let mut results: std::collections::HashMap<String, Vec<Value>> = Default::default();
     let mut held: Option<HeldRun> = None;
     let mut queued: Vec<String> = Vec::new();
     for example in examples.iter().filter(|e| e.kind == "command" || e.kind == "request") {
@@ -252,7 +253,7 @@ async fn every_documented_example_matches_the_server() {
                 if let Some(run_id) = result.get("runId").and_then(Value::as_str) {
                     lsp.run_events(run_id).await;
                 }
-                results.insert(example.name.clone(), result);
+                results.entry(example.name.clone()).or_default().push(result);
             }
             Err(err) => {
                 assert!(
@@ -299,9 +300,14 @@ async fn every_documented_example_matches_the_server() {
 
     let notifications = lsp.client.notifications();
     let mut checked = 0;
+    let mut answered: std::collections::HashMap<&str, usize> = Default::default();
     for example in &examples {
         let outcome = match example.kind.as_str() {
-            "result" | "response" => match results.get(&example.name) {
+            "result" | "response" => match results.get(&example.name).and_then(|answers| {
+                let nth = answered.entry(&example.name).or_default();
+                *nth += 1;
+                answers.get(*nth - 1)
+            }) {
                 Some(actual) => same_shape(&example.json, actual, &example.name),
                 None if MAY_FAIL.contains(&example.name.as_str()) => continue,
                 None => Err(format!("{} was never answered", example.name)),

@@ -45,7 +45,7 @@ pub enum Command {
     SessionOpen(SessionRef),
     SessionMessages(SessionRef),
     SessionTree(SessionRef),
-    SessionFork(EntryRef),
+    SessionFork(Fork),
     SessionNavigate(Navigate),
     SessionLabel(Label),
     SessionRename(Rename),
@@ -112,19 +112,25 @@ pub struct SessionNew {
 
 #[derive(Debug, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct EntryRef {
-    pub session_id: String,
-    pub entry_id: String,
-}
-
-#[derive(Debug, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Navigate {
     pub session_id: String,
     pub entry_id: String,
     /// Summarize the branch being left, so the new position keeps what it learned.
     #[serde(default)]
     pub summarize: bool,
+    /// Bring the files the agent changed along, as pending edits to review.
+    #[serde(default)]
+    pub files: bool,
+}
+
+#[derive(Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Fork {
+    pub session_id: String,
+    pub entry_id: String,
+    /// Bring the files the agent changed along, as pending edits of the new session.
+    #[serde(default)]
+    pub files: bool,
 }
 
 #[derive(Debug, PartialEq, Deserialize)]

@@ -15,6 +15,7 @@ use tower_lsp_server::jsonrpc::Result;
 use tower_lsp_server::ls_types::{Diagnostic, Range};
 
 use crate::lsp::ask::{self, Selection};
+use crate::lsp::checkout;
 use crate::lsp::commands::{Ask, ChatSend, Command, ModelSet};
 use crate::lsp::documents::{self, PositionEncoding};
 use crate::lsp::server::State;
@@ -87,16 +88,26 @@ pub async fn execute(state: &State, command: Command) -> Result<Value> {
             let tree = on_disk(harness, move |harness| harness.tree(&session.session_id)).await?;
             Ok(to_proto::session_tree(&tree))
         }
-        Command::SessionFork(entry) => {
-            let session_id = on_disk(harness, move |harness| harness.fork(&entry.session_id, &entry.entry_id)).await?;
+        Command::SessionFork(fork) if fork.files => {
+            let (session_id, checkout) =
+                harness.fork_with_files(&fork.session_id, &fork.entry_id).await.map_err(to_proto::harness_error)?;
+            let mut answer = checkout::propose(state, &checkout);
+            answer["sessionId"] = json!(session_id);
+            Ok(answer)
+        }
+        Command::SessionFork(fork) => {
+            let session_id = on_disk(harness, move |harness| harness.fork(&fork.session_id, &fork.entry_id)).await?;
             Ok(json!({ "sessionId": session_id }))
         }
         Command::SessionNavigate(navigate) => {
-            harness
-                .navigate(&navigate.session_id, &navigate.entry_id, navigate.summarize, false)
+            let checkout = harness
+                .navigate(&navigate.session_id, &navigate.entry_id, navigate.summarize, navigate.files)
                 .await
                 .map_err(to_proto::harness_error)?;
-            empty()
+            match checkout {
+                Some(checkout) => Ok(checkout::propose(state, &checkout)),
+                None => empty(),
+            }
         }
         Command::SessionLabel(label) => {
             on_disk(harness, move |harness| harness.label(&label.session_id, &label.entry_id, label.label.as_deref()))

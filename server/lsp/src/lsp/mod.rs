@@ -4,6 +4,7 @@
 //! ([`client_log`]), and to stderr before it is connected or when `REINS_LOG` is set.
 
 mod ask;
+mod checkout;
 mod client_log;
 mod code_actions;
 mod commands;

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use reins_agent::{FileChange, Proposal};
 use reins_harness::{ApprovalRequest, Approver, Verdict};
 use reins_review::{Choice, Observer, Origin, PendingEdit, PendingEdits, Resolution, Subject, Written};
 use reins_tools::{Workspace, WorkspaceError};
@@ -79,6 +80,33 @@ impl Reviews {
         let shown = Arc::new(Mutex::new(HashMap::new()));
         let publisher = Arc::new(Publisher { events, documents: documents.clone(), shown: shown.clone() });
         Self { edits: Arc::new(PendingEdits::new(publisher.clone())), documents, shown, publisher }
+    }
+
+    /// Holds `change` — not a tool call's: a restore of files to an earlier entry — as a pending
+    /// edit of `origin`, and applies it through `workspace` once the user accepts it (some hunks
+    /// or all, rebased onto what the user typed meanwhile); answers the pending edit's id.
+    pub fn propose_change(&self, origin: Origin, change: FileChange, workspace: Arc<EditorWorkspace>) -> String {
+        let cwd = workspace.cwd();
+        let proposal = Proposal::FileChange(change.clone());
+        let subject = Subject::each_file(&proposal, |path| reins_tools::display_path(path, &cwd)).into_iter().next();
+        let (edit, reply) = self.edits.propose(origin, subject.unwrap_or(Subject::Files(Vec::new())));
+        let edits = self.edits.clone();
+        let id = edit.id.clone();
+        tokio::spawn(async move {
+            // No run waits for it: the user decides whenever they like.
+            let changes = match edits.wait(&id, reply, &CancellationToken::new()).await {
+                Verdict::Accept { changed: Some(changed), .. } => changed.files,
+                Verdict::Accept { changed: None, .. } => vec![change],
+                Verdict::Reject { .. } => return,
+            };
+            for change in changes {
+                // The workspace reports how it went (`edit_resolved`).
+                if let Err(err) = workspace.apply(&change).await {
+                    tracing::warn!("restoring {}: {err}", change.path.display());
+                }
+            }
+        });
+        edit.id
     }
 
     /// The user changed the open document `uri`: the hunks of the edits pending on it moved with

@@ -266,6 +266,19 @@ pub fn written_name(written: &Written) -> String {
     }
 }
 
+/// A file a restore in the editor leaves as it is (`conflicts` of `reins.session.navigate` and
+/// `reins.session.fork` with `files: true`): where the user's edits and the agent's change meet,
+/// as whole lines of the file as it is now, and why.
+pub fn checkout_conflict(
+    path: &str,
+    uri: Option<String>,
+    entry_id: Option<&str>,
+    range: Option<Range>,
+    reason: &str,
+) -> Value {
+    json!({"path": path, "uri": uri, "entryId": entry_id, "range": range, "reason": reason})
+}
+
 /// Commands on the way of a checkout, each with the warning that their effects on files were
 /// not tracked.
 pub fn checkout_commands(commands: &[CommandRan]) -> Value {
@@ -523,7 +536,8 @@ pub fn pending_edit(edit: &PendingEdit, uri: &str, ranges: &[Range]) -> Value {
         "id": edit.id,
         "sessionId": edit.session_id,
         "runId": edit.run_id,
-        "toolCallId": edit.tool_call_id,
+        // A restore of files to an earlier entry comes from no tool call.
+        "toolCallId": (!edit.tool_call_id.is_empty()).then_some(&edit.tool_call_id),
         "tool": edit.tool,
     });
     match &edit.subject {

@@ -50,6 +50,7 @@ M.defaults = {
     prev_hunk = "[h",
     -- In the :ReinsTree buffer.
     tree_navigate = "<CR>",
+    tree_restore = "R", -- continue from the entry, and propose the files as the agent left them there
     tree_fork = "f",
     tree_label = "l",
   },

@@ -104,6 +104,7 @@ end
 
 function M.tree(buf, actions)
   map(buf, "n", "tree_navigate", actions.navigate, "continue from this entry")
+  map(buf, "n", "tree_restore", actions.restore, "continue from this entry, files restored too")
   map(buf, "n", "tree_fork", actions.fork, "fork a new session from this entry")
   map(buf, "n", "tree_label", actions.label, "label this entry")
   map(buf, "n", "close", actions.close, "close the tree")

@@ -1,5 +1,6 @@
 -- Sessions: `:ReinsSessions` (pick one, then resume, rename or fork it), `:ReinsTree` (the
--- current session's entries as a tree: continue from an entry, fork from it, label it) and
+-- current session's entries as a tree: continue from an entry, with the files the agent changed
+-- restored too, fork from it, label it) and
 -- resuming, which re-renders the conversation from `reins.session.messages`.
 local client = require("reins.client")
 local conversation = require("reins.conversation")
@@ -159,6 +160,36 @@ function M.tree_lines(tree)
   return lines, nodes
 end
 
+--- Says what `reins.session.navigate {files = true}` brought along: the files proposed for
+--- review (shown like any proposal), the conflicts (also in the quickfix list), and the commands
+--- whose effects were not tracked.
+function M.report_restore(result)
+  local edits, conflicts = result.edits or {}, result.conflicts or {}
+  local lines = {}
+  if #edits > 0 then
+    table.insert(lines, ("%d file(s) to restore: review each like any proposal"):format(#edits))
+  elseif #conflicts == 0 then
+    table.insert(lines, "no file needs to change")
+  end
+  local items = {}
+  for _, c in ipairs(conflicts) do
+    table.insert(lines, ("left as it is: %s: %s"):format(c.path, c.reason))
+    table.insert(items, {
+      filename = c.uri and vim.uri_to_fname(c.uri) or c.path,
+      lnum = c.range and c.range.start.line + 1 or 1,
+      text = c.reason,
+    })
+  end
+  for _, c in ipairs(result.commands or {}) do
+    table.insert(lines, ("%s (%s)"):format(c.warning, c.command or c.tool))
+  end
+  if #items > 0 then
+    vim.fn.setqflist({}, " ", { title = "reins: files left as they are", items = items })
+  end
+  local warn = #conflicts > 0 or #(result.commands or {}) > 0
+  vim.notify("reins: " .. table.concat(lines, "\n"), warn and vim.log.levels.WARN or vim.log.levels.INFO)
+end
+
 local tree_state = { buf = nil, nodes = {}, session_id = nil }
 
 local function node_at_cursor()
@@ -226,6 +257,22 @@ function M.tree()
           end)
         end)
       end,
+      restore = function()
+        local node = node_at_cursor()
+        if not node then
+          return
+        end
+        local args = { sessionId = tree_state.session_id, entryId = node.id, files = true }
+        client.exec("reins.session.navigate", args, function(err, result)
+          if err then
+            return fail("restore", err)
+          end
+          M.resume(tree_state.session_id, chat.title, function()
+            M.refresh_tree()
+            M.report_restore(result)
+          end)
+        end)
+      end,
       fork = function()
         local node = node_at_cursor()
         if node then
@@ -263,7 +310,7 @@ function M.tree()
     vim.api.nvim_win_set_height(0, 12)
     local k = require("reins.config").options.keymaps
     local hints = {}
-    for _, pair in ipairs({ { k.tree_navigate, "continue from here" }, { k.tree_fork, "fork" }, { k.tree_label, "label" }, { k.close, "close" } }) do
+    for _, pair in ipairs({ { k.tree_navigate, "continue from here" }, { k.tree_restore, "files too" }, { k.tree_fork, "fork" }, { k.tree_label, "label" }, { k.close, "close" } }) do
       if pair[1] then
         table.insert(hints, pair[1] .. " " .. pair[2])
       end

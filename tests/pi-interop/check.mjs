@@ -1,6 +1,7 @@
 // Checks that a session file written by `reins run` opens in the pi coding agent (0.73.1 or 1.6): pi's own
 // SessionManager rebuilds the conversation reins would send, and `pi -p --session FILE` continues
-// it with the same history (tool call and result, same ids) that reins itself sends.
+// it with the same history (tool call and result, same ids) that reins itself sends — also for a
+// session holding recorded file changes (custom entries) and a checkout's move of the leaf.
 //
 // Every model request (reins's and pi's) goes through a small proxy that records it and forwards
 // it to scripted-llm, so "what reins would send" is the request reins did send, not a guess.
@@ -44,6 +45,19 @@ const REPLIES = [
   { toolCalls: [{ id: "call_read_2", name: "read", arguments: { path: "notes.txt" } }] },
   { text: "reins: the word is tangerine." },
   { text: "pi: you asked about the word." },
+  // Checkpoints: two reins runs that change files (custom entries on the path), a checkout back
+  // to the end of the first (a leaf entry), then the same continuation by reins and by pi.
+  {
+    toolCalls: [
+      { id: "call_edit_1", name: "edit", arguments: { path: "notes.txt", edits: [{ oldText: "tangerine", newText: "clementine" }] } },
+      { id: "call_write_1", name: "write", arguments: { path: "plan.md", content: "1. peel\n" } },
+    ],
+  },
+  { text: "reins: renamed the fruit and wrote a plan." },
+  { toolCalls: [{ id: "call_write_2", name: "write", arguments: { path: "plan.md", content: "1. peel\n2. eat\n" } }] },
+  { text: "reins: added a step." },
+  { text: "reins: the plan has one step." },
+  { text: "pi: the plan has one step." },
 ];
 const PROMPTS = {
   first: "what does notes.txt say?",
@@ -53,6 +67,9 @@ const PROMPTS = {
   piFirst: "hello, pi",
   reinsOnPi: "read notes.txt for me",
   piAfterReins: "what did I ask you to read?",
+  files: "rename the fruit and write a plan",
+  moreFiles: "add a step to the plan",
+  afterCheckout: "how many steps has the plan?",
 };
 
 // ---- the model server behind a recording proxy ----
@@ -298,6 +315,40 @@ async function main() {
       conversationOf(onlyRequest(model, "pi-after-reins")),
       [...reinsTurn, { role: "user", text: PROMPTS.piAfterReins }],
     );
+
+    // Checkpoints: a session whose path holds the file changes reins recorded (pi custom
+    // entries) and a checkout's leaf entry continues in pi as it does in reins.
+    const before = new Set(sessionFiles());
+    model.phase("reins-files");
+    await reins(model, ["run", "--json", "--yes", "--model", MODEL, PROMPTS.files]);
+    const filesSession = sessionFiles().find((f) => !before.has(f));
+    model.phase("reins-more-files");
+    await reins(model, ["run", "--json", "--yes", "--session", filesSession, "--model", MODEL, PROMPTS.moreFiles]);
+    const recorded = entriesOf(filesSession).filter((e) => e.type === "custom" && e.customType === "reins.file_change");
+    check("reins recorded each file change as a custom entry", recorded.map((e) => e.data.files.map((f) => f.path)), [["notes.txt"], ["plan.md"], ["plan.md"]]);
+    const filesTree = await reinsJson(model, ["sessions", "tree", filesSession]);
+    const firstRunEnd = filesTree.nodes.find((node) => node.preview === "reins: renamed the fruit and wrote a plan.");
+    const checkedOut = await reinsJson(model, ["sessions", "checkout", firstRunEnd.id, "--session", filesSession, "--yes"]);
+    check("the checkout brought plan.md back to the first run's", [checkedOut.leftBehind, fs.readFileSync(path.join(workspace, "plan.md"), "utf8")], [0, "1. peel\n"]);
+    const filesForPi = path.join(WORK_DIR, "files-pi.jsonl");
+    fs.copyFileSync(filesSession, filesForPi);
+    // pi takes the last line as its leaf: the checkout's `leaf` entry, a child of the entry.
+    const piLanded = await piContext(filesForPi);
+    const piLeaf = piLanded.manager.getEntries().find((e) => e.id === piLanded.leaf);
+    check("pi's SessionManager lands where the checkout left the leaf", [piLeaf.type, piLeaf.parentId], ["leaf", firstRunEnd.id]);
+    model.phase("reins-after-checkout");
+    await reins(model, ["run", "--json", "--yes", "--session", filesSession, "--model", MODEL, PROMPTS.afterCheckout]);
+    const reinsAfter = conversationOf(onlyRequest(model, "reins-after-checkout"));
+    check(
+      "reins continues from the checked-out entry: the second run is not in its request",
+      reinsAfter.filter((m) => m.role === "user").map((m) => m.text),
+      [PROMPTS.files, PROMPTS.afterCheckout],
+    );
+    check("pi's SessionManager context of that file equals reins's history", (await piContext(filesForPi)).messages, reinsAfter.slice(0, -1));
+    model.phase("pi-after-checkout");
+    const piAfter = await pi(["--session", filesForPi, "-p", PROMPTS.afterCheckout]);
+    check("pi printed the scripted answer", piAfter.trim(), "pi: the plan has one step.");
+    check("pi's request on a session with file entries equals reins's", conversationOf(onlyRequest(model, "pi-after-checkout")), reinsAfter);
   } finally {
     model.stop();
   }

@@ -2,8 +2,8 @@
 //! half-written, and running the checkout again finishes the job.
 //!
 //! The order: (1) a journal, `<session>.checkout/`, holds each file's new content and the hash
-//! the file has now; it is written in a temporary directory and renamed into place, which commits
-//! it. (2) Each file is written through a temporary file in its own directory and a rename (or
+//! the file has now; it is written (and synced) in a temporary directory and renamed into place,
+//! which commits it. (2) Each file is written through a temporary file in its own directory and a rename (or
 //! deleted) — unless it changed since the plan, in which case it is left alone. (3) The caller
 //! moves the session's leaf and saves it. (4) The journal is removed. A journal found when a
 //! checkout starts is one that was interrupted: it is finished first (steps 2 to 4 again, each
@@ -18,6 +18,7 @@ use crate::replay::FileOutcome;
 use crate::store::sha256_hex;
 
 const JOURNAL_FILE: &str = "journal.json";
+const CONTENTS_FILE: &str = "contents";
 /// Names the temporary files a checkout writes next to the files it changes.
 const TEMP_PREFIX: &str = ".reins-checkout-";
 const VERSION: u32 = 1;
@@ -45,8 +46,8 @@ pub struct JournalFile {
     pub from: Option<String>,
     /// SHA-256 of its new content; `None`: it is deleted.
     pub to: Option<String>,
-    /// The journal's file holding the new content.
-    pub content: Option<String>,
+    /// Where its new content is in the journal's contents file: offset and length.
+    pub content: Option<(u64, u64)>,
 }
 
 /// How writing one file went.
@@ -73,15 +74,16 @@ impl Journal {
         let dir = journal_dir(session);
         let parent = dir.parent().unwrap_or(Path::new("."));
         let staging = tempfile::Builder::new().prefix(".checkout-").tempdir_in(parent)?;
+        // Every new content in one file, each at its offset: one sync instead of one per file.
+        let mut contents = std::io::BufWriter::new(std::fs::File::create(staging.path().join(CONTENTS_FILE))?);
+        let mut offset = 0;
         let mut files = Vec::new();
-        for (index, outcome) in outcomes.iter().filter(|outcome| outcome.writes()).enumerate() {
+        for outcome in outcomes.iter().filter(|outcome| outcome.writes()) {
             let content = match &outcome.result {
                 Some(bytes) => {
-                    let name = index.to_string();
-                    let mut file = std::fs::File::create(staging.path().join(&name))?;
-                    file.write_all(bytes)?;
-                    file.sync_all()?;
-                    Some(name)
+                    contents.write_all(bytes)?;
+                    offset += bytes.len() as u64;
+                    Some((offset - bytes.len() as u64, bytes.len() as u64))
                 }
                 None => None,
             };
@@ -93,6 +95,7 @@ impl Journal {
                 content,
             });
         }
+        contents.into_inner().map_err(|err| err.into_error())?.sync_all()?;
         let journal =
             Journal { version: VERSION, target: target.to_string(), files, dir: dir.clone(), interrupted: false };
         let mut file = std::fs::File::create(staging.path().join(JOURNAL_FILE))?;
@@ -138,13 +141,29 @@ impl Journal {
         if self.interrupted {
             self.remove_leftovers(inside);
         }
-        self.files
+        let contents = match std::fs::File::open(self.dir.join(CONTENTS_FILE)) {
+            Ok(contents) => contents,
+            Err(err) => return self.files.iter().map(|_| Written::Failed(err.to_string())).collect(),
+        };
+        let written = self
+            .files
             .iter()
-            .map(|file| self.apply_one(file, inside).unwrap_or_else(|err| Written::Failed(err.to_string())))
-            .collect()
+            .map(|file| self.apply_one(file, &contents, inside).unwrap_or_else(|err| Written::Failed(err.to_string())));
+        let written: Vec<Written> = written.collect();
+        // The renames and deletions made durable, once per directory.
+        let mut dirs: Vec<&Path> = self.files.iter().filter_map(|file| file.path.parent()).collect();
+        dirs.sort();
+        dirs.dedup();
+        dirs.into_iter().for_each(sync_dir);
+        written
     }
 
-    fn apply_one(&self, file: &JournalFile, inside: &dyn Fn(&Path) -> bool) -> io::Result<Written> {
+    fn apply_one(
+        &self,
+        file: &JournalFile,
+        contents: &std::fs::File,
+        inside: &dyn Fn(&Path) -> bool,
+    ) -> io::Result<Written> {
         if !inside(&file.path) {
             return Ok(Written::Failed("it is outside the workspace".to_string()));
         }
@@ -155,23 +174,20 @@ impl Journal {
         if now != file.from {
             return Ok(Written::ChangedMeanwhile);
         }
-        match &file.content {
-            Some(name) => {
-                let bytes = std::fs::read(self.dir.join(name))?;
+        match file.content {
+            Some((offset, len)) => {
+                use std::os::unix::fs::FileExt;
+                let mut bytes = vec![0; usize::try_from(len).map_err(io::Error::other)?];
+                contents.read_exact_at(&mut bytes, offset)?;
                 if file.to.as_deref() != Some(sha256_hex(&bytes).as_str()) {
                     return Ok(Written::Failed("the journal's copy of its new content is damaged".to_string()));
                 }
                 write_atomically(&file.path, &bytes)?;
             }
-            None => {
-                match std::fs::remove_file(&file.path) {
-                    Err(err) if err.kind() != io::ErrorKind::NotFound => return Err(err),
-                    _ => {}
-                }
-                if let Some(parent) = file.path.parent() {
-                    sync_dir(parent);
-                }
-            }
+            None => match std::fs::remove_file(&file.path) {
+                Err(err) if err.kind() != io::ErrorKind::NotFound => return Err(err),
+                _ => {}
+            },
         }
         Ok(Written::Done)
     }
@@ -224,7 +240,6 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
         temp.as_file().set_permissions(permissions)?;
     }
     temp.persist(path).map_err(|err| err.error)?;
-    sync_dir(parent);
     Ok(())
 }
 

@@ -2,9 +2,23 @@
 //! the current path are undone, newest first, and those on the path from the common ancestor to
 //! the target are redone, oldest first.
 
-use reins_session::{EntryKind, EntryTag, SessionError, SessionTree};
+use reins_session::{EntryTag, SessionError, SessionTree};
+use serde::Deserialize;
 
 use crate::record::{COMMAND, CommandRecord, FILE_CHANGE, FileChangeRecord, FileRecord};
+
+/// A custom entry's type, read without the rest of its line.
+#[derive(Deserialize)]
+struct CustomType {
+    #[serde(rename = "customType", default)]
+    custom_type: String,
+}
+
+/// A custom entry's `data`, read straight into its record.
+#[derive(Deserialize)]
+struct Data<T> {
+    data: T,
+}
 
 /// Which way a recorded change is replayed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,15 +90,18 @@ impl Plan {
         if tree.get(id).is_none_or(|entry| entry.tag != EntryTag::Custom) {
             return;
         }
-        let entry = match tree.entry(id) {
-            Ok(entry) => entry,
+        let Some(line) = tree.line(id) else { return self.unreadable.push(format!("{id}: the line is not UTF-8")) };
+        // Only the type first: other extensions' custom entries are not read further.
+        let custom_type = match serde_json::from_str::<CustomType>(line) {
+            Ok(CustomType { custom_type }) => custom_type,
             Err(err) => return self.unreadable.push(format!("{id}: {err}")),
         };
-        let EntryKind::Custom { custom_type, data } = entry.kind else { return };
-        let data = data.unwrap_or_default();
         match custom_type.as_str() {
-            FILE_CHANGE => match FileChangeRecord::parse(&data) {
-                Ok(record) => {
+            FILE_CHANGE => match serde_json::from_str::<Data<FileChangeRecord>>(line) {
+                Ok(Data { data }) if data.version > FileChangeRecord::VERSION => {
+                    self.unreadable.push(format!("{id}: written by a newer reins (version {})", data.version))
+                }
+                Ok(Data { data: record }) => {
                     let mut files = record.files;
                     // A call's changes are taken back in the reverse of the order they landed.
                     if direction == Direction::Undo {
@@ -92,16 +109,16 @@ impl Plan {
                     }
                     self.steps.extend(files.into_iter().map(|file| Step { entry_id: id.to_string(), direction, file }));
                 }
-                Err(reason) => self.unreadable.push(format!("{id}: {reason}")),
+                Err(err) => self.unreadable.push(format!("{id}: {err}")),
             },
-            COMMAND => match CommandRecord::parse(&data) {
-                Ok(record) => self.commands.push(CommandRan {
+            COMMAND => match serde_json::from_str::<Data<CommandRecord>>(line) {
+                Ok(Data { data: record }) => self.commands.push(CommandRan {
                     entry_id: id.to_string(),
                     direction,
                     tool: record.tool,
                     command: record.command,
                 }),
-                Err(reason) => self.unreadable.push(format!("{id}: {reason}")),
+                Err(err) => self.unreadable.push(format!("{id}: {err}")),
             },
             _ => {}
         }

@@ -29,7 +29,7 @@ pub const FILE_CHANGE: &str = "reins.file_change";
 pub const COMMAND: &str = "reins.command";
 
 /// The version of both records' `data`.
-const VERSION: u32 = 1;
+const VERSION: u32 = FileChangeRecord::VERSION;
 
 /// Sides of a text file up to this many bytes together are kept whole; larger ones as a patch.
 pub const INLINE_MAX_BYTES: usize = 64 * 1024;
@@ -112,6 +112,9 @@ pub enum Content {
 }
 
 impl FileChangeRecord {
+    /// The version of the records this reins writes and reads.
+    pub const VERSION: u32 = 1;
+
     /// The record of `landed`, keeping the sides of binary files in `store`.
     pub fn new(tool_call_id: &str, tool: &str, landed: &[Landed], store: &SideStore) -> std::io::Result<Self> {
         let files = landed.iter().map(|landed| FileRecord::new(landed, store)).collect::<std::io::Result<_>>()?;

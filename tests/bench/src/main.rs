@@ -10,6 +10,7 @@
 // this binary is a report, and stdout is where it goes.
 #![allow(clippy::print_stdout)]
 
+mod checkpoints;
 mod edit_corpus;
 mod large_session;
 mod lsp;
@@ -64,6 +65,14 @@ fn main() {
     // `reins-bench edits`: only the edit-corpus figures (pure functions, no binary).
     if args.first().is_some_and(|first| first == "edits") {
         std::process::exit(i32::from(edit_corpus::report() && std::env::var_os("BENCH_STRICT").is_some()));
+    }
+    // `reins-bench checkpoints`: only the checkout figures (the release binary, no model server).
+    if args.first().is_some_and(|first| first == "checkpoints") {
+        let Some(reins) = reins_binary() else {
+            eprintln!("bench: build the release binary first: cargo build --release -p reins (or use scripts/bench)");
+            std::process::exit(1);
+        };
+        std::process::exit(i32::from(checkpoints::measure(&reins) && std::env::var_os("BENCH_STRICT").is_some()));
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build();
     let Ok(runtime) = runtime else {
@@ -121,6 +130,7 @@ async fn run() -> i32 {
     failed |= edit_corpus::report();
     failed |= review::measure();
     failed |= mcp::measure(&reins).await;
+    failed |= checkpoints::measure(&reins);
     if std::env::var_os("BENCH_STRICT").is_none() {
         failed = false;
     }

@@ -290,3 +290,44 @@ async fn a_killed_checkout_leaves_each_file_before_or_after_and_finishes_when_ru
     }
     eprintln!("checkout kill trials: {interrupted} of 12 interrupted midway");
 }
+
+/// A call of an MCP server's tool may change files nobody sees: the session records that it
+/// ran, and a checkout past it warns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_call_is_recorded_as_untracked_and_a_checkout_past_it_warns() {
+    let dir = workspace(&[]);
+    let root = dir.path();
+    let everything = support::mcp_prefix().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let home = support::reins_home(root);
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join("config.toml"),
+        format!(
+            "[mcp_servers.everything]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\n[approval]\n\"mcp__*\" = \"auto\"\n",
+            everything.display().to_string()
+        ),
+    )
+    .unwrap();
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("m1", "mcp__everything__echo", json!({"message": "hi"})),
+        Reply::text("echoed"),
+    ])
+    .await;
+    let run = reins_run(&server, root, &["--yes", "echo through the server"]).await;
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    let tree = json_of(&reins(None, root, &["sessions", "tree", "--json"]).await);
+    let recorded: Vec<&str> = tree["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|node| node["kind"] == "custom")
+        .map(|node| node["preview"].as_str().unwrap())
+        .collect();
+    assert_eq!(recorded, ["mcp__everything__echo (its effects on files are not tracked)"]);
+    let start = entry(root, |node| node["role"] == "user").await;
+    let back = checkout(root, &start, &["--yes", "--json"]).await;
+    assert_eq!(back.code, Some(0), "stderr: {}", back.stderr);
+    let report = json_of(&back);
+    assert_eq!(report["commands"][0]["tool"], "mcp__everything__echo");
+    assert_eq!(report["commands"][0]["warning"], "a command ran here; its effects on files were not tracked");
+}

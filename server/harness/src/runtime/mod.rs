@@ -274,7 +274,8 @@ impl Harness {
         let settings = self.settings();
         let tools = self.tools_for(&model, active_tools.as_deref(), tool_set);
         // MCP tools join at each run and turn, once their servers are up.
-        let session_tools = Arc::new(SessionTools::new(tools.clone(), lock(&self.mcp).servers.clone()));
+        let servers = lock(&self.mcp).servers.clone();
+        let session_tools = Arc::new(SessionTools::new(tools.clone(), servers, tool_set.recorder.clone()));
         let context = AgentContext { system_prompt: self.system_prompt(&tools), model, messages, tools };
         let hooks: Arc<dyn Hooks> = Arc::new(SessionHooks {
             gate,

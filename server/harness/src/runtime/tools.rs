@@ -13,6 +13,7 @@ use reins_agent::Tool;
 use reins_mcp::{ServerConfig, ServerStatus, Servers, SessionServers};
 
 use super::{Harness, lock};
+use crate::checkpoint::{FileRecorder, recorded};
 use crate::error::HarnessError;
 use crate::mcp;
 use crate::settings::Settings;
@@ -27,11 +28,18 @@ pub(crate) struct SessionTools {
     /// Changed with the model when it takes the other edit dialect.
     builtin: Mutex<Vec<Arc<dyn Tool>>>,
     mcp: Mutex<Arc<SessionServers>>,
+    /// Records the session's MCP calls that may change files (see `crate::checkpoint`).
+    recorder: Option<Arc<FileRecorder>>,
 }
 
 impl SessionTools {
-    pub(crate) fn new(builtin: Vec<Arc<dyn Tool>>, configured: Arc<Servers>) -> Self {
-        Self { builtin: Mutex::new(builtin), mcp: Mutex::new(Arc::new(SessionServers::global(configured))) }
+    pub(crate) fn new(
+        builtin: Vec<Arc<dyn Tool>>,
+        configured: Arc<Servers>,
+        recorder: Option<Arc<FileRecorder>>,
+    ) -> Self {
+        let mcp = Mutex::new(Arc::new(SessionServers::global(configured)));
+        Self { builtin: Mutex::new(builtin), mcp, recorder }
     }
 
     pub(crate) fn builtin(&self) -> Vec<Arc<dyn Tool>> {
@@ -46,7 +54,10 @@ impl SessionTools {
     /// first if they are not yet).
     pub(crate) async fn current(&self) -> Vec<Arc<dyn Tool>> {
         let servers = self.servers();
-        let mcp = servers.tools().await;
+        let mut mcp = servers.tools().await;
+        if let Some(recorder) = &self.recorder {
+            mcp = recorded(mcp, recorder);
+        }
         let mut tools = self.builtin();
         tools.extend(mcp);
         tools

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
-use reins_ai::{Message, Model, Provider, ToolCall, ToolResultMessage};
+use reins_ai::{Message, Model, Provider, ThinkingLevel, ToolCall, ToolResultMessage};
 use tokio_util::sync::CancellationToken;
 
 use crate::context::{AgentContext, Limits};
@@ -140,6 +140,11 @@ impl Agent {
     /// `prepare_next_turn` hook may change it between turns).
     pub fn set_model(&self, model: Model) {
         lock(&self.shared.state).context.model = model;
+    }
+
+    /// Takes effect at the next run.
+    pub fn set_thinking(&self, thinking: Option<ThinkingLevel>) {
+        lock(&self.shared.state).context.thinking = thinking;
     }
 
     /// Takes effect at the next run.

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use reins_ai::{Message, Model};
+use reins_ai::{Message, Model, ThinkingLevel};
 
 use crate::tool::Tool;
 
@@ -13,6 +13,8 @@ pub struct AgentContext {
     pub model: Model,
     pub messages: Vec<Message>,
     pub tools: Vec<Arc<dyn Tool>>,
+    /// How hard the model thinks; `None` leaves it to the provider (see [`reins_ai::Request`]).
+    pub thinking: Option<ThinkingLevel>,
 }
 
 /// The loop's policies that are numbers.
@@ -28,6 +30,9 @@ pub struct Limits {
     pub max_result_bytes: usize,
     /// Retries of a read-only tool that failed or timed out.
     pub read_only_retries: u32,
+    /// US dollars this run may spend on model calls: the run stops (reason `budget`) before a
+    /// call whose estimated cost would take it past this.
+    pub max_cost_usd: Option<f64>,
 }
 
 impl Default for Limits {
@@ -38,6 +43,7 @@ impl Default for Limits {
             tool_timeout: Duration::from_secs(600),
             max_result_bytes: 100 * 1024,
             read_only_retries: 1,
+            max_cost_usd: None,
         }
     }
 }

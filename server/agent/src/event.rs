@@ -50,6 +50,7 @@ pub enum AgentEvent {
         messages: Vec<Message>,
         /// Usage and cost of every model call in the run.
         usage: Usage,
+        /// What went wrong (reason `error`), or what the budget would not cover (`budget`).
         error: Option<String>,
     },
 }
@@ -66,6 +67,8 @@ pub enum TurnEndReason {
     RepeatedAction,
     /// The run's wall-clock limit passed.
     Deadline,
+    /// The next model call would have cost more than the run's budget had left.
+    Budget,
     Aborted,
     Error,
 }

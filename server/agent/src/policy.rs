@@ -1,8 +1,65 @@
-//! Small policies of the loop that need no I/O: cutting long tool results and spotting a model
-//! that repeats itself.
+//! Small policies of the loop that need no I/O: cutting long tool results, spotting a model
+//! that repeats itself, and what the next model call will likely cost.
 
-use reins_ai::{Content, ToolCall};
+use reins_ai::{Content, Message, Model, ToolCall, ToolSpec};
 use serde_json::Value;
+
+/// Characters per token in estimates (English text and code average about four).
+const CHARS_PER_TOKEN: usize = 4;
+
+/// What the next call with this context will likely cost, in US dollars, from the model's prices:
+/// the prompt of the last call (its reported tokens) is read from the cache where the model has a
+/// cache price, what came after it is new input (priced as a cache write where that costs more),
+/// and the answer is guessed as long as the last one. Without an earlier call everything is new
+/// input, estimated from the text, and no answer is guessed.
+pub(crate) fn next_call_cost(model: &Model, system_prompt: &str, tools: &[ToolSpec], messages: &[Message]) -> f64 {
+    let prices = &model.prices;
+    let cached_price = if prices.cache_read > 0.0 { prices.cache_read } else { prices.input };
+    let new_price = prices.input.max(prices.cache_write);
+    let last_call = messages.iter().enumerate().rev().find_map(|(at, message)| match message {
+        Message::Assistant(assistant)
+            if assistant.usage.input + assistant.usage.cache_read + assistant.usage.cache_write > 0 =>
+        {
+            Some((at, &assistant.usage))
+        }
+        _ => None,
+    });
+    let (cached, output, new_chars) = match last_call {
+        Some((at, usage)) => {
+            let after: usize = messages[at + 1..].iter().map(message_chars).sum();
+            (usage.input + usage.cache_read + usage.cache_write, usage.output, after)
+        }
+        None => {
+            let tools: usize = tools
+                .iter()
+                .map(|tool| tool.name.len() + tool.description.len() + tool.parameters.to_string().len())
+                .sum();
+            (0, 0, system_prompt.len() + tools + messages.iter().map(message_chars).sum::<usize>())
+        }
+    };
+    let new = (new_chars.div_ceil(CHARS_PER_TOKEN) as u64 + output) as f64;
+    let per_million = |tokens: f64, price: f64| tokens * price / 1_000_000.0;
+    per_million(cached as f64, cached_price) + per_million(new, new_price) + per_million(output as f64, prices.output)
+}
+
+/// The characters a message adds to a prompt: its text, tool calls and results.
+fn message_chars(message: &Message) -> usize {
+    let content = match message {
+        Message::User(user) => &user.content,
+        Message::Assistant(assistant) => &assistant.content,
+        Message::ToolResult(result) => &result.content,
+    };
+    content
+        .iter()
+        .map(|block| match block {
+            Content::Text { text } => text.len(),
+            Content::Thinking { thinking, .. } => thinking.len(),
+            Content::ToolCall(call) => call.name.len() + call.arguments.to_string().len(),
+            // Images are priced by the provider's own rules; a megapixel is about 1,600 tokens.
+            Content::Image { .. } => 1600 * CHARS_PER_TOKEN,
+        })
+        .sum()
+}
 
 /// Remembers the last call the run made, to stop a model that repeats an identical call.
 #[derive(Debug, Default)]
@@ -86,7 +143,7 @@ mod tests {
     use reins_ai::{Content, ToolCall};
     use serde_json::json;
 
-    use super::{RepeatDetector, truncate_content};
+    use super::{RepeatDetector, next_call_cost, truncate_content};
 
     fn check_truncate(content: Vec<Content>, max_bytes: usize, expected: Expect) {
         let mut content = content;
@@ -187,5 +244,43 @@ mod tests {
         assert_eq!(seen, [false, true, false, false, false]);
         detector.reset();
         assert!(!detector.is_repeat(&call("read"), &json!({"path": "b"})));
+    }
+
+    /// The next call after a 10,000-token prompt that answered in 500 tokens, with a 400-character
+    /// tool result since: the prompt is read from the cache, the answer and the result are new.
+    #[test]
+    fn the_next_call_is_priced_from_the_last_one_with_its_prefix_cached() {
+        use reins_ai::{AssistantMessage, Message, Model, Prices, ToolResultMessage, Usage};
+        let mut model = Model {
+            id: "m".into(),
+            provider: "p".into(),
+            base_url: String::new(),
+            context_window: 200_000,
+            max_output: 8192,
+            prices: Prices { input: 3.0, output: 15.0, cache_read: 0.3, cache_write: 3.75 },
+            reasoning: false,
+            compat: Default::default(),
+        };
+        let last = AssistantMessage {
+            usage: Usage { input: 10, cache_read: 9_000, cache_write: 990, output: 500, ..Usage::default() },
+            ..AssistantMessage::default()
+        };
+        let result = ToolResultMessage {
+            tool_call_id: "c1".into(),
+            tool_name: "read".into(),
+            content: vec![Content::text("x".repeat(400))],
+            is_error: false,
+            details: None,
+            timestamp: 0,
+        };
+        let messages = [Message::user("go"), Message::Assistant(last), Message::ToolResult(result)];
+        let cost = |model: &Model| (next_call_cost(model, "", &[], &messages) * 1e6).round() / 1e6;
+        // 10,000 × $0.3 + 600 × $3.75 + 500 × $15, per million.
+        assert_eq!(cost(&model), 0.01275);
+        // Without cache prices the whole prompt is input again.
+        model.prices = Prices { input: 3.0, output: 15.0, ..Prices::default() };
+        assert_eq!(cost(&model), 0.0393);
+        // Before any call: the text, at four characters a token.
+        assert_eq!(next_call_cost(&model, &"s".repeat(4000), &[], &[Message::user("go")]) * 1e6, 3003.0);
     }
 }

@@ -16,7 +16,7 @@ use crate::context::{AgentContext, Limits};
 use crate::event::{AgentEvent, EventSink, TurnEndReason};
 use crate::exec::{CallEnv, Interrupt, ReadCall, StopCause, read_arguments};
 use crate::hooks::Hooks;
-use crate::policy::RepeatDetector;
+use crate::policy::{RepeatDetector, next_call_cost};
 use crate::tool::Tool;
 
 /// How long a provider may take to return after its call was cancelled before the loop gives up
@@ -39,7 +39,7 @@ pub struct RunOutcome {
     pub messages: Vec<Message>,
     /// Usage and cost of every model call in the run.
     pub usage: Usage,
-    /// What went wrong, when `reason` is `error`.
+    /// What went wrong, when `reason` is `error`; what the budget would not cover (`budget`).
     pub error: Option<String>,
 }
 
@@ -138,6 +138,9 @@ impl Run<'_> {
             if let Some(cause) = self.interrupt.stopped() {
                 return (cause.reason(), None);
             }
+            if let Some(over) = self.over_budget() {
+                return (TurnEndReason::Budget, Some(over));
+            }
             turn += 1;
             let queued = match self.turn(turn).await {
                 TurnEnd::Observations => None,
@@ -216,6 +219,20 @@ impl Run<'_> {
         self.end_turn(turn, message, results, reason, None)
     }
 
+    /// Why the next model call may not be made: its estimated cost is more than the budget has
+    /// left after this run's calls so far.
+    fn over_budget(&mut self) -> Option<String> {
+        let left = self.limits.max_cost_usd? - self.usage.cost.total;
+        let specs = self.specs.for_tools(&self.context.tools);
+        let next = next_call_cost(&self.context.model, &self.context.system_prompt, &specs, &self.context.messages);
+        (next > left).then(|| {
+            format!(
+                "the next model call would cost about ${next:.4}, more than the ${:.4} left of the budget",
+                left.max(0.0)
+            )
+        })
+    }
+
     /// The reason a turn whose tool results go back to the model ends with.
     fn observation_reason(&self, turn: u32) -> TurnEndReason {
         match self.interrupt.stopped() {
@@ -272,6 +289,7 @@ impl Run<'_> {
             messages,
             tools: self.specs.for_tools(&self.context.tools),
             max_tokens: None,
+            thinking: self.context.thinking,
         };
         let empty = AssistantMessage {
             provider: request.model.provider.clone(),

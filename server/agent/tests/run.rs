@@ -574,3 +574,85 @@ async fn hooks_steer_and_prepare_the_next_turn_in_order() {
     "#]]
     .assert_eq(&hooks.log());
 }
+
+/// A model at $1,000 per million tokens in and out: a token costs a tenth of a cent.
+fn priced(message: Reply) -> Reply {
+    let Reply::Message(mut message) = message else { return message };
+    message.usage.cost.total = (message.usage.input + message.usage.output) as f64 / 1000.0;
+    Reply::Message(message)
+}
+
+#[tokio::test]
+async fn a_run_stops_before_a_call_its_budget_would_not_cover() {
+    let provider = ScriptedProvider::new(vec![
+        priced(calls(&[("t1", "read", json!({"path": "a"}))])),
+        priced(calls(&[("t2", "read", json!({"path": "b"}))])),
+        priced(answer("never asked for")),
+    ]);
+    let mut context = context(vec![read()]);
+    context.model.prices = reins_ai::Prices { input: 1000.0, output: 1000.0, ..Default::default() };
+    // Each call costs $0.015; the third is estimated at about $0.02 (the last prompt, what came
+    // after it and an answer as long as the last), more than the $0.01 left.
+    let limits = Limits { max_cost_usd: Some(0.04), ..Limits::default() };
+    let recorder = Recorder::default();
+    let outcome = run(
+        context,
+        vec![Message::user("go")],
+        provider.as_ref(),
+        &NoHooks,
+        &limits,
+        &recorder.sink(),
+        CancellationToken::new(),
+    )
+    .await;
+    expect![[r#"
+        Budget (the next model call would cost about $0.0240, more than the $0.0100 left of the budget)
+        user: go
+        assistant (ToolUse): call t1 read {"path":"a"}
+        result t1 read: contents of a
+        assistant (ToolUse): call t2 read {"path":"b"}
+        result t2 read: contents of b
+    "#]]
+    .assert_eq(&summary(&outcome));
+    assert_eq!(provider.requests().len(), 2);
+    assert!(
+        recorder.kinds().ends_with("turn_end 2 tool_observations results=1\nagent_end budget messages=5 tokens=30\n")
+    );
+
+    // Spent before it started: not even the first call is made.
+    let provider = ScriptedProvider::new(vec![answer("no")]);
+    let limits = Limits { max_cost_usd: Some(0.0), ..Limits::default() };
+    let mut context = support::context(Vec::new());
+    context.model.prices.input = 1.0;
+    let outcome = run(
+        context,
+        vec![Message::user("go")],
+        provider.as_ref(),
+        &NoHooks,
+        &limits,
+        &recorder.sink(),
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!((outcome.reason, provider.requests().len()), (reins_agent::TurnEndReason::Budget, 0));
+}
+
+#[tokio::test]
+async fn the_thinking_level_goes_with_every_call() {
+    let provider = ScriptedProvider::new(vec![calls(&[("t1", "read", json!({"path": "a"}))]), answer("done")]);
+    let mut context = context(vec![read()]);
+    context.thinking = Some(reins_ai::ThinkingLevel::High);
+    let recorder = Recorder::default();
+    run(
+        context,
+        vec![Message::user("go")],
+        provider.as_ref(),
+        &NoHooks,
+        &Limits::default(),
+        &recorder.sink(),
+        CancellationToken::new(),
+    )
+    .await;
+    let levels: Vec<_> = provider.requests().iter().map(|request| request.thinking).collect();
+    assert_eq!(levels, [Some(reins_ai::ThinkingLevel::High); 2]);
+}

@@ -22,8 +22,6 @@ use crate::transport::{ClientOptions, Outgoing, Transport};
 
 /// The API version this client speaks.
 const API_VERSION: &str = "2023-06-01";
-/// Thinking budget for reasoning models unless set with [`Anthropic::with_thinking_budget`].
-const DEFAULT_THINKING_BUDGET: u64 = 4096;
 /// reins' [`crate::Content`] has no redacted-thinking block, so one is kept as a `Thinking` block
 /// with empty text whose `signature` is this prefix followed by the block's opaque `data`; it is
 /// sent back as `redacted_thinking`, as the API requires.
@@ -33,19 +31,11 @@ pub const REDACTED_THINKING_PREFIX: &str = "redacted_thinking:";
 #[derive(Debug)]
 pub struct Anthropic {
     transport: Transport,
-    thinking_budget: u64,
 }
 
 impl Anthropic {
     pub fn new(api_key: ApiKey, options: ClientOptions) -> Self {
-        Self { transport: Transport::new(api_key, options), thinking_budget: DEFAULT_THINKING_BUDGET }
-    }
-
-    /// Tokens reasoning models may think for per call; capped at half the call's `max_tokens`,
-    /// and thinking is left off when that is below the API's minimum of 1024.
-    pub fn with_thinking_budget(mut self, tokens: u64) -> Self {
-        self.thinking_budget = tokens;
-        self
+        Self { transport: Transport::new(api_key, options) }
     }
 
     fn headers(&self) -> Result<HeaderMap, ProviderError> {
@@ -69,7 +59,7 @@ impl Provider for Anthropic {
     async fn stream(&self, request: &Request, on_event: EventSink<'_>, cancel: &CancellationToken) -> AssistantMessage {
         let url = format!("{}/v1/messages", request.model.base_url.trim_end_matches('/'));
         tracing::debug!(url, model = request.model.id, messages = request.messages.len(), "messages request");
-        let body = serde_json::to_vec(&request::messages_request(request, self.thinking_budget));
+        let body = serde_json::to_vec(&request::messages_request(request));
         let assembler = Assembler::new(on_event);
         let output_limit = request.output_limit();
         let outgoing = Outgoing { url: &url, on_event, body, headers: self.headers(), http_error, output_limit };

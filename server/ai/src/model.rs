@@ -28,7 +28,25 @@ pub struct Compat {
     pub developer_role: bool,
     /// Name the output limit `max_completion_tokens`; OpenAI's reasoning models reject `max_tokens`.
     pub max_completion_tokens: bool,
+    /// The `reasoning_effort` values the model takes; none for a model that takes no such field.
+    pub reasoning_effort: Efforts,
 }
+
+/// How hard a reasoning model thinks: pi's levels. Each provider maps them to what its API takes
+/// (`reasoning_effort`, a thinking budget); a model that cannot be told ignores them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ThinkingLevel {
+    Off,
+    Minimal,
+    Low,
+    Medium,
+    High,
+    XHigh,
+}
+
+/// A set of [`ThinkingLevel`]s (without `Off`): the `reasoning_effort` values a model takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Efforts(u8);
 
 /// US dollars per million tokens.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -37,6 +55,84 @@ pub struct Prices {
     pub output: f64,
     pub cache_read: f64,
     pub cache_write: f64,
+}
+
+impl ThinkingLevel {
+    pub const ALL: [ThinkingLevel; 6] = [Self::Off, Self::Minimal, Self::Low, Self::Medium, Self::High, Self::XHigh];
+
+    /// The level's name in settings, commands and session files (pi's spelling).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::Minimal => "minimal",
+            Self::Low => "low",
+            Self::Medium => "medium",
+            Self::High => "high",
+            Self::XHigh => "xhigh",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|level| level.as_str() == name.trim())
+    }
+
+    /// The names, for messages: `off|minimal|low|medium|high|xhigh`.
+    pub fn names() -> String {
+        Self::ALL.map(Self::as_str).join("|")
+    }
+}
+
+impl std::fmt::Display for ThinkingLevel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Efforts {
+    pub const NONE: Efforts = Efforts(0);
+    /// `low`, `medium`, `high`: OpenAI's o-series.
+    pub const LOW_TO_HIGH: Efforts = Efforts::of(&[ThinkingLevel::Low, ThinkingLevel::Medium, ThinkingLevel::High]);
+    /// `minimal` to `high`: GPT-5.
+    pub const MINIMAL_TO_HIGH: Efforts = Efforts::LOW_TO_HIGH.with(ThinkingLevel::Minimal);
+
+    pub const fn of(levels: &[ThinkingLevel]) -> Efforts {
+        let mut set = Efforts::NONE;
+        let mut at = 0;
+        while at < levels.len() {
+            set = set.with(levels[at]);
+            at += 1;
+        }
+        set
+    }
+
+    pub const fn with(self, level: ThinkingLevel) -> Efforts {
+        match level {
+            ThinkingLevel::Off => self,
+            _ => Efforts(self.0 | 1 << level as u8),
+        }
+    }
+
+    pub fn contains(self, level: ThinkingLevel) -> bool {
+        level != ThinkingLevel::Off && self.0 & 1 << level as u8 != 0
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    pub fn levels(self) -> impl Iterator<Item = ThinkingLevel> {
+        ThinkingLevel::ALL.into_iter().filter(move |level| self.contains(*level))
+    }
+
+    /// The value to send for `level`, as pi clamps: the level itself when the model takes it, else
+    /// the nearest one above, else the nearest below; `None` for `off` or a model that takes none.
+    pub fn clamp(self, level: ThinkingLevel) -> Option<ThinkingLevel> {
+        if level == ThinkingLevel::Off {
+            return None;
+        }
+        let above = self.levels().find(|candidate| *candidate >= level);
+        above.or_else(|| self.levels().filter(|candidate| *candidate < level).last())
+    }
 }
 
 impl Compat {
@@ -55,5 +151,28 @@ impl Prices {
         let cache_read = per(usage.cache_read, self.cache_read);
         let cache_write = per(usage.cache_write, self.cache_write);
         usage.cost = Cost { input, output, cache_read, cache_write, total: input + output + cache_read + cache_write };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn efforts_clamp_to_the_nearest_level_the_model_takes() {
+        use ThinkingLevel::*;
+        let clamp = |efforts: Efforts| ThinkingLevel::ALL.map(|level| efforts.clamp(level).map(ThinkingLevel::as_str));
+        assert_eq!(
+            clamp(Efforts::LOW_TO_HIGH),
+            [None, Some("low"), Some("low"), Some("medium"), Some("high"), Some("high")]
+        );
+        assert_eq!(clamp(Efforts::MINIMAL_TO_HIGH)[1], Some("minimal"));
+        assert_eq!(clamp(Efforts::NONE), [None; 6]);
+        assert_eq!(Efforts::of(&[Off, XHigh]).levels().collect::<Vec<_>>(), [XHigh]);
+        assert_eq!(ThinkingLevel::parse(" xhigh"), Some(XHigh));
+        assert_eq!(
+            (ThinkingLevel::parse("max"), ThinkingLevel::names().as_str()),
+            (None, "off|minimal|low|medium|high|xhigh")
+        );
     }
 }

@@ -7,7 +7,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::message::{AssistantMessage, Message};
-use crate::model::Model;
+use crate::model::{Model, ThinkingLevel};
 
 /// Everything a provider needs for one model call.
 #[derive(Debug, Clone)]
@@ -18,6 +18,9 @@ pub struct Request {
     pub tools: Vec<ToolSpec>,
     /// Output limit for this call; `None` takes the model's `max_output`.
     pub max_tokens: Option<u64>,
+    /// How hard a reasoning model thinks; `None` leaves it to the provider's default (Anthropic:
+    /// `medium`; OpenAI-compatible: the server's own, nothing is sent).
+    pub thinking: Option<ThinkingLevel>,
 }
 
 impl Request {

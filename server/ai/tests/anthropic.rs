@@ -38,6 +38,7 @@ fn request(base_url: &str) -> Request {
         messages: vec![Message::user("hello")],
         tools: Vec::new(),
         max_tokens: None,
+        thinking: None,
     }
 }
 
@@ -480,7 +481,7 @@ async fn request_body_caches_system_and_last_user_message_merges_tool_results_an
             }
           ],
           "thinking": {
-            "budget_tokens": 4096,
+            "budget_tokens": 8192,
             "type": "enabled"
           },
           "tools": [

@@ -55,6 +55,7 @@ fn request(api: Api, server: &ScriptedServer) -> Request {
         messages: vec![Message::user("hello")],
         tools: Vec::new(),
         max_tokens: None,
+        thinking: None,
     }
 }
 

@@ -38,6 +38,7 @@ fn request(base_url: &str) -> Request {
         messages: vec![Message::user("hello")],
         tools: Vec::new(),
         max_tokens: None,
+        thinking: None,
     }
 }
 

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use reins_ai::ApiKey;
+use reins_ai::{ApiKey, Efforts, ThinkingLevel};
 use reins_tools::{EditFormat, SandboxMode};
 use toml::de::{DeTable, DeValue};
 
@@ -122,6 +122,8 @@ pub struct ModelLayer {
     pub reasoning: Option<bool>,
     pub developer_role: Option<bool>,
     pub max_completion_tokens: Option<bool>,
+    /// `true` (`low`, `medium`, `high`), `false`, or the list of levels the model takes.
+    pub reasoning_effort: Option<Efforts>,
     pub edit_format: Option<EditFormat>,
 }
 
@@ -400,6 +402,7 @@ impl Reader<'_> {
                 "reasoning" => model.reasoning = self.boolean(&key, value),
                 "developer_role" => model.developer_role = self.boolean(&key, value),
                 "max_completion_tokens" => model.max_completion_tokens = self.boolean(&key, value),
+                "reasoning_effort" => model.reasoning_effort = self.efforts(&key, value),
                 "edit_format" => {
                     model.edit_format = match self.edit_format(&key, value, false) {
                         Some(EditFormatChoice::Fixed(format)) => Some(format),
@@ -469,6 +472,28 @@ impl Reader<'_> {
                 self.error(path, node, &format!("expected {expected}, found {other:?}"));
                 None
             }
+        }
+    }
+
+    fn efforts(&mut self, path: &str, node: &Node) -> Option<Efforts> {
+        match &node.value {
+            Value::Bool(true) => Some(Efforts::LOW_TO_HIGH),
+            Value::Bool(false) => Some(Efforts::NONE),
+            Value::List(_) => {
+                let mut efforts = Efforts::NONE;
+                for name in self.strings(path, node)? {
+                    match ThinkingLevel::parse(&name).filter(|level| *level != ThinkingLevel::Off) {
+                        Some(level) => efforts = efforts.with(level),
+                        None => {
+                            let expected = "expected levels of minimal|low|medium|high|xhigh";
+                            self.error(path, node, &format!("{expected}, found {name:?}"));
+                            return None;
+                        }
+                    }
+                }
+                Some(efforts)
+            }
+            _ => self.mismatch(path, node, "true, false or a list of levels"),
         }
     }
 
@@ -696,6 +721,7 @@ provider = "lab"
 context_window = 32768
 prices = { input = 1, output = 2.5 }
 developer_role = true
+reasoning_effort = ["minimal", "high"]
 "#;
         let (layer, diagnostics) = ConfigLayer::from_toml(Path::new("c.toml"), text, LayerKind::User);
         assert!(diagnostics.is_empty(), "{diagnostics:?}");
@@ -710,6 +736,8 @@ developer_role = true
         );
         assert_eq!(layer.models[0].prices, [Some(1.0), Some(2.5), None, None]);
         assert_eq!(layer.models[0].developer_role, Some(true));
+        let efforts = layer.models[0].reasoning_effort.unwrap();
+        assert_eq!(efforts.levels().map(ThinkingLevel::as_str).collect::<Vec<_>>(), ["minimal", "high"]);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! does not know goes to the configured OpenAI-compatible endpoint (the `openai-compatible`
 //! provider: `OPENAI_BASE_URL`, by default a local Ollama), so any local model works unlisted.
 
-use reins_ai::{Compat, Model, Prices};
+use reins_ai::{Compat, Efforts, Model, Prices};
 use reins_tools::EditFormat;
 
 /// The provider that serves ids the registry does not know: `OPENAI_BASE_URL` and its key.
@@ -87,9 +87,14 @@ const PROVIDERS: &[ProviderRow] = &[
     ("lmstudio", Api::OpenAi, "http://127.0.0.1:1234/v1", None, None, true),
 ];
 
-/// Quirks of OpenAI's reasoning models: `developer` role, `max_completion_tokens`.
-const O_SERIES: Compat = Compat { developer_role: true, max_completion_tokens: true };
-const PLAIN: Compat = Compat { developer_role: false, max_completion_tokens: false };
+/// Quirks of OpenAI's reasoning models: `developer` role, `max_completion_tokens`, and the
+/// `reasoning_effort` values they take.
+const O_SERIES: Compat =
+    Compat { developer_role: true, max_completion_tokens: true, reasoning_effort: Efforts::LOW_TO_HIGH };
+const GPT_5: Compat = Compat { reasoning_effort: Efforts::MINIMAL_TO_HIGH, ..O_SERIES };
+const PLAIN: Compat = Compat { developer_role: false, max_completion_tokens: false, reasoning_effort: Efforts::NONE };
+/// A plain model that takes `reasoning_effort` (gpt-oss).
+const EFFORT: Compat = Compat { reasoning_effort: Efforts::LOW_TO_HIGH, ..PLAIN };
 
 /// (provider, id, context window, max output, [input, output, cache read, cache write] $/Mtok,
 /// reasons, compat).
@@ -103,8 +108,8 @@ const MODELS: &[ModelRow] = &[
     ("openai", "gpt-4o-mini", 128_000, 16_384, [0.15, 0.6, 0.075, 0.0], false, PLAIN),
     ("openai", "o3", 200_000, 100_000, [2.0, 8.0, 0.5, 0.0], true, O_SERIES),
     ("openai", "o4-mini", 200_000, 100_000, [1.1, 4.4, 0.275, 0.0], true, O_SERIES),
-    ("openai", "gpt-5", 400_000, 128_000, [1.25, 10.0, 0.125, 0.0], true, O_SERIES),
-    ("openai", "gpt-5-mini", 400_000, 128_000, [0.25, 2.0, 0.025, 0.0], true, O_SERIES),
+    ("openai", "gpt-5", 400_000, 128_000, [1.25, 10.0, 0.125, 0.0], true, GPT_5),
+    ("openai", "gpt-5-mini", 400_000, 128_000, [0.25, 2.0, 0.025, 0.0], true, GPT_5),
     ("anthropic", "claude-sonnet-4-5", 200_000, 64_000, [3.0, 15.0, 0.3, 3.75], true, PLAIN),
     ("anthropic", "claude-sonnet-4-0", 200_000, 64_000, [3.0, 15.0, 0.3, 3.75], true, PLAIN),
     ("anthropic", "claude-opus-4-1", 200_000, 32_000, [15.0, 75.0, 1.5, 18.75], true, PLAIN),
@@ -117,7 +122,7 @@ const MODELS: &[ModelRow] = &[
     ("openrouter", "qwen/qwen3-coder", 262_144, 65_536, [0.22, 0.95, 0.0, 0.0], false, PLAIN),
     ("ollama", "qwen2.5-coder:7b", 32_768, 8_192, [0.0; 4], false, PLAIN),
     ("ollama", "qwen3-coder:30b", 262_144, 65_536, [0.0; 4], false, PLAIN),
-    ("ollama", "gpt-oss:20b", 131_072, 32_768, [0.0; 4], true, PLAIN),
+    ("ollama", "gpt-oss:20b", 131_072, 32_768, [0.0; 4], true, EFFORT),
     ("lmstudio", "qwen/qwen3-coder-30b", 262_144, 65_536, [0.0; 4], false, PLAIN),
 ];
 

@@ -609,6 +609,7 @@ fn apply_layer(
         entry.compat = Compat {
             developer_role: model.developer_role.unwrap_or(entry.compat.developer_role),
             max_completion_tokens: model.max_completion_tokens.unwrap_or(entry.compat.max_completion_tokens),
+            reasoning_effort: model.reasoning_effort.unwrap_or(entry.compat.reasoning_effort),
         };
         set(settings, format!("models.{provider}/{}", model.id));
         settings.registry.upsert_model(entry);

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use reins_ai::{Content, Message, Model, Provider, Request, StopReason};
+use reins_ai::{Content, Message, Model, Provider, Request, StopReason, ThinkingLevel};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -119,6 +119,8 @@ async fn ask(
         messages: vec![Message::user(format!("<conversation>\n{transcript}</conversation>\n\nWrite the summary now."))],
         tools: Vec::new(),
         max_tokens: Some(model.max_output.min(8192)),
+        // A summary restates; thinking would only eat into its small output limit.
+        thinking: Some(ThinkingLevel::Off),
     };
     let answer = provider.stream(&request, &|_| {}, cancel).await;
     match answer.stop_reason {

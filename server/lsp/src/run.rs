@@ -168,6 +168,7 @@ async fn run_in(harness: &Arc<Harness>, args: &RunArgs) -> ExitCode {
         TurnEndReason::MaxTurns => fail("stopped: the run reached --max-turns before the model finished"),
         TurnEndReason::RepeatedAction => fail("stopped: the model repeated the same tool call twice in a row"),
         TurnEndReason::Deadline => fail("stopped: the run's time limit passed"),
+        TurnEndReason::Budget => fail(&crate::lsp::budget_stop(outcome.error.as_deref())),
         TurnEndReason::ToolObservations => fail("stopped after tool results without a final answer"),
     }
 }

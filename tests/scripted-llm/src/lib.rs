@@ -6,7 +6,10 @@
 //! answers `GET …/models`, and records every request. HTTP is hand-rolled so that the wire can
 //! misbehave on purpose: cut mid-body, stall, send keep-alive comments or error payloads, reset
 //! the connection, stream without end or answer with something that is not a stream ([`Fault`]).
+//! It can also play Anthropic's prompt cache ([`PrefixCache`]): Messages API answers then report
+//! the tokens a real server would have read from the cache and written to it.
 
+mod cache;
 mod http;
 mod render;
 mod render_anthropic;
@@ -16,5 +19,6 @@ mod server;
 #[cfg(test)]
 mod tests;
 
+pub use cache::{CacheUsage, PrefixCache};
 pub use reply::{Fault, HttpError, Reply, ScriptedToolCall, ScriptedUsage};
 pub use server::{RecordedRequest, ScriptedServer};

@@ -1,16 +1,18 @@
-//! `scripted-llm --script FILE.json [--port P]`: serves a JSON array of replies until killed and
-//! prints the base URL as the first line of stdout (for demos and benchmarks).
+//! `scripted-llm --script FILE.json [--port P] [--prefix-cache]`: serves a JSON array of replies
+//! until killed and prints the base URL as the first line of stdout (for demos and benchmarks).
+//! `--prefix-cache` plays Anthropic's prompt cache for Messages API requests.
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use scripted_llm::{Reply, ScriptedServer};
 
-const USAGE: &str = "usage: scripted-llm --script FILE.json [--port P]";
+const USAGE: &str = "usage: scripted-llm --script FILE.json [--port P] [--prefix-cache]";
 
 struct Args {
     script: String,
     port: u16,
+    prefix_cache: bool,
 }
 
 #[tokio::main]
@@ -33,6 +35,9 @@ async fn run() -> Result<(), String> {
     let server = ScriptedServer::start_on(args.port, replies)
         .await
         .map_err(|error| format!("cannot bind 127.0.0.1:{}: {error}", args.port))?;
+    if args.prefix_cache {
+        server.simulate_prefix_cache();
+    }
     let mut stdout = std::io::stdout();
     writeln!(stdout, "{}", server.base_url()).and_then(|()| stdout.flush()).map_err(|error| error.to_string())?;
     tokio::signal::ctrl_c().await.map_err(|error| error.to_string())?;
@@ -40,7 +45,7 @@ async fn run() -> Result<(), String> {
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
-    let (mut script, mut port) = (None, 0);
+    let (mut script, mut port, mut prefix_cache) = (None, 0, false);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--script" => script = Some(args.next().ok_or(USAGE)?),
@@ -48,9 +53,10 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                 let value = args.next().ok_or(USAGE)?;
                 port = value.parse().map_err(|_| format!("--port {value:?} is not a port number"))?;
             }
+            "--prefix-cache" => prefix_cache = true,
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
         }
     }
-    Ok(Args { script: script.ok_or(USAGE)?, port })
+    Ok(Args { script: script.ok_or(USAGE)?, port, prefix_cache })
 }

@@ -13,10 +13,11 @@ use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
 
+use crate::cache::{CacheUsage, PrefixCache};
 use crate::http::{self, HttpRequest};
 use crate::render::{self, RequestShape, StreamEvent};
 use crate::render_anthropic;
-use crate::reply::{Fault, Reply};
+use crate::reply::{Fault, Reply, ScriptedUsage};
 
 /// A running scripted server; dropping it stops the server and closes its connections.
 pub struct ScriptedServer {
@@ -40,6 +41,8 @@ pub struct RecordedRequest {
 struct Shared {
     script: Mutex<VecDeque<Reply>>,
     requests: Mutex<Vec<RecordedRequest>>,
+    /// Anthropic's prompt cache, when the server plays it, and what each request read and wrote.
+    prefix_cache: Mutex<Option<(PrefixCache, Vec<CacheUsage>)>>,
 }
 
 /// Whether the connection can carry another request after a response.
@@ -64,7 +67,7 @@ impl ScriptedServer {
     pub async fn start_on(port: u16, replies: Vec<Reply>) -> io::Result<ScriptedServer> {
         let listener = TcpListener::bind(("127.0.0.1", port)).await?;
         let address = listener.local_addr()?;
-        let shared = Arc::new(Shared { script: Mutex::new(replies.into()), requests: Mutex::default() });
+        let shared = Arc::new(Shared { script: Mutex::new(replies.into()), ..Shared::default() });
         let accept_task = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
         Ok(ScriptedServer { address, shared, accept_task })
     }
@@ -102,6 +105,17 @@ impl ScriptedServer {
     /// Appends a reply to the script while the server runs.
     pub fn push(&self, reply: Reply) {
         lock(&self.shared.script).push_back(reply);
+    }
+
+    /// From now on, Messages API requests go through a simulated prompt cache ([`PrefixCache`]):
+    /// a reply without scripted usage reports the tokens read from it and written to it.
+    pub fn simulate_prefix_cache(&self) {
+        lock(&self.shared.prefix_cache).get_or_insert_with(Default::default);
+    }
+
+    /// What each Messages API request read from and wrote to the simulated cache, in order.
+    pub fn cache_usage(&self) -> Vec<CacheUsage> {
+        lock(&self.shared.prefix_cache).as_ref().map(|(_, usage)| usage.clone()).unwrap_or_default()
     }
 
     /// Replies not yet played (a repeated reply counts once).
@@ -182,7 +196,7 @@ async fn respond(writer: &mut OwnedWriteHalf, shared: &Shared, request: &Recorde
             }
         },
         ("POST", path) if path.ends_with("/v1/messages") => match next_reply(shared) {
-            Some(reply) => play_anthropic(writer, &reply, &request.body).await,
+            Some(reply) => play_anthropic(writer, &through_cache(shared, reply, &request.body), &request.body).await,
             None => write_json(writer, 500, &[], &render_anthropic::error_body(500, "script exhausted")).await,
         },
         ("GET", path) if path.ends_with("/models") => {
@@ -208,6 +222,26 @@ fn next_reply(shared: &Shared) -> Option<Reply> {
         return Some(front.clone());
     }
     script.pop_front()
+}
+
+/// The reply with the usage the simulated prompt cache gives the request, when the server plays
+/// one and the script does not set the usage itself.
+fn through_cache(shared: &Shared, mut reply: Reply, request_body: &Value) -> Reply {
+    let mut cache = lock(&shared.prefix_cache);
+    let Some((cache, log)) = cache.as_mut() else { return reply };
+    if reply.usage.is_some() || reply.fault.is_some() || reply.error.is_some() {
+        return reply;
+    }
+    let usage = cache.request(request_body);
+    log.push(usage);
+    let shape = RequestShape { model: String::new(), include_usage: true, prompt_chars: 0 };
+    reply.usage = Some(ScriptedUsage {
+        prompt_tokens: usage.prompt_tokens(),
+        completion_tokens: render::usage(&reply, &shape).completion_tokens,
+        cached_tokens: usage.cache_read,
+        cache_write_tokens: usage.cache_write,
+    });
+    reply
 }
 
 /// Which API a reply answers, for faults whose shape depends on it.

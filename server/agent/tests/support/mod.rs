@@ -136,7 +136,13 @@ pub fn model() -> Model {
 }
 
 pub fn context(tools: Vec<Arc<dyn Tool>>) -> AgentContext {
-    AgentContext { system_prompt: "You are a test.".into(), model: model(), messages: Vec::new(), tools }
+    AgentContext {
+        system_prompt: "You are a test.".into(),
+        model: model(),
+        messages: Vec::new(),
+        tools,
+        thinking: None,
+    }
 }
 
 // ---- events ----------------------------------------------------------------------------------
@@ -208,6 +214,7 @@ fn json_name(reason: &reins_agent::TurnEndReason) -> &'static str {
         TurnEndReason::MaxTurns => "max_turns",
         TurnEndReason::RepeatedAction => "repeated_action",
         TurnEndReason::Deadline => "deadline",
+        TurnEndReason::Budget => "budget",
         TurnEndReason::Aborted => "aborted",
         TurnEndReason::Error => "error",
     }

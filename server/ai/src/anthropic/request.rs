@@ -12,16 +12,18 @@ use super::wire::{
     Block, CacheControl, EPHEMERAL, ImageSource, MessagesRequest, Role, ThinkingConfig, WireMessage, WireTool,
 };
 use crate::message::{AssistantMessage, Content, Message, ToolResultMessage};
-use crate::model::Model;
+use crate::model::{Model, ThinkingLevel};
 use crate::provider::Request;
 
 /// The output limit when neither the request nor the model gives one (the API requires one).
 const DEFAULT_MAX_TOKENS: u64 = 4096;
 /// The API's smallest thinking budget.
 const MIN_THINKING_BUDGET: u64 = 1024;
+/// Left for the answer when thinking shares `max_tokens` with it.
+const MIN_ANSWER_TOKENS: u64 = 1024;
 
-/// The streaming request body for `request`; `thinking_budget` applies to reasoning models.
-pub fn messages_request(request: &Request, thinking_budget: u64) -> MessagesRequest<'_> {
+/// The streaming request body for `request`.
+pub fn messages_request(request: &Request) -> MessagesRequest<'_> {
     let model = &request.model;
     let max_tokens = match request.max_tokens.unwrap_or(model.max_output) {
         0 => DEFAULT_MAX_TOKENS,
@@ -42,14 +44,28 @@ pub fn messages_request(request: &Request, thinking_budget: u64) -> MessagesRequ
             .iter()
             .map(|tool| WireTool { name: &tool.name, description: &tool.description, input_schema: &tool.parameters })
             .collect(),
-        thinking: thinking(model, max_tokens, thinking_budget),
+        thinking: thinking(model, max_tokens, request.thinking.unwrap_or(ThinkingLevel::Medium)),
     }
 }
 
-/// Thinking takes its budget out of `max_tokens`, so at most half of it goes to thinking; when
-/// that is below the API's minimum, the call goes without thinking.
-fn thinking(model: &Model, max_tokens: u64, budget: u64) -> Option<ThinkingConfig> {
-    let budget = budget.min(max_tokens / 2);
+/// The thinking budget of a level (pi's budgets, and twice `high` for `xhigh`).
+fn budget(level: ThinkingLevel) -> u64 {
+    match level {
+        ThinkingLevel::Off => 0,
+        ThinkingLevel::Minimal => 1024,
+        ThinkingLevel::Low => 2048,
+        ThinkingLevel::Medium => 8192,
+        ThinkingLevel::High => 16_384,
+        ThinkingLevel::XHigh => 32_768,
+    }
+}
+
+/// Anthropic's rules: the budget counts against `max_tokens` and must stay below it, and must be
+/// at least 1024. So it is cut to leave [`MIN_ANSWER_TOKENS`] for the answer, and when that
+/// leaves less than the minimum (or the model does not reason, or the level is `off`) the call
+/// goes without thinking.
+fn thinking(model: &Model, max_tokens: u64, level: ThinkingLevel) -> Option<ThinkingConfig> {
+    let budget = budget(level).min(max_tokens.saturating_sub(MIN_ANSWER_TOKENS));
     (model.reasoning && budget >= MIN_THINKING_BUDGET)
         .then_some(ThinkingConfig { kind: "enabled", budget_tokens: budget })
 }
@@ -183,6 +199,7 @@ mod tests {
             messages,
             tools: Vec::new(),
             max_tokens: None,
+            thinking: None,
         }
     }
 
@@ -198,35 +215,77 @@ mod tests {
 
     /// The `messages` array, one compact JSON message per line.
     fn check_messages(request: &Request, expected: Expect) {
-        let body = serde_json::to_value(messages_request(request, 4096)).unwrap();
+        let body = serde_json::to_value(messages_request(request)).unwrap();
         let lines: Vec<String> =
             body["messages"].as_array().unwrap().iter().map(|message| message.to_string()).collect();
         expected.assert_eq(&lines.join("\n"));
     }
 
-    fn check_thinking(reasoning: bool, max_output: u64, budget: u64, expected: Expect) {
-        let request = Request { model: model(reasoning, max_output), ..request(Vec::new()) };
-        let body = serde_json::to_value(messages_request(&request, budget)).unwrap();
-        expected.assert_eq(&format!("max_tokens={} thinking={}", body["max_tokens"], body["thinking"]));
+    /// `max_tokens` and `thinking` of the body for a model (reasoning or not, its output limit)
+    /// at each level, `None` (the default) first.
+    fn check_thinking(reasoning: bool, max_output: u64, expected: Expect) {
+        let levels = std::iter::once(None).chain(ThinkingLevel::ALL.map(Some));
+        let lines: Vec<String> = levels
+            .map(|level| {
+                let request = Request { model: model(reasoning, max_output), thinking: level, ..request(Vec::new()) };
+                let body = serde_json::to_value(messages_request(&request)).unwrap();
+                let level = level.map_or("default", ThinkingLevel::as_str);
+                format!("{level}: max_tokens={} thinking={}", body["max_tokens"], body["thinking"]["budget_tokens"])
+            })
+            .collect();
+        expected.assert_eq(&lines.join("\n"));
     }
 
     #[test]
-    fn thinking_budget_fits_inside_max_tokens_or_is_left_out() {
+    fn thinking_levels_become_budgets_inside_max_tokens_or_no_thinking() {
         check_thinking(
             true,
             64_000,
-            4096,
-            expect![[r#"max_tokens=64000 thinking={"budget_tokens":4096,"type":"enabled"}"#]],
+            expect![[r#"
+                default: max_tokens=64000 thinking=8192
+                off: max_tokens=64000 thinking=null
+                minimal: max_tokens=64000 thinking=1024
+                low: max_tokens=64000 thinking=2048
+                medium: max_tokens=64000 thinking=8192
+                high: max_tokens=64000 thinking=16384
+                xhigh: max_tokens=64000 thinking=32768"#]],
         );
         check_thinking(
             true,
             4096,
-            4096,
-            expect![[r#"max_tokens=4096 thinking={"budget_tokens":2048,"type":"enabled"}"#]],
+            expect![[r#"
+                default: max_tokens=4096 thinking=3072
+                off: max_tokens=4096 thinking=null
+                minimal: max_tokens=4096 thinking=1024
+                low: max_tokens=4096 thinking=2048
+                medium: max_tokens=4096 thinking=3072
+                high: max_tokens=4096 thinking=3072
+                xhigh: max_tokens=4096 thinking=3072"#]],
         );
-        check_thinking(true, 1500, 4096, expect![[r#"max_tokens=1500 thinking=null"#]]);
-        check_thinking(false, 64_000, 4096, expect![[r#"max_tokens=64000 thinking=null"#]]);
-        check_thinking(false, 0, 4096, expect![[r#"max_tokens=4096 thinking=null"#]]);
+        check_thinking(
+            true,
+            2000,
+            expect![[r#"
+            default: max_tokens=2000 thinking=null
+            off: max_tokens=2000 thinking=null
+            minimal: max_tokens=2000 thinking=null
+            low: max_tokens=2000 thinking=null
+            medium: max_tokens=2000 thinking=null
+            high: max_tokens=2000 thinking=null
+            xhigh: max_tokens=2000 thinking=null"#]],
+        );
+        check_thinking(
+            false,
+            64_000,
+            expect![[r#"
+            default: max_tokens=64000 thinking=null
+            off: max_tokens=64000 thinking=null
+            minimal: max_tokens=64000 thinking=null
+            low: max_tokens=64000 thinking=null
+            medium: max_tokens=64000 thinking=null
+            high: max_tokens=64000 thinking=null
+            xhigh: max_tokens=64000 thinking=null"#]],
+        );
     }
 
     #[test]

@@ -9,11 +9,14 @@ use super::wire::{
     WireTool, WireToolCall,
 };
 use crate::message::{AssistantMessage, Content, Message, ToolResultMessage};
+use crate::model::ThinkingLevel;
 use crate::provider::Request;
 
 /// The streaming request body for `request`.
 /// The output limit is always sent (from the model's entry unless the request sets one): a
-/// server left to its own default may stream without end.
+/// server left to its own default may stream without end. The thinking level goes as
+/// `reasoning_effort` only to a reasoning model whose entry lists the values it takes (clamped to
+/// the nearest of them); `off`, or no level, sends nothing and leaves the server's default.
 pub fn chat_request(request: &Request) -> ChatRequest<'_> {
     let compat = &request.model.compat;
     let output_limit = Some(request.output_limit()).filter(|&tokens| tokens > 0);
@@ -36,6 +39,11 @@ pub fn chat_request(request: &Request) -> ChatRequest<'_> {
                 },
             })
             .collect(),
+        reasoning_effort: request
+            .thinking
+            .filter(|_| request.model.reasoning)
+            .and_then(|level| compat.reasoning_effort.clamp(level))
+            .map(ThinkingLevel::as_str),
     }
 }
 
@@ -223,6 +231,7 @@ mod tests {
                 parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
             }],
             max_tokens: Some(64),
+            thinking: None,
         };
         expect![[r#"
             {
@@ -316,6 +325,7 @@ mod tests {
             ],
             tools: Vec::new(),
             max_tokens: None,
+            thinking: None,
         };
         let value: Value = serde_json::from_str(&body(&request)).unwrap();
         expect![[r#"[{"content":[{"text":"what is this?","type":"text"},{"image_url":{"url":"data:image/png;base64,AAAA"},"type":"image_url"}],"role":"user"},{"content":null,"role":"assistant","tool_calls":[{"function":{"arguments":"{}","name":"read"},"id":"c1","type":"function"}]},{"content":"an image","role":"tool","tool_call_id":"c1"},{"content":[{"text":"Images from the tool results above:","type":"text"},{"image_url":{"url":"data:image/png;base64,AAAA"},"type":"image_url"}],"role":"user"}]"#]]
@@ -334,10 +344,38 @@ mod tests {
             tools: Vec::new(),
             // The model's own limit (100) is sent, under the name the model takes.
             max_tokens: None,
+            thinking: None,
         };
-        request.model.compat = crate::model::Compat { developer_role: true, max_completion_tokens: true };
+        request.model.compat =
+            crate::model::Compat { developer_role: true, max_completion_tokens: true, ..Default::default() };
         let value: Value = serde_json::from_str(&body(&request)).unwrap();
         expect![[r#"{"content":"Be brief.","role":"developer"}"#]].assert_eq(&value["messages"][0].to_string());
         assert_eq!((value.get("max_tokens"), value["max_completion_tokens"].as_u64()), (None, Some(100)));
+    }
+
+    #[test]
+    fn reasoning_effort_goes_clamped_to_reasoning_models_that_take_it() {
+        use crate::model::{Efforts, ThinkingLevel::*};
+        let effort = |reasoning: bool, efforts: Efforts, thinking: Option<ThinkingLevel>| {
+            let mut request = Request {
+                model: model(),
+                system_prompt: String::new(),
+                messages: vec![Message::user("hi")],
+                tools: Vec::new(),
+                max_tokens: None,
+                thinking,
+            };
+            request.model.reasoning = reasoning;
+            request.model.compat.reasoning_effort = efforts;
+            let value: Value = serde_json::from_str(&body(&request)).unwrap();
+            value.get("reasoning_effort").map(|effort| effort.as_str().unwrap().to_string())
+        };
+        assert_eq!(effort(true, Efforts::LOW_TO_HIGH, Some(Minimal)).as_deref(), Some("low"));
+        assert_eq!(effort(true, Efforts::MINIMAL_TO_HIGH, Some(Minimal)).as_deref(), Some("minimal"));
+        assert_eq!(effort(true, Efforts::LOW_TO_HIGH, Some(XHigh)).as_deref(), Some("high"));
+        assert_eq!(effort(true, Efforts::LOW_TO_HIGH, Some(Off)), None);
+        assert_eq!(effort(true, Efforts::LOW_TO_HIGH, None), None, "no level: the server's default");
+        assert_eq!(effort(true, Efforts::NONE, Some(High)), None, "the entry lists no efforts");
+        assert_eq!(effort(false, Efforts::LOW_TO_HIGH, Some(High)), None, "not a reasoning model");
     }
 }

@@ -25,6 +25,9 @@ pub struct ChatRequest<'a> {
     pub max_completion_tokens: Option<u64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<WireTool<'a>>,
+    /// `minimal` … `high`, for models whose `compat` says they take it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<&'static str>,
 }
 
 #[derive(Debug, Serialize)]

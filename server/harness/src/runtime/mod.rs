@@ -276,7 +276,8 @@ impl Harness {
         // MCP tools join at each run and turn, once their servers are up.
         let servers = lock(&self.mcp).servers.clone();
         let session_tools = Arc::new(SessionTools::new(tools.clone(), servers, tool_set.recorder.clone()));
-        let context = AgentContext { system_prompt: self.system_prompt(&tools), model, messages, tools };
+        let context =
+            AgentContext { system_prompt: self.system_prompt(&tools), model, messages, tools, thinking: None };
         let hooks: Arc<dyn Hooks> = Arc::new(SessionHooks {
             gate,
             tools: session_tools.clone(),

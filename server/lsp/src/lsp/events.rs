@@ -290,6 +290,7 @@ impl Pump {
             TurnEndReason::MaxTurns => "stopped: the run reached its turn limit".to_string(),
             TurnEndReason::RepeatedAction => "stopped: the model repeated the same tool call".to_string(),
             TurnEndReason::Deadline => "stopped: the run's time limit passed".to_string(),
+            TurnEndReason::Budget => budget_stop(error),
             TurnEndReason::ToolObservations => "stopped after tool results without a final answer".to_string(),
             TurnEndReason::Error => self.settings.get().run_failure(messages, error),
         }
@@ -389,4 +390,11 @@ async fn send_progress(client: &Client, token: &NumberOrString, value: WorkDoneP
 fn shorten(text: &str) -> String {
     let line = text.lines().next().unwrap_or("").trim();
     reins_ai::shorten(line, PROGRESS_PROMPT_CHARS - 1).into_owned()
+}
+
+/// How a run stopped by the session budget ends: what the next call would have cost, and what to
+/// do about it.
+pub(crate) fn budget_stop(error: Option<&str>) -> String {
+    let why = error.unwrap_or("the next model call would cost more than the budget has left");
+    format!("stopped: {why} (limits.max_cost_usd); raise it in config.toml to go on")
 }

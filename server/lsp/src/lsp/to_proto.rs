@@ -364,6 +364,7 @@ pub fn turn_end_reason(reason: TurnEndReason) -> &'static str {
         TurnEndReason::MaxTurns => "max_turns",
         TurnEndReason::RepeatedAction => "repeated_action",
         TurnEndReason::Deadline => "deadline",
+        TurnEndReason::Budget => "budget",
         TurnEndReason::Aborted => "aborted",
         TurnEndReason::Error => "error",
     }

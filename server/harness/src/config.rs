@@ -68,6 +68,10 @@ pub struct ConfigLayer {
     pub max_turns: Option<u32>,
     /// `[limits] stream_idle_timeout`, in seconds.
     pub stream_idle_timeout: Option<u64>,
+    /// `[limits] max_cost_usd`: what one session may spend on model calls, in US dollars.
+    pub max_cost_usd: Option<f64>,
+    /// How hard reasoning models think, unless a session says otherwise.
+    pub thinking: Option<ThinkingLevel>,
     /// `[tools]`: the longest timeout a `bash` call may ask for, in seconds.
     pub max_timeout: Option<u64>,
     /// `[tools]`: globs of variables passed to tools although their names look secret.
@@ -244,6 +248,7 @@ impl Reader<'_> {
         for (key, node) in entries {
             match canonical(key).as_str() {
                 "model" => layer.model = self.string(key, node),
+                "thinking" => layer.thinking = self.thinking(key, node),
                 "base_url" => layer.base_url = self.string(key, node).map(|url| trim_url(&url)),
                 "api_key" => layer.api_key = self.key(key, node),
                 "approval" => {
@@ -281,6 +286,7 @@ impl Reader<'_> {
                                 Some(_) => self.error(&path, value, "expected a number of turns from 1 up"),
                                 None => {}
                             },
+                            "max_cost_usd" => layer.max_cost_usd = self.float(&path, value),
                             "stream_idle_timeout" => match self.uint(&path, value) {
                                 Some(0) => self.error(&path, value, "expected a number of seconds from 1 up"),
                                 seconds => layer.stream_idle_timeout = seconds.or(layer.stream_idle_timeout),
@@ -473,6 +479,15 @@ impl Reader<'_> {
                 None
             }
         }
+    }
+
+    fn thinking(&mut self, path: &str, node: &Node) -> Option<ThinkingLevel> {
+        let name = self.string(path, node)?;
+        let level = ThinkingLevel::parse(&name);
+        if level.is_none() {
+            self.error(path, node, &format!("expected one of {}, found {name:?}", ThinkingLevel::names()));
+        }
+        level
     }
 
     fn efforts(&mut self, path: &str, node: &Node) -> Option<Efforts> {
@@ -697,6 +712,7 @@ mod tests {
         let text = r#"
 model = "anthropic/claude-sonnet-4-5"
 base_url = "http://127.0.0.1:8080/v1/"
+thinking = "high"
 
 [approval]
 bash = "deny"
@@ -709,6 +725,7 @@ keep_recent_tokens = 2000
 
 [limits]
 max_turns = 7
+max_cost_usd = 2.5
 
 [providers.lab]
 base_url = "http://10.0.0.2:8000/v1"
@@ -729,6 +746,7 @@ reasoning_effort = ["minimal", "high"]
         assert_eq!(layer.base_url.as_deref(), Some("http://127.0.0.1:8080/v1"));
         assert_eq!(layer.approval.get("bash"), Some(&Policy::Deny));
         assert_eq!((layer.compaction_auto, layer.reserve_tokens, layer.max_turns), (Some(false), Some(1000), Some(7)));
+        assert_eq!((layer.thinking, layer.max_cost_usd), (Some(ThinkingLevel::High), Some(2.5)));
         let lab = &layer.providers["lab"];
         assert_eq!(
             (lab.api_key_env.as_deref(), lab.api_key_command.as_deref()),
@@ -742,13 +760,15 @@ reasoning_effort = ["minimal", "high"]
 
     #[test]
     fn bad_values_name_file_line_and_key_and_the_rest_loads() {
-        let text = "model = \"m\"\n[approval]\nbash = \"sometimes\"\nedit = \"auto\"\n[limits]\nmax_turns = \"ten\"\n\
-                    [[models]]\nprovider = \"x\"\n[compaction]\nreserve = 3\n";
+        let text = "model = \"m\"\nthinking = \"max\"\n[approval]\nbash = \"sometimes\"\nedit = \"auto\"\n[limits]\n\
+                    max_turns = \"ten\"\nmax_cost_usd = -1\n[[models]]\nprovider = \"x\"\n[compaction]\nreserve = 3\n";
         expect![[r#"
-            /home/u/.config/reins/config.toml:3: approval.bash: expected "ask", "auto" or "deny", found "sometimes"
-            /home/u/.config/reins/config.toml:6: limits.max_turns: expected a whole number, 0 or more, found a string
-            /home/u/.config/reins/config.toml:7: models[0]: a model needs an `id`; this entry was skipped
-            /home/u/.config/reins/config.toml:10: compaction.reserve: unknown key; it was ignored"#]]
+            /home/u/.config/reins/config.toml:2: thinking: expected one of off|minimal|low|medium|high|xhigh, found "max"
+            /home/u/.config/reins/config.toml:4: approval.bash: expected "ask", "auto" or "deny", found "sometimes"
+            /home/u/.config/reins/config.toml:7: limits.max_turns: expected a whole number, 0 or more, found a string
+            /home/u/.config/reins/config.toml:8: limits.max_cost_usd: expected a number, 0 or more, found an integer
+            /home/u/.config/reins/config.toml:9: models[0]: a model needs an `id`; this entry was skipped
+            /home/u/.config/reins/config.toml:12: compaction.reserve: unknown key; it was ignored"#]]
         .assert_eq(&diagnostics(LayerKind::User, text));
         let (layer, _) = ConfigLayer::from_toml(Path::new("c.toml"), text, LayerKind::User);
         assert_eq!((layer.model.as_deref(), layer.approval.get("edit")), (Some("m"), Some(&Policy::Auto)));

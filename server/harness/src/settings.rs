@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use reins_agent::Limits;
-use reins_ai::{ApiKey, ClientOptions, Compat, Message, Model, Prices, ProviderError};
+use reins_ai::{ApiKey, ClientOptions, Compat, Message, Model, Prices, ProviderError, ThinkingLevel};
 use reins_tools::{
     DEFAULT_MAX_OUTPUT_FILE_BYTES, DEFAULT_MAX_TIMEOUT_SECS, EditFormat, ExecPolicy, Sandbox, SandboxMode,
 };
@@ -50,6 +50,12 @@ pub struct Settings {
     pub approval: ApprovalPolicy,
     pub compaction: CompactionSettings,
     pub max_turns: Option<u32>,
+    /// `[limits] max_cost_usd`: what one session may spend on model calls, in US dollars; a run
+    /// stops (reason `budget`) before a call that would take the session past it.
+    pub max_cost_usd: Option<f64>,
+    /// `thinking`: how hard reasoning models think in sessions that have not chosen a level
+    /// (`None`: each provider's default).
+    pub thinking: Option<ThinkingLevel>,
     /// `[limits] stream_idle_timeout`: the longest a model's stream may go without content
     /// (keep-alives do not count), in seconds; also the longest wait for its first byte.
     pub stream_idle_timeout_secs: u64,
@@ -390,6 +396,8 @@ fn compose(base: Arc<Base>, editor: &[ConfigLayer]) -> Settings {
         approval: ApprovalPolicy::default(),
         compaction: CompactionSettings::default(),
         max_turns: None,
+        max_cost_usd: None,
+        thinking: None,
         stream_idle_timeout_secs: ClientOptions::default().idle_timeout.as_secs(),
         max_timeout_secs: DEFAULT_MAX_TIMEOUT_SECS,
         pass_env: Vec::new(),
@@ -518,6 +526,14 @@ fn apply_layer(
     if let Some(turns) = layer.max_turns {
         settings.max_turns = Some(turns);
         set(settings, "limits.max_turns".into());
+    }
+    if let Some(dollars) = layer.max_cost_usd {
+        settings.max_cost_usd = Some(dollars);
+        set(settings, "limits.max_cost_usd".into());
+    }
+    if let Some(level) = layer.thinking {
+        settings.thinking = Some(level);
+        set(settings, "thinking".into());
     }
     if let Some(seconds) = layer.stream_idle_timeout {
         settings.stream_idle_timeout_secs = seconds;

@@ -53,6 +53,8 @@ pub fn report(settings: &Settings) -> String {
     let row = |key: &str, value: String| (key.to_string(), value, settings.origin(key).to_string());
     lines.push(row("model", settings.model.clone()));
     lines.push(row("base_url", settings.base_url.clone()));
+    let thinking = settings.thinking.map_or("provider default", |level| level.as_str());
+    lines.push(row("thinking", thinking.to_string()));
     let mut tools: Vec<String> = TOOLS.iter().map(|tool| tool.to_string()).collect();
     for tool in settings.origins.keys().filter_map(|key| key.strip_prefix("approval.")) {
         if !tools.iter().any(|known| known == tool) {
@@ -71,6 +73,8 @@ pub fn report(settings: &Settings) -> String {
     lines.push(row("compaction.reserve_tokens", settings.compaction.reserve_tokens.to_string()));
     lines.push(row("compaction.keep_recent_tokens", settings.compaction.keep_recent_tokens.to_string()));
     lines.push(row("limits.max_turns", settings.max_turns.map_or("50".to_string(), |turns| turns.to_string())));
+    let budget = settings.max_cost_usd.map_or("none".to_string(), |dollars| format!("${dollars}"));
+    lines.push(row("limits.max_cost_usd", budget));
     lines.push(row("limits.stream_idle_timeout", format!("{} s", settings.stream_idle_timeout_secs)));
     lines.push(row("tools.max_timeout", format!("{} s", settings.max_timeout_secs)));
     let edit_format = match settings.edit_format {

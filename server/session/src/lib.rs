@@ -31,3 +31,4 @@ pub use message::{
 pub use session_file::{Durability, SessionFile};
 pub use store::{SessionStore, SessionSummary, encode_cwd, summarize};
 pub use tree::{EntryRef, SessionTree};
+pub use usage::CallUsage;

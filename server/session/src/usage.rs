@@ -1,20 +1,41 @@
 //! What a session cost: the tokens and dollars of every model call it records, on every branch —
 //! assistant messages, and (pi 1.6) the summaries behind compactions and branch summaries, tools
-//! that called a model, and `usage` entries (cache warming and the like).
+//! that called a model, and `usage` entries (cache warming and the like) — and call by call along
+//! one path.
 
 use reins_ai::Usage;
 use serde::Deserialize;
 
+use crate::error::SessionError;
 use crate::format::EntryTag;
 use crate::message::UsageRecord;
 use crate::tree::SessionTree;
 
+/// One model call recorded in a session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallUsage {
+    /// The entry that records it.
+    pub entry_id: String,
+    /// ISO 8601, as the entry's.
+    pub timestamp: String,
+    /// What the call was for: `assistant` (a turn), `compaction` and `branch_summary` (their
+    /// summaries), `tool` (a tool's own model work) or a `usage` entry's kind.
+    pub kind: String,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub usage: Usage,
+}
+
 /// The fields of a line that carry usage; everything else is skipped unread.
 #[derive(Deserialize, Default)]
-#[serde(default)]
+#[serde(default, rename_all = "camelCase")]
 struct UsageLine {
+    timestamp: String,
     message: Option<UsageMessage>,
     usage: Option<UsageRecord>,
+    kind: Option<String>,
+    provider: Option<String>,
+    model: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -22,6 +43,8 @@ struct UsageLine {
 struct UsageMessage {
     role: String,
     usage: Option<UsageRecord>,
+    provider: Option<String>,
+    model: Option<String>,
 }
 
 impl SessionTree {
@@ -30,23 +53,48 @@ impl SessionTree {
     pub fn total_usage(&self) -> Usage {
         let mut total = Usage::default();
         for index in 0..self.len() as u32 {
-            let tag = self.tag(index);
-            if !matches!(tag, EntryTag::Message | EntryTag::Compaction | EntryTag::BranchSummary | EntryTag::Usage) {
-                continue;
-            }
-            let Ok(line) = serde_json::from_slice::<UsageLine>(self.line_bytes(index)) else { continue };
-            let usage = match (tag, line.message) {
-                // A tool result's usage is the model work the tool did itself (pi 1.6).
-                (EntryTag::Message, Some(message)) if matches!(message.role.as_str(), "assistant" | "toolResult") => {
-                    message.usage
-                }
-                (EntryTag::Message, _) => None,
-                _ => line.usage,
-            };
-            if let Some(usage) = usage {
-                total.add(&Usage::from(&usage));
+            if let Some(call) = self.call_usage(index) {
+                total.add(&call.usage);
             }
         }
         total
+    }
+
+    /// The model calls on the path from the root to `leaf` (the current leaf when `None`), in
+    /// order: what the conversation as it stands cost, turn by turn.
+    pub fn path_usage(&self, leaf: Option<&str>) -> Result<Vec<CallUsage>, SessionError> {
+        let leaf = match leaf {
+            Some(id) => Some(self.index_of(id)?),
+            None => self.leaf_index(),
+        };
+        let path = leaf.map(|leaf| self.path_indices(leaf)).unwrap_or_default();
+        Ok(path.into_iter().filter_map(|index| self.call_usage(index)).collect())
+    }
+
+    fn call_usage(&self, index: u32) -> Option<CallUsage> {
+        let tag = self.tag(index);
+        if !matches!(tag, EntryTag::Message | EntryTag::Compaction | EntryTag::BranchSummary | EntryTag::Usage) {
+            return None;
+        }
+        let line = serde_json::from_slice::<UsageLine>(self.line_bytes(index)).ok()?;
+        let (kind, usage, provider, model) = match (tag, line.message) {
+            // A tool result's usage is the model work the tool did itself (pi 1.6).
+            (EntryTag::Message, Some(message)) if matches!(message.role.as_str(), "assistant" | "toolResult") => {
+                let kind = if message.role == "assistant" { "assistant" } else { "tool" };
+                (kind.to_string(), message.usage?, message.provider, message.model)
+            }
+            (EntryTag::Message, _) => return None,
+            (EntryTag::Compaction, _) => ("compaction".to_string(), line.usage?, line.provider, line.model),
+            (EntryTag::BranchSummary, _) => ("branch_summary".to_string(), line.usage?, line.provider, line.model),
+            _ => (line.kind.unwrap_or_else(|| "usage".into()), line.usage?, line.provider, line.model),
+        };
+        Some(CallUsage {
+            entry_id: self.id_at(index).to_string(),
+            timestamp: line.timestamp,
+            kind,
+            provider,
+            model,
+            usage: Usage::from(&usage),
+        })
     }
 }

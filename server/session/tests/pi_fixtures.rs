@@ -197,6 +197,21 @@ fn session_usage_counts_the_summaries_pi_1_6_paid_for() {
     }
 }
 
+/// Call by call along the current path: the turns of the branch the user is on, and the summary
+/// that brought it there; the abandoned branch counts in the total only.
+#[test]
+fn path_usage_lists_the_calls_of_the_current_branch() {
+    let tree = SessionTree::load(&fixture("pi-1.6/navigated")).unwrap();
+    let calls = tree.path_usage(None).unwrap();
+    let kinds: Vec<&str> = calls.iter().map(|call| call.kind.as_str()).collect();
+    assert!(kinds.contains(&"branch_summary") && kinds.contains(&"assistant"), "{kinds:?}");
+    assert!(calls.iter().all(|call| tree.contains(&call.entry_id) && !call.timestamp.is_empty()));
+    let on_path: u64 = calls.iter().map(|call| call.usage.input).sum();
+    assert!(on_path < tree.total_usage().input, "the branch left behind is not on the path");
+    let assistant = calls.iter().find(|call| call.kind == "assistant").unwrap();
+    assert_eq!((assistant.provider.as_deref(), assistant.model.as_deref()), (Some("scripted"), Some("scripted-model")));
+}
+
 #[test]
 fn a_session_is_found_by_the_id_in_its_header_whatever_its_name() {
     let dir = tempfile::tempdir().unwrap();

@@ -19,6 +19,7 @@ mod peer;
 mod pi16;
 mod review;
 mod sessions;
+mod tokens;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -79,7 +80,21 @@ fn main() {
         eprintln!("bench: cannot start the async runtime");
         std::process::exit(1);
     };
+    // `reins-bench tokens`: only the token figures (first request, prompt cache), reins and pi 1.6.
+    if args.first().is_some_and(|first| first == "tokens") {
+        std::process::exit(runtime.block_on(tokens_only()));
+    }
     std::process::exit(runtime.block_on(run()));
+}
+
+async fn tokens_only() -> i32 {
+    let Some(reins) = reins_binary() else {
+        eprintln!("bench: build the release binary first: cargo build --release -p reins (or use scripts/bench)");
+        return 1;
+    };
+    let pis = vec![peer::Pi::install(peer::PI_VERSIONS[0]).await];
+    let missed = tokens::measure(&reins, &pis).await;
+    i32::from(missed && std::env::var_os("BENCH_STRICT").is_some())
 }
 
 async fn run() -> i32 {
@@ -98,39 +113,31 @@ async fn run() -> i32 {
         }
     };
 
+    let load_before = load_average();
     let reins_figures = measure_reins(&reins, workspace.path()).await;
-    print_figures("reins", &reins_figures);
-    let mut failed = check_targets(&reins_figures);
-
-    match peer::measure_pi(workspace.path()).await {
-        Ok(pi) => {
-            print_figures("pi (same server, same run)", &pi);
-            println!("\nratios (pi / reins; higher means reins is faster or smaller):");
-            let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
-            println!(
-                "  startup           {:>8.1}x",
-                ratio(pi.startup.as_secs_f64(), reins_figures.startup.as_secs_f64())
-            );
-            println!(
-                "  one-turn run      {:>8.1}x",
-                ratio(pi.one_turn.as_secs_f64(), reins_figures.one_turn.as_secs_f64())
-            );
-            println!(
-                "  overhead per turn {:>8.1}x",
-                ratio(pi.per_turn_overhead.as_secs_f64(), reins_figures.per_turn_overhead.as_secs_f64())
-            );
-            if let (Some(pi_rss), Some(reins_rss)) = (pi.peak_rss_kib, reins_figures.peak_rss_kib) {
-                println!("  peak RSS          {:>8.1}x", ratio(pi_rss as f64, reins_rss as f64));
-            }
-        }
-        Err(why) => println!("\npi agent not measured: {why}"),
+    let mut pis = Vec::new();
+    let mut peers = Vec::new();
+    for version in peer::PI_VERSIONS {
+        let pi = peer::Pi::install(version).await;
+        let figures = match &pi {
+            Ok(pi) => peer::measure_pi(pi, workspace.path()).await,
+            Err(why) => Err(why.clone()),
+        };
+        peers.push((format!("pi {version}"), figures));
+        pis.push(pi);
     }
+    print_figures(&reins_figures, &peers);
+    let mut failed = check_targets(&reins_figures);
+    failed |= tokens::measure(&reins, &pis).await;
     failed |= sessions::measure();
     failed |= lsp::measure(&reins).await;
     failed |= edit_corpus::report();
     failed |= review::measure();
     failed |= mcp::measure(&reins).await;
     failed |= checkpoints::measure(&reins);
+    println!("\nload average (1, 5, 15 min) on {} cores", cores());
+    println!("  before the bench  {load_before}");
+    println!("  after the bench   {}", load_average());
     if std::env::var_os("BENCH_STRICT").is_none() {
         failed = false;
     }
@@ -300,15 +307,69 @@ fn reins_binary() -> Option<PathBuf> {
     candidate.exists().then_some(candidate)
 }
 
-fn print_figures(name: &str, figures: &Figures) {
-    println!("\n{name}");
-    println!("  startup (--version)        {:>9.2} ms", ms(figures.startup));
-    println!("  one-turn run               {:>9.2} ms", ms(figures.one_turn));
-    println!("  overhead per turn (x{LOOP_TURNS})   {:>9.3} ms", ms(figures.per_turn_overhead));
-    match figures.peak_rss_kib {
-        Some(kib) => println!("  peak RSS (tool loop)       {:>9.1} MB", kib as f64 / 1024.0),
-        None => println!("  peak RSS (tool loop)       not measured"),
+/// A line of the figures table: its label, the value of a run's figures, the unit.
+type Row = (&'static str, fn(&Figures) -> Option<f64>, &'static str);
+
+/// The figures of reins and of each peer (pi, newest first) side by side, then pi's as ratios
+/// to reins's: the peers ran on the same machine in the same bench, so the ratios hold up when the
+/// machine's load moves the absolute figures.
+fn print_figures(reins: &Figures, peers: &[(String, Result<Figures, String>)]) {
+    let measured: Vec<(&str, &Figures)> =
+        peers.iter().filter_map(|(name, figures)| Some((name.as_str(), figures.as_ref().ok()?))).collect();
+    let rows: [Row; 4] = [
+        ("startup (--version)", |f| Some(ms(f.startup)), "ms"),
+        ("one-turn run", |f| Some(ms(f.one_turn)), "ms"),
+        ("overhead per turn (x100)", |f| Some(ms(f.per_turn_overhead)), "ms"),
+        ("peak RSS (tool loop)", |f| f.peak_rss_kib.map(|kib| kib as f64 / 1024.0), "MB"),
+    ];
+    let show = |value: Option<f64>, unit: &str| match value {
+        Some(value) if value < 10.0 => format!("{value:.3} {unit}"),
+        Some(value) => format!("{value:.1} {unit}"),
+        None => "—".to_string(),
+    };
+    print!("\n{:<26} {:>12}", "", "reins");
+    for (name, _) in &measured {
+        print!(" {name:>12}");
     }
+    println!();
+    for (label, value, unit) in rows {
+        print!("  {label:<24} {:>12}", show(value(reins), unit));
+        for (_, figures) in &measured {
+            print!(" {:>12}", show(value(figures), unit));
+        }
+        println!();
+    }
+    if !measured.is_empty() {
+        println!("ratios (pi / reins; higher means reins is faster or smaller)");
+        for (label, value, _) in rows {
+            print!("  {label:<24} {:>12}", "");
+            for (_, figures) in &measured {
+                let ratio = match (value(figures), value(reins)) {
+                    (Some(pi), Some(reins)) if reins > 0.0 => format!("{:.1}x", pi / reins),
+                    _ => "—".to_string(),
+                };
+                print!(" {ratio:>12}");
+            }
+            println!();
+        }
+    }
+    for (name, figures) in peers {
+        if let Err(why) = figures {
+            println!("  {name} not measured: {why}");
+        }
+    }
+}
+
+/// `/proc/loadavg`'s three figures, or why they cannot be read.
+fn load_average() -> String {
+    match std::fs::read_to_string("/proc/loadavg") {
+        Ok(text) => text.split_whitespace().take(3).collect::<Vec<_>>().join("  "),
+        Err(err) => format!("unknown ({err})"),
+    }
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
 }
 
 /// Prints each target with its verdict; true when any is missed.

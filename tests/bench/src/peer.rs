@@ -1,6 +1,7 @@
-//! The pi coding agent as a peer: installed from npm into a cache dir when it can be, pointed at
-//! the scripted server through a throwaway agent dir, and measured the way reins is — same
-//! server, same workspace, same prompts, same 100-turn tool loop.
+//! The pi coding agent as a peer: installed by tests/pi-interop/install.sh (the install the
+//! interop test uses: npm into a cache dir, Node 22 from npm where pi 1.6 needs it), pointed at the
+//! scripted server through a throwaway agent dir, and measured the way reins is — same server,
+//! same workspace, same prompts, same 100-turn tool loop.
 //!
 //! pi is run in print mode (`pi -p`), which runs tools without asking. Its config, sessions and
 //! `HOME` live in a temp dir, so nothing touches the real home; `PI_OFFLINE=1` keeps it off the
@@ -17,30 +18,32 @@ use serde_json::json;
 
 use crate::{Figures, LOOP_TURNS, median_of, peak_rss_kib_of, tool_loop_script};
 
-const PI_PACKAGE: &str = "@mariozechner/pi-coding-agent";
-const PI_VERSION: &str = "0.73.1";
+/// The pi the bench compares with first (the current one), and the one before it.
+pub const PI_VERSIONS: [&str; 2] = ["1.6.0", "0.73.1"];
 /// The provider and model declared in the throwaway `models.json`.
 const PROVIDER: &str = "scripted";
 const MODEL: &str = "scripted-model";
 /// A pi run that takes longer than this is stuck, not slow.
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
-/// npm may have to download ~100 packages on the first run.
-const INSTALL_TIMEOUT: Duration = Duration::from_secs(600);
+/// npm may have to download ~100 packages (and Node 22) on the first run.
+const INSTALL_TIMEOUT: Duration = Duration::from_secs(900);
 
 /// An installed pi and the sandbox it runs in.
-struct Pi {
+pub struct Pi {
+    pub version: &'static str,
     /// `node_modules/.bin/pi` of the cached install (a `#!/usr/bin/env node` script).
     executable: PathBuf,
+    /// The directory of the node that runs it, first on its `PATH`.
+    node_dir: PathBuf,
     /// `HOME` and `PI_CODING_AGENT_DIR` (`agent/`) of every run; removed on drop.
     sandbox: tempfile::TempDir,
 }
 
-/// Installs (or reuses) pi and measures it; `Err` says why it could not be measured.
-pub async fn measure_pi(workspace: &Path) -> Result<Figures, String> {
+/// Measures an installed pi; `Err` says why it could not be measured.
+pub async fn measure_pi(pi: &Pi, workspace: &Path) -> Result<Figures, String> {
     if std::env::var_os("BENCH_NO_PI").is_some() {
         return Err("BENCH_NO_PI is set".into());
     }
-    let pi = Pi::install().await?;
     // Timed samples cannot return errors through `median_of`; the first one is kept here.
     let failure = RefCell::new(None);
     let keep = |sample: Result<Duration, String>| match sample {
@@ -77,28 +80,48 @@ pub async fn measure_pi(workspace: &Path) -> Result<Figures, String> {
 }
 
 impl Pi {
-    /// Reuses the cached install of `PI_VERSION`, or runs `npm install` into the cache first.
-    async fn install() -> Result<Pi, String> {
-        let prefix = cache_dir()?.join(format!("pi-{PI_VERSION}"));
-        let executable = prefix.join("node_modules/.bin/pi");
-        if installed_version(&prefix).as_deref() != Some(PI_VERSION) || !executable.exists() {
-            npm_install(&prefix).await?;
+    /// Installs `version` with tests/pi-interop/install.sh (a no-op when it is in the cache).
+    pub async fn install(version: &'static str) -> Result<Pi, String> {
+        if std::env::var_os("BENCH_NO_PI").is_some() {
+            return Err("BENCH_NO_PI is set".into());
         }
-        if installed_version(&prefix).as_deref() != Some(PI_VERSION) || !executable.exists() {
-            return Err(format!("npm install left no {PI_PACKAGE}@{PI_VERSION} in {}", prefix.display()));
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../pi-interop/install.sh");
+        let install = tokio::process::Command::new("bash")
+            .arg(&script)
+            .arg(version)
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .output();
+        let output = tokio::time::timeout(INSTALL_TIMEOUT, install)
+            .await
+            .map_err(|_| format!("installing pi {version} took longer than {INSTALL_TIMEOUT:?}"))?
+            .map_err(|err| format!("cannot run {}: {err}", script.display()))?;
+        if !output.status.success() {
+            return Err(format!("installing pi {version} failed: {}", tail(&output.stderr)));
         }
+        let printed = String::from_utf8_lossy(&output.stdout);
+        let mut lines = printed.lines();
+        let (Some(executable), Some(node_dir)) = (lines.next(), lines.next()) else {
+            return Err(format!("install.sh printed {printed:?}, not pi's path and node's"));
+        };
         let sandbox = tempfile::tempdir().map_err(|err| format!("cannot make pi's temp dir: {err}"))?;
         std::fs::create_dir(sandbox.path().join("agent"))
             .map_err(|err| format!("cannot make pi's agent dir: {err}"))?;
-        Ok(Pi { executable, sandbox })
+        Ok(Pi { version, executable: executable.into(), node_dir: node_dir.into(), sandbox })
     }
 
     /// pi with its sandboxed environment, run in `workspace` (where its tools resolve paths).
-    fn command(&self, workspace: &Path, args: &[&str]) -> std::process::Command {
+    pub fn command(&self, workspace: &Path, args: &[&str]) -> std::process::Command {
         let mut command = std::process::Command::new(&self.executable);
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let path = std::env::join_paths(std::iter::once(self.node_dir.clone()).chain(std::env::split_paths(&path)))
+            .unwrap_or_default();
         command
             .args(args)
             .current_dir(workspace)
+            .env("PATH", path)
             .env("HOME", self.sandbox.path())
             .env("PI_CODING_AGENT_DIR", self.agent_dir())
             .env("PI_OFFLINE", "1")
@@ -112,15 +135,21 @@ impl Pi {
     }
 
     /// Points pi's `scripted` provider at `server` (each server has its own port).
-    fn configure(&self, server: &ScriptedServer) -> Result<(), String> {
+    pub fn configure(&self, server: &ScriptedServer) -> Result<(), String> {
+        self.configure_api(server.base_url(), "openai-completions", MODEL, false)
+    }
+
+    /// Points pi's `scripted` provider at `base_url`, speaking `api` (`openai-completions` or
+    /// `anthropic-messages`), with one model `model`.
+    pub fn configure_api(&self, base_url: String, api: &str, model: &str, reasoning: bool) -> Result<(), String> {
         let models = json!({
             "providers": {
                 PROVIDER: {
-                    "baseUrl": server.base_url(),
-                    "api": "openai-completions",
+                    "baseUrl": base_url,
+                    "api": api,
                     // pi wants a key for every provider; the scripted server ignores it.
                     "apiKey": "scripted-bench-key",
-                    "models": [{ "id": MODEL }],
+                    "models": [{ "id": model, "reasoning": reasoning }],
                 }
             }
         });
@@ -133,8 +162,8 @@ impl Pi {
         // pi 0.73 prints its version on stderr.
         let version = [output.stdout, output.stderr].concat();
         let version = String::from_utf8_lossy(&version);
-        if version.trim() != PI_VERSION {
-            return Err(format!("`pi --version` printed {version:?}, expected {PI_VERSION}"));
+        if version.trim() != self.version {
+            return Err(format!("`pi --version` printed {version:?}, expected {}", self.version));
         }
         Ok(elapsed)
     }
@@ -160,12 +189,12 @@ impl Pi {
     }
 }
 
-fn print_args(prompt: &str) -> [&str; 6] {
+pub fn print_args(prompt: &str) -> [&str; 6] {
     ["--provider", PROVIDER, "--model", MODEL, "-p", prompt]
 }
 
 /// Wall time from spawn to exit; `Err` (with pi's stderr) when it fails or hangs.
-async fn run_timed(command: std::process::Command) -> Result<(Duration, Output), String> {
+pub async fn run_timed(command: std::process::Command) -> Result<(Duration, Output), String> {
     let mut command = tokio::process::Command::from(command);
     command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
     let start = Instant::now();
@@ -185,51 +214,6 @@ fn all_replies_played(server: &ScriptedServer) -> Result<(), String> {
         0 => Ok(()),
         left => Err(format!("pi stopped with {left} scripted replies unplayed")),
     }
-}
-
-/// `$XDG_CACHE_HOME/reins-bench`, else `$HOME/.cache/reins-bench`.
-fn cache_dir() -> Result<PathBuf, String> {
-    let base = match std::env::var_os("XDG_CACHE_HOME").filter(|dir| !dir.is_empty()) {
-        Some(dir) => PathBuf::from(dir),
-        None => match std::env::var_os("HOME").filter(|dir| !dir.is_empty()) {
-            Some(home) => PathBuf::from(home).join(".cache"),
-            None => return Err("neither XDG_CACHE_HOME nor HOME is set, so there is no cache dir for pi".into()),
-        },
-    };
-    Ok(base.join("reins-bench"))
-}
-
-/// The version in the installed package's `package.json`, if there is one.
-fn installed_version(prefix: &Path) -> Option<String> {
-    let manifest = prefix.join("node_modules").join(PI_PACKAGE).join("package.json");
-    let text = std::fs::read_to_string(manifest).ok()?;
-    let value: serde_json::Value = serde_json::from_str(&text).ok()?;
-    value.get("version")?.as_str().map(str::to_string)
-}
-
-async fn npm_install(prefix: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(prefix).map_err(|err| format!("cannot make {}: {err}", prefix.display()))?;
-    eprintln!("bench: installing {PI_PACKAGE}@{PI_VERSION} into {} (npm)", prefix.display());
-    let install = tokio::process::Command::new("npm")
-        .arg("install")
-        .arg("--prefix")
-        .arg(prefix)
-        .args(["--no-audit", "--no-fund", "--loglevel=error"])
-        .arg(format!("{PI_PACKAGE}@{PI_VERSION}"))
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(INSTALL_TIMEOUT, install)
-        .await
-        .map_err(|_| format!("npm install did not finish within {INSTALL_TIMEOUT:?}"))?
-        .map_err(|err| match err.kind() {
-            std::io::ErrorKind::NotFound => "npm is not on PATH".to_string(),
-            _ => format!("cannot run npm: {err}"),
-        })?;
-    if !output.status.success() {
-        return Err(format!("npm install failed ({}): {}", output.status, tail(&output.stderr)));
-    }
-    Ok(())
 }
 
 /// The last lines of a process's output, enough to say what went wrong.

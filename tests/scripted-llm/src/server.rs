@@ -35,6 +35,8 @@ pub struct RecordedRequest {
     pub headers: Vec<(String, String)>,
     /// The parsed JSON body; `Null` when there was none or it was not JSON.
     pub body: Value,
+    /// The body's bytes as they came (for byte counts and byte-for-byte prefix comparisons).
+    pub raw_body: Vec<u8>,
 }
 
 #[derive(Default)]
@@ -180,6 +182,7 @@ fn record(shared: &Shared, request: &HttpRequest) -> RecordedRequest {
         path: request.path.clone(),
         headers: request.headers.clone(),
         body,
+        raw_body: request.body.clone(),
     };
     lock(&shared.requests).push(recorded.clone());
     recorded

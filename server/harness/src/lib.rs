@@ -33,7 +33,7 @@ pub use registry::{Api, FALLBACK_PROVIDER, ModelEntry, ProviderInfo, Registry};
 pub use router::Router;
 pub use runtime::{
     CheckedOut, Checkout, Harness, HarnessEvent, HarnessEventSink, HarnessOptions, Resumed, RunId, RunStarted,
-    SessionId,
+    SessionId, SessionUsage, ThinkingSet,
 };
 pub use sessions::{SessionInfo, SessionTreeView, TreeNode};
 pub use settings::{DEFAULT_BASE_URL, DEFAULT_MODEL, KeySource, Settings};

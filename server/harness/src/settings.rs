@@ -377,6 +377,26 @@ impl Settings {
         Limits { max_turns: self.max_turns.unwrap_or(defaults.max_turns), ..defaults }
     }
 
+    /// Why thinking level `level` changes nothing for `model`: it does not reason, or it speaks
+    /// Chat Completions and its entry lists no `reasoning_effort` it takes. `None` when it does
+    /// (and for `off`, which asks for nothing).
+    pub fn thinking_note(&self, model: &Model, level: ThinkingLevel) -> Option<String> {
+        let name = format!("{}/{}", model.provider, model.id);
+        let api = self.registry.provider(&model.provider).map_or(Api::OpenAi, |provider| provider.api);
+        match level {
+            ThinkingLevel::Off => None,
+            _ if !model.reasoning => Some(format!(
+                "{name} does not reason, so thinking level {level} changes nothing (mark a model that does with \
+                 reasoning = true in its [[models]] entry)"
+            )),
+            _ if api == Api::OpenAi && model.compat.reasoning_effort.is_empty() => Some(format!(
+                "{name} takes no reasoning_effort, so thinking level {level} changes nothing (list the levels its \
+                 server takes with reasoning_effort in its [[models]] entry)"
+            )),
+            _ => None,
+        }
+    }
+
     /// Where a setting came from (`default` when nothing set it).
     pub fn origin(&self, key: &str) -> Source {
         self.origins.get(key).cloned().unwrap_or(Source::Default)

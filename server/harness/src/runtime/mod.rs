@@ -4,6 +4,7 @@
 //! event sink. What is done to sessions is in [`sessions`], runs in [`runs`].
 
 mod checkout;
+mod choices;
 mod runs;
 mod sessions;
 mod tools;
@@ -35,6 +36,8 @@ use crate::sessions::{SessionListing, SessionRecorder};
 use crate::settings::Settings;
 use tools::ConfiguredServers;
 pub(crate) use tools::SessionTools;
+use choices::Choices;
+pub use choices::{SessionUsage, ThinkingSet};
 
 pub type SessionId = String;
 pub type RunId = String;
@@ -107,6 +110,8 @@ struct LiveSession {
     /// Its built-in tools and MCP servers; shared with the hooks, which refresh the tools
     /// before each turn.
     toolbox: Arc<SessionTools>,
+    /// What the session chose for itself (thinking level), from its file or a command.
+    choices: Mutex<Choices>,
     /// `None` when sessions are not kept on disk.
     file: Option<Arc<Mutex<SessionFile>>>,
     /// The run in progress. Set before the run is spawned, so a second send fails at once.
@@ -223,7 +228,9 @@ impl Harness {
             None => settings.resolve_model(None),
         };
         let id = file.id().to_string();
-        self.go_live(id, Some(file), model, context.messages, context.active_tools)
+        let mut choices = Choices::default();
+        choices.adopt(&context);
+        self.go_live(id, Some(file), model, context.messages, context.active_tools, choices)
     }
 
     /// `active_tools`: the tools the session recorded as offered (pi 1.6), where reins has them;
@@ -235,6 +242,7 @@ impl Harness {
         model: Model,
         messages: Vec<Message>,
         active_tools: Option<Vec<String>>,
+        choices: Choices,
     ) -> SessionId {
         let file = file.map(|file| Arc::new(Mutex::new(file)));
         // A session kept on disk records the file changes of its tools on its path.
@@ -255,7 +263,8 @@ impl Harness {
         let tools = ToolSet { workspace, recorder };
         let (agent, toolbox) =
             self.new_agent(model, messages, active_tools, gate, file.clone(), cancel.clone(), &tools);
-        let session = Arc::new(LiveSession { id: id.clone(), agent, toolbox, file, running, cancel, tools });
+        let choices = Mutex::new(choices);
+        let session = Arc::new(LiveSession { id: id.clone(), agent, toolbox, choices, file, running, cancel, tools });
         lock(&self.sessions).insert(id.clone(), session);
         id
     }
@@ -417,6 +426,7 @@ impl LiveSession {
             let context = lock(file).context();
             match context {
                 Ok(context) => {
+                    lock(&self.choices).adopt(&context);
                     let _ = self.agent.set_messages(context.messages);
                 }
                 Err(err) => {

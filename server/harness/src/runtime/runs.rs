@@ -12,6 +12,7 @@ use tokio::sync::oneshot;
 use super::{Harness, IdleOnDrop, LiveSession, RunStarted, lock};
 use crate::compaction::{CompactionSettings, compact_and_reload, near_window, overflowed};
 use crate::error::HarnessError;
+use crate::settings::Settings;
 
 impl Harness {
     /// Sends a user message; the run goes on in the background. `Busy` if one is going.
@@ -54,9 +55,12 @@ impl Harness {
         // The settings in force when the run starts hold for all of it (the approval policy and
         // automatic compaction between turns read them again as they go).
         let settings = self.settings();
-        session.agent.set_limits(settings.limits());
+        session.agent.set_limits(self.limits_for(session, &settings));
         // The MCP servers' tools as they are now (waiting for servers still starting).
         session.agent.set_tools(session.toolbox.current().await);
+        if let Some(note) = session.apply_thinking(&settings, &session.agent.context().model) {
+            tracing::warn!("{note}");
+        }
         if let Some(file) = &session.file
             && settings.compaction.auto
         {
@@ -87,6 +91,8 @@ impl Harness {
                 match compact_and_reload(file, self.provider.as_ref(), &model, &settings, &cancel).await {
                     Ok((_, messages)) => {
                         let _ = session.agent.set_messages(messages);
+                        // The budget left after what the first attempt and the compaction spent.
+                        session.agent.set_limits(self.limits_for(session, &self.settings()));
                         if let Ok(retried) = session.agent.prompt(Vec::new(), emit).await {
                             outcome = retried;
                         }
@@ -102,6 +108,14 @@ impl Harness {
             }
         }
         Some(outcome)
+    }
+
+    /// The loop's limits for the next run of `session`: the settings', with what the session's
+    /// budget has left.
+    fn limits_for(&self, session: &LiveSession, settings: &Settings) -> reins_agent::Limits {
+        let mut limits = settings.limits();
+        limits.max_cost_usd = settings.max_cost_usd.map(|max| max - session.spent());
+        limits
     }
 
     /// Compacts before a run whose prompt would bring the context near the window; a failure is

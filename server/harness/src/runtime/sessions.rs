@@ -17,7 +17,7 @@ impl Harness {
         let model = self.settings().resolve_model(model.filter(|model| !model.trim().is_empty()));
         if !self.options.persist {
             let id = format!("mem-{}-{:x}", self.next(), now_ms());
-            return Ok(self.go_live(id, None, model, Vec::new(), None));
+            return Ok(self.go_live(id, None, model, Vec::new(), None, Default::default()));
         }
         let mut file = self.store.create(&self.cwd(), None).map_err(session_error)?;
         file.set_durability(Durability::Write);
@@ -28,7 +28,7 @@ impl Harness {
         }
         file.flush().map_err(session_error)?;
         let id = file.id().to_string();
-        Ok(self.go_live(id, Some(file), model, Vec::new(), None))
+        Ok(self.go_live(id, Some(file), model, Vec::new(), None, Default::default()))
     }
 
     /// Opens a session by id (or unique prefix) or path, and continues from its leaf.
@@ -153,6 +153,7 @@ impl Harness {
             file.navigate(entry_id, summary).map_err(session_error)?;
             file.context().map_err(session_error)?
         };
+        lock(&session.choices).adopt(&context);
         session.agent.set_messages(context.messages).map_err(|_| HarnessError::Busy)?;
         Ok(checkout)
     }

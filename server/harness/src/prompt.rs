@@ -92,36 +92,37 @@ pub fn build_system_prompt(inputs: &PromptInputs) -> String {
         }
         prompt.push_str("</project_context>");
     }
-    prompt.push_str(&format!("\n\nCurrent date: {}", inputs.date));
-    prompt.push_str(&format!("\nCurrent working directory: {}", inputs.cwd.display()));
+    // No date: a session continued another day would otherwise lose its whole cached prefix
+    // (pi 1.6 leaves it out too); `bash` can tell the date.
+    prompt.push_str(&format!("\n\nCurrent working directory: {}", inputs.cwd.display()));
     prompt
 }
 
 /// Identity and guidelines, lean: the tools describe themselves in their definitions, so the
-/// prompt only says what no single tool says, and names only the tools that are offered (an
-/// ask-only session is not told how to edit).
+/// prompt only says what no single tool says, and only what applies to the tools offered (an
+/// ask-only session is not told how to edit). It names no edit dialect, so a model change that
+/// swaps `edit` for `apply_patch` leaves the prompt, and the cached prefix, as they were.
 fn default_preamble(tools: &[ToolSpec]) -> String {
-    let has = |name: &str| tools.iter().any(|tool| tool.name == name);
+    let has = |names: &[&str]| tools.iter().any(|tool| names.contains(&tool.name.as_str()));
+    let changes = has(&["edit", "write", "apply_patch"]);
     let mut out = String::from(
         "You are an expert coding assistant working in the user's editor through reins. \
          Paths are relative to the working directory, or absolute.",
     );
-    if tools.iter().any(|tool| matches!(tool.name.as_str(), "edit" | "write" | "apply_patch" | "bash")) {
+    if changes || has(&["bash"]) {
         out.push_str(
             " Your edits, writes and commands may be shown to the user as proposals first; the tool result \
              says whether each was applied, partly applied or rejected, and why.",
         );
     }
     out.push_str("\n\nGuidelines:\n- Be concise. Show file paths clearly.\n");
-    if has("edit") {
-        out.push_str("- Read a file before you edit it; prefer `edit` with small exact oldText over rewriting.\n");
-    } else if has("apply_patch") {
-        out.push_str("- Read a file before you patch it; keep patches small.\n");
+    if changes {
+        out.push_str("- Read a file before you change it; prefer small exact edits to rewriting it.\n");
     }
-    if has("bash") && (has("grep") || has("find") || has("ls")) {
+    if has(&["bash"]) && has(&["grep", "find", "ls"]) {
         out.push_str("- Explore with `grep`, `find` and `ls` rather than `bash`.\n");
     }
-    if has("edit") || has("write") || has("apply_patch") {
+    if changes {
         out.push_str("- If a proposal is rejected, do not retry it: adapt to the user's reason.\n");
     }
     out.push_str("- Do not invent file contents or command output; look them up.");
@@ -204,7 +205,6 @@ mod tests {
             </project_instructions>
             </project_context>
 
-            Current date: 2026-11-30
             Current working directory: <tmp>/home/proj"#]]
         .assert_eq(context);
     }
@@ -217,11 +217,10 @@ mod tests {
 
             Guidelines:
             - Be concise. Show file paths clearly.
-            - Read a file before you edit it; prefer `edit` with small exact oldText over rewriting.
+            - Read a file before you change it; prefer small exact edits to rewriting it.
             - If a proposal is rejected, do not retry it: adapt to the user's reason.
             - Do not invent file contents or command output; look them up.
 
-            Current date: 2026-11-30
             Current working directory: <tmp>/home/proj"#]]
         .assert_eq(&prompt);
         assert!(!prompt.contains("Read a file.") && !prompt.contains("More."));
@@ -232,7 +231,13 @@ mod tests {
             ..PromptInputs::default()
         };
         let ask = build_system_prompt(&inputs);
-        assert!(!ask.contains("`edit`") && !ask.contains("proposal") && !ask.contains("`bash`"), "{ask}");
+        assert!(!ask.contains("edits") && !ask.contains("proposal") && !ask.contains("`bash`"), "{ask}");
+        // The edit dialect a model gets does not show: a model change keeps the prompt.
+        let with = |editor: &str| {
+            let tools = ["read", "write", editor, "bash"].map(|name| tool(name, "")).to_vec();
+            build_system_prompt(&PromptInputs { tools, ..PromptInputs::default() })
+        };
+        assert_eq!(with("edit"), with("apply_patch"));
     }
 
     #[test]
@@ -253,7 +258,6 @@ mod tests {
 
             project append
 
-            Current date: 2026-11-30
             Current working directory: <tmp>/home/proj"#]]
         .assert_eq(&trusted);
     }
@@ -261,6 +265,6 @@ mod tests {
     #[test]
     fn global_system_override_replaces_identity() {
         let prompt = prompt_for(&[("global/SYSTEM.md", "You are terse.\n")], false);
-        assert!(prompt.starts_with("You are terse.\n\nCurrent date"), "{prompt}");
+        assert!(prompt.starts_with("You are terse.\n\nCurrent working directory"), "{prompt}");
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use reins_agent::{AgentEvent, TurnEndReason};
-use reins_ai::Content;
+use reins_ai::{Content, ThinkingLevel};
 use reins_harness::{
     ApprovalPolicy, Harness, HarnessError, HarnessEvent, HarnessEventSink, HarnessOptions, LiveSettings, SessionId,
     Settings,
@@ -25,6 +25,10 @@ pub struct RunArgs {
     /// qwen2.5-coder:7b); ids not in `reins models` go to OPENAI_BASE_URL
     #[arg(long, short = 'm', value_name = "MODEL", value_parser = cli::non_empty)]
     pub model: Option<String>,
+    /// How hard a reasoning model thinks: off, minimal, low, medium, high or xhigh (default: the
+    /// session's level, else config `thinking`, else the provider's); kept in the session
+    #[arg(long, value_name = "LEVEL", value_parser = thinking_level)]
+    pub thinking: Option<ThinkingLevel>,
     /// Approve every edit, write and command without asking
     #[arg(long, short = 'y')]
     pub yes: bool,
@@ -143,6 +147,14 @@ async fn run_in(harness: &Arc<Harness>, args: &RunArgs) -> ExitCode {
     let session_choice = args.session();
     let prompt = args.prompt().unwrap_or_default();
     let started = choose_session(harness, &session_choice, args.model.as_deref())
+        .and_then(|session| {
+            if let Some(level) = args.thinking
+                && let Some(note) = harness.set_thinking(&session, level)?.note
+            {
+                eprintln!("reins: {note}");
+            }
+            Ok(session)
+        })
         .and_then(|session| harness.send(&session, vec![Content::text(prompt)]));
     let started = match started {
         Ok(started) => started,
@@ -231,6 +243,11 @@ fn choose_session(harness: &Harness, choice: &SessionChoice, model: Option<&str>
         harness.set_model(&session, model)?;
     }
     Ok(session)
+}
+
+/// A `--thinking` value.
+fn thinking_level(value: &str) -> Result<ThinkingLevel, String> {
+    ThinkingLevel::parse(value).ok_or_else(|| format!("expected one of {}", ThinkingLevel::names()))
 }
 
 fn print_json_event(event: &AgentEvent) {

@@ -25,6 +25,8 @@ pub const COMMANDS: &[&str] = &[
     "reins.session.label",
     "reins.session.rename",
     "reins.session.compact",
+    "reins.session.setThinking",
+    "reins.session.usage",
     "reins.model.list",
     "reins.model.set",
     "reins.edit.accept",
@@ -50,6 +52,8 @@ pub enum Command {
     SessionLabel(Label),
     SessionRename(Rename),
     SessionCompact(SessionRef),
+    SessionSetThinking(SetThinking),
+    SessionUsage(SessionRef),
     ModelList,
     ModelSet(ModelSet),
     EditAccept(EditAccept),
@@ -151,6 +155,14 @@ pub struct Rename {
 
 #[derive(Debug, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SetThinking {
+    pub session_id: String,
+    /// `off`, `minimal`, `low`, `medium`, `high` or `xhigh`.
+    pub level: String,
+}
+
+#[derive(Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ModelSet {
     /// Absent: the default model of sessions started from now on.
     pub session_id: Option<String>,
@@ -221,6 +233,8 @@ impl Command {
             "reins.session.label" => Command::SessionLabel(arg(command, arguments)?),
             "reins.session.rename" => Command::SessionRename(arg(command, arguments)?),
             "reins.session.compact" => Command::SessionCompact(arg(command, arguments)?),
+            "reins.session.setThinking" => Command::SessionSetThinking(arg(command, arguments)?),
+            "reins.session.usage" => Command::SessionUsage(arg(command, arguments)?),
             "reins.model.list" => {
                 let NoArguments {} = arg(command, arguments)?;
                 Command::ModelList

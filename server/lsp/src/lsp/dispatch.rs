@@ -6,7 +6,7 @@ use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
 
-use reins_ai::Content;
+use reins_ai::{Content, ThinkingLevel};
 use reins_harness::{Harness, HarnessError};
 use reins_tools::Workspace;
 use ropey::Rope;
@@ -121,6 +121,21 @@ pub async fn execute(state: &State, command: Command) -> Result<Value> {
         Command::SessionCompact(session) => {
             let compacted = harness.compact(&session.session_id).await.map_err(to_proto::harness_error)?;
             Ok(json!({ "tokensBefore": compacted.tokens_before, "tokensAfter": compacted.tokens_after }))
+        }
+        Command::SessionSetThinking(set) => {
+            let level = ThinkingLevel::parse(&set.level).ok_or_else(|| {
+                let names = ThinkingLevel::names();
+                to_proto::invalid_argument(format!(
+                    "reins.session.setThinking: level: expected one of {names}, found {:?}",
+                    set.level
+                ))
+            })?;
+            let set = harness.set_thinking(&set.session_id, level).map_err(to_proto::harness_error)?;
+            Ok(json!({ "thinkingLevel": set.level.as_str(), "note": set.note }))
+        }
+        Command::SessionUsage(session) => {
+            let usage = on_disk(harness, move |harness| harness.usage(&session.session_id)).await?;
+            Ok(to_proto::session_usage(&usage))
         }
         Command::ModelList => Ok(to_proto::model_list(&harness.settings())),
         Command::ModelSet(set) => model_set(state, set),

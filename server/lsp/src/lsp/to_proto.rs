@@ -12,8 +12,8 @@ use reins_ai::{
     ToolResultMessage, Usage, UserMessage,
 };
 use reins_harness::{
-    CommandRan, FileOutcome, HarnessError, ListedModel, SessionInfo, SessionTreeView, Settings, Status, TreeNode,
-    UNTRACKED_WARNING, Written,
+    CommandRan, FileOutcome, HarnessError, ListedModel, SessionInfo, SessionTreeView, SessionUsage, Settings, Status,
+    TreeNode, UNTRACKED_WARNING, Written,
 };
 use reins_mcp::{ServerState, ServerStatus};
 use reins_review::{Hunk, Located, Outcome, PendingEdit, Resolution, ReviewError, Subject};
@@ -225,6 +225,26 @@ pub fn session_info(session: &SessionInfo) -> Value {
         "parentSession": session.parent_session,
         "usage": usage(&session.usage),
     })
+}
+
+/// The answer of `reins.session.usage`: the model calls of the current branch, then the total of
+/// every call the session records.
+pub fn session_usage(usage: &SessionUsage) -> Value {
+    let calls: Vec<Value> = usage
+        .calls
+        .iter()
+        .map(|call| {
+            json!({
+                "entryId": call.entry_id,
+                "timestamp": call.timestamp,
+                "kind": call.kind,
+                "provider": call.provider,
+                "model": call.model,
+                "usage": self::usage(&call.usage),
+            })
+        })
+        .collect();
+    json!({ "calls": calls, "total": self::usage(&usage.total) })
 }
 
 /// The answer of `reins.session.tree` (and `reins sessions tree --json`).

@@ -13,6 +13,7 @@ use reins_tools::{EditFormat, SandboxMode};
 use toml::de::{DeTable, DeValue};
 
 use crate::registry::Api;
+use crate::tool_set::ToolSet;
 use reins_review::{Policy, ToolPattern};
 
 #[path = "config_mcp.rs"]
@@ -78,6 +79,8 @@ pub struct ConfigLayer {
     pub pass_env: Option<Vec<String>>,
     /// `[tools]`: which edit tool models get (`auto`: as the model's registry entry says).
     pub edit_format: Option<EditFormatChoice>,
+    /// `[tools] enabled`: the tools offered (names and globs), unless a session chose its own.
+    pub tools_enabled: Option<ToolSet>,
     pub sandbox: SandboxLayer,
     pub providers: BTreeMap<String, ProviderLayer>,
     pub models: Vec<ModelLayer>,
@@ -307,6 +310,11 @@ impl Reader<'_> {
                                 self.error(&path, value, "only your own config.toml can pass secrets to tools")
                             }
                             "pass_env" => layer.pass_env = self.strings(&path, value),
+                            "enabled" => match self.strings(&path, value).map(|items| ToolSet::parse(&items)) {
+                                Some(Ok(set)) => layer.tools_enabled = Some(set),
+                                Some(Err(reason)) => self.error(&path, value, &reason),
+                                None => {}
+                            },
                             "edit_format" => {
                                 layer.edit_format = self.edit_format(&path, value, true).or(layer.edit_format)
                             }
@@ -723,6 +731,9 @@ auto = false
 reserve_tokens = 1000
 keep_recent_tokens = 2000
 
+[tools]
+enabled = ["read-only", "mcp__docs__*"]
+
 [limits]
 max_turns = 7
 max_cost_usd = 2.5
@@ -747,6 +758,8 @@ reasoning_effort = ["minimal", "high"]
         assert_eq!(layer.approval.get("bash"), Some(&Policy::Deny));
         assert_eq!((layer.compaction_auto, layer.reserve_tokens, layer.max_turns), (Some(false), Some(1000), Some(7)));
         assert_eq!((layer.thinking, layer.max_cost_usd), (Some(ThinkingLevel::High), Some(2.5)));
+        let enabled = layer.tools_enabled.unwrap();
+        assert_eq!(enabled.items(), ["read", "ls", "grep", "find", "mcp__docs__*"]);
         let lab = &layer.providers["lab"];
         assert_eq!(
             (lab.api_key_env.as_deref(), lab.api_key_command.as_deref()),
@@ -761,14 +774,15 @@ reasoning_effort = ["minimal", "high"]
     #[test]
     fn bad_values_name_file_line_and_key_and_the_rest_loads() {
         let text = "model = \"m\"\nthinking = \"max\"\n[approval]\nbash = \"sometimes\"\nedit = \"auto\"\n[limits]\n\
-                    max_turns = \"ten\"\nmax_cost_usd = -1\n[[models]]\nprovider = \"x\"\n[compaction]\nreserve = 3\n";
+                    max_turns = \"ten\"\nmax_cost_usd = -1\n[tools]\nenabled = [\"read\", \"grep_all\"]\n[[models]]\nprovider = \"x\"\n[compaction]\nreserve = 3\n";
         expect![[r#"
             /home/u/.config/reins/config.toml:2: thinking: expected one of off|minimal|low|medium|high|xhigh, found "max"
             /home/u/.config/reins/config.toml:4: approval.bash: expected "ask", "auto" or "deny", found "sometimes"
             /home/u/.config/reins/config.toml:7: limits.max_turns: expected a whole number, 0 or more, found a string
             /home/u/.config/reins/config.toml:8: limits.max_cost_usd: expected a number, 0 or more, found an integer
-            /home/u/.config/reins/config.toml:9: models[0]: a model needs an `id`; this entry was skipped
-            /home/u/.config/reins/config.toml:12: compaction.reserve: unknown key; it was ignored"#]]
+            /home/u/.config/reins/config.toml:10: tools.enabled: unknown tool `grep_all`; the tools are read, write, edit, apply_patch, bash, ls, grep, find, and mcp__<server>__<tool> for MCP servers' (globs such as mcp__* work too), or read-only for read, ls, grep, find
+            /home/u/.config/reins/config.toml:11: models[0]: a model needs an `id`; this entry was skipped
+            /home/u/.config/reins/config.toml:14: compaction.reserve: unknown key; it was ignored"#]]
         .assert_eq(&diagnostics(LayerKind::User, text));
         let (layer, _) = ConfigLayer::from_toml(Path::new("c.toml"), text, LayerKind::User);
         assert_eq!((layer.model.as_deref(), layer.approval.get("edit")), (Some("m"), Some(&Policy::Auto)));

@@ -19,6 +19,7 @@ mod runtime;
 mod sessions;
 mod settings;
 mod summary;
+mod tool_set;
 
 pub use auth::{AuthKeys, KEY_COMMAND_TIMEOUT, mask, read_auth_file, run_key_command};
 pub use compaction::{Compacted, CompactionSettings};
@@ -38,6 +39,7 @@ pub use runtime::{
 pub use sessions::{SessionInfo, SessionTreeView, TreeNode};
 pub use settings::{DEFAULT_BASE_URL, DEFAULT_MODEL, KeySource, Settings};
 pub use summary::{FileActivity, render_transcript};
+pub use tool_set::{BUILTIN_TOOLS, READ_ONLY_TOOLS, ToolSet};
 // What a checkout does to each file, as the checkpoints crate works it out.
 pub use reins_checkpoints::{CommandRan, ConflictInfo, Direction, FileOutcome, Status, UNTRACKED_WARNING, Written};
 // The approval policy and the approver are the review core's; the settings carry the policy.

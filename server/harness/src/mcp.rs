@@ -10,8 +10,9 @@ use reins_mcp::{MAX_RESTARTS, Options, ServerConfig, Servers};
 
 use crate::settings::Settings;
 
-/// Where warnings that belong to no run go: an MCP server could not start, or stopped. The CLI
-/// prints them on stderr; the language server shows them with `window/showMessage`.
+/// Where warnings go that are no agent event: an MCP server could not start, or stopped; a
+/// thinking level the session's model cannot take (said once). The CLI prints them on stderr;
+/// the language server shows them with `window/showMessage`.
 pub type Warn = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// The configured servers of `settings`, for a workspace at `roots`. Nothing starts until a

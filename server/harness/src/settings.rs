@@ -19,6 +19,7 @@ use crate::compaction::CompactionSettings;
 use crate::config::{ConfigDiagnostic, ConfigLayer, EditFormatChoice, LayerKind, Source, trim_url};
 use crate::error::HarnessError;
 use crate::registry::{Api, FALLBACK_PROVIDER, ProviderInfo, Registry, blank_entry};
+use crate::tool_set::ToolSet;
 use reins_mcp::ServerConfig;
 use reins_review::ApprovalPolicy;
 
@@ -64,6 +65,9 @@ pub struct Settings {
     /// `[tools] pass_env`: globs of variables that reach tools although their names look secret
     /// (never reins's own key variables).
     pub pass_env: Vec<String>,
+    /// `[tools] enabled`: the tools sessions offer unless they chose their own; `None`: all of
+    /// them (the built-in ones and every MCP server's).
+    pub tools_enabled: Option<ToolSet>,
     /// What commands may touch, with `~` expanded.
     pub sandbox: Sandbox,
     /// `[tools] edit_format`: which edit tool models get.
@@ -421,6 +425,7 @@ fn compose(base: Arc<Base>, editor: &[ConfigLayer]) -> Settings {
         stream_idle_timeout_secs: ClientOptions::default().idle_timeout.as_secs(),
         max_timeout_secs: DEFAULT_MAX_TIMEOUT_SECS,
         pass_env: Vec::new(),
+        tools_enabled: None,
         edit_format: EditFormatChoice::Auto,
         sandbox: Sandbox {
             mode: SandboxMode::WorkspaceWrite,
@@ -562,6 +567,10 @@ fn apply_layer(
     if let Some(seconds) = layer.max_timeout {
         settings.max_timeout_secs = seconds;
         set(settings, "tools.max_timeout".into());
+    }
+    if let Some(enabled) = &layer.tools_enabled {
+        settings.tools_enabled = Some(enabled.clone());
+        set(settings, "tools.enabled".into());
     }
     if let Some(pass) = &layer.pass_env {
         settings.pass_env = pass.clone();

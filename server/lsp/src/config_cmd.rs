@@ -76,6 +76,8 @@ pub fn report(settings: &Settings) -> String {
     let budget = settings.max_cost_usd.map_or("none".to_string(), |dollars| format!("${dollars}"));
     lines.push(row("limits.max_cost_usd", budget));
     lines.push(row("limits.stream_idle_timeout", format!("{} s", settings.stream_idle_timeout_secs)));
+    let enabled = settings.tools_enabled.as_ref().map_or("all".to_string(), |set| set.items().join(", "));
+    lines.push(row("tools.enabled", enabled));
     lines.push(row("tools.max_timeout", format!("{} s", settings.max_timeout_secs)));
     let edit_format = match settings.edit_format {
         EditFormatChoice::Auto => "auto",

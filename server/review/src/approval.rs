@@ -91,6 +91,11 @@ impl ToolPattern {
         Ok(Self { glob: glob.to_string(), matcher: matcher.compile_matcher() })
     }
 
+    /// Whether the tool named `name` matches.
+    pub fn matches(&self, name: &str) -> bool {
+        self.matcher.is_match(name)
+    }
+
     /// Whether `name` is a pattern rather than a tool's name.
     pub fn is_glob(name: &str) -> bool {
         name.contains(['*', '?', '['])

@@ -175,6 +175,7 @@ mod tests {
             events: Arc::new(|_| {}),
             date: "2026-11-30".into(),
             persist: true,
+            warn: Arc::new(|_| {}),
         })
     }
 

@@ -34,10 +34,10 @@ use crate::prompt::{PromptInputs, build_system_prompt};
 use crate::router::LiveRouter;
 use crate::sessions::{SessionListing, SessionRecorder};
 use crate::settings::Settings;
-use tools::ConfiguredServers;
-pub(crate) use tools::SessionTools;
 use choices::Choices;
 pub use choices::{SessionUsage, ThinkingSet};
+use tools::ConfiguredServers;
+pub(crate) use tools::SessionTools;
 
 pub type SessionId = String;
 pub type RunId = String;

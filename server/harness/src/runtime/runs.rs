@@ -59,7 +59,7 @@ impl Harness {
         // The MCP servers' tools as they are now (waiting for servers still starting).
         session.agent.set_tools(session.toolbox.current().await);
         if let Some(note) = session.apply_thinking(&settings, &session.agent.context().model) {
-            tracing::warn!("{note}");
+            (self.options.warn)(&note);
         }
         if let Some(file) = &session.file
             && settings.compaction.auto

@@ -139,6 +139,7 @@ async fn checkout_moves_the_files_with_the_leaf_and_keeps_the_users_edits() {
         &[("README.md", "# demo, by hand\n"), ("src/lib.rs", mine_at_start), ("untracked.txt", "untracked\n")],
         "at the first prompt",
     );
+    assert!(!root.join("new").exists(), "the directory the agent created for its file went with it");
 
     // Forward to the end of the second run, then to the end of the first, then forward again.
     let mine_at_two = "// mine\nfn one() {}\nfn two() { 2 }\nfn three() { 3 }\n";
@@ -330,4 +331,134 @@ async fn an_mcp_call_is_recorded_as_untracked_and_a_checkout_past_it_warns() {
     let report = json_of(&back);
     assert_eq!(report["commands"][0]["tool"], "mcp__everything__echo");
     assert_eq!(report["commands"][0]["warning"], "a command ran here; its effects on files were not tracked");
+}
+
+/// At a terminal, without `--yes`, the checkout shows what each file goes through and asks:
+/// "no" changes nothing, "yes" goes ahead. `--session` picks a session other than the newest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_a_terminal_it_shows_each_file_and_asks_and_takes_another_session() {
+    let dir = workspace(&[("src/lib.rs", LIB), ("README.md", README)]);
+    let server = two_runs(dir.path()).await;
+    let root = dir.path();
+    let start = entry(root, |node| node["role"] == "user" && node["preview"] == "first").await;
+    let tree = json_of(&reins(None, root, &["sessions", "tree", "--json"]).await);
+    let first_session = tree["sessionId"].as_str().unwrap().to_string();
+    // A newer session becomes the workspace's most recent.
+    server.push(Reply::text("other"));
+    assert_eq!(reins_run(&server, root, &["another"]).await.code, Some(0));
+    let newest = checkout(root, &start, &["--yes"]).await;
+    assert_eq!(newest.code, Some(1));
+    assert!(
+        newest.stderr.contains("has no entry") && newest.stderr.contains("reins sessions tree"),
+        "{}",
+        newest.stderr
+    );
+
+    let prefix = &first_session[..8];
+    let args = ["sessions", "checkout", start.as_str(), "--session", prefix];
+    let (screen, code) = support::reins_in_terminal(None, root, &args, &["n"]).await;
+    assert_eq!(code, Some(1), "{screen}");
+    let plan = redact(&screen.replace("\r\n", "\n"));
+    expect_test::expect![[r#"
+        Checking out ENTRY in session SESSION (now at ENTRY):
+          delete   new/deep.txt  1 recorded change
+          delete   notes.md      2 recorded changes
+          restore  src/lib.rs    2 recorded changes
+          ! a command ran here; its effects on files were not tracked (ENTRY after the entry: bash: echo untracked > untracked.txt)
+        Check out and change these files? [y/N] n
+        reins: nothing was changed
+    "#]]
+    .assert_eq(&plan);
+    assert_eq!(std::fs::read_to_string(root.join("notes.md")).unwrap(), "second notes\n", "nothing changed");
+    let tree = json_of(&reins(None, root, &["sessions", "tree", "--json", prefix]).await);
+    assert_ne!(tree["leaf"], start.as_str(), "the leaf stayed");
+
+    let (screen, code) = support::reins_in_terminal(None, root, &args, &["y"]).await;
+    assert_eq!(code, Some(0), "{screen}");
+    assert!(screen.contains("3 file(s) brought along"), "{screen}");
+    check_files(
+        root,
+        &[("README.md", README), ("src/lib.rs", LIB), ("untracked.txt", "untracked\n")],
+        "after yes at the terminal",
+    );
+    let tree = json_of(&reins(None, root, &["sessions", "tree", "--json", prefix]).await);
+    assert_eq!(tree["leaf"], start.as_str());
+}
+
+/// `apply_patch` deletes and moves files: both are recorded, undone whole and redone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_patch_that_deletes_moves_and_adds_files_is_undone_and_redone() {
+    let dir = workspace(&[("old.txt", "bye\n"), ("a.py", "x = 1\n"), ("keep.txt", "kept\n")]);
+    let root = dir.path();
+    let home = support::reins_home(root);
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(home.join("config.toml"), "[tools]\nedit_format = \"apply_patch\"\n").unwrap();
+    let patch = "*** Begin Patch\n*** Add File: docs/new.md\n+# New\n*** Delete File: old.txt\n\
+                 *** Update File: a.py\n*** Move to: b.py\n@@\n-x = 1\n+x = 2\n*** End Patch";
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("p1", "apply_patch", json!({ "input": patch })),
+        Reply::text("patched"),
+    ])
+    .await;
+    let run = reins_run(&server, root, &["--yes", "patch it"]).await;
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    let before = [("a.py", "x = 1\n"), ("keep.txt", "kept\n"), ("old.txt", "bye\n")];
+    let after = [("b.py", "x = 2\n"), ("docs/new.md", "# New\n"), ("keep.txt", "kept\n")];
+    check_files(root, &after, "after the patch");
+    let recorded = entry(root, |node| node["kind"] == "custom").await;
+    let tree = json_of(&reins(None, root, &["sessions", "tree", "--json"]).await);
+    let node = tree["nodes"].as_array().unwrap().iter().find(|node| node["id"] == recorded.as_str()).unwrap();
+    assert_eq!(node["preview"], "create docs/new.md, delete old.txt, move a.py → b.py");
+
+    let start = entry(root, |node| node["role"] == "user").await;
+    let end = entry(root, |node| node["preview"] == "patched").await;
+    for (target, expected, when) in
+        [(&start, &before[..], "undone"), (&end, &after[..], "redone"), (&start, &before[..], "undone again")]
+    {
+        let moved = checkout(root, target, &["--yes"]).await;
+        assert_eq!(moved.code, Some(0), "{when}: {}\n{}", moved.stdout, moved.stderr);
+        check_files(root, expected, when);
+        assert_eq!(root.join("docs").exists(), target == &end, "{when}: the patch's directory");
+    }
+}
+
+/// A file the agent changed that is now a symlink out of the workspace (or sits in a directory
+/// that is) is never followed: it is named, and what it points to is left alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_symlink_out_of_the_workspace_is_not_followed() {
+    let dir = workspace(&[("src/lib.rs", LIB), ("README.md", README)]);
+    let _server = two_runs(dir.path()).await;
+    let root = dir.path();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "second notes\n").unwrap();
+    std::fs::create_dir(outside.path().join("deep")).unwrap();
+    std::fs::write(outside.path().join("deep/deep.txt"), "deep\n").unwrap();
+    // The user replaces the agent's note and directory with links to the same contents outside.
+    std::fs::remove_file(root.join("notes.md")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("secret.txt"), root.join("notes.md")).unwrap();
+    std::fs::remove_dir_all(root.join("new")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("deep"), root.join("new")).unwrap();
+
+    let start = entry(root, |node| node["role"] == "user" && node["preview"] == "first").await;
+    let moved = checkout(root, &start, &["--yes", "--json"]).await;
+    assert_eq!(moved.code, Some(3), "stdout: {}\nstderr: {}", moved.stdout, moved.stderr);
+    let report = json_of(&moved);
+    let files: Vec<String> = report["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|file| format!("{} {} {}", file["action"], file["path"], file["conflict"]["reason"]))
+        .collect();
+    expect_test::expect![[r#"
+        [
+            "\"refused\" \"new/deep.txt\" \"it is outside the workspace\"",
+            "\"refused\" \"notes.md\" \"it is outside the workspace\"",
+            "\"restore\" \"src/lib.rs\" null",
+        ]
+    "#]]
+    .assert_debug_eq(&files);
+    assert_eq!(std::fs::read_to_string(outside.path().join("secret.txt")).unwrap(), "second notes\n");
+    assert_eq!(std::fs::read_to_string(outside.path().join("deep/deep.txt")).unwrap(), "deep\n");
+    assert!(root.join("notes.md").is_symlink() && root.join("new").is_symlink(), "the links stay");
+    assert_eq!(std::fs::read_to_string(root.join("src/lib.rs")).unwrap(), LIB);
 }

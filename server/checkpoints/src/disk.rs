@@ -169,6 +169,9 @@ impl Journal {
         }
         let now = read(&file.path)?.map(|bytes| sha256_hex(&bytes));
         if now == file.to {
+            if file.to.is_none() {
+                remove_emptied_dirs(&file.path, inside);
+            }
             return Ok(Written::AlreadyDone);
         }
         if now != file.from {
@@ -184,10 +187,13 @@ impl Journal {
                 }
                 write_atomically(&file.path, &bytes)?;
             }
-            None => match std::fs::remove_file(&file.path) {
-                Err(err) if err.kind() != io::ErrorKind::NotFound => return Err(err),
-                _ => {}
-            },
+            None => {
+                match std::fs::remove_file(&file.path) {
+                    Err(err) if err.kind() != io::ErrorKind::NotFound => return Err(err),
+                    _ => {}
+                }
+                remove_emptied_dirs(&file.path, inside);
+            }
         }
         Ok(Written::Done)
     }
@@ -211,6 +217,21 @@ impl Journal {
     /// Removes the journal once the leaf has moved: the checkout is complete.
     pub fn remove(self) -> io::Result<()> {
         std::fs::remove_dir_all(&self.dir)
+    }
+}
+
+/// Removes the directories above a deleted file that it leaves empty (as the agent's creation of
+/// the file made them), up to but not including a workspace root: a directory is removed only
+/// when it and its parent are inside the workspace.
+fn remove_emptied_dirs(deleted: &Path, inside: &dyn Fn(&Path) -> bool) {
+    let mut at = deleted.parent();
+    while let Some(dir) = at {
+        let below_a_root = dir.parent().is_some_and(inside) && inside(dir);
+        // `remove_dir` removes only an empty directory (and no symlink to one).
+        if !below_a_root || dir.is_symlink() || std::fs::remove_dir(dir).is_err() {
+            return;
+        }
+        at = dir.parent();
     }
 }
 

@@ -420,3 +420,23 @@ impl Ancestors for SessionFile {
         path[1].to_string()
     }
 }
+
+#[test]
+fn directories_a_deleted_file_leaves_empty_go_too_never_a_root_or_one_in_use() {
+    let mut s = Scenario::new();
+    let start = s.file.leaf().unwrap().to_string();
+    std::fs::create_dir_all(s.root().join("kept/dir")).unwrap();
+    s.write("kept/dir/mine.txt", b"mine\n");
+    s.change(&[
+        ("new/deep/er.txt", None, Some(b"deep\n")),
+        ("kept/dir/agent.txt", None, Some(b"agent\n")),
+        ("top.txt", None, Some(b"top\n")),
+    ]);
+    s.checkout(&start);
+    assert!(!s.root().join("new").exists(), "the directories the file was alone in are gone");
+    assert!(s.root().join("kept/dir/mine.txt").exists(), "a directory still in use stays");
+    assert!(s.root().is_dir(), "the workspace root stays, empty or not");
+    let names: Vec<String> =
+        std::fs::read_dir(s.root()).unwrap().map(|entry| entry.unwrap().file_name().into_string().unwrap()).collect();
+    assert_eq!(names, ["kept"]);
+}

@@ -210,17 +210,34 @@ async fn navigate_and_fork_with_files_propose_each_file_and_name_the_conflicts()
     assert_eq!(std::fs::read_to_string(root.join("notes.md")).unwrap(), "notes\n");
     assert_eq!(buffers.apply_edits(&lsp, &mut seen).await, 0, "the conflicting file is left as it is");
 
-    // A fork at the end of the first run, files too: the edits belong to the new session.
-    let run_one_end = entry(&lsp, &session_id, |node| node["preview"] == "run one done").await;
+    // A fork at the first prompt, files too: the edits belong to the new session.
     let forked = lsp
         .client
-        .command("reins.session.fork", json!({"sessionId": session_id, "entryId": run_one_end, "files": true}))
+        .command("reins.session.fork", json!({"sessionId": session_id, "entryId": start_entry, "files": true}))
         .await
         .unwrap();
     let fork_id = forked["sessionId"].as_str().unwrap().to_string();
     assert_ne!(fork_id, session_id);
-    assert_eq!(summary(&forked).len(), 1, "{forked:#}");
-    assert!(summary(&forked)[0].starts_with("conflict \"src/lib.rs\""), "{forked:#}");
+    let documented = super::docs::examples()
+        .into_iter()
+        .rfind(|example| example.kind == "result" && example.name == "reins.session.fork")
+        .unwrap();
+    super::docs::same_shape(&documented.json, &forked, "fork with files").unwrap();
+    let forked_summary = summary(&forked);
+    assert_eq!(forked_summary.len(), 2, "{forked:#}");
+    assert_eq!(forked_summary[0], "edit \"delete\" \"notes.md\"");
+    assert!(forked_summary[1].starts_with("conflict \"src/lib.rs\""), "{forked:#}");
+    let fork_edit = forked["edits"][0]["id"].as_str().unwrap().to_string();
+    let listed = lsp.client.command("reins.edit.list", json!({"sessionId": fork_id})).await.unwrap();
+    let ids: Vec<&str> = listed.as_array().unwrap().iter().map(|e| e["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, [fork_edit.as_str()], "the fork's restore is the new session's");
+    let listed = lsp.client.command("reins.edit.list", json!({"sessionId": session_id})).await.unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 0, "none in the session forked from");
+    lsp.client.command("reins.edit.reject", json!({"id": fork_edit})).await.unwrap();
+    assert_eq!(resolved(&lsp, &fork_edit).await, "rejected");
+    assert!(root.join("notes.md").exists(), "a rejected restore leaves the file");
+
+    let run_one_end = entry(&lsp, &session_id, |node| node["preview"] == "run one done").await;
     // Rejecting a restore leaves the file as it is.
     buffers.set(&lsp, "src/lib.rs", "// mine\nfn one() {}\nfn two() { 2 }\nfn three() { 3 }\n").await;
     let again = lsp

@@ -153,17 +153,30 @@ pub fn files_containing(dir: &Path, needle: &str) -> Vec<String> {
     found
 }
 
-/// Runs `reins run ARGS` under a pseudo-terminal (`script` from util-linux), typing `answers` a
-/// line at a time once the approval question shows, as a person at the terminal would.
+/// Runs `reins run PROMPT` under a pseudo-terminal, typing `answers` as [`reins_in_terminal`].
 pub async fn reins_run_in_terminal(
     server: &ScriptedServer,
     dir: &std::path::Path,
     prompt: &str,
     answers: &[&str],
 ) -> String {
+    reins_in_terminal(Some(&server.base_url()), dir, &["run", prompt], answers).await.0
+}
+
+/// Runs `reins ARGS` under a pseudo-terminal (`script` from util-linux), typing `answers` a line
+/// at a time once each question (`? [y/N]`, a reason) shows, as a person at the terminal would.
+/// What the terminal showed, and the exit status.
+pub async fn reins_in_terminal(
+    base_url: Option<&str>,
+    dir: &std::path::Path,
+    args: &[&str],
+    answers: &[&str],
+) -> (String, Option<i32>) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let command_line = format!("{} run '{}'", env!("CARGO_BIN_EXE_reins"), prompt.replace('\'', ""));
-    let mut child = tokio::process::Command::new("script")
+    let quoted: Vec<String> = args.iter().map(|arg| format!("'{}'", arg.replace('\'', ""))).collect();
+    let command_line = format!("{} {}", env!("CARGO_BIN_EXE_reins"), quoted.join(" "));
+    let mut command = tokio::process::Command::new("script");
+    command
         .args(["-qec", &command_line, "/dev/null"])
         .current_dir(dir)
         .env_clear()
@@ -171,14 +184,15 @@ pub async fn reins_run_in_terminal(
         .env("HOME", dir)
         .env("REINS_HOME", reins_home(dir))
         .env("OPENAI_API_KEY", CANARY_KEY)
-        .env("OPENAI_BASE_URL", server.base_url())
         .env("REINS_MODEL", "scripted-model")
         .env("TERM", "dumb")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("script (util-linux) runs");
+        .kill_on_drop(true);
+    if let Some(url) = base_url {
+        command.env("OPENAI_BASE_URL", url);
+    }
+    let mut child = command.spawn().expect("script (util-linux) runs");
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = child.stdout.take().unwrap();
     let mut screen = String::new();
@@ -201,7 +215,7 @@ pub async fn reins_run_in_terminal(
             }
         }
     }
-    let _ = child.wait().await;
+    let status = child.wait().await.ok().and_then(|status| status.code());
     assert!(!screen.contains(CANARY_KEY));
-    screen
+    (screen, status)
 }

@@ -19,6 +19,14 @@ H.setup(url, { init_options = { approval = { edit = "auto", write = "auto" } } }
 local review = require("reins.review")
 local keys = require("reins.config").options.keymaps
 
+-- What the plugin notified, to check its wording (the runner prints them too).
+local notices = {}
+local runner_notify = vim.notify
+vim.notify = function(msg, level)
+  table.insert(notices, msg)
+  runner_notify(msg, level)
+end
+
 local function press(lhs)
   vim.api.nvim_feedkeys(vim.keycode(lhs), "mx", false)
 end
@@ -51,6 +59,12 @@ T.test("two runs change files; the tree shows what each entry changed", function
   end, "the file change entries in the tree")
   T.contains(H.buf_text(vim.fn.bufnr("reins://tree")), "custom edit math.lua")
   T.contains(vim.wo[vim.fn.bufwinid(vim.fn.bufnr("reins://tree"))].winbar, "R files too")
+  -- The cursor starts on the leaf (the last line), so a tree longer than its window shows it.
+  local tree_win = vim.fn.bufwinid(vim.fn.bufnr("reins://tree"))
+  T.wait_for(function()
+    local row = vim.api.nvim_win_get_cursor(tree_win)[1]
+    return vim.api.nvim_buf_get_lines(vim.fn.bufnr("reins://tree"), row - 1, row, false)[1]:find("● reins  Wrote a note.", 1, true)
+  end, "the cursor on the leaf")
 end)
 
 T.test("R on the first prompt proposes both files back; accepting restores them, the user's line kept", function()
@@ -80,6 +94,11 @@ T.test("R on the first prompt proposes both files back; accepting restores them,
   T.wait_for(function()
     return vim.fn.filereadable("notes.md") == 0
   end, "the note the agent wrote is gone")
+  -- Its buffer, opened to review the deletion, goes with it rather than hold the file.
+  T.wait_for(function()
+    return vim.fn.bufnr("notes.md") == -1
+  end, "the deleted file's buffer gone")
+  T.eq(notices[#notices], "reins: 2 file(s) proposed back (review each; \\rA accepts one)")
   T.wait_for(function()
     return #review.order == 0
   end, "nothing pending")
@@ -97,10 +116,33 @@ T.test("a file whose lines the user changed too is left as it is and listed", fu
   press(keys.tree_restore)
   T.wait_for(function()
     local qf = vim.fn.getqflist({ title = 1, items = 1 })
-    return qf.title == "reins: files left as they are" and #qf.items == 1
+    return qf.title == "reins: what the restore left alone" and #qf.items == 1
   end, "the conflict in the quickfix list")
   local item = vim.fn.getqflist()[1]
   T.eq(item.lnum, 3, "at the line where the edits meet")
   T.eq(H.buf_text(math_buf), "local M = {}\nfunction M.add(a, b)\n  return a + b + 0\nend\nreturn M", "untouched")
   T.eq(#review.order, 0, "nothing proposed for it")
+  T.eq(notices[#notices], "reins: 1 left as they are — :copen")
+end)
+
+T.test("R on the last answer proposes the deleted note again; the notice fits one line", function()
+  -- Had the deleted note's buffer stayed, it would stand for the file and nothing would come back.
+  local seen = #notices
+  tree_cursor_on("reins  Wrote a note.")
+  press(keys.tree_restore)
+  T.wait_for(function()
+    return #notices > seen and #review.order == 1
+  end, "the note proposed back")
+  T.eq(review.pending[review.order[1]].edit.create, true, "a new file again")
+  T.eq(notices[#notices], "reins: 1 file(s) proposed back (review each; \\rA accepts one)")
+  -- In a narrow editor the key hint gives way rather than wrap into a hit-enter prompt.
+  vim.o.columns = 70
+  require("reins.sessions").report_restore({ edits = { {} }, conflicts = { { path = "a", reason = "r" } } })
+  T.eq(notices[#notices], "reins: 1 file(s) proposed back · 1 left as they are — :copen")
+  T.ok(vim.fn.strdisplaywidth(notices[#notices]) < vim.o.columns - 1)
+  vim.o.columns = 80
+  review.accept(review.order[1])
+  T.wait_for(function()
+    return vim.fn.filereadable("notes.md") == 1
+  end, "the note back")
 end)

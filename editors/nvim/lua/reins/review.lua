@@ -655,11 +655,38 @@ local function on_proposed(edit, session_id)
   end
 end
 
+--- After an applied deletion or move that the server made on disk (Neovim does not offer
+--- `documentChanges`, so its `DeleteFile` and `RenameFile` are not used), the buffer of the old
+--- path would still hold the file: unless it has unsaved changes, it goes, and a moved file
+--- opens at its new path in the windows that showed it.
+local function drop_stale_buffer(edit)
+  local moved_to = edit.newUri and edit.newUri ~= vim.NIL and vim.uri_to_fname(edit.newUri) or nil
+  if not (edit.uri and (edit.delete or moved_to)) then
+    return
+  end
+  local fname = vim.uri_to_fname(edit.uri)
+  local buf = vim.fn.bufnr(fname)
+  if buf == -1 or vim.fn.filereadable(fname) == 1 or vim.bo[buf].modified then
+    return
+  end
+  if moved_to then
+    for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+      vim.api.nvim_win_call(win, function()
+        vim.cmd("edit " .. vim.fn.fnameescape(moved_to))
+      end)
+    end
+  end
+  pcall(vim.api.nvim_buf_delete, buf, {})
+end
+
 local function on_resolved(event)
   local p = M.pending[event.id]
   forget(event.id)
   if p and (event.outcome == "failed" or event.outcome == "stale") then
     notify(("edit %s: %s"):format(event.outcome, event.reason or ""), vim.log.levels.WARN)
+  end
+  if p and event.outcome == "applied" then
+    drop_stale_buffer(p.edit)
   end
 end
 

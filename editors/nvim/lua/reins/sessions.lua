@@ -160,34 +160,49 @@ function M.tree_lines(tree)
   return lines, nodes
 end
 
---- Says what `reins.session.navigate {files = true}` brought along: the files proposed for
---- review (shown like any proposal), the conflicts (also in the quickfix list), and the commands
---- whose effects were not tracked.
+--- Says what `reins.session.navigate {files = true}` brought along, in one line that fits the
+--- command line (no hit-enter prompt): how many files are proposed back (each shown like any
+--- proposal), and how many were left as they are or changed by commands that were not tracked;
+--- those are listed in the quickfix list, the conflicts at the lines where the edits meet.
 function M.report_restore(result)
-  local edits, conflicts = result.edits or {}, result.conflicts or {}
-  local lines = {}
-  if #edits > 0 then
-    table.insert(lines, ("%d file(s) to restore: review each like any proposal"):format(#edits))
-  elseif #conflicts == 0 then
-    table.insert(lines, "no file needs to change")
-  end
+  local edits, conflicts, commands = result.edits or {}, result.conflicts or {}, result.commands or {}
   local items = {}
   for _, c in ipairs(conflicts) do
-    table.insert(lines, ("left as it is: %s: %s"):format(c.path, c.reason))
     table.insert(items, {
-      filename = c.uri and vim.uri_to_fname(c.uri) or c.path,
-      lnum = c.range and c.range.start.line + 1 or 1,
-      text = c.reason,
+      filename = c.uri and c.uri ~= vim.NIL and vim.uri_to_fname(c.uri) or c.path,
+      lnum = c.range and c.range ~= vim.NIL and c.range.start.line + 1 or 1,
+      text = "left as it is: " .. c.reason,
     })
   end
-  for _, c in ipairs(result.commands or {}) do
-    table.insert(lines, ("%s (%s)"):format(c.warning, c.command or c.tool))
+  for _, c in ipairs(commands) do
+    local what = c.command and c.command ~= vim.NIL and c.command or c.tool
+    table.insert(items, { text = ("%s: %s"):format(c.warning, what) })
   end
   if #items > 0 then
-    vim.fn.setqflist({}, " ", { title = "reins: files left as they are", items = items })
+    vim.fn.setqflist({}, " ", { title = "reins: what the restore left alone", items = items })
   end
-  local warn = #conflicts > 0 or #(result.commands or {}) > 0
-  vim.notify("reins: " .. table.concat(lines, "\n"), warn and vim.log.levels.WARN or vim.log.levels.INFO)
+  local accept = require("reins.config").options.keymaps.accept_all
+  local function line(hint)
+    local parts = {}
+    if #edits > 0 then
+      table.insert(parts, ("%d file(s) proposed back%s"):format(#edits, hint))
+    elseif #conflicts == 0 then
+      table.insert(parts, "no file needs to change")
+    end
+    if #conflicts > 0 then
+      table.insert(parts, ("%d left as they are"):format(#conflicts))
+    end
+    if #commands > 0 then
+      table.insert(parts, ("%d command(s) not tracked"):format(#commands))
+    end
+    return "reins: " .. table.concat(parts, " · ") .. (#items > 0 and " — :copen" or "")
+  end
+  local msg = line(accept and (" (review each; " .. require("reins.render").key(accept) .. " accepts one)") or "")
+  if vim.fn.strdisplaywidth(msg) >= vim.o.columns - 1 then
+    msg = line("")
+  end
+  local warn = #conflicts > 0 or #commands > 0
+  vim.notify(msg, warn and vim.log.levels.WARN or vim.log.levels.INFO)
 end
 
 local tree_state = { buf = nil, nodes = {}, session_id = nil }
@@ -317,7 +332,15 @@ function M.tree()
     end
     vim.wo.winbar = "%#ReinsWinbar# session tree %#ReinsWinbarDim#· " .. table.concat(hints, " · "):gsub("%%", "%%%%")
   end
-  M.refresh_tree()
+  M.refresh_tree(function(tree)
+    -- The cursor starts on the leaf, which a long tree would otherwise leave below the window.
+    local win = vim.fn.bufwinid(tree_state.buf)
+    for i, node in ipairs(tree_state.nodes) do
+      if node.id == tree.leaf and win ~= -1 then
+        vim.api.nvim_win_set_cursor(win, { i, 0 })
+      end
+    end
+  end)
 end
 
 return M

@@ -98,8 +98,8 @@ pub(crate) fn truncate_content(content: &mut Vec<Content>, max_bytes: usize) {
             text.clear();
             continue;
         }
-        if text.len() > budget {
-            let end = floor_char_boundary(text, budget);
+        if let (kept, true) = reins_ai::cut_bytes(text, budget) {
+            let end = kept.len();
             text.truncate(end);
             cut_at = Some(index);
         }
@@ -127,14 +127,6 @@ fn text_len(block: &Content) -> usize {
         Content::Text { text } => text.len(),
         _ => 0,
     }
-}
-
-/// The largest index `<= index` that starts a character of `text`.
-fn floor_char_boundary(text: &str, index: usize) -> usize {
-    if index >= text.len() {
-        return text.len();
-    }
-    (0..=index).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -27,5 +27,5 @@ pub use openai::OpenAiCompatible;
 pub use provider::{ApiKey, EventSink, Provider, Request, StreamEvent, ToolSpec};
 pub use replay::{Wire, replay};
 pub use sse::{SseEvent, SseParser};
-pub use text::{cut_chars, shorten};
+pub use text::{cut_bytes, cut_bytes_from_end, cut_chars, first_line, shorten};
 pub use transport::ClientOptions;

@@ -98,21 +98,13 @@ fn report(statuses: &[ServerStatus]) -> String {
             out.push_str(&format!("  tools  {}\n", status.tools.len()));
             let width = status.tools.iter().map(|tool| tool.name.len()).max().unwrap_or(0);
             for tool in &status.tools {
-                let description = first_line(&tool.description, DESCRIPTION_CHARS);
+                let description = reins_ai::first_line(&tool.description, DESCRIPTION_CHARS);
                 out.push_str(format!("    {:<width$}  {description}", tool.name).trim_end());
                 out.push('\n');
             }
         }
     }
     out
-}
-
-fn first_line(text: &str, max_chars: usize) -> String {
-    let line = text.lines().next().unwrap_or("").trim();
-    match line.char_indices().nth(max_chars) {
-        Some((end, _)) => format!("{}…", &line[..end]),
-        None => line.to_string(),
-    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
 
 use reins_agent::AgentEvent;
-use reins_ai::{StreamEvent, shorten};
+use reins_ai::{StreamEvent, first_line, shorten};
 use serde_json::Value;
 
 /// Prints agent events for a person.
@@ -63,9 +63,8 @@ impl HumanOutput {
             }
             AgentEvent::ToolExecutionEnd { result, is_error, .. } => {
                 let text = result.text();
-                let first = text.lines().next().unwrap_or_default();
                 if *is_error {
-                    writeln!(err, "  {}", self.paint(&format!("✗ {}", shorten(first, 160)), "31"))?;
+                    writeln!(err, "  {}", self.paint(&format!("✗ {}", first_line(&text, 160)), "31"))?;
                 } else {
                     writeln!(err, "  {}", self.paint(&format!("✓ {} lines", text.lines().count()), "2"))?;
                 }

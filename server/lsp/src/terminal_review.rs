@@ -294,12 +294,8 @@ const MAX_SHOWN_ARGUMENTS: usize = 4000;
 /// when long).
 fn render_server_call(call: &reins_agent::ServerCall, color: bool) -> String {
     let mut arguments = serde_json::to_string_pretty(&call.arguments).unwrap_or_default();
-    if arguments.len() > MAX_SHOWN_ARGUMENTS {
-        let mut end = MAX_SHOWN_ARGUMENTS;
-        while !arguments.is_char_boundary(end) {
-            end -= 1;
-        }
-        let more = arguments.len() - end;
+    if let (kept, true) = reins_ai::cut_bytes(&arguments, MAX_SHOWN_ARGUMENTS) {
+        let (end, more) = (kept.len(), arguments.len() - kept.len());
         arguments.truncate(end);
         arguments.push_str(&format!("\n… ({more} more bytes)"));
     }

@@ -357,11 +357,8 @@ async fn log_stderr(server: String, stderr: ChildStderr, tail: StderrTail) {
         if line.is_empty() {
             continue;
         }
-        if line.len() > STDERR_LINE_MAX {
-            let mut end = STDERR_LINE_MAX;
-            while !line.is_char_boundary(end) {
-                end -= 1;
-            }
+        if let (kept, true) = reins_ai::cut_bytes(&line, STDERR_LINE_MAX) {
+            let end = kept.len();
             line.truncate(end);
             line.push('…');
         }

@@ -75,11 +75,11 @@ pub fn truncate_head(text: &str, max_lines: usize, max_bytes: usize) -> Truncati
         kept_lines += 1;
     }
     if cut_by == Some(Limit::Bytes) && kept_lines == 0 {
-        let end = floor_char_boundary(text, max_bytes);
+        let (kept, _) = reins_ai::cut_bytes(text, max_bytes);
         return Truncation {
-            kept: text[..end].to_string(),
+            kept: kept.to_string(),
             cut_by,
-            kept_lines: usize::from(end > 0),
+            kept_lines: usize::from(!kept.is_empty()),
             total_lines,
             total_bytes: text.len(),
             partial_line: true,
@@ -116,11 +116,11 @@ pub fn truncate_tail(text: &str, max_lines: usize, max_bytes: usize) -> Truncati
         kept_lines += 1;
     }
     if cut_by == Some(Limit::Bytes) && kept_lines == 0 {
-        let start = ceil_char_boundary(text, text.len().saturating_sub(max_bytes));
+        let (kept, _) = reins_ai::cut_bytes_from_end(text, max_bytes);
         return Truncation {
-            kept: text[start..].to_string(),
+            kept: kept.to_string(),
             cut_by,
-            kept_lines: usize::from(start < text.len()),
+            kept_lines: usize::from(!kept.is_empty()),
             total_lines,
             total_bytes: text.len(),
             partial_line: true,
@@ -134,24 +134,6 @@ pub fn truncate_tail(text: &str, max_lines: usize, max_bytes: usize) -> Truncati
         total_bytes: text.len(),
         partial_line: false,
     }
-}
-
-/// The largest character boundary at or below `index`.
-fn floor_char_boundary(text: &str, index: usize) -> usize {
-    let mut index = index.min(text.len());
-    while !text.is_char_boundary(index) {
-        index -= 1;
-    }
-    index
-}
-
-/// The smallest character boundary at or above `index`.
-fn ceil_char_boundary(text: &str, index: usize) -> usize {
-    let mut index = index.min(text.len());
-    while !text.is_char_boundary(index) {
-        index += 1;
-    }
-    index
 }
 
 #[cfg(test)]

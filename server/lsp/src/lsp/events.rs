@@ -252,16 +252,16 @@ impl Pump {
                     Content::Text { text, .. } => Some(text.as_str()),
                     _ => None,
                 });
-                self.step(key, ProgressStep::Begin(shorten(prompt.unwrap_or("working"))));
+                self.step(key, ProgressStep::Begin(progress_line(prompt.unwrap_or("working"))));
             }
             AgentEvent::MessageUpdate { delta: StreamEvent::Retry { attempt, max_retries, delay_ms, reason } } => {
                 let line =
                     format!("{reason}; retrying ({attempt}/{max_retries}) in {:.1} s…", *delay_ms as f64 / 1000.0);
-                self.step(key, ProgressStep::Report(shorten(&line)));
+                self.step(key, ProgressStep::Report(progress_line(&line)));
             }
             AgentEvent::ToolExecutionStart { tool_name, args, .. } => {
                 let detail = args.get("path").or_else(|| args.get("command")).and_then(Value::as_str).unwrap_or("");
-                self.step(key, ProgressStep::Report(shorten(&format!("{tool_name} {detail}"))));
+                self.step(key, ProgressStep::Report(progress_line(&format!("{tool_name} {detail}"))));
             }
             AgentEvent::AgentEnd { reason, messages, error, .. } => {
                 let outcome = self.outcome(*reason, messages, error.as_deref());
@@ -387,9 +387,8 @@ async fn send_progress(client: &Client, token: &NumberOrString, value: WorkDoneP
 }
 
 /// The first line of `text`, cut to a progress message's length.
-fn shorten(text: &str) -> String {
-    let line = text.lines().next().unwrap_or("").trim();
-    reins_ai::shorten(line, PROGRESS_PROMPT_CHARS - 1).into_owned()
+fn progress_line(text: &str) -> String {
+    reins_ai::first_line(text, PROGRESS_PROMPT_CHARS - 1).into_owned()
 }
 
 /// How a run stopped by the session budget ends: what the next call would have cost, and what to

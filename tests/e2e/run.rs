@@ -207,6 +207,51 @@ async fn bad_command_lines_exit_nonzero_with_usage() {
     assert!(server.chat_requests().is_empty());
 }
 
+/// The command line as a user meets it: help on stdout with status 0, a usage error as one
+/// `reins: …` line (with clap's tip) on stderr with status 2, completion scripts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn help_typos_bad_values_and_completions_at_the_real_binary() {
+    let dir = workspace(&[]);
+    let reins = |args: &'static [&'static str]| support::reins(None, dir.path(), args);
+    for args in [&["--help"][..], &["help"], &["run", "--help"], &["help", "sessions"], &["sessions", "tree", "-h"]] {
+        let run = reins(args).await;
+        assert_eq!((run.code, run.stderr.as_str()), (Some(0), ""), "{args:?}");
+        assert!(run.stdout.contains("Usage: reins"), "{args:?}: {}", run.stdout);
+    }
+    assert!(reins(&["run", "--help"]).await.stdout.contains("--max-turns <N>"));
+    for args in [&["--version"][..], &["version"], &["-V"]] {
+        let run = reins(args).await;
+        assert_eq!((run.code, run.stdout.as_str()), (Some(0), concat!("reins ", env!("CARGO_PKG_VERSION"), "\n")));
+    }
+
+    let typo = reins(&["sesions", "list"]).await;
+    assert_eq!(typo.code, Some(2));
+    assert!(typo.stderr.starts_with("reins: unrecognized subcommand 'sesions'"), "{}", typo.stderr);
+    assert!(typo.stderr.contains("tip: a similar subcommand exists: 'sessions'"), "{}", typo.stderr);
+    assert!(typo.stdout.is_empty());
+    for args in [
+        &["run", "--max-turns", "0", "hi"][..],
+        &["run", "--cwd", "/nonexistent/dir", "hi"],
+        &["run", "--continue", "--no-session", "hi"],
+        &["run", "  "],
+        &["lsp", "--listen", "nine"],
+        &["sessions", "tree", ""],
+        &["completions", "tcsh"],
+    ] {
+        let run = reins(args).await;
+        assert_eq!(run.code, Some(2), "{args:?}: {}", run.stderr);
+        assert!(run.stderr.starts_with("reins: "), "{args:?}: {}", run.stderr);
+    }
+    // With nothing to do, the help goes to stderr and the status says so.
+    let bare = reins(&[]).await;
+    assert_eq!(bare.code, Some(2));
+    assert!(bare.stderr.contains("Usage: reins") && bare.stdout.is_empty(), "{}", bare.stderr);
+
+    let bash = reins(&["completions", "bash"]).await;
+    assert_eq!(bash.code, Some(0));
+    assert!(bash.stdout.contains("complete -F _reins") && bash.stdout.contains("checkout"), "{}", bash.stdout);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_terminal_asks_before_an_edit_and_yes_applies_it() {
     let dir = workspace(&[("a.txt", "hello\n")]);

@@ -45,6 +45,38 @@ async fn continue_remembers_the_previous_exchange() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_tree_without_an_id_shows_the_most_recent_session() {
+    let dir = workspace(&[]);
+    let empty = reins(None, dir.path(), &["sessions", "tree"]).await;
+    assert_eq!(empty.code, Some(1));
+    assert_eq!(empty.stderr, "reins: there are no sessions in this workspace yet\n");
+
+    let server = ScriptedServer::start(vec![Reply::text("A"), Reply::text("B"), Reply::text("A again")]).await;
+    let tree_shows = |first_message: &'static str| {
+        let dir = dir.path();
+        async move {
+            let tree = sessions_json(&reins(None, dir, &["sessions", "tree", "--json"]).await);
+            let user = tree["nodes"].as_array().unwrap().iter().find(|node| node["role"] == "user").unwrap().clone();
+            assert_eq!(user["preview"], first_message, "{tree:#}");
+            let text = reins(None, dir, &["sessions", "tree"]).await;
+            assert_eq!(text.code, Some(0), "{}", text.stderr);
+            assert!(text.stdout.starts_with(tree["sessionId"].as_str().unwrap()), "{}", text.stdout);
+            tree["sessionId"].as_str().unwrap().to_string()
+        }
+    };
+    assert_eq!(reins_run(&server, dir.path(), &["first session"]).await.code, Some(0));
+    let first = tree_shows("first session").await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(reins_run(&server, dir.path(), &["second session"]).await.code, Some(0));
+    let second = tree_shows("second session").await;
+    assert_ne!(first, second);
+    // Most recent means last written, not last created.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(reins_run(&server, dir.path(), &["--session", &first, "the first again"]).await.code, Some(0));
+    assert_eq!(tree_shows("first session").await, first);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fork_starts_from_an_earlier_entry_and_keeps_the_original() {
     let dir = workspace(&[]);
     let server = ScriptedServer::start(vec![Reply::text("A1"), Reply::text("A2"), Reply::text("A2 on the fork")]).await;

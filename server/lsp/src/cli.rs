@@ -1,7 +1,7 @@
 //! The command line, parsed by clap (derive): `--help` on every subcommand, `reins help`, typo
 //! suggestions, values checked before anything runs, completion scripts. Each subcommand's
 //! arguments live beside its code (`run::RunArgs`, `sessions_cmd::SessionsArgs`, …); to add a
-//! subcommand, add its `Args` struct there, a variant to [`Command`] and an arm to [`run`].
+//! subcommand, add its `Args` struct there, a variant to [`Command`] and an arm to [`dispatch`].
 //!
 //! Exit status: 0 on success and for `--help`/`--version`; 2 for a command line that cannot be
 //! parsed, with a one-line `reins: …` reason on stderr; whatever the subcommand says otherwise.
@@ -75,8 +75,6 @@ pub enum Command {
         #[arg(value_enum)]
         shell: Shell,
     },
-    /// Print the version (as --version does)
-    Version,
 }
 
 /// The shells `reins completions` writes scripts for.
@@ -89,10 +87,20 @@ pub enum Shell {
 
 /// Parses `args` (the program name first) and runs the subcommand.
 pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
-    match Cli::try_parse_from(args) {
+    match Cli::try_parse_from(arguments(args)) {
         Ok(cli) => dispatch(cli.command),
         Err(error) => report(error),
     }
+}
+
+/// `reins version`, kept from before clap, is `reins --version`. It is not a subcommand, so
+/// that a typo of a real one (`reins sesions`) is not offered `version`.
+fn arguments(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
+    let mut args: Vec<OsString> = args.into_iter().collect();
+    if let Some(word) = args.get_mut(1).filter(|word| *word == "version") {
+        *word = OsString::from("--version");
+    }
+    args
 }
 
 fn dispatch(command: Command) -> ExitCode {
@@ -107,7 +115,6 @@ fn dispatch(command: Command) -> ExitCode {
         Command::Config(args) => config_cmd::main(args),
         Command::Mcp(args) => mcp_cmd::main(args),
         Command::Completions { shell } => completions(shell),
-        Command::Version => print(&format!("reins {}\n", env!("CARGO_PKG_VERSION"))),
     }
 }
 
@@ -177,7 +184,7 @@ mod tests {
     /// The parsed command line, or the error's kind.
     pub fn parse(args: &[&str]) -> Result<Command, ErrorKind> {
         let args = std::iter::once("reins").chain(args.iter().copied()).map(OsString::from);
-        Cli::try_parse_from(args).map(|cli| cli.command).map_err(|error| error.kind())
+        Cli::try_parse_from(arguments(args)).map(|cli| cli.command).map_err(|error| error.kind())
     }
 
     #[test]
@@ -191,7 +198,8 @@ mod tests {
         assert_eq!(parse(&["run", "--help"]).unwrap_err(), ErrorKind::DisplayHelp);
         assert_eq!(parse(&["help", "sessions"]).unwrap_err(), ErrorKind::DisplayHelp);
         assert_eq!(parse(&["--version"]).unwrap_err(), ErrorKind::DisplayVersion);
-        assert!(matches!(parse(&["version"]), Ok(Command::Version)));
+        assert_eq!(parse(&["version"]).unwrap_err(), ErrorKind::DisplayVersion);
+        assert!(matches!(parse(&["run", "version"]), Ok(Command::Run(_))));
         assert_eq!(parse(&[]).unwrap_err(), ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand);
         assert_eq!(parse(&["rn", "hi"]).unwrap_err(), ErrorKind::InvalidSubcommand);
         assert!(matches!(parse(&["completions", "fish"]), Ok(Command::Completions { shell: Shell::Fish })));
@@ -203,11 +211,44 @@ mod tests {
         assert_eq!(parse(&["completions", "tcsh"]).unwrap_err(), ErrorKind::InvalidValue);
     }
 
+    /// Every subcommand's words, nested ones too (`sessions tree`), but not clap's `help`.
+    fn subcommand_paths(command: &clap::Command, prefix: &[String], out: &mut Vec<Vec<String>>) {
+        for subcommand in command.get_subcommands().filter(|subcommand| subcommand.get_name() != "help") {
+            let mut path = prefix.to_vec();
+            path.push(subcommand.get_name().to_string());
+            subcommand_paths(subcommand, &path, out);
+            out.push(path);
+        }
+    }
+
+    #[test]
+    fn every_subcommand_has_help_that_says_what_it_does() {
+        let mut command = Cli::command();
+        command.build();
+        let mut paths = Vec::new();
+        subcommand_paths(&command, &[], &mut paths);
+        let names: Vec<String> = paths.iter().map(|path| path.join(" ")).collect();
+        for expected in
+            ["lsp", "run", "sessions list", "sessions tree", "sessions checkout", "config check", "mcp list"]
+        {
+            assert!(names.iter().any(|name| name == expected), "{expected} missing from {names:?}");
+        }
+        for path in paths {
+            let args = std::iter::once("reins".to_string()).chain(path.iter().cloned()).chain(["--help".to_string()]);
+            let error = Cli::try_parse_from(args).unwrap_err();
+            assert_eq!(error.kind(), ErrorKind::DisplayHelp, "{path:?}");
+            let help = error.render().to_string();
+            assert!(help.contains(&format!("Usage: reins {}", path.join(" "))), "{path:?}: {help}");
+            // The first line says what the subcommand does, before the usage.
+            assert!(!help.starts_with("Usage:"), "{path:?} has no description: {help}");
+        }
+    }
+
     #[test]
     fn a_typo_is_answered_with_a_suggestion() {
         let args = ["reins", "sesions", "list"].map(OsString::from);
-        let error = Cli::try_parse_from(args).unwrap_err().render().to_string();
-        assert!(error.contains("tip: ") && error.contains("'sessions'"), "{error}");
+        let error = Cli::try_parse_from(arguments(args)).unwrap_err().render().to_string();
+        assert!(error.contains("tip: a similar subcommand exists: 'sessions'\n"), "{error}");
     }
 
     #[test]

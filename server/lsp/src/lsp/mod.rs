@@ -45,8 +45,9 @@ pub struct LspArgs {
     /// Serve stdin/stdout (the default; some clients pass it)
     #[arg(long)]
     pub stdio: bool,
-    /// Serve one TCP client at this address instead (e.g. 127.0.0.1:9257)
-    #[arg(long, value_name = "ADDR:PORT", value_parser = address, conflicts_with = "stdio")]
+    /// Serve one TCP client at this address instead (e.g. 127.0.0.1:9257); wins over a --stdio
+    /// that a client appends
+    #[arg(long, value_name = "ADDR:PORT", value_parser = address)]
     pub listen: Option<SocketAddr>,
 }
 
@@ -150,6 +151,9 @@ mod tests {
         assert_eq!(parse(&["--stdio"]).unwrap().listen, None);
         assert_eq!(parse(&["--listen", "127.0.0.1:9257"]).unwrap().listen, Some("127.0.0.1:9257".parse().unwrap()));
         assert!(parse(&["--listen", "nine"]).unwrap_err().contains("not an address"));
+        // As before clap: a client that appends --stdio to a --listen command line still listens.
+        let both = parse(&["--listen", "127.0.0.1:9257", "--stdio"]).unwrap();
+        assert_eq!(both.listen, Some("127.0.0.1:9257".parse().unwrap()));
         assert!(parse(&["--bogus"]).is_err());
     }
 }

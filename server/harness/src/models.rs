@@ -21,7 +21,8 @@ pub struct ListedModel {
 pub enum KeyState {
     /// A key is configured; where it comes from (`env ANTHROPIC_API_KEY`, `api_key_command`).
     Configured(String),
-    /// None is, and the provider is a local server that needs none.
+    /// None is, and none is needed: the provider is a local server (Ollama, LM Studio) or the
+    /// model's endpoint is on this machine (a llama.cpp server on 127.0.0.1).
     NotNeeded,
     Missing,
 }
@@ -59,7 +60,8 @@ impl Settings {
         entries
             .map(|entry| {
                 let model = self.resolve_model(Some(&format!("{}/{}", entry.provider, entry.id)));
-                let local = self.registry.provider(&entry.provider).is_some_and(|info| info.local);
+                let local = self.registry.provider(&entry.provider).is_some_and(|info| info.local)
+                    || on_this_machine(&model.base_url);
                 let key = match self.key_source(&entry.provider) {
                     KeySource::Key(_, source) => KeyState::Configured(source.to_string()),
                     KeySource::Command(_) => KeyState::Configured("api_key_command".to_string()),
@@ -71,6 +73,19 @@ impl Settings {
             })
             .collect()
     }
+}
+
+/// Whether `base_url` names this machine (a loopback address or `localhost`).
+fn on_this_machine(base_url: &str) -> bool {
+    let rest = base_url.split_once("://").map_or(base_url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    let host = match host_port.strip_prefix('[') {
+        Some(bracketed) => bracketed.split(']').next().unwrap_or(""),
+        None => host_port.split(':').next().unwrap_or(""),
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host.parse::<std::net::IpAddr>().is_ok_and(|address| address.is_loopback())
 }
 
 #[cfg(test)]
@@ -115,9 +130,26 @@ mod tests {
                 r#"anthropic/claude-haiku-4-5 Configured("env ANTHROPIC_API_KEY") false"#,
                 "openai/gpt-4.1 Missing false",
                 "ollama/qwen2.5-coder:7b NotNeeded false",
-                "openai-compatible/my-local-model Missing true",
+                // Unlisted, so served by the default endpoint: Ollama on 127.0.0.1.
+                "openai-compatible/my-local-model NotNeeded true",
             ]
         );
         assert_eq!(settings.list_models().iter().filter(|model| model.current).count(), 1);
+        let remote = self::settings(&[
+            ("HOME", "/nonexistent"),
+            ("REINS_MODEL", "my-model"),
+            ("OPENAI_BASE_URL", "https://models.example.com/v1"),
+        ]);
+        assert_eq!(check(&remote, &["openai-compatible/my-model"]), ["openai-compatible/my-model Missing true"]);
+    }
+
+    #[test]
+    fn this_machine_is_a_loopback_address_or_localhost() {
+        for url in ["http://127.0.0.1:8080/v1", "http://localhost/v1", "http://[::1]:1234/v1", "http://127.1.2.3"] {
+            assert!(on_this_machine(url), "{url}");
+        }
+        for url in ["https://api.openai.com/v1", "http://10.1.2.3:8000/v1", "http://localhost.example.com/v1", ""] {
+            assert!(!on_this_machine(url), "{url}");
+        }
     }
 }

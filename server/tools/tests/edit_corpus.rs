@@ -97,6 +97,7 @@ fn loose_landings_say_how_they_matched() {
     // are not a loose match: matching folds CRLF to LF and the splice restores each line's own;
     // an ambiguous hunk lands only when its @@ line picks the place, exactly.
     let exact_kinds = ["exact", "traps", "line_endings", "ambiguous", "patch_format", "files"];
+    let mut landed = Vec::new();
     for case in load_corpus().iter().filter(|case| !exact_kinds.contains(&case.category.as_str())) {
         let notes = match case.dialect {
             Dialect::Edit => {
@@ -111,6 +112,12 @@ fn loose_landings_say_how_they_matched() {
         };
         if let Ok(notes) = notes {
             assert!(!notes.is_empty(), "{} landed without a note", case.name);
+            landed.push(format!("{:?} {}", case.dialect, case.name));
         }
+    }
+    // Not vacuous: loose landings of both dialects were checked.
+    for dialect in ["Edit", "ApplyPatch"] {
+        let count = landed.iter().filter(|case| case.starts_with(&format!("{dialect} "))).count();
+        assert!(count >= 5, "only {count} loose {dialect} cases landed: {landed:?}");
     }
 }

@@ -149,7 +149,7 @@ async fn model_list_shows_the_registry_with_keys_at_hand_and_the_default() {
         anthropic/claude-haiku-4-5 claude-haiku-4-5 window=200000 key=true current=false
         deepseek/deepseek-chat deepseek-chat window=128000 key=false current=false
         ollama/gpt-oss:20b gpt-oss:20b window=131072 key=true current=false
-        lab/big-model big-model window=65536 key=false current=false
+        lab/big-model big-model window=65536 key=true current=false
         openai-compatible/scripted-model scripted-model window=128000 key=true current=true
         current: ["openai-compatible/scripted-model"]"#]]
     .assert_eq(&listed_models(&lsp).await);
@@ -160,6 +160,47 @@ async fn model_list_shows_the_registry_with_keys_at_hand_and_the_default() {
     let current: Vec<&Value> = listed["models"].as_array().unwrap().iter().filter(|m| m["current"] == true).collect();
     assert_eq!(current.len(), 1);
     assert_eq!(current[0]["id"], "anthropic/claude-haiku-4-5");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reins_models_and_model_list_agree_on_models_keys_and_the_default() {
+    // A key from the environment (openai), one from a command (anthropic), a local server that
+    // needs none (ollama, and a lab model on 127.0.0.1), a remote lab model with none.
+    let config = "[providers.anthropic]\napi_key_command = \"echo sk-ant-from-a-command\"\n\
+        [[models]]\nid = \"near\"\nprovider = \"lab\"\nbase_url = \"http://127.0.0.1:9/v1\"\n\
+        [[models]]\nid = \"far\"\nprovider = \"lab\"\nbase_url = \"http://10.1.2.3:8000/v1\"\n";
+    let lsp = start(&[(".reins-home-for-test/config.toml", config)], vec![], json!({})).await;
+    let cli = super::support::reins(Some(&lsp.server.base_url()), lsp.root(), &["models", "--json"]).await;
+    assert_eq!(cli.code, Some(0), "{}", cli.stderr);
+    let cli: Value = serde_json::from_str(&cli.stdout).unwrap();
+    let cli: Vec<String> = cli
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let available = !m["key"].is_null() || m["keyNeeded"] == false;
+            format!("{} key={available} current={}", m["address"].as_str().unwrap(), m["default"])
+        })
+        .collect();
+    let listed = lsp.client.command("reins.model.list", json!({})).await.unwrap();
+    let editor: Vec<String> = listed["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| format!("{} key={} current={}", m["id"].as_str().unwrap(), m["keyAvailable"], m["current"]))
+        .collect();
+    assert_eq!(cli, editor);
+    for (model, key) in [
+        ("openai/gpt-4.1", true),
+        ("anthropic/claude-haiku-4-5", true),
+        ("ollama/gpt-oss:20b", true),
+        ("lab/near", true), // its endpoint is on this machine
+        ("lab/far", false),
+        ("deepseek/deepseek-chat", false),
+    ] {
+        assert!(editor.iter().any(|row| row.starts_with(&format!("{model} key={key} "))), "{model}: {editor:#?}");
+    }
+    assert!(editor.contains(&"openai-compatible/scripted-model key=true current=true".to_string()), "{editor:#?}");
 }
 
 /// Sends a message in `session` and waits for its run to end; answers its events.

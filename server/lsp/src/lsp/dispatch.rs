@@ -120,7 +120,7 @@ pub async fn execute(state: &State, command: Command) -> Result<Value> {
         }
         Command::SessionCompact(session) => {
             let compacted = harness.compact(&session.session_id).await.map_err(to_proto::harness_error)?;
-            Ok(json!({ "tokensBefore": compacted.tokens_before, "tokensAfter": compacted.tokens_after }))
+            Ok(to_proto::compacted(&compacted))
         }
         Command::SessionSetThinking(set) => {
             let level = ThinkingLevel::parse(&set.level).ok_or_else(|| {

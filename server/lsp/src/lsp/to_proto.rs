@@ -12,8 +12,8 @@ use reins_ai::{
     ToolResultMessage, Usage, UserMessage,
 };
 use reins_harness::{
-    CommandRan, FileOutcome, HarnessError, ListedModel, SessionInfo, SessionTreeView, SessionUsage, Settings, Status,
-    TreeNode, UNTRACKED_WARNING, Written,
+    CommandRan, Compacted, FileOutcome, HarnessError, ListedModel, SessionInfo, SessionTreeView, SessionUsage,
+    Settings, Status, TreeNode, UNTRACKED_WARNING, Written,
 };
 use reins_mcp::{ServerState, ServerStatus};
 use reins_review::{Hunk, Located, Outcome, PendingEdit, Resolution, ReviewError, Subject};
@@ -245,6 +245,11 @@ pub fn session_usage(usage: &SessionUsage) -> Value {
         })
         .collect();
     json!({ "calls": calls, "total": self::usage(&usage.total) })
+}
+
+/// The answer of `reins.session.compact`.
+pub fn compacted(compacted: &Compacted) -> Value {
+    json!({ "tokensBefore": compacted.tokens_before, "tokensAfter": compacted.tokens_after })
 }
 
 /// The answer of `reins.session.tree` (and `reins sessions tree --json`).

@@ -3,6 +3,8 @@
 
 #[path = "lsp/checkpoints.rs"]
 mod checkpoints;
+#[path = "lsp/diagnostics.rs"]
+mod diagnostics;
 #[path = "lsp/docs.rs"]
 mod docs;
 #[path = "lsp/folders.rs"]

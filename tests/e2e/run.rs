@@ -427,3 +427,95 @@ async fn at_the_terminal_a_applies_the_rest_and_d_skips_it() {
     let tool_result = server.chat_requests()[1].body["messages"][3]["content"].to_string();
     assert!(tool_result.contains("The user rejected this edit of a.txt, saying: not now"), "{tool_result}");
 }
+
+/// A "compiler" for the `[diagnostics] command` tests: an error per `TODO` in src/, one error and
+/// one warning that were always there, and a summary line; each run leaves a line in checks.log.
+const CHECK_SCRIPT: &str = r#"echo ran >> checks.log
+echo "   Compiling demo v0.1.0"
+grep -n TODO src/*.rs | while IFS=: read -r file line _; do echo "$file:$line:1: error: TODO left in the code"; done
+echo "src/old.rs:3:7: error[E0425]: cannot find value \`gone\` in this scope"
+echo "src/old.rs:4:1: warning: unused import"
+echo "error: could not compile \`demo\` (lib) due to previous errors"
+exit 1
+"#;
+
+/// A workspace whose config runs `command` after the agent's edits.
+fn workspace_checked_by(command: &str, timeout_secs: u64) -> tempfile::TempDir {
+    let dir = workspace(&[
+        ("src/lib.rs", "fn a() {}\nfn b() {}\n"),
+        ("src/old.rs", "fn old() {\n}\nlet x = gone;\nuse std::fmt;\n"),
+        ("check.sh", CHECK_SCRIPT),
+    ]);
+    let home = reins_home(dir.path());
+    std::fs::create_dir_all(&home).unwrap();
+    let config = format!("[diagnostics]\ncommand = {command:?}\ncommand_timeout = {timeout_secs}\n");
+    std::fs::write(home.join("config.toml"), config).unwrap();
+    dir
+}
+
+/// The text of tool result `call_id` in the last model request.
+fn result_of(server: &ScriptedServer, call_id: &str) -> String {
+    let requests = server.chat_requests();
+    let messages = requests.last().unwrap().body["messages"].as_array().unwrap().clone();
+    let result = messages.iter().find(|m| m["tool_call_id"] == call_id).unwrap();
+    result["content"].as_str().map(str::to_string).unwrap_or_else(|| result["content"].to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_diagnostics_command_tells_the_model_the_problems_its_edits_added_once_per_turn() {
+    let dir = workspace_checked_by("sh check.sh", 30);
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("c1", "read", json!({"path": "src/lib.rs"})),
+        Reply::tool_call(
+            "c2",
+            "edit",
+            json!({"path": "src/lib.rs", "edits": [{"oldText": "fn b() {}", "newText": "fn b() {} // TODO first"}]}),
+        )
+        .with_tool_call("c3", "write", json!({"path": "src/new.rs", "content": "// TODO second\n"})),
+        Reply::tool_call(
+            "c4",
+            "edit",
+            json!({"path": "src/lib.rs", "edits": [{"oldText": "fn a() {}", "newText": "fn a() { }"}]}),
+        ),
+        Reply::text("Done."),
+    ])
+    .await;
+    let run = reins_run(&server, dir.path(), &["--json", "--yes", "leave some TODOs"]).await;
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+
+    // Not after the read; before the first edit (a baseline) and after the last edit of each turn
+    // that changed files.
+    assert_eq!(std::fs::read_to_string(dir.path().join("checks.log")).unwrap(), "ran\nran\nran\n");
+    assert_eq!(
+        result_of(&server, "c2"),
+        "Edited src/lib.rs: 1 replacement\n\n@@ -1,2 +1,2 @@\n fn a() {}\n-fn b() {}\n+fn b() {} // TODO first"
+    );
+    expect![[r#"
+        Created src/new.rs (15 bytes)
+
+        The edit resulted in these new problems:
+        src/lib.rs:2:1: error: TODO left in the code
+        src/new.rs:1:1: error: TODO left in the code"#]]
+    .assert_eq(&result_of(&server, "c3"));
+    // The TODOs were there before the third edit: nothing new to tell.
+    assert!(!result_of(&server, "c4").contains("new problems"), "{}", result_of(&server, "c4"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_diagnostics_command_that_hangs_is_stopped_at_its_timeout() {
+    let dir = workspace_checked_by("echo ran >> checks.log; sleep 60", 1);
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("c1", "write", json!({"path": "src/new.rs", "content": "// TODO\n"})),
+        Reply::tool_call("c2", "write", json!({"path": "src/newer.rs", "content": "// TODO\n"})),
+        Reply::text("Done."),
+    ])
+    .await;
+    let begun = std::time::Instant::now();
+    let run = reins_run(&server, dir.path(), &["--json", "--yes", "write files"]).await;
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    assert!(begun.elapsed() < std::time::Duration::from_secs(20), "took {:?}", begun.elapsed());
+    assert_eq!(result_of(&server, "c1"), "Created src/new.rs (8 bytes)");
+    assert_eq!(result_of(&server, "c2"), "Created src/newer.rs (8 bytes)");
+    // The baseline timed out: no more runs for the rest of the run.
+    assert_eq!(std::fs::read_to_string(dir.path().join("checks.log")).unwrap(), "ran\n");
+}

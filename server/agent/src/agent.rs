@@ -184,6 +184,9 @@ impl Hooks for QueuedHooks<'_> {
     async fn before_tool_call(&self, call: &ToolCall, proposal: Option<&Proposal>, cancel: &CancellationToken) -> Gate {
         self.inner.before_tool_call(call, proposal, cancel).await
     }
+    async fn before_tool_calls(&self, turn: u32, calls: &[ToolCall]) {
+        self.inner.before_tool_calls(turn, calls).await
+    }
     async fn after_tool_call(&self, call: &ToolCall, result: &mut ToolResultMessage) {
         self.inner.after_tool_call(call, result).await
     }

@@ -39,6 +39,9 @@ pub trait Hooks: Send + Sync {
     ) -> Gate {
         Gate::Allow
     }
+    /// Runs once per turn, before the turn's tool calls run: `calls` are those that will (in
+    /// order), `turn` counts the run's model calls from 1 (so a smaller one means a new run).
+    async fn before_tool_calls(&self, _turn: u32, _calls: &[ToolCall]) {}
     /// May rewrite a finished tool result.
     async fn after_tool_call(&self, _call: &ToolCall, _result: &mut ToolResultMessage) {}
     /// Runs after a turn's tool results, before the next model call: a save point, and the place

@@ -202,6 +202,10 @@ impl Run<'_> {
             }
         }
         let run_now = &calls[..repeat_at.unwrap_or(calls.len())];
+        if !run_now.is_empty() {
+            let announced: Vec<_> = run_now.iter().map(|read| read.call.clone()).collect();
+            self.hooks.before_tool_calls(turn, &announced).await;
+        }
         let executed = env.run_calls(run_now).await;
         let stopped = executed.iter().find_map(|done| done.stopped);
         let mut results: Vec<ToolResultMessage> = executed.into_iter().map(|done| done.result).collect();

@@ -566,6 +566,7 @@ async fn hooks_steer_and_prepare_the_next_turn_in_order() {
     .assert_eq(&summary(&ran.outcome));
     expect![[r#"
         steering_messages
+        before_tool_calls 1 t1
         after_tool_call t1
         prepare_next_turn
         steering_messages

@@ -6,11 +6,12 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use reins_agent::{AgentContext, Gate, Hooks, Proposal, RunOutcome};
-use reins_ai::{Message, Model, Provider, ProviderErrorKind, ToolCall};
+use reins_ai::{Message, Model, Provider, ProviderErrorKind, ToolCall, ToolResultMessage};
 use reins_session::{EntryKind, SessionFile, estimate_context_tokens, find_cut_point};
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::ApprovalGate;
+use crate::diagnostics::Feedback;
 use crate::error::HarnessError;
 use crate::live_settings::LiveSettings;
 use crate::runtime::{SessionTools, lock, session_error};
@@ -45,12 +46,13 @@ pub(crate) fn near_window(context: &AgentContext, extra_tokens: u64, reserve_tok
     tokens + reserve_tokens >= context.model.context_window
 }
 
-/// The approval gate, plus automatic compaction between turns.
+/// The approval gate, plus automatic compaction between turns and the after-edit feedback.
 pub(crate) struct SessionHooks {
     pub gate: ApprovalGate,
     /// Refreshed before each turn: an MCP server's changed tool list applies from the next one.
     pub tools: Arc<SessionTools>,
     pub auto_compact: Option<AutoCompact>,
+    pub feedback: Feedback,
 }
 
 pub(crate) struct AutoCompact {
@@ -64,8 +66,25 @@ pub(crate) struct AutoCompact {
 
 #[async_trait]
 impl Hooks for SessionHooks {
+    async fn before_tool_calls(&self, turn: u32, calls: &[ToolCall]) {
+        self.feedback.turn_starts(turn, calls).await;
+    }
+
     async fn before_tool_call(&self, call: &ToolCall, proposal: Option<&Proposal>, cancel: &CancellationToken) -> Gate {
-        self.gate.before_tool_call(call, proposal, cancel).await
+        let gate = self.gate.before_tool_call(call, proposal, cancel).await;
+        let allowed = match &gate {
+            Gate::Allow => proposal,
+            Gate::AllowChanged { proposal, .. } => Some(proposal),
+            Gate::Block { .. } => None,
+        };
+        if let Some(proposal) = allowed.filter(|proposal| !proposal.file_changes().is_empty()) {
+            self.feedback.before_change(call, proposal, cancel).await;
+        }
+        gate
+    }
+
+    async fn after_tool_call(&self, call: &ToolCall, result: &mut ToolResultMessage) {
+        self.feedback.after_call(call, result).await;
     }
 
     async fn prepare_next_turn(&self, context: &mut AgentContext) {

@@ -82,6 +82,7 @@ pub struct ConfigLayer {
     /// `[tools] enabled`: the tools offered (names and globs), unless a session chose its own.
     pub tools_enabled: Option<ToolSet>,
     pub sandbox: SandboxLayer,
+    pub diagnostics: DiagnosticsLayer,
     pub providers: BTreeMap<String, ProviderLayer>,
     pub models: Vec<ModelLayer>,
     /// `[mcp_servers.NAME]`, in the order written.
@@ -104,6 +105,18 @@ pub struct SandboxLayer {
     pub writable: Option<Vec<String>>,
     /// Added to the built-in list of secrets.
     pub deny_read: Vec<String>,
+}
+
+/// `[diagnostics]`: the problems the agent's edits caused, told to it.
+#[derive(Debug, Clone, Default)]
+pub struct DiagnosticsLayer {
+    pub after_edit: Option<bool>,
+    /// Milliseconds.
+    pub settle_ms: Option<u64>,
+    pub warnings: Option<bool>,
+    pub command: Option<String>,
+    /// Seconds.
+    pub command_timeout: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -324,6 +337,7 @@ impl Reader<'_> {
                 }
                 "sandbox" => layer.sandbox = self.sandbox(key, node),
                 "mcp_servers" => self.mcp_servers(key, node, &mut layer.mcp_servers),
+                "diagnostics" => layer.diagnostics = self.diagnostics(key, node),
                 "providers" => {
                     for (name, value) in self.table(key, node).unwrap_or_default() {
                         let provider = self.provider(&format!("{key}.{name}"), value);
@@ -374,6 +388,31 @@ impl Reader<'_> {
             }
         }
         sandbox
+    }
+
+    fn diagnostics(&mut self, path: &str, node: &Node) -> DiagnosticsLayer {
+        let mut diagnostics = DiagnosticsLayer::default();
+        for (field, value) in self.table(path, node).unwrap_or_default() {
+            let key = format!("{path}.{field}");
+            match canonical(field).as_str() {
+                "after_edit" => diagnostics.after_edit = self.boolean(&key, value),
+                "settle_ms" => match self.uint(&key, value) {
+                    Some(ms) if ms > 60_000 => self.error(&key, value, "expected milliseconds from 0 to 60000"),
+                    ms => diagnostics.settle_ms = ms.or(diagnostics.settle_ms),
+                },
+                "warnings" => diagnostics.warnings = self.boolean(&key, value),
+                "command" if self.kind == LayerKind::Editor => {
+                    self.error(&key, value, "editor settings cannot run commands; set it in config.toml")
+                }
+                "command" => diagnostics.command = self.string(&key, value),
+                "command_timeout" => match self.uint(&key, value) {
+                    Some(0) => self.error(&key, value, "expected a number of seconds from 1 up"),
+                    seconds => diagnostics.command_timeout = seconds.or(diagnostics.command_timeout),
+                },
+                _ => self.unknown(&key, value),
+            }
+        }
+        diagnostics
     }
 
     fn provider(&mut self, path: &str, node: &Node) -> ProviderLayer {
@@ -823,6 +862,33 @@ reasoning_effort = ["minimal", "high"]
             [
                 "editor settings: providers.anthropic.apiKeyCommand: editor settings cannot name key variables or run commands; set it in config.toml"
             ]
+        );
+    }
+
+    #[test]
+    fn diagnostics_are_read_and_only_config_files_run_commands() {
+        let text = "[diagnostics]\nafter_edit = false\nsettle_ms = 300\nwarnings = true\n\
+                    command = \"cargo check --message-format short\"\ncommand_timeout = 30\n";
+        let (layer, problems) = ConfigLayer::from_toml(Path::new("c.toml"), text, LayerKind::User);
+        assert!(problems.is_empty(), "{problems:?}");
+        let found = &layer.diagnostics;
+        assert_eq!((found.after_edit, found.settle_ms, found.warnings), (Some(false), Some(300), Some(true)));
+        assert_eq!(
+            (found.command.as_deref(), found.command_timeout),
+            (Some("cargo check --message-format short"), Some(30))
+        );
+        expect![[r#"
+            /home/u/.config/reins/config.toml:2: diagnostics.settle_ms: expected milliseconds from 0 to 60000
+            /home/u/.config/reins/config.toml:3: diagnostics.command_timeout: expected a number of seconds from 1 up
+            /home/u/.config/reins/config.toml:4: diagnostics.wait: unknown key; it was ignored"#]]
+        .assert_eq(&diagnostics(LayerKind::User, "[diagnostics]\nsettle_ms = 60001\ncommand_timeout = 0\nwait = 1\n"));
+        let (layer, problems) = ConfigLayer::from_json(&serde_json::json!({"diagnostics": {
+            "afterEdit": true, "settleMs": 100, "command": "make"
+        }}));
+        assert_eq!((layer.diagnostics.settle_ms, layer.diagnostics.command), (Some(100), None));
+        assert_eq!(
+            problems.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["editor settings: diagnostics.command: editor settings cannot run commands; set it in config.toml"]
         );
     }
 

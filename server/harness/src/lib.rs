@@ -7,6 +7,7 @@ mod auth;
 mod checkpoint;
 mod compaction;
 mod config;
+mod diagnostics;
 mod error;
 mod live_settings;
 mod mcp;
@@ -24,6 +25,7 @@ mod tool_set;
 pub use auth::{AuthKeys, KEY_COMMAND_TIMEOUT, mask, read_auth_file, run_key_command};
 pub use compaction::{Compacted, CompactionSettings};
 pub use config::{ConfigDiagnostic, ConfigLayer, EditFormatChoice, LayerKind, Source};
+pub use diagnostics::{FeedbackSettings, MAX_TOLD, NEW_PROBLEMS};
 pub use error::HarnessError;
 pub use live_settings::LiveSettings;
 pub use mcp::{Warn, configured_servers};
@@ -33,8 +35,8 @@ pub use prompt::{CONTEXT_FILE_NAMES, ContextFile, PromptInputs, build_system_pro
 pub use registry::{Api, FALLBACK_PROVIDER, ModelEntry, ProviderInfo, Registry};
 pub use router::Router;
 pub use runtime::{
-    CheckedOut, Checkout, Harness, HarnessEvent, HarnessEventSink, HarnessOptions, Resumed, RunId, RunStarted,
-    SessionId, SessionUsage, ThinkingSet,
+    CheckedOut, Checkout, Harness, HarnessEvent, HarnessEventSink, HarnessOptions, LateContent, Resumed, RunId,
+    RunStarted, SessionId, SessionUsage, ThinkingSet,
 };
 pub use sessions::{SessionInfo, SessionTreeView, TreeNode};
 pub use settings::{DEFAULT_BASE_URL, DEFAULT_MODEL, KeySource, Settings};

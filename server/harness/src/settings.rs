@@ -17,6 +17,7 @@ use reins_tools::{
 use crate::auth::{self, AuthKeys};
 use crate::compaction::CompactionSettings;
 use crate::config::{ConfigDiagnostic, ConfigLayer, EditFormatChoice, LayerKind, Source, trim_url};
+use crate::diagnostics::FeedbackSettings;
 use crate::error::HarnessError;
 use crate::registry::{Api, FALLBACK_PROVIDER, ProviderInfo, Registry, blank_entry};
 use crate::tool_set::ToolSet;
@@ -72,6 +73,8 @@ pub struct Settings {
     pub sandbox: Sandbox,
     /// `[tools] edit_format`: which edit tool models get.
     pub edit_format: EditFormatChoice,
+    /// `[diagnostics]`: how the problems the agent's edits caused are told to it.
+    pub feedback: FeedbackSettings,
     /// Where each setting in force came from, by key (`model`, `approval.bash`,
     /// `providers.anthropic.base_url`, `providers.anthropic.api_key`).
     pub origins: BTreeMap<String, Source>,
@@ -427,6 +430,7 @@ fn compose(base: Arc<Base>, editor: &[ConfigLayer]) -> Settings {
         pass_env: Vec::new(),
         tools_enabled: None,
         edit_format: EditFormatChoice::Auto,
+        feedback: FeedbackSettings::default(),
         sandbox: Sandbox {
             mode: SandboxMode::WorkspaceWrite,
             network: false,
@@ -579,6 +583,27 @@ fn apply_layer(
     if let Some(format) = layer.edit_format {
         settings.edit_format = format;
         set(settings, "tools.edit_format".into());
+    }
+    let found = &layer.diagnostics;
+    if let Some(after_edit) = found.after_edit {
+        settings.feedback.after_edit = after_edit;
+        set(settings, "diagnostics.after_edit".into());
+    }
+    if let Some(ms) = found.settle_ms {
+        settings.feedback.settle_ms = ms;
+        set(settings, "diagnostics.settle_ms".into());
+    }
+    if let Some(warnings) = found.warnings {
+        settings.feedback.warnings = warnings;
+        set(settings, "diagnostics.warnings".into());
+    }
+    if let Some(command) = &found.command {
+        settings.feedback.command = Some(command.clone());
+        set(settings, "diagnostics.command".into());
+    }
+    if let Some(seconds) = found.command_timeout {
+        settings.feedback.command_timeout_secs = seconds;
+        set(settings, "diagnostics.command_timeout".into());
     }
     let home = settings.base.home.clone();
     let expand = |path: &String| match path.strip_prefix("~/") {

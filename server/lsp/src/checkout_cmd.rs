@@ -62,6 +62,7 @@ async fn run(request: &CheckoutRequest) -> Result<ExitCode, String> {
         workspace: Arc::new(workspace),
         provider: None,
         approver: Arc::new(TerminalApprover::new(root)),
+        diagnostics: None,
         events: Arc::new(|_| {}),
         date: String::new(),
         persist: true,

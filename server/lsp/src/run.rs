@@ -131,6 +131,8 @@ async fn run(args: RunArgs) -> ExitCode {
         workspace: workspace.clone(),
         provider: None,
         approver: Arc::new(TerminalApprover::new(workspace.cwd())),
+        // No editor: `[diagnostics] command` tells the model what its edits broke.
+        diagnostics: None,
         events,
         date: crate::today(),
         persist,

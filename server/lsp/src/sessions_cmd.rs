@@ -90,6 +90,7 @@ fn run(args: &SessionsArgs) -> Result<String, String> {
         workspace: Arc::new(workspace),
         provider: None,
         approver: Arc::new(TerminalApprover::new(root)),
+        diagnostics: None,
         events: Arc::new(|_| {}),
         date: String::new(),
         persist: true,

@@ -1,7 +1,9 @@
 //! The built-in tools — `read`, `write`, `edit` (or `apply_patch`), `bash`, `ls`, `grep`, `find`
-//! — each a typed [`reins_agent::Tool`] that works through a [`Workspace`].
+//! — each a typed [`reins_agent::Tool`] that works through a [`Workspace`]; and `diagnostics`,
+//! over the editor's [`DiagnosticSource`] where there is one.
 
 mod bash;
+mod diagnostics;
 mod edit;
 mod exec;
 mod find;
@@ -21,6 +23,7 @@ use std::sync::Arc;
 use reins_agent::{Tool, ToolError};
 
 pub use bash::BashTool;
+pub use diagnostics::{Diagnostic, DiagnosticSource, DiagnosticsTool, FileDiagnostics, Severity, parse_problems};
 pub use edit::{Applied, Edit, EditTool, apply_edits};
 pub use exec::{
     DEFAULT_MAX_OUTPUT_FILE_BYTES, DEFAULT_MAX_TIMEOUT_SECS, DEFAULT_TIMEOUT_SECS, ExecPolicy, Sandbox, SandboxMode,

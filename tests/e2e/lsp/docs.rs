@@ -195,14 +195,27 @@ async fn every_documented_example_matches_the_server() {
     let examples = examples();
     assert!(examples.len() > 30, "found only {} examples", examples.len());
     let source = "// the answer\nfn answer() -> u32 {\n    \"42\"\n}\n";
+    // The documented initializationOptions, as a client sends them.
+    let mut options = json!({});
+    for example in examples.iter().filter(|e| e.kind == "initialization") {
+        for (key, value) in example.json.as_object().cloned().unwrap_or_default() {
+            options[key] = value;
+        }
+    }
     let lsp = start(
         &[("src/lib.rs", source)],
         vec![Reply::tool_call("call_1", "read", json!({"path": "src/lib.rs"})), Reply::text("It reads a file.")],
-        json!({}),
+        options,
     )
     .await;
     lsp.open("src/lib.rs", "rust", source).await;
     let uri = lsp.uri("src/lib.rs");
+    // The client answers the server's requests with the documented results, about the live file.
+    for example in examples.iter().filter(|e| e.kind == "client-result") {
+        let live = Live { session_id: "", entry_id: "", uri: &uri, edit_id: "" };
+        let answer = substitute(&example.json, &live);
+        lsp.client.on_request(&example.name, move |_| Some(Ok(answer.clone())));
+    }
 
     // A session with a finished run, so trees have entries and events have been seen.
     let first = lsp.client.command("reins.chat.send", json!({"text": "hello"})).await.unwrap();
@@ -335,12 +348,26 @@ async fn every_documented_example_matches_the_server() {
                 lsp.client.notify("workspace/didChangeConfiguration", json!({"settings": example.json})).await;
                 Ok(())
             }
+            "server-request" => {
+                let sent = lsp.client.server_requests().into_iter().find(|r| r["method"] == example.name.as_str());
+                match sent {
+                    Some(sent) => same_shape(&example.json, &sent["params"], &example.name),
+                    None => Err(format!("the server never sent a {} request", example.name)),
+                }
+            }
+            // Answered above; what the answer is used for is checked below.
+            "client-result" | "initialization" => Ok(()),
             _ => continue,
         };
         outcome.unwrap_or_else(|err| panic!("{}: {err}", example.place));
         checked += 1;
     }
     assert!(checked > 20, "only {checked} examples were checked");
+    // The documented answer to `reins/diagnostics` reached the model with the ask.
+    let asked = lsp.server.chat_requests().iter().map(|r| super::last_user_text(&r.body)).find(|text| {
+        text.contains("Diagnostics in the selection and the 5 lines before and after it:\n- line 3: error: [E0308]")
+    });
+    assert!(asked.is_some(), "no ask carried the editor's diagnostics");
     // Documented settings were taken without complaint, and the server still answers.
     assert!(
         !lsp.client.notifications().iter().any(|n| n["method"] == "window/showMessage" && n["params"]["type"] == 2)

@@ -51,6 +51,10 @@ impl fmt::Display for RpcError {
 type Writer = Box<dyn AsyncWrite + Unpin + Send>;
 type Answer = Result<Value, RpcError>;
 
+/// Answers a request from the server, given its params: `Some(Ok(result))`, `Some(Err(error))`
+/// (a JSON-RPC error object), or `None` to leave it unanswered (an editor that hangs).
+pub type RequestHandler = Arc<dyn Fn(&Value) -> Option<Result<Value, Value>> + Send + Sync>;
+
 #[derive(Default)]
 struct Shared {
     pending: Mutex<HashMap<i64, oneshot::Sender<Answer>>>,
@@ -64,6 +68,8 @@ struct Shared {
     received: Mutex<Vec<String>>,
     /// What `workspace/applyEdit` is answered with.
     apply_edit_answer: Mutex<Option<Value>>,
+    /// Handlers of server requests set by the test, by method; they win over the built-in answers.
+    handlers: Mutex<HashMap<String, RequestHandler>>,
     arrived: Notify,
 }
 
@@ -192,6 +198,16 @@ impl LspClient {
         *lock(&self.shared.apply_edit_answer) = Some(answer);
     }
 
+    /// Answers the server's `method` requests with `handler` from now on, instead of the built-in
+    /// answer (or the "not handled" error).
+    pub fn on_request(
+        &self,
+        method: &str,
+        handler: impl Fn(&Value) -> Option<Result<Value, Value>> + Send + Sync + 'static,
+    ) {
+        lock(&self.shared.handlers).insert(method.to_string(), Arc::new(handler));
+    }
+
     /// Waits until some notification satisfies `found`, and returns it.
     pub async fn wait_for(&self, timeout: Duration, found: impl Fn(&Value) -> bool) -> Result<Value, String> {
         let deadline = tokio::time::Instant::now() + timeout;
@@ -286,7 +302,17 @@ async fn read_loop(read: impl AsyncRead + Unpin, shared: Arc<Shared>, writer: Ar
         match (method, id) {
             (Some(method), Some(id)) => {
                 lock(&shared.server_requests).push(json!({"id": id, "method": method, "params": message["params"]}));
-                let answer = answer_server_request(&shared, &method);
+                let handler = lock(&shared.handlers).get(&method).cloned();
+                let answer = match handler {
+                    Some(handler) => match handler(&message["params"]) {
+                        Some(answer) => answer,
+                        None => {
+                            shared.arrived.notify_waiters();
+                            continue;
+                        }
+                    },
+                    None => answer_server_request(&shared, &method),
+                };
                 let reply = match answer {
                     Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
                     Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),

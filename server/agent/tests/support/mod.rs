@@ -526,6 +526,10 @@ impl QueueHooks {
 
 #[async_trait]
 impl Hooks for QueueHooks {
+    async fn before_tool_calls(&self, turn: u32, calls: &[ToolCall]) {
+        let ids: Vec<&str> = calls.iter().map(|call| call.id.as_str()).collect();
+        self.record(format!("before_tool_calls {turn} {}", ids.join(" ")));
+    }
     async fn after_tool_call(&self, call: &ToolCall, _: &mut reins_ai::ToolResultMessage) {
         self.record(format!("after_tool_call {}", call.id));
     }

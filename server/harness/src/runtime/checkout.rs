@@ -283,6 +283,7 @@ mod tests {
             workspace: Arc::new(FsWorkspace::new(vec![dir.to_path_buf()]).unwrap()),
             provider: Some(provider),
             approver: Arc::new(Refuse),
+            diagnostics: None,
             events: Arc::new(|_| {}),
             date: "2026-12-01".into(),
             persist: true,

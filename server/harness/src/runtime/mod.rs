@@ -10,6 +10,7 @@ mod sessions;
 mod tools;
 
 pub use checkout::{CheckedOut, Checkout, Resumed};
+pub use runs::LateContent;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -20,13 +21,14 @@ use reins_agent::{Agent, AgentContext, AgentEvent, Hooks, RunOutcome, Tool};
 use reins_ai::{Message, Model, Provider};
 use reins_review::Approver;
 use reins_session::{Durability, SessionError, SessionFile, SessionStore};
-use reins_tools::{EditFormat, Workspace, builtin_tools_editing_with};
+use reins_tools::{DiagnosticSource, DiagnosticsTool, EditFormat, Workspace, builtin_tools_editing_with};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::ApprovalGate;
 use crate::checkpoint::{FileRecorder, RecordingWorkspace, recorded};
 use crate::compaction::{AutoCompact, SessionHooks};
+use crate::diagnostics::Feedback;
 use crate::error::HarnessError;
 use crate::live_settings::LiveSettings;
 use crate::mcp::Warn;
@@ -62,6 +64,10 @@ pub struct HarnessOptions {
     pub provider: Option<Arc<dyn Provider>>,
     /// Asks the user where the approval policy in force says `ask`.
     pub approver: Arc<dyn Approver>,
+    /// The editor's diagnostics (`reins lsp`): the `diagnostics` tool and after-edit feedback
+    /// when the editor can answer. `None` where there is no editor (`reins run`, ACP): the
+    /// `[diagnostics] command` gives the feedback instead.
+    pub diagnostics: Option<Arc<dyn DiagnosticSource>>,
     /// Where every session's events go.
     pub events: HarnessEventSink,
     /// `YYYY-MM-DD`, for the system prompt.
@@ -287,6 +293,13 @@ impl Harness {
         let session_tools = Arc::new(SessionTools::new(tools.clone(), servers, tool_set.recorder.clone()));
         let context =
             AgentContext { system_prompt: self.system_prompt(&tools), model, messages, tools, thinking: None };
+        let feedback = Feedback {
+            settings: self.settings.clone(),
+            editor: self.options.diagnostics.clone(),
+            workspace: self.options.workspace.clone(),
+            cancel: cancel.clone(),
+            state: Mutex::default(),
+        };
         let hooks: Arc<dyn Hooks> = Arc::new(SessionHooks {
             gate,
             tools: session_tools.clone(),
@@ -296,6 +309,7 @@ impl Harness {
                 settings: self.settings.clone(),
                 cancel,
             }),
+            feedback,
         });
         (Agent::new(context, self.provider.clone(), hooks, settings.limits()), session_tools)
     }
@@ -308,6 +322,9 @@ impl Harness {
         let format = settings.edit_format_for(model);
         let policy = settings.exec_policy(std::env::vars_os());
         let mut tools = tool_set.wrap(builtin_tools_editing_with(tool_set.workspace.clone(), policy, format));
+        if let Some(editor) = self.options.diagnostics.clone().filter(|editor| editor.available()) {
+            tools.push(Arc::new(DiagnosticsTool::new(tool_set.workspace.clone(), editor)));
+        }
         if let Some(active) = active {
             let editors = [EditFormat::Edit.tool_name(), EditFormat::ApplyPatch.tool_name()];
             let is_active = |name: &str| {
@@ -585,6 +602,7 @@ mod tests {
             workspace: Arc::new(FsWorkspace::new(vec![dir.to_path_buf()]).unwrap()),
             provider: Some(provider),
             approver: Arc::new(NoApprover),
+            diagnostics: None,
             events: Arc::new(|_| {}),
             date: "2026-11-30".into(),
             persist: true,
@@ -697,6 +715,7 @@ mod tests {
             workspace: Arc::new(FsWorkspace::new(vec![tmp.path().to_path_buf()]).unwrap()),
             provider: Some(Arc::new(PanicsOnce(Mutex::new(false)))),
             approver: Arc::new(NoApprover),
+            diagnostics: None,
             events: Arc::new(move |event: HarnessEvent| {
                 if matches!(event.event, AgentEvent::AgentEnd { .. }) {
                     let _ = tx.send(event.session_id);

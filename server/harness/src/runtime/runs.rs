@@ -2,6 +2,8 @@
 //! and followed up while it goes, cancelled; compaction before a run near the window and once
 //! after a provider says the context is too long.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 use reins_agent::{AgentEvent, RunOutcome, TurnEndReason};
@@ -20,13 +22,20 @@ impl Harness {
         if content.iter().all(|block| matches!(block, Content::Text { text } if text.trim().is_empty())) {
             return Err(HarnessError::InvalidArgument("the message is empty".into()));
         }
+        self.send_later(session_id, Box::pin(std::future::ready(content)))
+    }
+
+    /// Like [`Harness::send`], for a message whose content is still being gathered (the editor's
+    /// diagnostics around an asked-about selection): the run is started — and the session busy —
+    /// at once, and the message goes to the model once `content` is ready. Cancelling meanwhile
+    /// ends the run before it begins.
+    pub fn send_later(self: &Arc<Self>, session_id: &str, content: LateContent) -> Result<RunStarted, HarnessError> {
         let session = self.session(session_id)?;
         let run_id = format!("r{}", self.next());
         let hold = session.begin(run_id.clone())?;
         session.fresh_cancel();
         let (done_tx, done) = oneshot::channel();
         let emitter = self.emitter(&session, &run_id);
-        let message = Message::User(UserMessage { content, timestamp: now_ms() });
         let harness = self.clone();
         let task_session = session.clone();
         tokio::spawn(async move {
@@ -34,7 +43,18 @@ impl Harness {
                 // Cleared even if the run panics, so the session does not stay busy for ever.
                 let _idle = IdleOnDrop(&task_session.running);
                 let _hold = hold;
-                harness.run_to_end(&task_session, message, emitter.emit.clone()).await
+                let cancel = task_session.current_cancel();
+                let content = tokio::select! {
+                    content = content => Some(content),
+                    () = cancel.cancelled() => None,
+                };
+                match content {
+                    Some(content) => {
+                        let message = Message::User(UserMessage { content, timestamp: now_ms() });
+                        harness.run_to_end(&task_session, message, emitter.emit.clone()).await
+                    }
+                    None => Some(aborted_before_start(&emitter.emit)),
+                }
             };
             emitter.finish();
             if let Some(outcome) = outcome {
@@ -67,19 +87,7 @@ impl Harness {
             self.compact_if_near_window(session, file, &settings.compaction, estimate_tokens(&message)).await;
             // Cancelled while compacting: the run ends before it starts.
             if session.current_cancel().is_cancelled() {
-                let outcome = RunOutcome {
-                    reason: TurnEndReason::Aborted,
-                    messages: Vec::new(),
-                    usage: Usage::default(),
-                    error: None,
-                };
-                emit(AgentEvent::AgentEnd {
-                    reason: outcome.reason,
-                    messages: Vec::new(),
-                    usage: Usage::default(),
-                    error: None,
-                });
-                return Some(outcome);
+                return Some(aborted_before_start(&emit));
             }
         }
         let mut outcome = session.agent.prompt(vec![message], emit.clone()).await.ok()?;
@@ -169,4 +177,15 @@ impl Harness {
     pub fn is_running(&self, session_id: &str) -> Result<bool, HarnessError> {
         Ok(lock(&self.session(session_id)?.running).is_some())
     }
+}
+
+/// The content of a message still being gathered (see [`Harness::send_later`]).
+pub type LateContent = Pin<Box<dyn Future<Output = Vec<Content>> + Send>>;
+
+/// The outcome of a run cancelled before its first model call, announced with its `agent_end`.
+fn aborted_before_start(emit: &reins_agent::EventSink) -> RunOutcome {
+    let outcome =
+        RunOutcome { reason: TurnEndReason::Aborted, messages: Vec::new(), usage: Usage::default(), error: None };
+    emit(AgentEvent::AgentEnd { reason: outcome.reason, messages: Vec::new(), usage: Usage::default(), error: None });
+    outcome
 }

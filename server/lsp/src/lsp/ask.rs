@@ -1,12 +1,16 @@
 //! The chat message `reins.ask` sends: the user's question followed by the selection — path,
-//! line range, language, the selected text, and the diagnostics inside it — so the model knows
-//! exactly what the user is looking at. `reins.chat.send`'s `context` uses the same block.
+//! line range, language, the selected text, and the diagnostics inside it and, when the editor
+//! says what they are, in the lines around it — so the model knows exactly what the user is
+//! looking at. `reins.chat.send`'s `context` uses the same block.
 
 use tower_lsp_server::ls_types::{Diagnostic, DiagnosticSeverity, NumberOrString, Range};
 
 /// The question when `reins.ask` comes without one (a client that cannot prompt ran the plain
 /// "Ask agent about selection" action).
 pub const DEFAULT_QUESTION: &str = "Tell me about this code: what it does, and anything that looks wrong.";
+
+/// Lines before and after a selection whose diagnostics go with it, when the editor gives them.
+pub const LINES_AROUND: u32 = 5;
 
 /// A piece of a document, ready to quote to the model.
 #[derive(Debug, Clone, PartialEq)]
@@ -17,6 +21,9 @@ pub struct Selection {
     pub language_id: String,
     pub text: String,
     pub diagnostics: Vec<Diagnostic>,
+    /// The lines before and after the selection that `diagnostics` cover too (0: the selection's
+    /// own only).
+    pub lines_around: u32,
 }
 
 /// The message text for a question about `selections`.
@@ -43,7 +50,12 @@ pub fn quote(selection: &Selection) -> String {
     }
     out.push_str(&fence);
     if !selection.diagnostics.is_empty() {
-        out.push_str("\nDiagnostics in the selection:");
+        match selection.lines_around {
+            0 => out.push_str("\nDiagnostics in the selection:"),
+            around => {
+                out.push_str(&format!("\nDiagnostics in the selection and the {around} lines before and after it:"))
+            }
+        }
         for diagnostic in &selection.diagnostics {
             out.push_str("\n- ");
             out.push_str(&diagnostic_line(diagnostic));
@@ -121,6 +133,7 @@ mod tests {
             language_id: "rust".into(),
             text: "fn answer() -> u32 {\n    \"42\"\n}\n".into(),
             diagnostics: vec![diagnostic],
+            lines_around: 0,
         };
         expect![[r#"
             Why does this not compile?
@@ -134,6 +147,33 @@ mod tests {
             Diagnostics in the selection:
             - line 4: error: [E0308] mismatched types expected u32 (rustc)"#]]
         .assert_eq(&message(" Why does this not compile?\n", &[selection]));
+    }
+
+    #[test]
+    fn diagnostics_around_the_selection_say_how_far_they_reach() {
+        let at = |line, message: &str| Diagnostic {
+            range: range((line, 0), (line, 1)),
+            severity: Some(DiagnosticSeverity::WARNING),
+            message: message.into(),
+            ..Diagnostic::default()
+        };
+        let selection = Selection {
+            path: "a.py".into(),
+            range: range((4, 0), (5, 0)),
+            language_id: String::new(),
+            text: "x = f()\n".into(),
+            diagnostics: vec![at(1, "unused import"), at(4, "f is undefined")],
+            lines_around: LINES_AROUND,
+        };
+        expect![[r#"
+            Selection: a.py line 5
+            ```
+            x = f()
+            ```
+            Diagnostics in the selection and the 5 lines before and after it:
+            - line 2: warning: unused import
+            - line 5: warning: f is undefined"#]]
+        .assert_eq(&quote(&selection));
     }
 
     #[test]

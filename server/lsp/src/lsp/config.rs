@@ -24,9 +24,13 @@ pub struct EditorSettings {
 }
 
 impl EditorSettings {
-    /// Keeps the client's `initializationOptions`; answers them as the editor layer.
+    /// Keeps the client's `initializationOptions`; answers them as the editor layer. What the
+    /// client says it can do (`capabilities`) is not a setting.
     pub fn initialize(&self, options: &Value) -> Value {
-        let options = unwrap_section(options).clone();
+        let mut options = unwrap_section(options).clone();
+        if let Value::Object(fields) = &mut options {
+            fields.remove("capabilities");
+        }
         *self.initialization.write().unwrap_or_else(PoisonError::into_inner) = options.clone();
         options
     }

@@ -5,6 +5,7 @@
 use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use reins_ai::{Content, ThinkingLevel};
 use reins_harness::{Harness, HarnessError};
@@ -20,6 +21,9 @@ use crate::lsp::commands::{Ask, ChatSend, Command, ModelSet};
 use crate::lsp::documents::{self, PositionEncoding};
 use crate::lsp::server::State;
 use crate::lsp::{from_proto, lock, to_proto};
+
+/// How long an ask waits for the editor's diagnostics around the selection.
+const ASK_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Runs a handler's work in its own task: if it panics, the panic is logged and the request is
 /// answered with an internal error, and the server goes on serving.
@@ -169,10 +173,40 @@ async fn ask_about_selection(state: &State, ask: Ask) -> Result<Value> {
         return Err(to_proto::invalid_argument("reins.ask: the range is empty; select the code to ask about"));
     }
     let question = ask.question.filter(|question| !question.trim().is_empty());
-    let diagnostics = ask.diagnostics.into_iter().filter(|diagnostic| ask::overlaps(diagnostic, ask.range)).collect();
-    let selection = selection(state, &ask.uri, Some(ask.range), diagnostics).await?;
-    let text = ask::message(question.as_deref().unwrap_or(ask::DEFAULT_QUESTION), &[selection]);
-    state.start_run(ask.session_id, vec![Content::text(text)])
+    let question = question.unwrap_or_else(|| ask::DEFAULT_QUESTION.to_string());
+    let given = ask
+        .diagnostics
+        .into_iter()
+        .filter(|diagnostic| ask::overlaps(diagnostic, ask.range) && diagnostic.source.as_deref() != Some("reins"))
+        .collect();
+    let mut selection = selection(state, &ask.uri, Some(ask.range), given).await?;
+    if !state.diagnostics.can_answer() {
+        let text = ask::message(&question, &[selection]);
+        return state.start_run(ask.session_id, vec![Content::text(text)]);
+    }
+    // The editor is asked once the run has started: this handler does not wait for it.
+    let editor = state.diagnostics.clone();
+    let content = async move {
+        let uri = ask.uri;
+        match editor.request(Some(std::slice::from_ref(&uri)), ASK_TIMEOUT).await {
+            Ok(items) => {
+                let (first, last) = ask::line_span(selection.range);
+                let lines = first.saturating_sub(ask::LINES_AROUND)..=last.saturating_add(ask::LINES_AROUND);
+                selection.diagnostics = items
+                    .into_iter()
+                    .flat_map(|(_, diagnostics)| diagnostics)
+                    .filter(|diagnostic| lines.contains(&(diagnostic.range.start.line + 1)))
+                    .collect();
+                selection
+                    .diagnostics
+                    .sort_by_key(|diagnostic| (diagnostic.range.start.line, diagnostic.range.start.character));
+                selection.lines_around = ask::LINES_AROUND;
+            }
+            Err(err) => tracing::debug!("asking about {uri} without the editor's diagnostics: {err}"),
+        }
+        vec![Content::text(ask::message(&question, &[selection]))]
+    };
+    state.start_run_later(ask.session_id, Box::pin(content))
 }
 
 fn model_set(state: &State, set: ModelSet) -> Result<Value> {
@@ -221,6 +255,7 @@ async fn selection(state: &State, uri: &str, range: Option<Range>, diagnostics: 
         language_id,
         text: rope.slice(start..end).to_string(),
         diagnostics,
+        lines_around: 0,
     })
 }
 

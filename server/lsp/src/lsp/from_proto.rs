@@ -1,13 +1,15 @@
 //! Conversions from LSP values to reins values: URIs to paths, command arguments to typed
-//! structs with errors that name the offending field.
+//! structs with errors that name the offending field, the editor's diagnostics.
 
 use std::path::PathBuf;
 
+use ropey::Rope;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tower_lsp_server::jsonrpc::Error;
-use tower_lsp_server::ls_types::Uri;
+use tower_lsp_server::ls_types::{Diagnostic, DiagnosticSeverity, NumberOrString, Uri};
 
+use crate::lsp::documents::{self, PositionEncoding};
 use crate::lsp::to_proto;
 
 /// The file a `file:` URI names, canonicalised when it exists (so it matches the paths the
@@ -49,4 +51,73 @@ pub fn argument<T: DeserializeOwned>(command: &str, arguments: Vec<Value>) -> Re
         let at = if path == "." { String::new() } else { format!("{path}: ") };
         to_proto::invalid_argument(format!("{command}: {at}{}", err.inner()))
     })
+}
+
+/// The answer to `reins/diagnostics`, `{items: [{uri, diagnostics}]}`: each item's URI and its
+/// diagnostics. An item or a diagnostic that is not what the protocol says is skipped (and
+/// logged), so one odd entry costs only itself; an answer without `items` is an error.
+pub fn diagnostics_answer(answer: Value) -> Result<Vec<(String, Vec<Diagnostic>)>, String> {
+    let Some(items) = answer.get("items").and_then(Value::as_array) else {
+        return Err(format!("the editor answered reins/diagnostics without an `items` list: {}", short(&answer)));
+    };
+    let mut out = Vec::new();
+    for item in items {
+        let (Some(uri), Some(diagnostics)) =
+            (item.get("uri").and_then(Value::as_str), item.get("diagnostics").and_then(Value::as_array))
+        else {
+            tracing::warn!("reins/diagnostics: skipped an item without a uri and a diagnostics list: {}", short(item));
+            continue;
+        };
+        let read = diagnostics
+            .iter()
+            .filter_map(|diagnostic| match serde_json::from_value::<Diagnostic>(diagnostic.clone()) {
+                Ok(diagnostic) => Some(diagnostic),
+                Err(err) => {
+                    tracing::warn!("reins/diagnostics: skipped a diagnostic of {uri} ({err}): {}", short(diagnostic));
+                    None
+                }
+            })
+            .collect();
+        out.push((uri.to_string(), read));
+    }
+    Ok(out)
+}
+
+/// An LSP diagnostic as reins's tools see it: 1-based line, and a 1-based column in characters
+/// of `text` (the open buffer) when there is one.
+pub fn diagnostic(diagnostic: &Diagnostic, text: Option<&Rope>, encoding: PositionEncoding) -> reins_tools::Diagnostic {
+    let start = diagnostic.range.start;
+    let column = match text {
+        Some(rope) if (start.line as usize) < rope.len_lines() => {
+            documents::char_index(rope, start, encoding) - rope.line_to_char(start.line as usize)
+        }
+        _ => start.character as usize,
+    };
+    let severity = match diagnostic.severity {
+        Some(DiagnosticSeverity::WARNING) => reins_tools::Severity::Warning,
+        Some(DiagnosticSeverity::INFORMATION) => reins_tools::Severity::Information,
+        Some(DiagnosticSeverity::HINT) => reins_tools::Severity::Hint,
+        // An unknown severity is the client's to interpret, and LSP's default is an error.
+        _ => reins_tools::Severity::Error,
+    };
+    reins_tools::Diagnostic {
+        line: start.line.saturating_add(1),
+        column: u32::try_from(column).unwrap_or(u32::MAX).saturating_add(1),
+        severity,
+        source: diagnostic.source.clone().filter(|source| !source.trim().is_empty()),
+        code: diagnostic.code.as_ref().map(|code| match code {
+            NumberOrString::Number(number) => number.to_string(),
+            NumberOrString::String(text) => text.clone(),
+        }),
+        message: diagnostic.message.clone(),
+    }
+}
+
+/// A value for a log line, cut short.
+fn short(value: &Value) -> String {
+    let text = value.to_string();
+    match text.char_indices().nth(200) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    }
 }

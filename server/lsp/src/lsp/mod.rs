@@ -9,6 +9,7 @@ mod client_log;
 mod code_actions;
 mod commands;
 mod config;
+mod diagnostics;
 mod dispatch;
 pub(crate) mod documents;
 mod events;

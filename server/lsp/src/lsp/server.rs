@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use reins_ai::Content;
-use reins_harness::{Harness, HarnessOptions, LiveSettings, Settings};
+use reins_harness::{Harness, HarnessOptions, LateContent, LiveSettings, RunStarted, Settings};
 use reins_tools::{FsWorkspace, Workspace};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -29,6 +29,7 @@ use tower_lsp_server::{Client, LanguageServer};
 use crate::lsp::code_actions;
 use crate::lsp::commands::{self, Command};
 use crate::lsp::config::{self, EditorSettings};
+use crate::lsp::diagnostics::EditorDiagnostics;
 use crate::lsp::documents::{Documents, PositionEncoding};
 use crate::lsp::events::Events;
 use crate::lsp::review::{ReviewApprover, Reviews};
@@ -44,6 +45,8 @@ pub struct State {
     pub client: Client,
     pub documents: Arc<Mutex<Documents>>,
     pub workspace: Arc<EditorWorkspace>,
+    /// The editor's diagnostics, when it answers `reins/diagnostics`.
+    pub diagnostics: Arc<EditorDiagnostics>,
     /// The editor's layer of the settings; the settings in force are the harness's.
     pub editor_settings: EditorSettings,
     /// What `initialize` found wrong in the settings, shown once the client is initialized.
@@ -84,11 +87,13 @@ impl Server {
         let events = Events::start(client.clone(), settings.clone(), work_done_progress.clone());
         let reviews = Arc::new(Reviews::new(documents.clone(), events.clone()));
         let workspace = Arc::new(EditorWorkspace::new(documents.clone(), client.clone(), fallback, reviews.clone()));
+        let diagnostics = Arc::new(EditorDiagnostics::new(client.clone(), documents.clone()));
         let harness = Harness::new(HarnessOptions {
             settings,
             workspace: workspace.clone(),
             provider: None,
             approver: Arc::new(ReviewApprover { reviews: reviews.clone(), workspace: workspace.clone() }),
+            diagnostics: Some(diagnostics.clone()),
             events: events.sink(),
             date: crate::today(),
             persist: true,
@@ -98,6 +103,7 @@ impl Server {
             client,
             documents,
             workspace,
+            diagnostics,
             editor_settings: EditorSettings::default(),
             startup_warning: Mutex::new(None),
             events,
@@ -243,6 +249,7 @@ impl State {
         };
 
         let options = params.initialization_options.as_ref().unwrap_or(&Value::Null);
+        self.diagnostics.initialize(options);
         let loaded = config::load(env_var, roots.first().map(PathBuf::as_path));
         self.workspace.set_roots(roots);
         let editor = self.editor_settings.initialize(options);
@@ -283,12 +290,27 @@ impl State {
     /// Starts a run with `content` in `session_id` (a new session when absent) and watches its
     /// task, so a run that dies without an outcome is still reported.
     pub fn start_run(&self, session_id: Option<String>, content: Vec<Content>) -> Result<Value> {
-        let harness = &self.harness;
-        let session_id = match session_id {
-            Some(id) => id,
-            None => self.new_session(None)?,
-        };
-        let started = harness.send(&session_id, content).map_err(to_proto::harness_error)?;
+        let session_id = self.session_or_new(session_id)?;
+        let started = self.harness.send(&session_id, content).map_err(to_proto::harness_error)?;
+        Ok(self.watch(started))
+    }
+
+    /// [`State::start_run`] for a message still being gathered (see [`Harness::send_later`]).
+    pub fn start_run_later(&self, session_id: Option<String>, content: LateContent) -> Result<Value> {
+        let session_id = self.session_or_new(session_id)?;
+        let started = self.harness.send_later(&session_id, content).map_err(to_proto::harness_error)?;
+        Ok(self.watch(started))
+    }
+
+    fn session_or_new(&self, session_id: Option<String>) -> Result<String> {
+        match session_id {
+            Some(id) => Ok(id),
+            None => self.new_session(None),
+        }
+    }
+
+    /// Reports the end of a started run however it ends; answers `{sessionId, runId}`.
+    fn watch(&self, started: RunStarted) -> Value {
         let events = self.events.clone();
         let (session_id, run_id) = (started.session_id.clone(), started.run_id.clone());
         let done = started.done;
@@ -296,7 +318,7 @@ impl State {
             let clean = done.await.is_ok();
             events.run_finished(session_id, run_id, clean);
         });
-        Ok(json!({ "sessionId": started.session_id, "runId": started.run_id }))
+        json!({ "sessionId": started.session_id, "runId": started.run_id })
     }
 
     /// A new session, with the default model of the settings in force.

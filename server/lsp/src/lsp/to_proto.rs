@@ -686,6 +686,14 @@ pub fn located_ranges(
     (ranges, conflicts)
 }
 
+/// The params of `reins/diagnostics`: the documents asked about, or (`None`) every open one.
+pub fn diagnostics_request(uris: Option<&[String]>) -> Value {
+    match uris {
+        Some(uris) => json!({ "uris": uris }),
+        None => json!({}),
+    }
+}
+
 /// The first line of `text`, shortened, in backticks.
 fn quote(text: &str) -> String {
     let mut lines = text.lines().filter(|line| !line.trim().is_empty());

@@ -67,6 +67,7 @@ fn harness(
         workspace: Arc::new(FsWorkspace::new(vec![dir.to_path_buf()]).unwrap()),
         provider: None,
         approver: Arc::new(Yes),
+        diagnostics: None,
         events: Arc::new(|_| {}),
         date: "2026-12-01".into(),
         persist: false,

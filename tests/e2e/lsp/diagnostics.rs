@@ -292,7 +292,7 @@ async fn the_diagnostics_tool_lists_the_problems_of_open_files_inside_the_worksp
     expect![[r#"
         src/lib.rs:2:5: error[E0308]: mismatched types expected `u32`, found `&str` (rustc)
         src/lib.rs:2:5: warning[needless_return]: unneeded `return` statement (clippy)
-        src/lib.rs:3:2: error[E0599]: no method named `old` found (rustc)
+        src/lib.rs:3:5: error[E0599]: no method named `old` found (rustc)
         src/lib.rs:7:5: warning: unused variable: `unused` (rustc)
 
         [Not open in the editor, so the editor has no diagnostics for: src/closed.rs.]"#]]

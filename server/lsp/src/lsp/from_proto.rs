@@ -84,14 +84,22 @@ pub fn diagnostics_answer(answer: Value) -> Result<Vec<(String, Vec<Diagnostic>)
 }
 
 /// An LSP diagnostic as reins's tools see it: 1-based line, and a 1-based column in characters
-/// of `text` (the open buffer) when there is one.
+/// of `text` (the open buffer) when there is one. reins's copy of the buffer may lag behind the
+/// editor's (clients hold changes back a moment): where the position lies past the end of its
+/// line there, the column is taken as given.
 pub fn diagnostic(diagnostic: &Diagnostic, text: Option<&Rope>, encoding: PositionEncoding) -> reins_tools::Diagnostic {
     let start = diagnostic.range.start;
-    let column = match text {
-        Some(rope) if (start.line as usize) < rope.len_lines() => {
-            documents::char_index(rope, start, encoding) - rope.line_to_char(start.line as usize)
-        }
-        _ => start.character as usize,
+    let line = start.line as usize;
+    let within = text.filter(|rope| line < rope.len_lines()).filter(|rope| {
+        let units = match encoding {
+            PositionEncoding::Utf16 => rope.line(line).len_utf16_cu(),
+            PositionEncoding::Utf8 => rope.line(line).len_bytes(),
+        };
+        (start.character as usize) < units
+    });
+    let column = match within {
+        Some(rope) => documents::char_index(rope, start, encoding) - rope.line_to_char(line),
+        None => start.character as usize,
     };
     let severity = match diagnostic.severity {
         Some(DiagnosticSeverity::WARNING) => reins_tools::Severity::Warning,
@@ -119,5 +127,27 @@ fn short(value: &Value) -> String {
     match text.char_indices().nth(200) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tower_lsp_server::ls_types::{Position, Range};
+
+    use super::*;
+
+    fn column(text: &str, line: u32, character: u32, encoding: PositionEncoding) -> u32 {
+        let at = Position { line, character };
+        let lsp = Diagnostic { range: Range { start: at, end: at }, message: "m".into(), ..Diagnostic::default() };
+        diagnostic(&lsp, Some(&Rope::from_str(text)), encoding).column
+    }
+
+    #[test]
+    fn columns_count_characters_and_trust_the_editor_past_a_line_reins_has_not_seen_grow() {
+        let text = "a\nlet é = \"𝄞\"; x\n";
+        assert_eq!(column(text, 1, 15, PositionEncoding::Utf8), 12, "`;`, after é (2 bytes) and 𝄞 (4)");
+        assert_eq!(column(text, 1, 13, PositionEncoding::Utf16), 13, "after `;`, 𝄞 counting 2 units");
+        assert_eq!(column(text, 0, 40, PositionEncoding::Utf16), 41, "the line grew in the editor");
+        assert_eq!(column(text, 9, 3, PositionEncoding::Utf16), 4, "so did the file");
     }
 }

@@ -6,10 +6,12 @@
 use reins_review::ToolPattern;
 use reins_tools::EditFormat;
 
-/// The built-in tools, in the order they are offered (`edit` or `apply_patch`, by model).
-pub const BUILTIN_TOOLS: [&str; 8] = ["read", "write", "edit", "apply_patch", "bash", "ls", "grep", "find"];
+/// The built-in tools, in the order they are offered (`edit` or `apply_patch`, by model;
+/// `diagnostics` only where an editor answers `reins/diagnostics`).
+pub const BUILTIN_TOOLS: [&str; 9] =
+    ["read", "write", "edit", "apply_patch", "bash", "ls", "grep", "find", "diagnostics"];
 /// The tools that change nothing: what a session that only answers questions needs.
-pub const READ_ONLY_TOOLS: [&str; 4] = ["read", "ls", "grep", "find"];
+pub const READ_ONLY_TOOLS: [&str; 5] = ["read", "ls", "grep", "find", "diagnostics"];
 /// The prefix of MCP servers' tools (`mcp__server__tool`).
 const MCP_PREFIX: &str = "mcp__";
 
@@ -75,28 +77,43 @@ mod tests {
 
     fn offered(items: &[&str]) -> Vec<&'static str> {
         let set = ToolSet::parse(items).unwrap();
-        ["read", "write", "edit", "apply_patch", "bash", "ls", "grep", "find", "mcp__docs__search", "mcp__gh__issue"]
-            .into_iter()
-            .filter(|name| set.offers(name))
-            .collect()
+        [
+            "read",
+            "write",
+            "edit",
+            "apply_patch",
+            "bash",
+            "ls",
+            "grep",
+            "find",
+            "diagnostics",
+            "mcp__docs__search",
+            "mcp__gh__issue",
+        ]
+        .into_iter()
+        .filter(|name| set.offers(name))
+        .collect()
     }
 
     #[test]
     fn names_globs_and_the_read_only_set() {
         assert_eq!(offered(&["read", "grep"]), ["read", "grep"]);
-        assert_eq!(offered(&["read-only"]), ["read", "ls", "grep", "find"]);
+        assert_eq!(offered(&["read-only"]), ["read", "ls", "grep", "find", "diagnostics"]);
         assert_eq!(offered(&["read", "mcp__*"]), ["read", "mcp__docs__search", "mcp__gh__issue"]);
         assert_eq!(offered(&["mcp__docs__search", " "]), ["mcp__docs__search"]);
-        assert_eq!(offered(&["*"]).len(), 10);
+        assert_eq!(offered(&["*"]).len(), 11);
         assert!(offered(&[]).is_empty());
         // A model gets one edit dialect: naming either offers the one it gets.
         assert_eq!(offered(&["apply_patch"]), ["edit", "apply_patch"]);
-        assert_eq!(ToolSet::parse(&["read-only", "bash"]).unwrap().items(), ["read", "ls", "grep", "find", "bash"]);
+        assert_eq!(
+            ToolSet::parse(&["read-only", "bash"]).unwrap().items(),
+            ["read", "ls", "grep", "find", "diagnostics", "bash"]
+        );
     }
 
     #[test]
     fn unknown_names_and_bad_globs_say_what_there_is() {
-        expect_test::expect![[r#"unknown tool `rg`; the tools are read, write, edit, apply_patch, bash, ls, grep, find, and mcp__<server>__<tool> for MCP servers' (globs such as mcp__* work too), or read-only for read, ls, grep, find"#]]
+        expect_test::expect![[r#"unknown tool `rg`; the tools are read, write, edit, apply_patch, bash, ls, grep, find, diagnostics, and mcp__<server>__<tool> for MCP servers' (globs such as mcp__* work too), or read-only for read, ls, grep, find, diagnostics"#]]
         .assert_eq(&ToolSet::parse(&["read", "rg"]).unwrap_err());
         assert_eq!(
             ToolSet::parse(&["mcp__["]).unwrap_err(),

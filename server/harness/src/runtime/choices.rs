@@ -172,6 +172,7 @@ mod tests {
             workspace: Arc::new(FsWorkspace::new(vec![dir.to_path_buf()]).unwrap()),
             provider: Some(provider),
             approver: Arc::new(NoApprover),
+            diagnostics: None,
             events: Arc::new(|_| {}),
             date: "2026-11-30".into(),
             persist: true,

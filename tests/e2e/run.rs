@@ -265,7 +265,9 @@ async fn the_terminal_asks_before_an_edit_and_yes_applies_it() {
     ])
     .await;
     let screen = reins_run_in_terminal(&server, dir.path(), "change it", &["y"]).await;
-    assert!(screen.contains("hunk 0:") && screen.contains("+hello world"), "{screen}");
+    // One hunk: one plain question, no hunk numbers.
+    assert!(screen.contains("Apply? [y/N]") && !screen.contains("hunk 1"), "{screen}");
+    assert!(screen.contains("✓ Edited a.txt: 1 replacement"), "{screen}");
     assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "hello world\n");
 }
 
@@ -278,7 +280,7 @@ async fn the_terminal_rejection_and_its_reason_reach_the_model() {
     ])
     .await;
     let screen = reins_run_in_terminal(&server, dir.path(), "clean up", &["n", "keep the build"]).await;
-    assert!(screen.contains("$ rm -rf build"), "{screen}");
+    assert!(screen.contains("$ rm -rf build") && screen.contains("Run it? [y/N]"), "{screen}");
     let requests = server.chat_requests();
     let tool_result = requests[1].body["messages"][3]["content"].to_string();
     assert!(tool_result.contains("the user rejected this bash call: keep the build"), "{tool_result}");
@@ -400,7 +402,11 @@ async fn the_terminal_asks_hunk_by_hunk_and_the_reason_for_a_skipped_one_reaches
     let dir = workspace(&[("a.txt", &text)]);
     let server = ScriptedServer::start(vec![edit, Reply::text("Done.")]).await;
     let screen = reins_run_in_terminal(&server, dir.path(), "rename them", &["n", "y", "keep line 2"]).await;
-    assert!(screen.contains("2 hunks") && screen.contains("hunk 0:") && screen.contains("hunk 1:"), "{screen}");
+    assert!(
+        screen.contains("2 hunks") && screen.contains("hunk 1 of 2:") && screen.contains("hunk 2 of 2:"),
+        "{screen}"
+    );
+    assert_eq!(screen.matches("Apply this hunk? [y,n,a,d,?]").count(), 2, "{screen}");
     let now = std::fs::read_to_string(dir.path().join("a.txt")).unwrap();
     assert_eq!(now, text.replace("line 11\n", "line eleven\n"));
     let requests = server.chat_requests();
@@ -415,14 +421,14 @@ async fn at_the_terminal_a_applies_the_rest_and_d_skips_it() {
     let dir = workspace(&[("a.txt", &text)]);
     let server = ScriptedServer::start(vec![edit.clone(), Reply::text("Done.")]).await;
     let screen = reins_run_in_terminal(&server, dir.path(), "rename them", &["a"]).await;
-    assert_eq!(screen.matches("Apply? [y/N]").count(), 1, "{screen}");
+    assert_eq!(screen.matches("Apply this hunk? [y,n,a,d,?]").count(), 1, "{screen}");
     let expected = text.replace("line 2\n", "line two\n").replace("line 11\n", "line eleven\n");
     assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), expected);
 
     let dir = workspace(&[("a.txt", &text)]);
     let server = ScriptedServer::start(vec![edit, Reply::text("Understood.")]).await;
     let screen = reins_run_in_terminal(&server, dir.path(), "rename them", &["d", "not now"]).await;
-    assert_eq!(screen.matches("Apply? [y/N]").count(), 1, "{screen}");
+    assert_eq!(screen.matches("Apply this hunk? [y,n,a,d,?]").count(), 1, "{screen}");
     assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), text);
     let tool_result = server.chat_requests()[1].body["messages"][3]["content"].to_string();
     assert!(tool_result.contains("The user rejected this edit of a.txt, saying: not now"), "{tool_result}");

@@ -18,8 +18,8 @@ use crate::{config_cmd, lsp, mcp_cmd, models_cmd, run as run_cmd, sessions_cmd};
 
 const AFTER_HELP: &str = "\
 Config: $REINS_HOME/config.toml (else $XDG_CONFIG_HOME/reins/config.toml), then a trusted
-project's .mcp.json and .reins/config.toml, then the environment. Keys: environment, $REINS_HOME/auth.json
-(mode 0600), or providers.<name>.api_key_command.
+project's .mcp.json and .reins/config.toml, then the environment. Keys: the environment,
+$REINS_HOME/auth.json (mode 0600), or providers.<name>.api_key_command.
 
 Environment:
   OPENAI_BASE_URL  OpenAI-compatible endpoint, with /v1 (default: Ollama at http://127.0.0.1:11434/v1)
@@ -172,6 +172,15 @@ pub fn directory(value: &str) -> Result<PathBuf, String> {
     if path.is_dir() { Ok(path) } else { Err(format!("{value} is not a directory")) }
 }
 
+/// A count that must be at least 1 (`--max-turns`).
+pub fn at_least_one(value: &str) -> Result<u32, String> {
+    match value.trim().parse::<u32>() {
+        Ok(0) => Err("it must be at least 1".to_string()),
+        Ok(count) => Ok(count),
+        Err(_) => Err("it must be a whole number, at least 1".to_string()),
+    }
+}
+
 /// An argument that must say something: an id, a model, an entry.
 pub fn non_empty(value: &str) -> Result<String, String> {
     if value.trim().is_empty() { Err("it is empty".to_string()) } else { Ok(value.to_string()) }
@@ -209,6 +218,11 @@ mod tests {
         ));
         assert_eq!(parse(&["mcp"]).unwrap_err(), ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand);
         assert_eq!(parse(&["completions", "tcsh"]).unwrap_err(), ErrorKind::InvalidValue);
+        assert_eq!(parse(&["run", "--max-turns", "0", "hi"]).unwrap_err(), ErrorKind::ValueValidation);
+        assert_eq!(parse(&["run", "--max-turns", "ten", "hi"]).unwrap_err(), ErrorKind::ValueValidation);
+        assert!(
+            matches!(parse(&["run", "--max-turns", "3", "hi"]), Ok(Command::Run(args)) if args.max_turns == Some(3))
+        );
     }
 
     /// Every subcommand's words, nested ones too (`sessions tree`), but not clap's `help`.

@@ -36,7 +36,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub json: bool,
     /// Stop after N model calls (default: the config's limits.max_turns, else 50)
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", value_parser = cli::at_least_one)]
     pub max_turns: Option<u32>,
     /// The workspace root (default: the current directory)
     #[arg(long, short = 'C', value_name = "DIR", value_parser = cli::directory)]

@@ -8,6 +8,9 @@ use reins_agent::AgentEvent;
 use reins_ai::{StreamEvent, first_line, shorten};
 use serde_json::Value;
 
+/// The tools whose result starts with what they changed, which the terminal shows.
+const CHANGES_FILES: [&str; 3] = ["edit", "write", "apply_patch"];
+
 /// Prints agent events for a person.
 pub struct HumanOutput {
     color: bool,
@@ -61,10 +64,13 @@ impl HumanOutput {
                 end_line(state, out)?;
                 writeln!(err, "{} {}", self.paint(&format!("● {tool_name}"), "1;36"), summarize_args(tool_name, args))?;
             }
-            AgentEvent::ToolExecutionEnd { result, is_error, .. } => {
+            AgentEvent::ToolExecutionEnd { tool_name, result, is_error, .. } => {
                 let text = result.text();
                 if *is_error {
                     writeln!(err, "  {}", self.paint(&format!("✗ {}", first_line(&text, 160)), "31"))?;
+                } else if CHANGES_FILES.contains(&tool_name.as_str()) {
+                    // What landed ("Edited a.txt as changed by the reviewer"), not a line count.
+                    writeln!(err, "  {}", self.paint(&format!("✓ {}", first_line(&text, 160)), "2"))?;
                 } else {
                     writeln!(err, "  {}", self.paint(&format!("✓ {} lines", text.lines().count()), "2"))?;
                 }

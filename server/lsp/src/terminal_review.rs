@@ -94,7 +94,7 @@ impl Approver for TerminalApprover {
     async fn decide(&self, request: ApprovalRequest<'_>, cancel: &CancellationToken) -> Verdict {
         let tool = request.call.name.clone();
         let plain = match request.proposal {
-            Proposal::Command(command) => Some((render_command(command, self.color), "Apply? [y/N] ")),
+            Proposal::Command(command) => Some((render_command(command, self.color), "Run it? [y/N] ")),
             Proposal::ServerCall(call) => Some((render_server_call(call, self.color), "Call it? [y/N] ")),
             Proposal::FileChange(_) | Proposal::FileChanges { .. } => None,
         };
@@ -189,13 +189,16 @@ fn review(
     }
     let mut chosen = Vec::new();
     let mut rest: Option<bool> = None;
-    for (file, hunk) in &hunks {
+    for (number, (file, hunk)) in hunks.iter().enumerate() {
         let apply = match rest {
             Some(apply) => apply,
             None => {
-                let text = render_hunk(file, hunk, &paint);
+                // Numbered from 1 for people, as the editor's code actions are.
+                let title = (hunks.len() > 1).then(|| format!("hunk {} of {}:", number + 1, hunks.len()));
+                let text = render_hunk(title.as_deref(), file, hunk, &paint);
                 write!(writer, "{text}").map_err(|e| e.to_string())?;
-                let (apply, for_the_rest) = ask_hunk(reader, writer)?;
+                let prompt = if hunks.len() > 1 { "Apply this hunk? [y,n,a,d,?] " } else { "Apply? [y/N] " };
+                let (apply, for_the_rest) = ask_hunk(reader, writer, prompt)?;
                 if for_the_rest {
                     rest = Some(apply);
                 }
@@ -213,9 +216,9 @@ fn review(
 
 /// Asks about one hunk until the answer is one of y, n, a, d: whether to apply it, and whether
 /// the answer holds for the hunks after it. The end of input skips the rest.
-fn ask_hunk(reader: &mut impl BufRead, writer: &mut impl Write) -> Result<(bool, bool), String> {
+fn ask_hunk(reader: &mut impl BufRead, writer: &mut impl Write, prompt: &str) -> Result<(bool, bool), String> {
     loop {
-        let Some(line) = ask(reader, writer, "Apply? [y/N] ")? else { return Ok((false, true)) };
+        let Some(line) = ask(reader, writer, prompt)? else { return Ok((false, true)) };
         match line.trim().to_ascii_lowercase().as_str() {
             "y" | "yes" => return Ok((true, false)),
             "" | "n" | "no" => return Ok((false, false)),
@@ -268,12 +271,20 @@ fn render_header(file: &FileDiff, paint: &dyn Fn(&str, &str) -> String) -> Strin
     out
 }
 
-/// One hunk with its own context lines, as a unified diff.
-fn render_hunk(file: &FileDiff, hunk: &diff::Hunk, paint: &dyn Fn(&str, &str) -> String) -> String {
+/// One hunk with its own context lines, as a unified diff, under `title` when there is one.
+fn render_hunk(
+    title: Option<&str>,
+    file: &FileDiff,
+    hunk: &diff::Hunk,
+    paint: &dyn Fn(&str, &str) -> String,
+) -> String {
     let before = file.before.as_deref().unwrap_or("");
     let only = diff::apply_hunks(before, &file.hunks, &[hunk.index]);
-    let mut out = paint(&format!("hunk {}:", hunk.index), "1;36");
-    out.push('\n');
+    let mut out = String::new();
+    if let Some(title) = title {
+        out.push_str(&paint(title, "1;36"));
+        out.push('\n');
+    }
     for line in diff::unified_diff(&file.shown, before, &only).lines().skip(2) {
         let code = match line.as_bytes().first() {
             Some(b'+') => "32",
@@ -372,7 +383,6 @@ mod tests {
                 note: matched after ignoring trailing whitespace
                 --- a/w/a.py
                 +++ b/w/a.py
-                hunk 0:
                 @@ -1,2 +1,2 @@
                  x = 1
                 -y = 2
@@ -392,7 +402,7 @@ mod tests {
                 --- a/w/a.txt
                 +++ b/w/a.txt
                 2 hunks — y: apply this hunk, n: skip it, a: apply it and all after it, d: skip it and all after it
-                hunk 0:
+                hunk 1 of 2:
                 @@ -1,5 +1,5 @@
                  line 1
                 -line 2
@@ -400,16 +410,16 @@ mod tests {
                  line 3
                  line 4
                  line 5
-                Apply? [y/N] y: apply this hunk, n: skip it, a: apply it and all after it, d: skip it and all after it
-                Apply? [y/N] "maybe": answer y, n, a or d (? explains)
-                Apply? [y/N] hunk 1:
+                Apply this hunk? [y,n,a,d,?] y: apply this hunk, n: skip it, a: apply it and all after it, d: skip it and all after it
+                Apply this hunk? [y,n,a,d,?] "maybe": answer y, n, a or d (? explains)
+                Apply this hunk? [y,n,a,d,?] hunk 2 of 2:
                 @@ -8,5 +8,4 @@
                  line 8
                  line 9
                  line 10
                 -line 11
                  line 12
-                Apply? [y/N] Reason for the model (optional): 
+                Apply this hunk? [y,n,a,d,?] Reason for the model (optional): 
                 => Ok(Review { chosen: [1], all: false, reason: Some("keep line 2 as it is") })"#]],
         );
     }
@@ -421,7 +431,7 @@ mod tests {
             let mut screen = Vec::new();
             let edit = edit_of(change("/w/a.txt", &before, &after, &[]));
             let review = review(&edit, false, &mut answers.as_bytes(), &mut screen).unwrap();
-            let asked = String::from_utf8(screen).unwrap().matches("Apply? [y/N]").count();
+            let asked = String::from_utf8(screen).unwrap().matches("Apply this hunk? [y,n,a,d,?]").count();
             (review.chosen, review.all, review.reason, asked)
         };
         assert_eq!(review("a\n"), (vec![0, 1], true, None, 1));

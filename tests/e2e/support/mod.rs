@@ -164,7 +164,7 @@ pub async fn reins_run_in_terminal(
 }
 
 /// Runs `reins ARGS` under a pseudo-terminal (`script` from util-linux), typing `answers` a line
-/// at a time once each question (`? [y/N]`, a reason) shows, as a person at the terminal would.
+/// at a time once each question (`? [y/N]`, a hunk's `? [y,n,a,d,?]`, a reason) shows, as a person at the terminal would.
 /// What the terminal showed, and the exit status.
 pub async fn reins_in_terminal(
     base_url: Option<&str>,
@@ -207,7 +207,10 @@ pub async fn reins_in_terminal(
         }
         screen.push_str(&String::from_utf8_lossy(&buffer[..n]));
         // Each question ends with a prompt; answer it once it shows.
-        let questions = screen.matches("? [y/N]").count() + screen.matches("Reason for the model").count();
+        let questions = ["? [y/N]", "? [y,n,a,d,?]", "Reason for the model"]
+            .iter()
+            .map(|question| screen.matches(question).count())
+            .sum::<usize>();
         while asked < questions {
             asked += 1;
             if let Some(answer) = answers.next() {

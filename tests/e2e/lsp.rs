@@ -373,7 +373,7 @@ async fn denied_edits_are_refused_and_auto_edits_reach_the_editor_as_minimal_edi
     let end = events.iter().find(|e| e["type"] == "tool_execution_end").unwrap();
     assert_eq!(end["isError"], false, "{end}");
     let apply = lsp.client.server_requests().into_iter().find(|r| r["method"] == "workspace/applyEdit").unwrap();
-    expect![[r#"{"documentChanges":[{"edits":[{"newText":"two","range":{"end":{"character":3,"line":0},"start":{"character":0,"line":0}}}],"textDocument":{"uri":"file:///ROOT/a.txt","version":1}}]}"#]]
+    expect![[r#"{"documentChanges":[{"textDocument":{"uri":"file:///ROOT/a.txt","version":1},"edits":[{"range":{"start":{"line":0,"character":0},"end":{"line":0,"character":3}},"newText":"two"}]}]}"#]]
     .assert_eq(&apply["params"]["edit"].to_string().replace(&file_uri(lsp.root()), "file:///ROOT"));
     // The disk is the editor's business: nothing was written behind its back.
     assert_eq!(std::fs::read_to_string(lsp.root().join("a.txt")).unwrap(), "one\n");

@@ -219,7 +219,7 @@ mod tests {
 
     #[test]
     fn valid_json_is_unchanged() {
-        check(r#"{"path": "src/main.rs", "offset": 3}"#, expect![[r#"{"offset":3,"path":"src/main.rs"}"#]]);
+        check(r#"{"path": "src/main.rs", "offset": 3}"#, expect![[r#"{"path":"src/main.rs","offset":3}"#]]);
     }
 
     #[test]
@@ -240,7 +240,7 @@ mod tests {
 
     #[test]
     fn bare_keys_are_quoted() {
-        check(r#"{path: "a.rs", max_lines: 10}"#, expect![[r#"{"max_lines":10,"path":"a.rs"}"#]]);
+        check(r#"{path: "a.rs", max_lines: 10}"#, expect![[r#"{"path":"a.rs","max_lines":10}"#]]);
     }
 
     #[test]
@@ -252,10 +252,10 @@ mod tests {
     fn missing_closers_are_added() {
         check(
             r#"{"edits": [{"oldText": "a", "newText": "b"}"#,
-            expect![[r#"{"edits":[{"newText":"b","oldText":"a"}]}"#]],
+            expect![[r#"{"edits":[{"oldText":"a","newText":"b"}]}"#]],
         );
         check(r#"{"path": "src/ma"#, expect![[r#"{"path":"src/ma"}"#]]);
-        check(r#"{"path": "a.rs", "limit":"#, expect![[r#"{"limit":null,"path":"a.rs"}"#]]);
+        check(r#"{"path": "a.rs", "limit":"#, expect![[r#"{"path":"a.rs","limit":null}"#]]);
         check(r#"{"path": "a.rs","#, expect![[r#"{"path":"a.rs"}"#]]);
     }
 
@@ -290,7 +290,7 @@ mod tests {
     fn several_mistakes_at_once() {
         check(
             "```json\n{command: 'ls -la\n/tmp', verbose: True, tags: ['a', 'b',],",
-            expect![[r#"{"command":"ls -la\n/tmp","tags":["a","b"],"verbose":true}"#]],
+            expect![[r#"{"command":"ls -la\n/tmp","verbose":true,"tags":["a","b"]}"#]],
         );
     }
 

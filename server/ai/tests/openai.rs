@@ -382,47 +382,49 @@ async fn request_body_carries_system_tools_tool_results_and_stream_options() {
     assert_eq!(recorded.header("content-type"), Some("application/json"));
     expect![[r#"
         {
-          "max_tokens": 256,
+          "model": "scripted-model",
           "messages": [
             {
-              "content": "You are a test.",
-              "role": "system"
+              "role": "system",
+              "content": "You are a test."
             },
             {
-              "content": "hello",
-              "role": "user"
+              "role": "user",
+              "content": "hello"
             },
             {
-              "content": null,
               "role": "assistant",
+              "content": null,
               "tool_calls": [
                 {
-                  "function": {
-                    "arguments": "{\"path\":\"a.rs\"}",
-                    "name": "read"
-                  },
                   "id": "call_1",
-                  "type": "function"
+                  "type": "function",
+                  "function": {
+                    "name": "read",
+                    "arguments": "{\"path\":\"a.rs\"}"
+                  }
                 }
               ]
             },
             {
-              "content": "fn main() {}",
               "role": "tool",
-              "tool_call_id": "call_1"
+              "tool_call_id": "call_1",
+              "content": "fn main() {}"
             }
           ],
-          "model": "scripted-model",
           "stream": true,
           "stream_options": {
             "include_usage": true
           },
+          "max_tokens": 256,
           "tools": [
             {
+              "type": "function",
               "function": {
-                "description": "Read a file.",
                 "name": "read",
+                "description": "Read a file.",
                 "parameters": {
+                  "type": "object",
                   "properties": {
                     "path": {
                       "type": "string"
@@ -430,11 +432,9 @@ async fn request_body_carries_system_tools_tool_results_and_stream_options() {
                   },
                   "required": [
                     "path"
-                  ],
-                  "type": "object"
+                  ]
                 }
-              },
-              "type": "function"
+              }
             }
           ]
         }"#]]

@@ -265,7 +265,7 @@ mod tests {
             FileChangeRecord::new("call_1", "edit", &[landed("a.txt", Some(b"one\n"), Some(b"two\n"))], &store)
                 .unwrap();
         let value = record.to_value();
-        expect![[r#"{"files":[{"after":{"sha256":"27dd8ed44a83ff94d557f9fd0412ed5a8cbca69ea04922d88c01184a07300a5a","size":4,"text":"two\n"},"before":{"sha256":"2c8b08da5ce60398e1f19af0e5dccc744df274b826abe585eaba68c525434806","size":4,"text":"one\n"},"path":"a.txt"}],"tool":"edit","toolCallId":"call_1","version":1}"#]]
+        expect![[r#"{"version":1,"toolCallId":"call_1","tool":"edit","files":[{"path":"a.txt","before":{"sha256":"2c8b08da5ce60398e1f19af0e5dccc744df274b826abe585eaba68c525434806","size":4,"text":"one\n"},"after":{"sha256":"27dd8ed44a83ff94d557f9fd0412ed5a8cbca69ea04922d88c01184a07300a5a","size":4,"text":"two\n"}}]}"#]]
         .assert_eq(&value.to_string());
         assert_eq!(FileChangeRecord::parse(&value).unwrap(), record);
         assert!(!dir.path().join("s.files").exists(), "text needs no side store");

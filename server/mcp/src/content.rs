@@ -161,7 +161,7 @@ mod tests {
     fn structured_content_is_json_text_unless_repeated() {
         check(
             json!({"content": [], "structuredContent": {"temperature": 22.5, "conditions": "Sunny"}}),
-            expect![[r#"[{"type":"text","text":"{\n  \"conditions\": \"Sunny\",\n  \"temperature\": 22.5\n}"}]"#]],
+            expect![[r#"[{"type":"text","text":"{\n  \"temperature\": 22.5,\n  \"conditions\": \"Sunny\"\n}"}]"#]],
         );
         check(
             json!({"content": [{"type": "text", "text": "{\"temperature\": 22.5}"}],

@@ -91,17 +91,17 @@ mod tests {
             json!({"type": "object", "properties": {"message": {"type": "string", "description": "what to echo"}},
                    "required": ["message"], "additionalProperties": false}),
             expect![[
-                r#"{"additionalProperties":false,"properties":{"message":{"description":"what to echo","type":"string"}},"required":["message"],"type":"object"}"#
+                r#"{"type":"object","properties":{"message":{"type":"string","description":"what to echo"}},"required":["message"],"additionalProperties":false}"#
             ]],
         );
     }
 
     #[test]
     fn an_empty_schema_becomes_an_object_with_no_properties() {
-        check(json!({}), expect![[r#"{"properties":{},"type":"object"}"#]]);
+        check(json!({}), expect![[r#"{"type":"object","properties":{}}"#]]);
         check(
             json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"}),
-            expect![[r#"{"properties":{},"type":"object"}"#]],
+            expect![[r#"{"type":"object","properties":{}}"#]],
         );
     }
 
@@ -110,7 +110,7 @@ mod tests {
         check(
             json!({"type": "object", "properties": {"a": {"type": "string"}},
                    "anyOf": [{"required": ["a"]}, {"required": ["b"]}]}),
-            expect![[r#"{"properties":{"a":{"type":"string"}},"type":"object"}"#]],
+            expect![[r#"{"type":"object","properties":{"a":{"type":"string"}}}"#]],
         );
     }
 
@@ -126,7 +126,7 @@ mod tests {
                 "map": {"type": "object", "additionalProperties": {"type": "array"}}
             }, "$defs": {"node": {"type": "object"}}}),
             expect![[
-                r#"{"$defs":{"node":{"properties":{},"type":"object"}},"properties":{"any":{},"choice":{"anyOf":[{"properties":{},"type":"object"},{"items":{"properties":{},"type":"object"},"type":"array"}]},"map":{"additionalProperties":{"items":{},"type":"array"},"properties":{},"type":"object"},"meta":{"properties":{},"type":["object","null"]},"pair":{"prefixItems":[{"type":"string"},{}],"type":"array"},"tags":{"items":{},"type":"array"}},"type":"object"}"#
+                r#"{"type":"object","properties":{"tags":{"type":"array","items":{}},"meta":{"type":["object","null"],"properties":{}},"pair":{"type":"array","prefixItems":[{"type":"string"},{}]},"any":{},"choice":{"anyOf":[{"type":"object","properties":{}},{"type":"array","items":{"type":"object","properties":{}}}]},"map":{"type":"object","additionalProperties":{"type":"array","items":{}},"properties":{}}},"$defs":{"node":{"type":"object","properties":{}}}}"#
             ]],
         );
     }
@@ -136,7 +136,7 @@ mod tests {
         // A property called `items` or `$schema` is data, not a keyword.
         check(
             json!({"type": "object", "properties": {"items": {"type": "string"}, "$schema": {"type": "string"}}}),
-            expect![[r#"{"properties":{"$schema":{"type":"string"},"items":{"type":"string"}},"type":"object"}"#]],
+            expect![[r#"{"type":"object","properties":{"items":{"type":"string"},"$schema":{"type":"string"}}}"#]],
         );
     }
 }

@@ -544,39 +544,39 @@ fn schema_tells_the_model_the_rules() {
     assert_eq!(spec.name, "edit");
     expect![[r#"
         {
+          "required": [
+            "path",
+            "edits"
+          ],
+          "type": "object",
           "properties": {
+            "path": {
+              "type": "string"
+            },
             "edits": {
+              "type": "array",
               "items": {
-                "properties": {
-                  "newText": {
-                    "type": "string"
-                  },
-                  "oldText": {
-                    "type": "string"
-                  }
-                },
                 "required": [
                   "oldText",
                   "newText"
                 ],
-                "type": "object"
+                "type": "object",
+                "properties": {
+                  "oldText": {
+                    "type": "string"
+                  },
+                  "newText": {
+                    "type": "string"
+                  }
+                }
               },
-              "minItems": 1,
-              "type": "array"
-            },
-            "path": {
-              "type": "string"
+              "minItems": 1
             },
             "replaceAll": {
               "description": "Replace every match of each oldText (renames).",
               "type": "boolean"
             }
-          },
-          "required": [
-            "path",
-            "edits"
-          ],
-          "type": "object"
+          }
         }"#]]
     .assert_eq(&serde_json::to_string_pretty(&spec.parameters).unwrap());
 }

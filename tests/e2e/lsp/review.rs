@@ -190,7 +190,7 @@ async fn accepting_one_hunk_applies_only_it_and_tells_the_model_which() {
     // Only hunk 0 went to the editor, against the version the user saw.
     expect![[r#"
         [
-            "{\"documentChanges\":[{\"edits\":[{\"newText\":\"10\",\"range\":{\"end\":{\"character\":5,\"line\":1},\"start\":{\"character\":4,\"line\":1}}}],\"textDocument\":{\"uri\":\"file:///ROOT/src/lib.rs\",\"version\":1}}]}",
+            "{\"documentChanges\":[{\"textDocument\":{\"uri\":\"file:///ROOT/src/lib.rs\",\"version\":1},\"edits\":[{\"range\":{\"start\":{\"line\":1,\"character\":4},\"end\":{\"line\":1,\"character\":5}},\"newText\":\"10\"}]}]}",
         ]
     "#]]
     .assert_debug_eq(&applied_edits(&lsp));
@@ -352,7 +352,7 @@ async fn typing_before_accepting_rebases_or_goes_stale_but_never_overwrites() {
     lsp.run_events(&run_id).await;
     expect![[r#"
         [
-            "{\"documentChanges\":[{\"edits\":[{\"newText\":\"10\",\"range\":{\"end\":{\"character\":5,\"line\":2},\"start\":{\"character\":4,\"line\":2}}}],\"textDocument\":{\"uri\":\"file:///ROOT/src/lib.rs\",\"version\":2}}]}",
+            "{\"documentChanges\":[{\"textDocument\":{\"uri\":\"file:///ROOT/src/lib.rs\",\"version\":2},\"edits\":[{\"range\":{\"start\":{\"line\":2,\"character\":4},\"end\":{\"line\":2,\"character\":5}},\"newText\":\"10\"}]}]}",
         ]
     "#]]
     .assert_debug_eq(&applied_edits(&lsp));
@@ -407,8 +407,8 @@ async fn a_new_file_is_created_through_the_editor_and_allow_for_session_stops_as
     assert_eq!(review_events(&events), ["edit_proposed \"write\"", "edit_resolved \"applied\" hunks=[0] reason=null"]);
     expect![[r#"
         [
-            "{\"documentChanges\":[{\"kind\":\"create\",\"options\":{\"ignoreIfExists\":false,\"overwrite\":false},\"uri\":\"file:///ROOT/notes/new/hello.txt\"},{\"edits\":[{\"newText\":\"hi\\n\",\"range\":{\"end\":{\"character\":0,\"line\":0},\"start\":{\"character\":0,\"line\":0}}}],\"textDocument\":{\"uri\":\"file:///ROOT/notes/new/hello.txt\",\"version\":null}}]}",
-            "{\"documentChanges\":[{\"kind\":\"create\",\"options\":{\"ignoreIfExists\":false,\"overwrite\":false},\"uri\":\"file:///ROOT/second.txt\"},{\"edits\":[{\"newText\":\"two\\n\",\"range\":{\"end\":{\"character\":0,\"line\":0},\"start\":{\"character\":0,\"line\":0}}}],\"textDocument\":{\"uri\":\"file:///ROOT/second.txt\",\"version\":null}}]}",
+            "{\"documentChanges\":[{\"kind\":\"create\",\"uri\":\"file:///ROOT/notes/new/hello.txt\",\"options\":{\"overwrite\":false,\"ignoreIfExists\":false}},{\"textDocument\":{\"uri\":\"file:///ROOT/notes/new/hello.txt\",\"version\":null},\"edits\":[{\"range\":{\"start\":{\"line\":0,\"character\":0},\"end\":{\"line\":0,\"character\":0}},\"newText\":\"hi\\n\"}]}]}",
+            "{\"documentChanges\":[{\"kind\":\"create\",\"uri\":\"file:///ROOT/second.txt\",\"options\":{\"overwrite\":false,\"ignoreIfExists\":false}},{\"textDocument\":{\"uri\":\"file:///ROOT/second.txt\",\"version\":null},\"edits\":[{\"range\":{\"start\":{\"line\":0,\"character\":0},\"end\":{\"line\":0,\"character\":0}},\"newText\":\"two\\n\"}]}]}",
         ]
     "#]]
     .assert_debug_eq(&applied_edits(&lsp));
@@ -645,7 +645,7 @@ async fn a_patch_is_reviewed_file_by_file_and_what_was_accepted_lands_together()
     // One workspace edit: the open buffer's hunk against its version, the deletion, the move.
     expect![[r#"
         [
-            "{\"documentChanges\":[{\"edits\":[{\"newText\":\"10\",\"range\":{\"end\":{\"character\":12,\"line\":1},\"start\":{\"character\":11,\"line\":1}}}],\"textDocument\":{\"uri\":\"file:///ROOT/src/a.py\",\"version\":1}},{\"kind\":\"delete\",\"options\":{\"ignoreIfNotExists\":false,\"recursive\":false},\"uri\":\"file:///ROOT/old.txt\"},{\"kind\":\"rename\",\"newUri\":\"file:///ROOT/pkg/n.py\",\"oldUri\":\"file:///ROOT/m.py\",\"options\":{\"ignoreIfExists\":false,\"overwrite\":false}}]}",
+            "{\"documentChanges\":[{\"textDocument\":{\"uri\":\"file:///ROOT/src/a.py\",\"version\":1},\"edits\":[{\"range\":{\"start\":{\"line\":1,\"character\":11},\"end\":{\"line\":1,\"character\":12}},\"newText\":\"10\"}]},{\"kind\":\"delete\",\"uri\":\"file:///ROOT/old.txt\",\"options\":{\"recursive\":false,\"ignoreIfNotExists\":false}},{\"kind\":\"rename\",\"oldUri\":\"file:///ROOT/m.py\",\"newUri\":\"file:///ROOT/pkg/n.py\",\"options\":{\"overwrite\":false,\"ignoreIfExists\":false}}]}",
         ]
     "#]]
     .assert_debug_eq(&applied_edits(&lsp));

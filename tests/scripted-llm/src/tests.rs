@@ -76,17 +76,17 @@ async fn streams_text_in_pieces_with_usage_and_done() {
     check_stream(
         Reply::text("Hello").with_chunk_chars(2).with_usage(10, 2, 4),
         expect![[r#"
-            data: {"choices":[{"delta":{"content":"","role":"assistant"},"finish_reason":null,"index":0}],"created":0,"id":"chatcmpl-scripted","model":"m","object":"chat.completion.chunk"}
+            data: {"id":"chatcmpl-scripted","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}
 
-            data: {"choices":[{"delta":{"content":"He"},"finish_reason":null,"index":0}],"created":0,"id":"chatcmpl-scripted","model":"m","object":"chat.completion.chunk"}
+            data: {"id":"chatcmpl-scripted","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"content":"He"},"finish_reason":null}]}
 
-            data: {"choices":[{"delta":{"content":"ll"},"finish_reason":null,"index":0}],"created":0,"id":"chatcmpl-scripted","model":"m","object":"chat.completion.chunk"}
+            data: {"id":"chatcmpl-scripted","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"content":"ll"},"finish_reason":null}]}
 
-            data: {"choices":[{"delta":{"content":"o"},"finish_reason":null,"index":0}],"created":0,"id":"chatcmpl-scripted","model":"m","object":"chat.completion.chunk"}
+            data: {"id":"chatcmpl-scripted","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"content":"o"},"finish_reason":null}]}
 
-            data: {"choices":[{"delta":{},"finish_reason":"stop","index":0}],"created":0,"id":"chatcmpl-scripted","model":"m","object":"chat.completion.chunk"}
+            data: {"id":"chatcmpl-scripted","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}
 
-            data: {"choices":[],"created":0,"id":"chatcmpl-scripted","model":"m","object":"chat.completion.chunk","usage":{"completion_tokens":2,"prompt_tokens":10,"prompt_tokens_details":{"cached_tokens":4},"total_tokens":12}}
+            data: {"id":"chatcmpl-scripted","object":"chat.completion.chunk","created":0,"model":"m","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12,"prompt_tokens_details":{"cached_tokens":4}}}
 
             data: [DONE]
 
@@ -105,23 +105,23 @@ async fn streams_thinking_and_tool_calls_reusing_index_zero() {
             .with_reused_index_zero()
             .with_chunk_chars(4),
         expect![[r#"
-            data: {"choices":[{"delta":{"content":"","role":"assistant"},"finish_reason":null,"index":0}],"created":0,"id":"chatcmpl-scripted","model":"m","object":"chat.completion.chunk"}
+            data: {"id":"chatcmpl-scripted","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}
 
-            data: {"choices":[{"delta":{"reasoning":"hm"},"finish_reason":null,"index":0}],"created":0,"id":"chatcmpl-scripted","model":"m","object":"chat.completion.chunk"}
+            data: {"id":"chatcmpl-scripted","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"reasoning":"hm"},"finish_reason":null}]}
 
-            data: {"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"","name":"read"},"id":"a","index":0,"type":"function"}]},"finish_reason":null,"index":0}],"created":0,"id":"chatcmpl-scripted","model":"m","object":"chat.completion.chunk"}
+            data: {"id":"chatcmpl-scripted","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"read","arguments":""}}]},"finish_reason":null}]}
 
-            data: {"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"{\"p\""},"index":0}]},"finish_reason":null,"index":0}],"created":0,"id":"chatcmpl-scripted","model":"m","object":"chat.completion.chunk"}
+            data: {"id":"chatcmpl-scripted","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"p\""}}]},"finish_reason":null}]}
 
-            data: {"choices":[{"delta":{"tool_calls":[{"function":{"arguments":":1}"},"index":0}]},"finish_reason":null,"index":0}],"created":0,"id":"chatcmpl-scripted","model":"m","object":"chat.completion.chunk"}
+            data: {"id":"chatcmpl-scripted","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":":1}"}}]},"finish_reason":null}]}
 
-            data: {"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"","name":"ls"},"id":"call_1","index":0,"type":"function"}]},"finish_reason":null,"index":0}],"created":0,"id":"chatcmpl-scripted","model":"m","object":"chat.completion.chunk"}
+            data: {"id":"chatcmpl-scripted","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"ls","arguments":""}}]},"finish_reason":null}]}
 
-            data: {"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"{}"},"index":0}]},"finish_reason":null,"index":0}],"created":0,"id":"chatcmpl-scripted","model":"m","object":"chat.completion.chunk"}
+            data: {"id":"chatcmpl-scripted","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]},"finish_reason":null}]}
 
-            data: {"choices":[{"delta":{},"finish_reason":"tool_calls","index":0}],"created":0,"id":"chatcmpl-scripted","model":"m","object":"chat.completion.chunk"}
+            data: {"id":"chatcmpl-scripted","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
 
-            data: {"choices":[],"created":0,"id":"chatcmpl-scripted","model":"m","object":"chat.completion.chunk","usage":{"completion_tokens":3,"prompt_tokens":1,"prompt_tokens_details":{"cached_tokens":0},"total_tokens":4}}
+            data: {"id":"chatcmpl-scripted","object":"chat.completion.chunk","created":0,"model":"m","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":3,"total_tokens":4,"prompt_tokens_details":{"cached_tokens":0}}}
 
             data: [DONE]
 
@@ -137,11 +137,11 @@ async fn wire_quirks_keep_alive_no_space_error_payload_and_crlf() {
         expect![[r#"
             : keep-alive
 
-            data:{"choices":[{"delta":{"content":"","role":"assistant"},"finish_reason":null,"index":0}],"created":0,"id":"chatcmpl-scripted","model":"m","object":"chat.completion.chunk"}
+            data:{"id":"chatcmpl-scripted","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}
 
             : keep-alive
 
-            data:{"choices":[{"delta":{"content":"x"},"finish_reason":null,"index":0}],"created":0,"id":"chatcmpl-scripted","model":"m","object":"chat.completion.chunk"}
+            data:{"id":"chatcmpl-scripted","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null}]}
 
             : keep-alive
 
@@ -165,7 +165,7 @@ async fn error_reply_has_status_retry_after_and_openai_body() {
         Content-Type: application/json
         Content-Length: 71
         Retry-After: 7
-        {"error":{"code":null,"message":"slow down","type":"rate_limit_error"}}"#]]
+        {"error":{"message":"slow down","type":"rate_limit_error","code":null}}"#]]
     .assert_eq(&format!("{}\n{}", response.head.replace("\r\n", "\n"), response.body));
 }
 
@@ -201,7 +201,7 @@ async fn non_streaming_request_gets_a_json_completion() {
         ScriptedServer::start(vec![Reply::text("hi there").with_tool_call("c1", "ls", json!({"path": "."}))]).await;
     let response = raw_request(&server, "POST", "/v1/chat/completions", Some(chat_body(false))).await;
     let completion: Value = serde_json::from_str(&response.body).unwrap();
-    expect![[r#"{"content":"hi there","role":"assistant","tool_calls":[{"function":{"arguments":"{\"path\":\".\"}","name":"ls"},"id":"c1","type":"function"}]}"#]]
+    expect![[r#"{"role":"assistant","content":"hi there","tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{\"path\":\".\"}"}}]}"#]]
         .assert_eq(&completion["choices"][0]["message"].to_string());
     assert_eq!(completion["choices"][0]["finish_reason"], "tool_calls");
 }

@@ -290,12 +290,12 @@ mod tests {
                     "name": "read",
                     "description": "Read a file",
                     "parameters": {
+                      "type": "object",
                       "properties": {
                         "path": {
                           "type": "string"
                         }
-                      },
-                      "type": "object"
+                      }
                     }
                   }
                 }
@@ -328,7 +328,7 @@ mod tests {
             thinking: None,
         };
         let value: Value = serde_json::from_str(&body(&request)).unwrap();
-        expect![[r#"[{"content":[{"text":"what is this?","type":"text"},{"image_url":{"url":"data:image/png;base64,AAAA"},"type":"image_url"}],"role":"user"},{"content":null,"role":"assistant","tool_calls":[{"function":{"arguments":"{}","name":"read"},"id":"c1","type":"function"}]},{"content":"an image","role":"tool","tool_call_id":"c1"},{"content":[{"text":"Images from the tool results above:","type":"text"},{"image_url":{"url":"data:image/png;base64,AAAA"},"type":"image_url"}],"role":"user"}]"#]]
+        expect![[r#"[{"role":"user","content":[{"type":"text","text":"what is this?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"read","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"an image"},{"role":"user","content":[{"type":"text","text":"Images from the tool results above:"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]}]"#]]
         .assert_eq(&value["messages"].to_string());
         assert!(value.get("tools").is_none());
         // Without a limit of its own, the request takes the model's.
@@ -349,7 +349,7 @@ mod tests {
         request.model.compat =
             crate::model::Compat { developer_role: true, max_completion_tokens: true, ..Default::default() };
         let value: Value = serde_json::from_str(&body(&request)).unwrap();
-        expect![[r#"{"content":"Be brief.","role":"developer"}"#]].assert_eq(&value["messages"][0].to_string());
+        expect![[r#"{"role":"developer","content":"Be brief."}"#]].assert_eq(&value["messages"][0].to_string());
         assert_eq!((value.get("max_tokens"), value["max_completion_tokens"].as_u64()), (None, Some(100)));
     }
 

@@ -204,7 +204,7 @@ mod tests {
             review_titles(&[(1, 2), (5, 5)], (5, 5)),
             [
                 r#"Accept agent edit {"id":"e1"}"#,
-                r#"Accept only hunk 2 of 2 (reject the other) {"hunks":[1],"id":"e1"}"#,
+                r#"Accept only hunk 2 of 2 (reject the other) {"id":"e1","hunks":[1]}"#,
                 r#"Reject agent edit {"id":"e1"}"#
             ]
         );
@@ -213,7 +213,7 @@ mod tests {
         assert_eq!(review_titles(&[(1, 2), (5, 5), (7, 8)], (0, 9)).len(), 5);
         assert_eq!(
             review_titles(&[(1, 2), (5, 5), (7, 8)], (1, 1))[1],
-            r#"Accept only hunk 1 of 3 (reject the others) {"hunks":[0],"id":"e1"}"#
+            r#"Accept only hunk 1 of 3 (reject the others) {"id":"e1","hunks":[0]}"#
         );
         // One hunk: accepting it is accepting the edit.
         assert_eq!(

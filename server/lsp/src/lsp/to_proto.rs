@@ -1096,15 +1096,15 @@ mod tests {
         };
         assert_eq!(
             edit_resolved(&resolution(Outcome::PartiallyApplied, vec![0], None)).to_string(),
-            r#"{"hunks":[0],"id":"e1","outcome":"partially_applied","type":"edit_resolved"}"#
+            r#"{"type":"edit_resolved","id":"e1","outcome":"partially_applied","hunks":[0]}"#
         );
         assert_eq!(
             edit_resolved(&resolution(Outcome::PartiallyApplied, vec![0], Some("not that one"))).to_string(),
-            r#"{"hunks":[0],"id":"e1","outcome":"partially_applied","reason":"not that one","type":"edit_resolved"}"#
+            r#"{"type":"edit_resolved","id":"e1","outcome":"partially_applied","hunks":[0],"reason":"not that one"}"#
         );
         assert_eq!(
             edit_resolved(&resolution(Outcome::Rejected, vec![], Some("no"))).to_string(),
-            r#"{"id":"e1","outcome":"rejected","reason":"no","type":"edit_resolved"}"#
+            r#"{"type":"edit_resolved","id":"e1","outcome":"rejected","reason":"no"}"#
         );
     }
 
@@ -1176,14 +1176,14 @@ mod tests {
             message: assistant.clone(),
             tool_results: vec![result],
         };
-        expect![[r#"{"message":{"content":[{"signature":"sig","thinking":"hm","type":"thinking"},{"arguments":{"path":"a"},"id":"c1","name":"read","type":"toolCall"}],"error":{"kind":"context_overflow","message":"long","status":400},"model":"gpt-4.1","provider":"openai","stopReason":"error","timestamp":7,"usage":{"cacheRead":0,"cacheWrite":0,"cost":{"cacheRead":0.0,"cacheWrite":0.0,"input":0.0,"output":0.0,"total":0.0},"input":3,"output":2,"totalTokens":5}},"reason":"tool_observations","toolResults":[{"content":[{"text":"alpha","type":"text"}],"isError":false,"timestamp":8,"toolCallId":"c1","toolName":"read"}],"turn":1,"type":"turn_end"}"#]]
+        expect![[r#"{"type":"turn_end","turn":1,"reason":"tool_observations","message":{"content":[{"type":"thinking","thinking":"hm","signature":"sig"},{"type":"toolCall","id":"c1","name":"read","arguments":{"path":"a"}}],"provider":"openai","model":"gpt-4.1","usage":{"input":3,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":5,"cost":{"input":0.0,"output":0.0,"cacheRead":0.0,"cacheWrite":0.0,"total":0.0}},"stopReason":"error","timestamp":7,"error":{"kind":"context_overflow","message":"long","status":400}},"toolResults":[{"toolCallId":"c1","toolName":"read","content":[{"type":"text","text":"alpha"}],"isError":false,"timestamp":8}]}"#]]
         .assert_eq(&agent_event(&turn_end).to_string());
         let user = Message::User(UserMessage { content: vec![Content::text("hi")], timestamp: 1 });
-        expect![[r#"{"content":[{"text":"hi","type":"text"}],"role":"user","timestamp":1}"#]]
+        expect![[r#"{"content":[{"type":"text","text":"hi"}],"timestamp":1,"role":"user"}"#]]
             .assert_eq(&message(&user).to_string());
         let delta =
             StreamEvent::ToolCall { index: 1, id: "c1".into(), name: "read".into(), arguments_delta: "{".into() };
-        expect![[r#"{"delta":{"argumentsDelta":"{","id":"c1","index":1,"kind":"tool_call","name":"read"},"type":"message_update"}"#]]
+        expect![[r#"{"type":"message_update","delta":{"kind":"tool_call","index":1,"id":"c1","name":"read","argumentsDelta":"{"}}"#]]
             .assert_eq(&agent_event(&AgentEvent::MessageUpdate { delta }).to_string());
     }
 }

@@ -232,7 +232,7 @@ mod tests {
     fn shutdown_loses_its_params_and_is_tracked() {
         let lifecycle = Lifecycle::default();
         let verdict = admit(Item::Body(request(json!(3), "shutdown", json!({"x": 1}))), &lifecycle);
-        assert_eq!(verdict, Verdict::Pass(br#"{"id":3,"jsonrpc":"2.0","method":"shutdown"}"#.to_vec()));
+        assert_eq!(verdict, Verdict::Pass(br#"{"jsonrpc":"2.0","id":3,"method":"shutdown"}"#.to_vec()));
         lifecycle.saw_output(br#"{"jsonrpc":"2.0","id":3,"result":null}"#);
         admit(Item::Body(br#"{"jsonrpc":"2.0","method":"exit"}"#.to_vec()), &lifecycle);
         assert_eq!(lifecycle.exit_code(), ExitCode::SUCCESS);

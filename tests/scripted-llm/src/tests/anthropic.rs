@@ -40,52 +40,52 @@ async fn streams_redacted_thinking_thinking_text_and_tool_use_with_cache_usage()
             .with_cache_write(20),
         expect![[r#"
             event: message_start
-            data: {"message":{"content":[],"id":"msg_scripted","model":"claude-test","role":"assistant","stop_reason":null,"stop_sequence":null,"type":"message","usage":{"cache_creation_input_tokens":20,"cache_read_input_tokens":30,"input_tokens":50,"output_tokens":1}},"type":"message_start"}
+            data: {"type":"message_start","message":{"id":"msg_scripted","type":"message","role":"assistant","model":"claude-test","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":50,"cache_creation_input_tokens":20,"cache_read_input_tokens":30,"output_tokens":1}}}
 
             event: ping
             data: {"type":"ping"}
 
             event: content_block_start
-            data: {"content_block":{"data":"opaque","type":"redacted_thinking"},"index":0,"type":"content_block_start"}
+            data: {"type":"content_block_start","index":0,"content_block":{"type":"redacted_thinking","data":"opaque"}}
 
             event: content_block_stop
-            data: {"index":0,"type":"content_block_stop"}
+            data: {"type":"content_block_stop","index":0}
 
             event: content_block_start
-            data: {"content_block":{"signature":"","thinking":"","type":"thinking"},"index":1,"type":"content_block_start"}
+            data: {"type":"content_block_start","index":1,"content_block":{"type":"thinking","thinking":"","signature":""}}
 
             event: content_block_delta
-            data: {"delta":{"thinking":"hm","type":"thinking_delta"},"index":1,"type":"content_block_delta"}
+            data: {"type":"content_block_delta","index":1,"delta":{"type":"thinking_delta","thinking":"hm"}}
 
             event: content_block_delta
-            data: {"delta":{"signature":"sig1","type":"signature_delta"},"index":1,"type":"content_block_delta"}
+            data: {"type":"content_block_delta","index":1,"delta":{"type":"signature_delta","signature":"sig1"}}
 
             event: content_block_stop
-            data: {"index":1,"type":"content_block_stop"}
+            data: {"type":"content_block_stop","index":1}
 
             event: content_block_start
-            data: {"content_block":{"text":"","type":"text"},"index":2,"type":"content_block_start"}
+            data: {"type":"content_block_start","index":2,"content_block":{"type":"text","text":""}}
 
             event: content_block_delta
-            data: {"delta":{"text":"Hi","type":"text_delta"},"index":2,"type":"content_block_delta"}
+            data: {"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"Hi"}}
 
             event: content_block_stop
-            data: {"index":2,"type":"content_block_stop"}
+            data: {"type":"content_block_stop","index":2}
 
             event: content_block_start
-            data: {"content_block":{"id":"toolu_1","input":{},"name":"read","type":"tool_use"},"index":3,"type":"content_block_start"}
+            data: {"type":"content_block_start","index":3,"content_block":{"type":"tool_use","id":"toolu_1","name":"read","input":{}}}
 
             event: content_block_delta
-            data: {"delta":{"partial_json":"{\"p\"","type":"input_json_delta"},"index":3,"type":"content_block_delta"}
+            data: {"type":"content_block_delta","index":3,"delta":{"type":"input_json_delta","partial_json":"{\"p\""}}
 
             event: content_block_delta
-            data: {"delta":{"partial_json":":1}","type":"input_json_delta"},"index":3,"type":"content_block_delta"}
+            data: {"type":"content_block_delta","index":3,"delta":{"type":"input_json_delta","partial_json":":1}"}}
 
             event: content_block_stop
-            data: {"index":3,"type":"content_block_stop"}
+            data: {"type":"content_block_stop","index":3}
 
             event: message_delta
-            data: {"delta":{"stop_reason":"tool_use","stop_sequence":null},"type":"message_delta","usage":{"output_tokens":7}}
+            data: {"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":7}}
 
             event: message_stop
             data: {"type":"message_stop"}
@@ -101,22 +101,22 @@ async fn an_overloaded_error_event_replaces_the_message_end() {
         Reply::text("ab").with_chunk_chars(2).with_typed_stream_error("overloaded_error", "Overloaded"),
         expect![[r#"
             event: message_start
-            data: {"message":{"content":[],"id":"msg_scripted","model":"claude-test","role":"assistant","stop_reason":null,"stop_sequence":null,"type":"message","usage":{"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"input_tokens":15,"output_tokens":1}},"type":"message_start"}
+            data: {"type":"message_start","message":{"id":"msg_scripted","type":"message","role":"assistant","model":"claude-test","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":15,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1}}}
 
             event: ping
             data: {"type":"ping"}
 
             event: content_block_start
-            data: {"content_block":{"text":"","type":"text"},"index":0,"type":"content_block_start"}
+            data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}
 
             event: content_block_delta
-            data: {"delta":{"text":"ab","type":"text_delta"},"index":0,"type":"content_block_delta"}
+            data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"ab"}}
 
             event: content_block_stop
-            data: {"index":0,"type":"content_block_stop"}
+            data: {"type":"content_block_stop","index":0}
 
             event: error
-            data: {"error":{"message":"Overloaded","type":"overloaded_error"},"type":"error"}
+            data: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}
 
         "#]],
     )
@@ -137,9 +137,9 @@ async fn finish_reasons_become_stop_reasons() {
         seen.push(delta.unwrap_or("none").to_string());
     }
     expect![[r#"
-        data: {"delta":{"stop_reason":"end_turn","stop_sequence":null},"type":"message_delta","usage":{"output_tokens":1}}
-        data: {"delta":{"stop_reason":"max_tokens","stop_sequence":null},"type":"message_delta","usage":{"output_tokens":1}}
-        data: {"delta":{"stop_reason":"refusal","stop_sequence":null},"type":"message_delta","usage":{"output_tokens":1}}"#]]
+        data: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":1}}
+        data: {"type":"message_delta","delta":{"stop_reason":"max_tokens","stop_sequence":null},"usage":{"output_tokens":1}}
+        data: {"type":"message_delta","delta":{"stop_reason":"refusal","stop_sequence":null},"usage":{"output_tokens":1}}"#]]
     .assert_eq(&seen.join("\n"));
 }
 
@@ -158,8 +158,8 @@ async fn errors_have_anthropic_bodies_and_retry_after() {
         seen.push(format!("{status} | {retry_after} | {}", response.body));
     }
     expect![[r#"
-        HTTP/1.1 529 Overloaded | Retry-After: 3 | {"error":{"message":"Overloaded","type":"overloaded_error"},"type":"error"}
-        HTTP/1.1 401 Unauthorized | - | {"error":{"message":"invalid x-api-key","type":"authentication_error"},"type":"error"}"#]]
+        HTTP/1.1 529 Overloaded | Retry-After: 3 | {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}
+        HTTP/1.1 401 Unauthorized | - | {"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#]]
     .assert_eq(&seen.join("\n"));
 }
 
@@ -169,6 +169,6 @@ async fn non_streaming_request_gets_a_whole_message() {
         ScriptedServer::start(vec![Reply::text("hi there").with_tool_call("toolu_1", "ls", json!({"path": "."}))])
             .await;
     let response = raw_request(&server, "POST", "/v1/messages", Some(messages_body(false))).await;
-    expect![[r#"{"content":[{"text":"hi there","type":"text"},{"id":"toolu_1","input":{"path":"."},"name":"ls","type":"tool_use"}],"id":"msg_scripted","model":"claude-test","role":"assistant","stop_reason":"tool_use","stop_sequence":null,"type":"message","usage":{"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"input_tokens":15,"output_tokens":5}}"#]]
+    expect![[r#"{"id":"msg_scripted","type":"message","role":"assistant","model":"claude-test","content":[{"type":"text","text":"hi there"},{"type":"tool_use","id":"toolu_1","name":"ls","input":{"path":"."}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":15,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":5}}"#]]
     .assert_eq(&response.body);
 }

@@ -461,8 +461,8 @@ mod tests {
         expect![[r#"
             MCP server `docs`, tool `search`, with:
               {
-                "limit": 3,
-                "query": "rope"
+                "query": "rope",
+                "limit": 3
               }
         "#]]
         .assert_eq(&render_server_call(&call, false));

@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
-use crate::{config_cmd, lsp, mcp_cmd, models_cmd, run as run_cmd, sessions_cmd};
+use crate::{acp, config_cmd, lsp, mcp_cmd, models_cmd, run as run_cmd, sessions_cmd};
 
 const AFTER_HELP: &str = "\
 Config: $REINS_HOME/config.toml (else $XDG_CONFIG_HOME/reins/config.toml), then a trusted
@@ -44,6 +44,12 @@ pub enum Command {
     /// stdout carries LSP frames and nothing else; logs go to the client (and to stderr with
     /// REINS_LOG).
     Lsp(lsp::LspArgs),
+    /// Serve the Agent Client Protocol on stdin/stdout (Zed, JetBrains, CodeCompanion, …)
+    ///
+    /// ACP v1, newline-delimited JSON-RPC; stdout carries protocol messages and nothing else,
+    /// logs go to stderr (REINS_LOG sets their filter).
+    #[command(after_long_help = acp::SETUP_HELP, after_help = acp::SETUP_HELP)]
+    Acp(acp::AcpArgs),
     /// Run one prompt against the workspace and print the answer
     ///
     /// The answer streams to stdout; each tool call shows on stderr as one line. Edits, writes
@@ -106,6 +112,7 @@ fn arguments(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
 fn dispatch(command: Command) -> ExitCode {
     match command {
         Command::Lsp(args) => lsp::main(args),
+        Command::Acp(args) => acp::main(args),
         Command::Run(args) => match args.prompt() {
             Some(_) => run_cmd::main(args),
             None => report(usage_error("run", ErrorKind::MissingRequiredArgument, "run needs a prompt")),

@@ -1,10 +1,11 @@
-//! The `reins` binary: `reins lsp` (the language server) and `reins run` (one prompt, in the
+//! The `reins` binary: `reins lsp` (the language server), `reins acp` (the ACP agent) and `reins run` (one prompt, in the
 //! terminal). A library only so that the bench can measure the language server's own code; the
 //! binary is `src/main.rs`, which calls [`main`].
 //!
 //! stdout is reserved: in `run --json` mode it carries only JSON events, and in LSP mode only
 //! LSP frames. Logs go to stderr through `tracing` (`REINS_LOG=debug`).
 
+mod acp;
 mod checkout_cmd;
 mod cli;
 mod config_cmd;
@@ -41,7 +42,7 @@ fn init_tracing() {
     let explicit = std::env::var_os("REINS_LOG").is_some();
     // rmcp logs what reins reports itself (a server that cannot be reached): only on request.
     let mut filter = tracing_subscriber::EnvFilter::try_from_env("REINS_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp=off"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp=off,agent_client_protocol=error"));
     // The LSP framework traces every frame whole, and the client's settings carry API keys.
     if let Ok(quiet) = "tower_lsp_server::codec=off".parse() {
         filter = filter.add_directive(quiet);

@@ -1,0 +1,331 @@
+//! The ACP agent: one handler per method, each handing work to a session's harness and returning
+//! (a prompt's run goes on in a spawned task and answers through the event task when it ends).
+//! The SDK answers methods without a handler with `-32601` and ignores unknown notifications, as
+//! the spec asks.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, CancelNotification, ClientCapabilities, Implementation, InitializeRequest, InitializeResponse,
+    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities,
+    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, SessionCapabilities, SessionId,
+    SessionListCapabilities,
+};
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{Agent, Client, Error, Lines};
+use reins_harness::{Harness, HarnessEvent, HarnessOptions, LiveSettings, Settings};
+use reins_tools::FsWorkspace;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use crate::acp::approver::AcpApprover;
+use crate::acp::events::{Events, Input, Pump};
+use crate::acp::workspace::AcpWorkspace;
+use crate::acp::{from_proto, to_proto, transport};
+use crate::lsp::lock;
+
+/// How long a cancelled run has to end (and save its session) when the client goes away.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// What the handlers share.
+pub struct State {
+    events: Events,
+    /// What the client said it can do (`initialize`).
+    client: Mutex<ClientCapabilities>,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+}
+
+/// One ACP session: a harness of its own, over the session's `cwd`.
+pub struct Session {
+    pub id: String,
+    pub cwd: PathBuf,
+    pub harness: Arc<Harness>,
+    pub workspace: Arc<AcpWorkspace>,
+}
+
+/// Serves one client on `input`/`output` until the input ends; running turns are then
+/// cancelled and their sessions saved.
+pub async fn serve(
+    input: impl AsyncRead + Unpin + Send + 'static,
+    output: impl AsyncWrite + Unpin + Send + 'static,
+) -> Result<(), String> {
+    let (sink, lines, writer) = transport::connect(input, output);
+    let (events, inputs) = Events::channel();
+    let state = Arc::new(State { events, client: Mutex::default(), sessions: Mutex::default() });
+    let served = builder(state.clone())
+        .connect_with(Lines::new(sink, lines), async |cx: ConnectionTo<Client>| {
+            let pump = Pump::new(cx.clone());
+            let pumping = tokio::spawn(pump.run(inputs));
+            cx.incoming_closed().await;
+            state.shutdown().await;
+            pumping.abort();
+            Ok(())
+        })
+        .await;
+    // Let the last lines out before the process ends.
+    let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
+    served.map_err(|err| err.message)
+}
+
+fn builder(
+    state: Arc<State>,
+) -> agent_client_protocol::v1::Builder<Agent, impl agent_client_protocol::HandleDispatchFrom<Client>> {
+    let (initialize, new, load, list, prompt, cancel) =
+        (state.clone(), state.clone(), state.clone(), state.clone(), state.clone(), state);
+    Agent
+        .v1()
+        .name("reins")
+        .on_receive_request(
+            async move |request: InitializeRequest, responder, _cx| responder.respond(initialize.initialize(request)),
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: NewSessionRequest, responder, cx| {
+                responder.respond_with_result(new.new_session(request, cx))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: LoadSessionRequest, responder, cx| {
+                responder.respond_with_result(load.load_session(request, cx))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: ListSessionsRequest, responder, _cx| {
+                responder.respond_with_result(list.list_sessions(request))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: PromptRequest, responder, _cx| {
+                prompt.prompt(request, responder);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |notification: CancelNotification, _cx| {
+                cancel.cancel(&notification.session_id.0);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+}
+
+impl State {
+    fn initialize(&self, request: InitializeRequest) -> InitializeResponse {
+        *lock(&self.client) = request.client_capabilities;
+        let prompts = PromptCapabilities::new().embedded_context(true).image(false);
+        let capabilities = AgentCapabilities::new()
+            .load_session(true)
+            .prompt_capabilities(prompts)
+            .mcp_capabilities(McpCapabilities::new().http(true).sse(false))
+            .session_capabilities(SessionCapabilities::new().list(SessionListCapabilities::new()));
+        // Version 1 is the one reins speaks; a client asking for another gets 1 and decides.
+        InitializeResponse::new(ProtocolVersion::V1)
+            .agent_capabilities(capabilities)
+            .agent_info(Implementation::new("reins", env!("CARGO_PKG_VERSION")).title("reins".to_string()))
+    }
+
+    /// A harness for `cwd`, with the settings a run there would have, reporting to the client.
+    fn harness(&self, cwd: &Path, cx: ConnectionTo<Client>) -> Result<(Arc<Harness>, Arc<AcpWorkspace>), Error> {
+        if !cwd.is_absolute() {
+            return Err(to_proto::invalid_params(format!("cwd must be an absolute path, not {}", cwd.display())));
+        }
+        if !cwd.is_dir() {
+            return Err(to_proto::invalid_params(format!("cwd {} is not a directory", cwd.display())));
+        }
+        let disk =
+            FsWorkspace::new(vec![cwd.to_path_buf()]).map_err(|err| to_proto::invalid_params(err.to_string()))?;
+        let fs = lock(&self.client).fs.clone();
+        let workspace = Arc::new(AcpWorkspace::new(disk, cx, fs.read_text_file, fs.write_text_file));
+        let settings = Settings::load(|name| std::env::var(name).ok(), Some(cwd));
+        for diagnostic in &settings.diagnostics {
+            tracing::warn!("config: {diagnostic}");
+        }
+        let events = self.events.clone();
+        let landed = workspace.clone();
+        let sink = Arc::new(move |event: HarnessEvent| {
+            // The changes a call made, taken as it ends: the next call has not started yet.
+            let changes = match event.event {
+                reins_agent::AgentEvent::ToolExecutionEnd { .. } => landed.take_landed(),
+                _ => Vec::new(),
+            };
+            events.send(Input::Event { event: Box::new(event), changes });
+        });
+        let harness = Harness::new(HarnessOptions {
+            settings: LiveSettings::new(settings),
+            workspace: workspace.clone(),
+            provider: None,
+            approver: Arc::new(AcpApprover::new(self.events.clone(), cwd.to_path_buf())),
+            events: sink,
+            date: crate::today(),
+            persist: true,
+            warn: Arc::new(|message: &str| tracing::warn!("{message}")),
+        });
+        Ok((harness, workspace))
+    }
+
+    /// Puts a session the harness has open in the map and tells the event task about it.
+    fn register(&self, id: &str, cwd: &Path, harness: Arc<Harness>, workspace: Arc<AcpWorkspace>) -> Arc<Session> {
+        workspace.set_session(id);
+        let settings = LiveSettings::new((*harness.settings()).clone());
+        self.events.send(Input::Session { session_id: id.to_string(), cwd: cwd.to_path_buf(), settings });
+        let session = Arc::new(Session { id: id.to_string(), cwd: cwd.to_path_buf(), harness, workspace });
+        lock(&self.sessions).insert(id.to_string(), session.clone());
+        session
+    }
+
+    fn new_session(&self, request: NewSessionRequest, cx: ConnectionTo<Client>) -> Result<NewSessionResponse, Error> {
+        let servers = from_proto::mcp_servers(request.mcp_servers).map_err(to_proto::invalid_params)?;
+        let (harness, workspace) = self.harness(&request.cwd, cx)?;
+        let id = harness.new_session(None, None).map_err(to_proto::harness_error)?;
+        if !servers.is_empty() {
+            harness.set_session_servers(&id, servers).map_err(to_proto::harness_error)?;
+        }
+        self.register(&id, &request.cwd, harness, workspace);
+        Ok(NewSessionResponse::new(SessionId::new(id.as_str())))
+    }
+
+    fn load_session(
+        &self,
+        request: LoadSessionRequest,
+        cx: ConnectionTo<Client>,
+    ) -> Result<LoadSessionResponse, Error> {
+        let id = request.session_id.0.to_string();
+        if lock(&self.sessions).contains_key(&id) {
+            return Err(to_proto::invalid_params(format!("session {id} is already open on this connection")));
+        }
+        let servers = from_proto::mcp_servers(request.mcp_servers).map_err(to_proto::invalid_params)?;
+        let (harness, workspace) = self.harness(&request.cwd, cx)?;
+        let opened = harness.open_session(&id).map_err(to_proto::harness_error)?;
+        if opened != id {
+            return Err(to_proto::invalid_params(format!("{id} is not the full id of a session (it is {opened})")));
+        }
+        if !servers.is_empty() {
+            harness.set_session_servers(&id, servers).map_err(to_proto::harness_error)?;
+        }
+        let messages = harness.messages(&id).map_err(to_proto::harness_error)?;
+        let session = self.register(&id, &request.cwd, harness, workspace);
+        // The replay goes out, in order, before the answer.
+        self.events.updates(&id, to_proto::replay(&messages, &session.cwd));
+        Ok(LoadSessionResponse::new())
+    }
+
+    fn list_sessions(&self, request: ListSessionsRequest) -> Result<ListSessionsResponse, Error> {
+        let cwd = match request.cwd {
+            Some(cwd) => cwd,
+            None => std::env::current_dir().map_err(|err| to_proto::invalid_params(err.to_string()))?,
+        };
+        if !cwd.is_absolute() || !cwd.is_dir() {
+            return Err(to_proto::invalid_params(format!("cwd {} is not an absolute directory", cwd.display())));
+        }
+        let settings = Settings::load(|name| std::env::var(name).ok(), Some(&cwd));
+        let workspace = FsWorkspace::new(vec![cwd.clone()]).map_err(|err| to_proto::invalid_params(err.to_string()))?;
+        let lister = Harness::new(HarnessOptions {
+            settings: LiveSettings::new(settings),
+            workspace: Arc::new(workspace),
+            provider: None,
+            approver: Arc::new(AcpApprover::new(self.events.clone(), cwd.clone())),
+            events: Arc::new(|_| {}),
+            date: crate::today(),
+            persist: true,
+            warn: Arc::new(|_: &str| {}),
+        });
+        let sessions = lister.list_sessions().map_err(to_proto::harness_error)?;
+        Ok(ListSessionsResponse::new(sessions.iter().map(|info| to_proto::session_info(info, &cwd)).collect()))
+    }
+
+    fn session(&self, id: &str) -> Result<Arc<Session>, Error> {
+        lock(&self.sessions).get(id).cloned().ok_or_else(|| {
+            to_proto::invalid_params(format!("no session {id} is open; create it with session/new or session/load"))
+        })
+    }
+
+    /// Starts the turn; the event task answers when its run ends.
+    fn prompt(&self, request: PromptRequest, responder: Responder<agent_client_protocol::v1::schema::PromptResponse>) {
+        let session = match self.session(&request.session_id.0) {
+            Ok(session) => session,
+            Err(err) => {
+                let _ = responder.respond_with_error(err);
+                return;
+            }
+        };
+        if session.harness.is_running(&session.id).unwrap_or(false) {
+            let message = "a prompt is already running in this session; cancel it (session/cancel) or wait";
+            let _ = responder.respond_with_error(to_proto::invalid_params(message));
+            return;
+        }
+        let prompt = match from_proto::prompt(request.prompt, &session.cwd, false) {
+            Ok(prompt) => prompt,
+            Err(message) => {
+                let _ = responder.respond_with_error(to_proto::invalid_params(message));
+                return;
+            }
+        };
+        self.events.send(Input::Prompt { session_id: session.id.clone(), responder });
+        let events = self.events.clone();
+        tokio::spawn(async move {
+            let content = attach_links(&session, prompt).await;
+            let failed = |error: Error| events.send(Input::RunFailed { session_id: session.id.clone(), error });
+            if content.is_empty() {
+                return failed(to_proto::invalid_params("the prompt is empty; type a message first"));
+            }
+            match session.harness.send(&session.id, content) {
+                Ok(started) => {
+                    // A run that dies without an outcome (a panic) still answers the prompt.
+                    if started.done.await.is_err() {
+                        failed(to_proto::run_failed(
+                            "the run stopped unexpectedly (an internal error; see the log)".into(),
+                        ));
+                    }
+                }
+                Err(err) => failed(to_proto::harness_error(err)),
+            }
+        });
+    }
+
+    fn cancel(&self, session_id: &str) {
+        let Some(session) = lock(&self.sessions).get(session_id).cloned() else { return };
+        if let Err(err) = session.harness.cancel(&session.id) {
+            tracing::warn!("cancelling session {session_id}: {err}");
+        }
+    }
+
+    /// The client went away: cancel what runs, let the runs save their sessions, stop the MCP
+    /// servers.
+    async fn shutdown(&self) {
+        let sessions: Vec<Arc<Session>> = lock(&self.sessions).values().cloned().collect();
+        for session in &sessions {
+            let _ = session.harness.cancel(&session.id);
+        }
+        let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
+        for session in &sessions {
+            while session.harness.is_running(&session.id).unwrap_or(false) && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            session.harness.shutdown().await;
+        }
+    }
+}
+
+/// The linked files of a prompt, read as the agent would read them (through the client when it
+/// reads, inside the session's workspace only), quoted after the text.
+async fn attach_links(session: &Session, mut prompt: from_proto::Prompt) -> Vec<reins_ai::Content> {
+    use reins_tools::Workspace;
+    for (name, path) in std::mem::take(&mut prompt.links) {
+        let text = match session.workspace.read_text(&path).await {
+            Ok(file) => Some(file.text),
+            Err(err) => {
+                tracing::debug!("a linked file was not read: {err}");
+                None
+            }
+        };
+        prompt.attachments.push(from_proto::Attachment { name, text });
+    }
+    prompt.into_content()
+}

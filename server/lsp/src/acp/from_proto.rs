@@ -1,0 +1,199 @@
+//! What the client sends, as the harness takes it: a prompt's content blocks as the user
+//! message (attached files quoted as context, the way the LSP layer quotes a selection), the MCP
+//! servers of `session/new` as server configs, and `file://` URIs as paths.
+
+use std::path::PathBuf;
+
+use agent_client_protocol::v1::schema::{ContentBlock, EmbeddedResourceResource, McpServer};
+use reins_ai::Content;
+use reins_mcp::{ServerConfig, Transport};
+
+/// One piece of what the user attached, ready to quote.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attachment {
+    /// The path (relative to the working directory when inside it), else the URI.
+    pub name: String,
+    /// The file's text; `None` when only linked (a link to something reins cannot read).
+    pub text: Option<String>,
+}
+
+/// A prompt: its text, the images, and the resources it carries or links.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Prompt {
+    pub text: String,
+    pub images: Vec<Content>,
+    pub attachments: Vec<Attachment>,
+    /// Linked files, to be read (through the client where it can) before the run.
+    pub links: Vec<(String, PathBuf)>,
+}
+
+/// Sorts a prompt's blocks. Audio and binary resources are refused with what to do instead.
+pub fn prompt(blocks: Vec<ContentBlock>, cwd: &std::path::Path, images: bool) -> Result<Prompt, String> {
+    let mut prompt = Prompt::default();
+    let mut texts: Vec<String> = Vec::new();
+    for block in blocks {
+        match block {
+            ContentBlock::Text(text) => texts.push(text.text),
+            ContentBlock::Image(image) if images => {
+                prompt.images.push(Content::Image { data: image.data, mime_type: image.mime_type })
+            }
+            ContentBlock::Image(_) => {
+                return Err("the model in use does not take images; describe the image in words instead".into());
+            }
+            ContentBlock::Resource(resource) => match resource.resource {
+                EmbeddedResourceResource::TextResourceContents(contents) => {
+                    prompt.attachments.push(Attachment { name: shown(&contents.uri, cwd), text: Some(contents.text) })
+                }
+                EmbeddedResourceResource::BlobResourceContents(contents) => {
+                    prompt.attachments.push(Attachment { name: shown(&contents.uri, cwd), text: None })
+                }
+                _ => {}
+            },
+            ContentBlock::ResourceLink(link) => match file_path(&link.uri) {
+                Some(path) => prompt.links.push((shown(&link.uri, cwd), path)),
+                None => prompt.attachments.push(Attachment { name: link.uri, text: None }),
+            },
+            ContentBlock::Audio(_) => return Err("reins does not take audio; type the request instead".into()),
+            _ => return Err("a content block of a kind reins does not know".into()),
+        }
+    }
+    prompt.text = texts.join("\n");
+    Ok(prompt)
+}
+
+impl Prompt {
+    /// The user message: the text, each attached file quoted after it, then the images.
+    pub fn into_content(self) -> Vec<Content> {
+        let mut text = self.text.trim().to_string();
+        for attachment in &self.attachments {
+            if !text.is_empty() {
+                text.push_str("\n\n");
+            }
+            text.push_str(&quote(attachment));
+        }
+        let mut content = Vec::new();
+        if !text.is_empty() {
+            content.push(Content::text(text));
+        }
+        content.extend(self.images);
+        content
+    }
+}
+
+/// `Attached file: path`, then the text in a fence (one longer than any run of backticks in it).
+pub fn quote(attachment: &Attachment) -> String {
+    let Some(text) = &attachment.text else {
+        return format!("Attached: {} (not text; its content is not included)", attachment.name);
+    };
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    let newline = if text.ends_with('\n') { "" } else { "\n" };
+    format!("Attached file: {}\n{fence}\n{text}{newline}{fence}", attachment.name)
+}
+
+/// A URI as the model reads it: a path relative to the working directory when inside it.
+fn shown(uri: &str, cwd: &std::path::Path) -> String {
+    match file_path(uri) {
+        Some(path) => reins_tools::display_path(&path, cwd),
+        None => uri.to_string(),
+    }
+}
+
+/// The path of a `file://` URI (percent-decoded), or of an absolute path given as is.
+pub fn file_path(uri: &str) -> Option<PathBuf> {
+    if uri.starts_with('/') {
+        return Some(PathBuf::from(uri));
+    }
+    let rest = uri.strip_prefix("file://")?;
+    let path = rest.strip_prefix("localhost").unwrap_or(rest);
+    if !path.starts_with('/') {
+        return None;
+    }
+    let bytes = path.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |at: usize| bytes.get(at).and_then(|byte| (*byte as char).to_digit(16));
+        match (bytes[i], hex(i + 1), hex(i + 2)) {
+            (b'%', Some(high), Some(low)) => {
+                decoded.push((high * 16 + low) as u8);
+                i += 3;
+            }
+            (byte, _, _) => {
+                decoded.push(byte);
+                i += 1;
+            }
+        }
+    }
+    use std::os::unix::ffi::OsStringExt;
+    Some(PathBuf::from(std::ffi::OsString::from_vec(decoded)))
+}
+
+/// The MCP servers a client hands a session. SSE (deprecated in MCP) is refused: reins does not
+/// advertise it.
+pub fn mcp_servers(servers: Vec<McpServer>) -> Result<Vec<ServerConfig>, String> {
+    servers
+        .into_iter()
+        .map(|server| {
+            let mut config = match server {
+                McpServer::Stdio(stdio) => {
+                    let mut config =
+                        ServerConfig::stdio(stdio.name, stdio.command.to_string_lossy().into_owned(), stdio.args);
+                    if let Transport::Stdio { env, .. } = &mut config.transport {
+                        *env = stdio.env.into_iter().map(|var| (var.name, var.value)).collect();
+                    }
+                    config
+                }
+                McpServer::Http(http) => {
+                    let mut config = ServerConfig::http(http.name, http.url);
+                    if let Transport::Http { headers, .. } = &mut config.transport {
+                        *headers = http.headers.into_iter().map(|header| (header.name, header.value)).collect();
+                    }
+                    config
+                }
+                McpServer::Sse(sse) => {
+                    return Err(format!("MCP server `{}`: SSE is not supported; give its HTTP endpoint", sse.name));
+                }
+                _ => return Err("an MCP server of a transport reins does not know".to_string()),
+            };
+            if config.name.trim().is_empty() {
+                return Err("an MCP server needs a name".to_string());
+            }
+            config.origin = "session/new".to_string();
+            Ok(config)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_uris_become_paths() {
+        assert_eq!(file_path("file:///w/a%20b.rs"), Some(PathBuf::from("/w/a b.rs")));
+        assert_eq!(file_path("file://localhost/w/x"), Some(PathBuf::from("/w/x")));
+        assert_eq!(file_path("/w/x"), Some(PathBuf::from("/w/x")));
+        assert_eq!(file_path("https://example.com/x"), None);
+        assert_eq!(file_path("file://host/x"), None);
+    }
+
+    #[test]
+    fn attachments_are_quoted_after_the_text() {
+        let prompt = Prompt {
+            text: "what does this do?".into(),
+            attachments: vec![Attachment { name: "src/a.rs".into(), text: Some("fn a() {}\n".into()) }],
+            ..Prompt::default()
+        };
+        let content = prompt.into_content();
+        let Content::Text { text } = &content[0] else { panic!() };
+        expect_test::expect![[r#"
+            what does this do?
+
+            Attached file: src/a.rs
+            ```
+            fn a() {}
+            ```"#]]
+        .assert_eq(text);
+    }
+}

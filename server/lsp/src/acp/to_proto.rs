@@ -1,0 +1,308 @@
+//! Every ACP value reins sends, built from the harness's: the schema types of the SDK are the wire
+//! shapes, and each is made by one function here — a tool call's title, kind and locations, its
+//! result as content and diffs, the replay of a conversation, session listings, stop reasons,
+//! usage, and the errors.
+
+use std::path::{Path, PathBuf};
+
+use agent_client_protocol::v1::schema::{
+    ContentBlock, ContentChunk, Cost, Diff, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionId,
+    SessionInfo, SessionNotification, SessionUpdate, StopReason, TextContent, ToolCall, ToolCallContent, ToolCallId,
+    ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
+};
+use agent_client_protocol::{Error, ErrorCode};
+use reins_agent::{FileChange, TurnEndReason};
+use reins_ai::{Content, Message, Model, StopReason as ModelStop, ToolResultMessage, Usage};
+use reins_harness::HarnessError;
+use serde_json::{Value, json};
+
+/// Longest command shown in a tool call's title.
+const TITLE_COMMAND_CHARS: usize = 80;
+
+/// A `session/update` notification.
+pub fn notification(session_id: &str, update: SessionUpdate) -> SessionNotification {
+    SessionNotification::new(SessionId::new(session_id), update)
+}
+
+pub fn text(text: impl Into<String>) -> ContentBlock {
+    ContentBlock::Text(TextContent::new(text))
+}
+
+pub fn agent_text(delta: &str) -> SessionUpdate {
+    SessionUpdate::AgentMessageChunk(ContentChunk::new(text(delta)))
+}
+
+pub fn agent_thought(delta: &str) -> SessionUpdate {
+    SessionUpdate::AgentThoughtChunk(ContentChunk::new(text(delta)))
+}
+
+/// A user message's blocks, as `user_message_chunk`s (a replayed conversation).
+fn user_chunks(content: &[Content]) -> Vec<SessionUpdate> {
+    content
+        .iter()
+        .filter_map(|block| match block {
+            Content::Text { text: body } => Some(text(body.clone())),
+            Content::Image { data, mime_type } => Some(ContentBlock::Image(
+                agent_client_protocol::v1::schema::ImageContent::new(data.clone(), mime_type.clone()),
+            )),
+            _ => None,
+        })
+        .map(|block| SessionUpdate::UserMessageChunk(ContentChunk::new(block)))
+        .collect()
+}
+
+/// The `tool_call` that announces a call: what it does in a few words, its kind, the files it
+/// touches and its input.
+pub fn tool_call(id: &str, name: &str, args: &Value, cwd: &Path, status: ToolCallStatus) -> ToolCall {
+    ToolCall::new(ToolCallId::new(id), title(name, args))
+        .kind(kind(name))
+        .status(status)
+        .locations(locations(name, args, cwd))
+        .raw_input(args.clone())
+}
+
+/// A `tool_call_update` with only a new status.
+pub fn tool_status(id: &str, status: ToolCallStatus) -> ToolCallUpdate {
+    ToolCallUpdate::new(ToolCallId::new(id), ToolCallUpdateFields::new().status(status))
+}
+
+/// The `tool_call_update` that ends a call: completed or failed, with what it answered and, for
+/// the files it changed, a diff of each, whole file before and after.
+pub fn tool_result(result: &ToolResultMessage, changes: &[FileChange]) -> ToolCallUpdate {
+    let status = if result.is_error { ToolCallStatus::Failed } else { ToolCallStatus::Completed };
+    let mut content: Vec<ToolCallContent> = changes.iter().map(|change| ToolCallContent::from(diff(change))).collect();
+    content.extend(result_content(&result.content));
+    let fields = ToolCallUpdateFields::new().status(status).content(content).raw_output(raw_output(result));
+    ToolCallUpdate::new(ToolCallId::new(result.tool_call_id.as_str()), fields)
+}
+
+/// A running command's output so far.
+pub fn tool_output(id: &str, partial: &str) -> ToolCallUpdate {
+    let content = vec![ToolCallContent::from(text(fence(partial)))];
+    ToolCallUpdate::new(ToolCallId::new(id), ToolCallUpdateFields::new().content(content))
+}
+
+/// A file change as a `diff` block: the whole text before (none for a new file) and after.
+pub fn diff(change: &FileChange) -> Diff {
+    let path = change.moved_to.clone().unwrap_or_else(|| change.path.clone());
+    Diff::new(path, change.after.clone()).old_text(change.before.clone())
+}
+
+fn result_content(content: &[Content]) -> Vec<ToolCallContent> {
+    content
+        .iter()
+        .filter_map(|block| match block {
+            Content::Text { text: body } if !body.is_empty() => Some(ToolCallContent::from(text(body.clone()))),
+            Content::Image { data, mime_type } => Some(ToolCallContent::from(ContentBlock::Image(
+                agent_client_protocol::v1::schema::ImageContent::new(data.clone(), mime_type.clone()),
+            ))),
+            _ => None,
+        })
+        .collect()
+}
+
+fn raw_output(result: &ToolResultMessage) -> Value {
+    let texts: Vec<&str> = result
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            Content::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut output = json!({ "output": texts.join("\n"), "isError": result.is_error });
+    if let Some(details) = &result.details {
+        output["details"] = details.clone();
+    }
+    output
+}
+
+/// Output as a code block, so the client shows it as it is.
+fn fence(output: &str) -> String {
+    let longest = output.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    let newline = if output.ends_with('\n') { "" } else { "\n" };
+    format!("{fence}\n{output}{newline}{fence}")
+}
+
+/// What a call does, in the words a person scans a transcript for.
+pub fn title(name: &str, args: &Value) -> String {
+    let arg = |key: &str| args.get(key).and_then(Value::as_str).filter(|value| !value.is_empty());
+    let path = arg("path");
+    match name {
+        "read" => format!("Read {}", path.unwrap_or("a file")),
+        "write" => format!("Write {}", path.unwrap_or("a file")),
+        "edit" => format!("Edit {}", path.unwrap_or("a file")),
+        "apply_patch" => {
+            let paths = arg("input").map(reins_tools::patch_paths).unwrap_or_default();
+            if paths.is_empty() { "Apply a patch".to_string() } else { format!("Patch {}", paths.join(", ")) }
+        }
+        "bash" => match arg("command") {
+            Some(command) => {
+                let line = command.lines().next().unwrap_or("");
+                let shown = reins_ai::shorten(line, TITLE_COMMAND_CHARS);
+                let more = if shown.len() < command.trim_end().len() && !shown.ends_with('…') { " …" } else { "" };
+                format!("Run `{shown}`{more}")
+            }
+            None => "Run a command".to_string(),
+        },
+        "ls" => format!("List {}", path.unwrap_or(".")),
+        "grep" => format!("Search for `{}` in {}", arg("pattern").unwrap_or(""), path.unwrap_or(".")),
+        "find" => format!("Find `{}` in {}", arg("pattern").unwrap_or(""), path.unwrap_or(".")),
+        _ => match name.strip_prefix("mcp__").and_then(|rest| rest.split_once("__")) {
+            Some((server, tool)) => format!("{tool} ({server}, MCP)"),
+            None => name.to_string(),
+        },
+    }
+}
+
+/// The kind of a tool, for the client's icon.
+pub fn kind(name: &str) -> ToolKind {
+    match name {
+        "read" => ToolKind::Read,
+        "write" | "edit" | "apply_patch" => ToolKind::Edit,
+        "bash" => ToolKind::Execute,
+        "ls" | "grep" | "find" => ToolKind::Search,
+        _ => ToolKind::Other,
+    }
+}
+
+/// The files a call works on, absolute, with the line where a read starts.
+pub fn locations(name: &str, args: &Value, cwd: &Path) -> Vec<ToolCallLocation> {
+    let absolute = |path: &str| -> PathBuf {
+        let path = Path::new(path);
+        if path.is_absolute() { path.to_path_buf() } else { cwd.join(path) }
+    };
+    let arg = |key: &str| args.get(key).and_then(Value::as_str).filter(|value| !value.is_empty());
+    match name {
+        "read" | "write" | "edit" | "ls" | "grep" | "find" => {
+            let Some(path) = arg("path") else { return Vec::new() };
+            let location = ToolCallLocation::new(absolute(path));
+            let line = args.get("offset").and_then(Value::as_u64).and_then(|line| u32::try_from(line).ok());
+            vec![if name == "read" { location.line(line) } else { location }]
+        }
+        "apply_patch" => arg("input")
+            .map(reins_tools::patch_paths)
+            .unwrap_or_default()
+            .iter()
+            .map(|path| ToolCallLocation::new(absolute(path)))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Why a prompt turn ended, from how the run ended and the last thing the model said.
+pub fn stop_reason(reason: TurnEndReason, messages: &[Message]) -> StopReason {
+    let last_stop = messages.iter().rev().find_map(|message| match message {
+        Message::Assistant(assistant) => Some(assistant.stop_reason),
+        _ => None,
+    });
+    match reason {
+        TurnEndReason::Aborted => StopReason::Cancelled,
+        TurnEndReason::MaxTurns | TurnEndReason::RepeatedAction | TurnEndReason::Deadline => {
+            StopReason::MaxTurnRequests
+        }
+        _ if last_stop == Some(ModelStop::Length) => StopReason::MaxTokens,
+        _ => StopReason::EndTurn,
+    }
+}
+
+/// The context used and the run's cost: the last model call's prompt and answer against the
+/// window.
+pub fn usage(last: Option<&Usage>, run: &Usage, model: &Model) -> UsageUpdate {
+    let used = last.map_or(0, |usage| usage.input + usage.cache_read + usage.cache_write + usage.output);
+    let update = UsageUpdate::new(used, model.context_window);
+    if run.cost.total > 0.0 { update.cost(Cost::new(run.cost.total, "USD")) } else { update }
+}
+
+/// The plan in an answer that keeps a checklist (`- [ ] step`, `- [x] done`), if it has one of
+/// two steps or more.
+pub fn plan(answer: &str) -> Option<Plan> {
+    let entries: Vec<PlanEntry> = answer
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim_start();
+            let rest = line.strip_prefix("- ").or_else(|| line.strip_prefix("* "))?;
+            let (status, step) = if let Some(step) = rest.strip_prefix("[ ] ") {
+                (PlanEntryStatus::Pending, step)
+            } else if let Some(step) = rest.strip_prefix("[x] ").or_else(|| rest.strip_prefix("[X] ")) {
+                (PlanEntryStatus::Completed, step)
+            } else if let Some(step) = rest.strip_prefix("[~] ").or_else(|| rest.strip_prefix("[-] ")) {
+                (PlanEntryStatus::InProgress, step)
+            } else {
+                return None;
+            };
+            Some(PlanEntry::new(step.trim(), PlanEntryPriority::Medium, status))
+        })
+        .collect();
+    (entries.len() >= 2).then(|| Plan::new(entries))
+}
+
+/// A conversation as the updates that show it again (`session/load`): the user's messages, the
+/// agent's thoughts and answers, and each tool call with its final status and content.
+pub fn replay(messages: &[Message], cwd: &Path) -> Vec<SessionUpdate> {
+    let mut updates = Vec::new();
+    for message in messages {
+        match message {
+            Message::User(user) => updates.extend(user_chunks(&user.content)),
+            Message::Assistant(assistant) => {
+                for block in &assistant.content {
+                    match block {
+                        Content::Thinking { thinking, .. } if !thinking.is_empty() => {
+                            updates.push(agent_thought(thinking));
+                        }
+                        Content::Text { text } if !text.is_empty() => updates.push(agent_text(text)),
+                        Content::ToolCall(call) => updates.push(SessionUpdate::ToolCall(tool_call(
+                            &call.id,
+                            &call.name,
+                            &call.arguments,
+                            cwd,
+                            ToolCallStatus::Pending,
+                        ))),
+                        _ => {}
+                    }
+                }
+            }
+            Message::ToolResult(result) => {
+                let changes = recorded_changes(result);
+                updates.push(SessionUpdate::ToolCallUpdate(tool_result(result, &changes)));
+            }
+        }
+    }
+    updates
+}
+
+/// What a finished edit left in its result for UIs: nothing whole-file (the session keeps
+/// unified diffs only), so a replayed edit shows its text result.
+fn recorded_changes(_result: &ToolResultMessage) -> Vec<FileChange> {
+    Vec::new()
+}
+
+/// A session of `session/list`.
+pub fn session_info(info: &reins_harness::SessionInfo, cwd: &Path) -> SessionInfo {
+    let title = info.name.clone().or_else(|| info.first_message.clone());
+    let updated =
+        humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + std::time::Duration::from_millis(info.modified));
+    SessionInfo::new(SessionId::new(info.id.as_str()), cwd.to_path_buf()).title(title).updated_at(updated.to_string())
+}
+
+/// A harness error as a JSON-RPC error: invalid params for what the client got wrong, internal
+/// otherwise; `data.code` carries reins's stable code.
+pub fn harness_error(error: HarnessError) -> Error {
+    let code = match error.code() {
+        "invalid_argument" => ErrorCode::INVALID_PARAMS,
+        _ => ErrorCode::INTERNAL_ERROR,
+    };
+    Error::new(code, error.to_string()).data(json!({ "code": error.code() }))
+}
+
+/// An invalid-params error that says what to send instead.
+pub fn invalid_params(message: impl Into<String>) -> Error {
+    Error::new(ErrorCode::INVALID_PARAMS, message).data(json!({ "code": "invalid_argument" }))
+}
+
+/// The answer to a prompt whose run failed (the provider, the key, the network): what failed and
+/// what to do, as the message.
+pub fn run_failed(message: String) -> Error {
+    Error::new(ErrorCode::INTERNAL_ERROR, message).data(json!({ "code": "run_failed" }))
+}

@@ -1,0 +1,144 @@
+//! The workspace of one ACP session: paths confined to the session's `cwd`, as on disk; when the
+//! client advertises `fs.readTextFile`, reads go through `fs/read_text_file`, so the agent sees
+//! unsaved buffers, and with `fs.writeTextFile` changes are written through `fs/write_text_file`,
+//! so the editor tracks them (its buffers, its undo, its review of what the agent did). Deleting
+//! and moving files stay on disk: ACP has no request for them.
+//!
+//! It also keeps the changes that landed since the event sink last took them: the sink takes them
+//! when a tool call ends, so the call's update can show each as a whole-file diff.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use agent_client_protocol::Client;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{ReadTextFileRequest, SessionId, WriteTextFileRequest};
+use async_trait::async_trait;
+use reins_agent::FileChange;
+use reins_tools::{FsWorkspace, TextFile, Workspace, WorkspaceError};
+
+use crate::lsp::lock;
+
+/// How long the client has to answer a read or a write.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub struct AcpWorkspace {
+    disk: FsWorkspace,
+    /// The connection, once serving (the workspace is built inside a request handler).
+    cx: ConnectionTo<Client>,
+    /// The session it belongs to, known once the harness made it.
+    session_id: OnceLock<String>,
+    read_through_client: AtomicBool,
+    write_through_client: AtomicBool,
+    landed: Mutex<Vec<FileChange>>,
+}
+
+impl AcpWorkspace {
+    pub fn new(disk: FsWorkspace, cx: ConnectionTo<Client>, read: bool, write: bool) -> Self {
+        Self {
+            disk,
+            cx,
+            session_id: OnceLock::new(),
+            read_through_client: AtomicBool::new(read),
+            write_through_client: AtomicBool::new(write),
+            landed: Mutex::default(),
+        }
+    }
+
+    pub fn set_session(&self, session_id: &str) {
+        let _ = self.session_id.set(session_id.to_string());
+    }
+
+    /// The changes that landed since the last call, in order.
+    pub fn take_landed(&self) -> Vec<FileChange> {
+        std::mem::take(&mut *lock(&self.landed))
+    }
+
+    fn session(&self) -> Option<SessionId> {
+        self.session_id.get().map(|id| SessionId::new(id.as_str()))
+    }
+
+    /// The file's text as the client has it (its buffer, else its disk), or `None` when the client
+    /// cannot say (it failed, or did not answer in time): the disk answers then.
+    async fn client_read(&self, path: &Path) -> Option<String> {
+        let session = self.session()?;
+        let request = ReadTextFileRequest::new(session, path.to_path_buf());
+        match tokio::time::timeout(CLIENT_TIMEOUT, self.cx.send_request(request).block_task()).await {
+            Ok(Ok(response)) => Some(response.content),
+            Ok(Err(err)) => {
+                tracing::debug!("fs/read_text_file {} failed: {}", path.display(), err.message);
+                None
+            }
+            Err(_) => {
+                tracing::warn!("the client did not answer fs/read_text_file for {}", path.display());
+                None
+            }
+        }
+    }
+
+    async fn client_write(&self, path: &Path, content: &str) -> Result<(), WorkspaceError> {
+        let rejected = |reason: String| WorkspaceError::Rejected { path: path.to_path_buf(), reason };
+        let Some(session) = self.session() else { return Err(rejected("the session is not ready".into())) };
+        let request = WriteTextFileRequest::new(session, path.to_path_buf(), content.to_string());
+        match tokio::time::timeout(CLIENT_TIMEOUT, self.cx.send_request(request).block_task()).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(err)) => Err(rejected(format!("the editor answered with an error: {}", err.message))),
+            Err(_) => Err(rejected(format!("the editor did not answer within {}s", CLIENT_TIMEOUT.as_secs()))),
+        }
+    }
+
+    /// The text now, through the client where it reads; `None` when the file does not exist.
+    async fn current(&self, path: &Path) -> Result<Option<String>, WorkspaceError> {
+        match self.read_text(path).await {
+            Ok(file) => Ok(Some(file.text)),
+            Err(WorkspaceError::NotFound(_)) => Ok(None),
+            Err(err) => Err(err),
+        }
+    }
+}
+
+#[async_trait]
+impl Workspace for AcpWorkspace {
+    fn roots(&self) -> Vec<PathBuf> {
+        self.disk.roots()
+    }
+
+    fn resolve(&self, path: &str) -> Result<PathBuf, WorkspaceError> {
+        self.disk.resolve(path)
+    }
+
+    fn is_inside(&self, path: &Path) -> bool {
+        self.disk.is_inside(path)
+    }
+
+    async fn read_text(&self, path: &Path) -> Result<TextFile, WorkspaceError> {
+        let path = self.disk.resolve_path(path)?;
+        if self.read_through_client.load(Ordering::Relaxed) {
+            // A file the client cannot read may still be on disk, or not exist: the disk says.
+            if let Some(text) = self.client_read(&path).await {
+                return Ok(TextFile { text, version: None });
+            }
+        }
+        self.disk.read_text(&path).await
+    }
+
+    async fn apply(&self, change: &FileChange) -> Result<(), WorkspaceError> {
+        let path = self.disk.resolve_path(&change.path)?;
+        let whole_file = change.delete || change.moved_to.is_some();
+        let result = if whole_file || !self.write_through_client.load(Ordering::Relaxed) {
+            self.disk.apply(change).await
+        } else {
+            // What the change was made from must still be there: the user may have typed since.
+            if self.current(&path).await? != change.before {
+                return Err(WorkspaceError::Stale { path, expected: change.version, actual: None });
+            }
+            self.client_write(&path, &change.after).await
+        };
+        if result.is_ok() {
+            lock(&self.landed).push(change.clone());
+        }
+        result
+    }
+}

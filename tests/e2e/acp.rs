@@ -1,0 +1,503 @@
+//! End-to-end tests of `reins acp`: the real binary over stdio, driven by the client side of the
+//! official Rust SDK (`agent-client-protocol`), against the scripted model server on 127.0.0.1,
+//! in temp workspaces. The client answers `fs/*` from an in-memory set of unsaved buffers (else
+//! the disk) and `session/request_permission` from a script of choices, and records everything
+//! reins sent it.
+
+mod support;
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities, InitializeRequest,
+    InitializeResponse, ListSessionsRequest, LoadSessionRequest, McpServer, McpServerStdio, NewSessionRequest,
+    PermissionOptionId, PromptRequest, PromptResponse, ReadTextFileRequest, ReadTextFileResponse,
+    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome,
+    SessionNotification, TextContent, WriteTextFileRequest, WriteTextFileResponse,
+};
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{Agent, Client, Lines};
+use expect_test::expect;
+use scripted_llm::{Reply, ScriptedServer};
+use serde_json::{Value, json};
+use support::{CANARY_KEY, reins_home, workspace};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// What the client does when asked for permission.
+#[derive(Clone, Debug)]
+enum Choice {
+    Pick(&'static str),
+    /// Keep the request unanswered (until the test answers it).
+    Hold,
+}
+
+/// What the client saw and how it answers.
+#[derive(Default)]
+struct Recorded {
+    /// `session/update` params, in order.
+    updates: Vec<Value>,
+    permissions: Vec<Value>,
+    reads: Vec<PathBuf>,
+    writes: Vec<(PathBuf, String)>,
+    /// Unsaved buffers: what `fs/read_text_file` answers instead of the disk.
+    buffers: HashMap<PathBuf, String>,
+    choices: VecDeque<Choice>,
+    held: Vec<Responder<RequestPermissionResponse>>,
+}
+
+type Shared = Arc<Mutex<Recorded>>;
+
+fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, Recorded> {
+    shared.lock().unwrap_or_else(|poison| poison.into_inner())
+}
+
+/// `reins acp` in `dir` against `server`, with a clean environment.
+fn spawn_reins(server: &ScriptedServer, dir: &Path) -> tokio::process::Child {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_reins"))
+        .arg("acp")
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", dir)
+        .env("REINS_HOME", reins_home(dir))
+        .env("OPENAI_API_KEY", CANARY_KEY)
+        .env("OPENAI_BASE_URL", server.base_url())
+        .env("REINS_MODEL", "scripted-model")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start reins acp")
+}
+
+/// The SDK's line transport over a child's stdin and stdout.
+fn transport(
+    child: &mut tokio::process::Child,
+) -> Lines<
+    impl futures::Sink<String, Error = std::io::Error> + Send + 'static,
+    impl futures::Stream<Item = std::io::Result<String>> + Send + 'static,
+> {
+    let stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let sink = futures::sink::unfold(stdin, |mut stdin, line: String| async move {
+        stdin.write_all(format!("{line}\n").as_bytes()).await?;
+        stdin.flush().await?;
+        Ok::<_, std::io::Error>(stdin)
+    });
+    let lines = futures::stream::unfold(BufReader::new(stdout).lines(), |mut lines| async move {
+        match lines.next_line().await {
+            Ok(Some(line)) => Some((Ok(line), lines)),
+            Ok(None) => None,
+            Err(err) => Some((Err(err), lines)),
+        }
+    });
+    Lines::new(sink, lines)
+}
+
+/// Runs `test` with a client connected to a fresh `reins acp` in `dir`; answers what it returned
+/// and what reins printed on stderr. The client advertises `fs` (read and write) when `fs`.
+async fn with_client<T: Send + 'static>(
+    server: &ScriptedServer,
+    dir: &Path,
+    shared: Shared,
+    fs: bool,
+    test: impl AsyncFnOnce(ConnectionTo<Agent>) -> T,
+) -> (T, String) {
+    let mut child = spawn_reins(server, dir);
+    let mut stderr = child.stderr.take().unwrap();
+    let transport = transport(&mut child);
+    let (reads, writes, asks, updates) = (shared.clone(), shared.clone(), shared.clone(), shared.clone());
+    let result = Client
+        .v1()
+        .name("reins-e2e")
+        .on_receive_request(
+            async move |request: ReadTextFileRequest, responder, _cx| {
+                let text = {
+                    let mut recorded = lock(&reads);
+                    recorded.reads.push(request.path.clone());
+                    recorded.buffers.get(&request.path).cloned()
+                };
+                match text.map(Ok).unwrap_or_else(|| std::fs::read_to_string(&request.path)) {
+                    Ok(text) => responder.respond(ReadTextFileResponse::new(text)),
+                    Err(err) => responder.respond_with_error(agent_client_protocol::Error::new(
+                        agent_client_protocol::ErrorCode::RESOURCE_NOT_FOUND,
+                        err.to_string(),
+                    )),
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: WriteTextFileRequest, responder, _cx| {
+                std::fs::write(&request.path, &request.content).unwrap();
+                let mut recorded = lock(&writes);
+                recorded.buffers.remove(&request.path);
+                recorded.writes.push((request.path, request.content));
+                responder.respond(WriteTextFileResponse::new())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: RequestPermissionRequest, responder, _cx| {
+                let mut recorded = lock(&asks);
+                recorded.permissions.push(serde_json::to_value(&request).unwrap());
+                match recorded.choices.pop_front().unwrap_or(Choice::Pick("reject_once")) {
+                    Choice::Pick(option) => {
+                        responder.respond(RequestPermissionResponse::new(RequestPermissionOutcome::Selected(
+                            SelectedPermissionOutcome::new(PermissionOptionId::new(option)),
+                        )))
+                    }
+                    Choice::Hold => {
+                        recorded.held.push(responder);
+                        Ok(())
+                    }
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |notification: SessionNotification, _cx| {
+                lock(&updates).updates.push(serde_json::to_value(&notification).unwrap());
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_with(transport, async |cx: ConnectionTo<Agent>| {
+            let capabilities = ClientCapabilities::new()
+                .fs(FileSystemCapabilities::new().read_text_file(fs).write_text_file(fs))
+                .terminal(false);
+            let init: InitializeResponse = cx
+                .send_request(InitializeRequest::new(ProtocolVersion::V1).client_capabilities(capabilities))
+                .block_task()
+                .await?;
+            assert_eq!(init.protocol_version, ProtocolVersion::V1);
+            Ok(test(cx).await)
+        })
+        .await;
+    let result = result.expect("the connection failed");
+    drop(child.stdin.take());
+    let status = tokio::time::timeout(WAIT, child.wait()).await.expect("reins exits when stdin closes").unwrap();
+    let mut err = String::new();
+    let _ = tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut err).await;
+    assert!(status.success(), "reins acp exited with {status}: {err}");
+    assert!(!err.contains(CANARY_KEY), "the API key leaked to stderr");
+    (result, err)
+}
+
+async fn new_session(cx: &ConnectionTo<Agent>, dir: &Path, servers: Vec<McpServer>) -> String {
+    let response = cx.send_request(NewSessionRequest::new(dir).mcp_servers(servers)).block_task().await.unwrap();
+    response.session_id.0.to_string()
+}
+
+fn text(text: &str) -> ContentBlock {
+    ContentBlock::Text(TextContent::new(text))
+}
+
+async fn prompt(cx: &ConnectionTo<Agent>, session: &str, words: &str) -> PromptResponse {
+    let request = PromptRequest::new(session.to_string(), vec![text(words)]);
+    tokio::time::timeout(WAIT, cx.send_request(request).block_task()).await.expect("the prompt ends").unwrap()
+}
+
+/// The updates of a session as lines: kind, then what matters of it (chunks merged).
+fn render(updates: &[Value], dir: &Path) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    let root = dir.canonicalize().unwrap().display().to_string();
+    for params in updates {
+        let update = &params["update"];
+        let kind = update["sessionUpdate"].as_str().unwrap_or("?");
+        let line = match kind {
+            "agent_message_chunk" | "agent_thought_chunk" | "user_message_chunk" => {
+                let text = update["content"]["text"].as_str().unwrap_or("").to_string();
+                if let Some(last) = lines.last_mut()
+                    && last.starts_with(&format!("{kind}: "))
+                {
+                    last.push_str(&text);
+                    continue;
+                }
+                format!("{kind}: {text}")
+            }
+            "usage_update" => format!("usage_update: size {}", update["size"]),
+            _ => {
+                let mut shown = update.clone();
+                shown.as_object_mut().unwrap().remove("sessionUpdate");
+                format!("{kind}: {shown}")
+            }
+        };
+        lines.push(line.replace(&root, "$W").replace(dir.display().to_string().as_str(), "$W"));
+    }
+    lines.join("\n")
+}
+
+fn updates(shared: &Shared) -> Vec<Value> {
+    lock(shared).updates.clone()
+}
+
+#[tokio::test]
+async fn a_prompt_streams_thoughts_text_and_usage_and_ends_the_turn() {
+    let dir = workspace(&[]);
+    let server = ScriptedServer::start(vec![Reply::text("Hello from reins.").with_thinking("Greet back.")]).await;
+    let shared = Shared::default();
+    let ((session, stop), stderr) = with_client(&server, dir.path(), shared.clone(), false, async |cx| {
+        let session = new_session(&cx, dir.path(), Vec::new()).await;
+        let stop = prompt(&cx, &session, "hi").await;
+        (session, stop)
+    })
+    .await;
+    assert_eq!(serde_json::to_value(stop.stop_reason).unwrap(), "end_turn");
+    expect![[r#"
+        agent_thought_chunk: Greet back.
+        agent_message_chunk: Hello from reins.
+        usage_update: size 128000"#]]
+    .assert_eq(&render(&updates(&shared), dir.path()));
+    assert!(updates(&shared).iter().all(|update| update["sessionId"] == session.as_str()));
+    assert_eq!(stderr, "", "nothing on stderr in a default setup");
+    // The session is a reins session, in the same store as the CLI's.
+    let listed = support::reins(None, dir.path(), &["sessions", "list", "--json"]).await;
+    assert!(listed.stdout.contains(&session), "{}", listed.stdout);
+}
+
+#[tokio::test]
+async fn the_agent_reads_the_unsaved_buffer_and_writes_an_allowed_edit_through_the_client() {
+    let dir = workspace(&[("notes.txt", "on disk\n")]);
+    let path = dir.path().canonicalize().unwrap().join("notes.txt");
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("c1", "read", json!({"path": "notes.txt"})),
+        Reply::tool_call(
+            "c2",
+            "edit",
+            json!({"path": "notes.txt", "edits": [{"oldText": "unsaved", "newText": "edited"}]}),
+        ),
+        Reply::text("Done."),
+    ])
+    .await;
+    let shared = Shared::default();
+    lock(&shared).buffers.insert(path.clone(), "unsaved text\n".into());
+    lock(&shared).choices.push_back(Choice::Pick("allow_once"));
+    let (stop, _) = with_client(&server, dir.path(), shared.clone(), true, async |cx| {
+        let session = new_session(&cx, dir.path(), Vec::new()).await;
+        prompt(&cx, &session, "fix the notes").await
+    })
+    .await;
+    assert_eq!(serde_json::to_value(stop.stop_reason).unwrap(), "end_turn");
+    let recorded = lock(&shared);
+    assert!(recorded.reads.contains(&path), "read through fs/read_text_file: {:?}", recorded.reads);
+    assert_eq!(recorded.writes, vec![(path.clone(), "edited text\n".to_string())]);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "edited text\n");
+    // The model saw the buffer, not the disk.
+    let requests = server.chat_requests();
+    assert!(requests[1].body.to_string().contains("unsaved text"), "{}", requests[1].body);
+    let permission = &recorded.permissions[0];
+    let options: Vec<&str> =
+        permission["options"].as_array().unwrap().iter().map(|o| o["kind"].as_str().unwrap()).collect();
+    assert_eq!(options, ["allow_once", "allow_always", "reject_once", "reject_always"]);
+    assert_eq!(
+        permission["toolCall"]["content"][0],
+        json!({"type": "diff", "path": path, "oldText": "unsaved text\n", "newText": "edited text\n"})
+    );
+    drop(recorded);
+    expect![[r#"
+        tool_call: {"rawInput":{"path":"notes.txt"},"toolCallId":"c1","title":"Read notes.txt","kind":"read","status":"in_progress","locations":[{"path":"$W/notes.txt"}]}
+        tool_call_update: {"rawOutput":{"output":"unsaved text\n","isError":false},"toolCallId":"c1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"unsaved text\n"}}]}
+        tool_call: {"rawInput":{"path":"notes.txt","edits":[{"oldText":"unsaved","newText":"edited"}]},"toolCallId":"c2","title":"Edit notes.txt","kind":"edit","locations":[{"path":"$W/notes.txt"}]}
+        tool_call_update: {"status":"in_progress","toolCallId":"c2"}
+        tool_call_update: {"rawOutput":{"output":"Edited notes.txt: 1 replacement\n\n@@ -1 +1 @@\n-unsaved text\n+edited text","isError":false,"details":{"path":"notes.txt","replacements":1,"notes":[],"diff":"--- notes.txt\n+++ notes.txt\n@@ -1 +1 @@\n-unsaved text\n+edited text\n"}},"toolCallId":"c2","status":"completed","content":[{"type":"diff","path":"$W/notes.txt","oldText":"unsaved text\n","newText":"edited text\n"},{"type":"content","content":{"type":"text","text":"Edited notes.txt: 1 replacement\n\n@@ -1 +1 @@\n-unsaved text\n+edited text"}}]}
+        agent_message_chunk: Done.
+        usage_update: size 128000"#]]
+    .assert_eq(&render(&updates(&shared), dir.path()));
+}
+
+#[tokio::test]
+async fn a_rejected_edit_reaches_the_model_as_the_tool_result_and_nothing_is_written() {
+    let dir = workspace(&[("a.txt", "one\n")]);
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("c1", "write", json!({"path": "a.txt", "content": "two\n"})),
+        Reply::text("Understood."),
+    ])
+    .await;
+    let shared = Shared::default();
+    lock(&shared).choices.push_back(Choice::Pick("reject_once"));
+    let (stop, _) = with_client(&server, dir.path(), shared.clone(), true, async |cx| {
+        let session = new_session(&cx, dir.path(), Vec::new()).await;
+        prompt(&cx, &session, "overwrite a.txt").await
+    })
+    .await;
+    assert_eq!(serde_json::to_value(stop.stop_reason).unwrap(), "end_turn");
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "one\n");
+    assert!(lock(&shared).writes.is_empty());
+    let result = server.chat_requests()[1].body["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(result["role"], "tool");
+    assert_eq!(result["content"], "The user rejected this write of a.txt.");
+    let failed = updates(&shared).into_iter().find(|update| update["update"]["status"] == "failed");
+    assert!(failed.is_some(), "the call ends failed");
+}
+
+#[tokio::test]
+async fn cancel_answers_the_pending_permission_and_the_prompt_returns_cancelled_at_once() {
+    let dir = workspace(&[("a.txt", "one\n")]);
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("c1", "write", json!({"path": "a.txt", "content": "two\n"})),
+        Reply::text("never"),
+    ])
+    .await;
+    let shared = Shared::default();
+    lock(&shared).choices.push_back(Choice::Hold);
+    let asked = shared.clone();
+    let (elapsed, _) = with_client(&server, dir.path(), shared.clone(), true, async |cx| {
+        let session = new_session(&cx, dir.path(), Vec::new()).await;
+        let request = PromptRequest::new(session.clone(), vec![text("overwrite a.txt")]);
+        let turn = cx.send_request(request).block_task();
+        let waiting = async {
+            while lock(&asked).held.is_empty() {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            let started = Instant::now();
+            cx.send_notification(CancelNotification::new(session.clone())).unwrap();
+            // The client answers its pending request as cancelled, as the spec asks.
+            for responder in std::mem::take(&mut lock(&asked).held) {
+                responder.respond(RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled)).unwrap();
+            }
+            started
+        };
+        let (response, started) = tokio::join!(turn, waiting);
+        let elapsed = started.elapsed();
+        assert_eq!(serde_json::to_value(response.unwrap().stop_reason).unwrap(), "cancelled");
+        elapsed
+    })
+    .await;
+    assert!(elapsed < Duration::from_millis(500), "the turn took {elapsed:?} to end after session/cancel");
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "one\n");
+    assert_eq!(server.chat_requests().len(), 1, "no model call after the cancel");
+}
+
+#[tokio::test]
+async fn a_session_loads_in_a_new_process_with_its_conversation_replayed_and_is_listed() {
+    let dir = workspace(&[("a.txt", "alpha\n")]);
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("c1", "read", json!({"path": "a.txt"})),
+        Reply::text("It says alpha."),
+        Reply::text("Still alpha."),
+    ])
+    .await;
+    let first = Shared::default();
+    let (session, _) = with_client(&server, dir.path(), first.clone(), false, async |cx| {
+        let session = new_session(&cx, dir.path(), Vec::new()).await;
+        prompt(&cx, &session, "what does a.txt say?").await;
+        session
+    })
+    .await;
+
+    let second = Shared::default();
+    let (listed, _) = with_client(&server, dir.path(), second.clone(), false, async |cx| {
+        let listed =
+            cx.send_request(ListSessionsRequest::new().cwd(dir.path().to_path_buf())).block_task().await.unwrap();
+        cx.send_request(LoadSessionRequest::new(session.clone(), dir.path())).block_task().await.unwrap();
+        // Loaded, it goes on where it was.
+        let stop = prompt(&cx, &session, "and now?").await;
+        assert_eq!(serde_json::to_value(stop.stop_reason).unwrap(), "end_turn");
+        listed
+    })
+    .await;
+    let ids: Vec<String> = listed.sessions.iter().map(|info| info.session_id.0.to_string()).collect();
+    assert_eq!(ids, std::slice::from_ref(&session));
+    assert_eq!(listed.sessions[0].title.as_deref(), Some("what does a.txt say?"));
+    expect![[r#"
+        user_message_chunk: what does a.txt say?
+        tool_call: {"rawInput":{"path":"a.txt"},"toolCallId":"c1","title":"Read a.txt","kind":"read","locations":[{"path":"$W/a.txt"}]}
+        tool_call_update: {"rawOutput":{"output":"alpha\n","isError":false},"toolCallId":"c1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"alpha\n"}}]}
+        agent_message_chunk: It says alpha.Still alpha.
+        usage_update: size 128000"#]]
+    .assert_eq(&render(&updates(&second), dir.path()));
+    // The third model call had the whole conversation.
+    let last = &server.chat_requests()[2].body;
+    assert!(last.to_string().contains("It says alpha."), "{last}");
+}
+
+#[tokio::test]
+async fn an_mcp_server_of_session_new_serves_the_session_after_permission() {
+    let dir = workspace(&[]);
+    let everything = support::mcp_prefix().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("c1", "mcp__everything__echo", json!({"message": "ping"})),
+        Reply::text("It echoed."),
+    ])
+    .await;
+    let shared = Shared::default();
+    lock(&shared).choices.push_back(Choice::Pick("allow_always"));
+    let stdio = McpServerStdio::new("everything", "node").args(vec![everything.display().to_string(), "stdio".into()]);
+    let (stop, _) = with_client(&server, dir.path(), shared.clone(), false, async |cx| {
+        let session = new_session(&cx, dir.path(), vec![McpServer::Stdio(stdio)]).await;
+        prompt(&cx, &session, "echo ping").await
+    })
+    .await;
+    assert_eq!(serde_json::to_value(stop.stop_reason).unwrap(), "end_turn");
+    let recorded = lock(&shared);
+    assert_eq!(recorded.permissions[0]["toolCall"]["title"], "echo (everything, MCP)");
+    let result = server.chat_requests()[1].body["messages"].as_array().unwrap().last().unwrap().clone();
+    assert!(result["content"].as_str().unwrap().contains("ping"), "{result}");
+}
+
+/// Raw lines, no SDK: what a broken client sends gets JSON-RPC errors, and reins keeps serving.
+#[tokio::test]
+async fn malformed_and_unknown_messages_get_errors_and_the_agent_keeps_serving() {
+    let dir = workspace(&[]);
+    let server = ScriptedServer::start(vec![]).await;
+    let mut child = spawn_reins(&server, dir.path());
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut answers = Vec::new();
+    // Before `initialize` has been answered, the SDK refuses requests (-32600), and says why.
+    let before = [
+        r#"{"jsonrpc":"2.0","id":0,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#,
+    ];
+    let after = [
+        "{not json",
+        "[1,2]",
+        r#"{"jsonrpc":"2.0","id":1.5,"method":"initialize","params":{}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"no/such/method","params":{}}"#,
+        r#"{"jsonrpc":"2.0","method":"no/such/notification","params":{}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"session/new","params":{"cwd":"relative/dir","mcpServers":[]}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":"nope","prompt":[]}}"#,
+        r#"{"jsonrpc":"2.0","id":"five","method":"session/prompt","params":{"sessionId":7}}"#,
+        r#"{"jsonrpc":"2.0","id":6,"method":"session/list","params":{"cwd":"/nonexistent/dir"}}"#,
+    ];
+    for (lines_sent, expected) in [(&before[..], 2), (&after[..], after.len() - 1)] {
+        for line in lines_sent {
+            stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+        }
+        stdin.flush().await.unwrap();
+        for _ in 0..expected {
+            let line = tokio::time::timeout(WAIT, lines.next_line()).await.unwrap().unwrap().expect("a line");
+            let answer: Value = serde_json::from_str(&line).unwrap_or_else(|err| panic!("not JSON ({err}): {line}"));
+            answers.push(format!("{} {}", answer["id"], answer["error"]["code"]));
+        }
+    }
+    answers.sort();
+    expect![[r#"
+        [
+            "\"five\" -32602",
+            "0 -32600",
+            "1 null",
+            "1.5 -32600",
+            "2 -32601",
+            "3 -32602",
+            "4 -32602",
+            "6 -32602",
+            "null -32600",
+            "null -32700",
+        ]
+    "#]]
+    .assert_debug_eq(&answers);
+    drop(stdin);
+    let status = tokio::time::timeout(WAIT, child.wait()).await.unwrap().unwrap();
+    assert!(status.success());
+    assert_eq!(tokio::time::timeout(WAIT, lines.next_line()).await.unwrap().unwrap(), None, "nothing more on stdout");
+}

@@ -152,9 +152,7 @@ async fn thinking_keeps_its_signature_and_redacted_thinking_is_kept_for_the_next
     request.messages.push(Message::user("why?"));
     stream_with(&provider, &request, &CancellationToken::new()).await;
     let body = &server.messages_requests()[1].body;
-    expect![[
-        r#"{"content":[{"data":"opaque-data","type":"redacted_thinking"},{"signature":"sig-abc","thinking":"Think hard.","type":"thinking"},{"text":"42","type":"text"}],"role":"assistant"}"#
-    ]]
+    expect![[r#"{"role":"assistant","content":[{"type":"redacted_thinking","data":"opaque-data"},{"type":"thinking","thinking":"Think hard.","signature":"sig-abc"},{"type":"text","text":"42"}]}"#]]
     .assert_eq(&body["messages"][1].to_string());
 }
 
@@ -401,93 +399,91 @@ async fn request_body_caches_system_and_last_user_message_merges_tool_results_an
     assert_eq!(recorded.header("authorization"), None);
     expect![[r#"
         {
-          "max_tokens": 16000,
-          "messages": [
-            {
-              "content": [
-                {
-                  "text": "hello",
-                  "type": "text"
-                }
-              ],
-              "role": "user"
-            },
-            {
-              "content": [
-                {
-                  "signature": "sig-1",
-                  "thinking": "Two files.",
-                  "type": "thinking"
-                },
-                {
-                  "id": "toolu_1",
-                  "input": {
-                    "path": "a.rs"
-                  },
-                  "name": "read",
-                  "type": "tool_use"
-                },
-                {
-                  "id": "toolu_2",
-                  "input": {
-                    "path": "missing.rs"
-                  },
-                  "name": "read",
-                  "type": "tool_use"
-                }
-              ],
-              "role": "assistant"
-            },
-            {
-              "content": [
-                {
-                  "content": [
-                    {
-                      "text": "fn main() {}",
-                      "type": "text"
-                    }
-                  ],
-                  "is_error": false,
-                  "tool_use_id": "toolu_1",
-                  "type": "tool_result"
-                },
-                {
-                  "cache_control": {
-                    "type": "ephemeral"
-                  },
-                  "content": [
-                    {
-                      "text": "error: no such file",
-                      "type": "text"
-                    }
-                  ],
-                  "is_error": true,
-                  "tool_use_id": "toolu_2",
-                  "type": "tool_result"
-                }
-              ],
-              "role": "user"
-            }
-          ],
           "model": "claude-scripted",
+          "max_tokens": 16000,
           "stream": true,
           "system": [
             {
+              "type": "text",
+              "text": "You are a test.",
               "cache_control": {
                 "type": "ephemeral"
-              },
-              "text": "You are a test.",
-              "type": "text"
+              }
             }
           ],
-          "thinking": {
-            "budget_tokens": 8192,
-            "type": "enabled"
-          },
+          "messages": [
+            {
+              "role": "user",
+              "content": [
+                {
+                  "type": "text",
+                  "text": "hello"
+                }
+              ]
+            },
+            {
+              "role": "assistant",
+              "content": [
+                {
+                  "type": "thinking",
+                  "thinking": "Two files.",
+                  "signature": "sig-1"
+                },
+                {
+                  "type": "tool_use",
+                  "id": "toolu_1",
+                  "name": "read",
+                  "input": {
+                    "path": "a.rs"
+                  }
+                },
+                {
+                  "type": "tool_use",
+                  "id": "toolu_2",
+                  "name": "read",
+                  "input": {
+                    "path": "missing.rs"
+                  }
+                }
+              ]
+            },
+            {
+              "role": "user",
+              "content": [
+                {
+                  "type": "tool_result",
+                  "tool_use_id": "toolu_1",
+                  "content": [
+                    {
+                      "type": "text",
+                      "text": "fn main() {}"
+                    }
+                  ],
+                  "is_error": false
+                },
+                {
+                  "type": "tool_result",
+                  "tool_use_id": "toolu_2",
+                  "content": [
+                    {
+                      "type": "text",
+                      "text": "error: no such file"
+                    }
+                  ],
+                  "is_error": true,
+                  "cache_control": {
+                    "type": "ephemeral"
+                  }
+                }
+              ]
+            }
+          ],
           "tools": [
             {
+              "name": "read",
               "description": "Read a file.",
               "input_schema": {
+                "type": "object",
                 "properties": {
                   "path": {
                     "type": "string"
@@ -495,12 +491,14 @@ async fn request_body_caches_system_and_last_user_message_merges_tool_results_an
                 },
                 "required": [
                   "path"
-                ],
-                "type": "object"
-              },
-              "name": "read"
+                ]
+              }
             }
-          ]
+          ],
+          "thinking": {
+            "type": "enabled",
+            "budget_tokens": 8192
+          }
         }"#]]
     .assert_eq(&serde_json::to_string_pretty(&recorded.body).unwrap());
 }

@@ -408,10 +408,10 @@ tool_timeout_sec = 0
             layer.mcp_servers.iter().map(|(name, server)| format!("{name}: {:?}", server.transport)).collect();
         assert_eq!(
             servers,
-            // JSON objects come sorted by name.
+            // JSON objects keep the order they were written in.
             [
-                r#"local: Some(Stdio { command: "node", args: ["s.js"], env: [], env_vars: [], cwd: None })"#,
-                r#"web: Some(Http { url: "http://127.0.0.1:3001/mcp", bearer_token_env_var: None, headers: [("X-Team", "core")] })"#
+                r#"web: Some(Http { url: "http://127.0.0.1:3001/mcp", bearer_token_env_var: None, headers: [("X-Team", "core")] })"#,
+                r#"local: Some(Stdio { command: "node", args: ["s.js"], env: [], env_vars: [], cwd: None })"#
             ]
         );
         assert_eq!(

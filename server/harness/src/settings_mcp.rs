@@ -170,9 +170,9 @@ command = "old-server"
             servers(&settings),
             [
                 r#"everything = npx -y @modelcontextprotocol/server-everything (Stdio { command: "npx", args: ["-y", "@modelcontextprotocol/server-everything"], env: ["GITHUB_TOKEN", "MODE"], cwd: None })"#,
-                // The project's `docs` replaces the user's (and JSON objects come sorted by name).
-                r#"docs = http://127.0.0.1:9/mcp (Http { url: "http://127.0.0.1:9/mcp", bearer_token: None, headers: [] })"#,
+                // The project's `docs` replaces the user's (and JSON objects keep their order).
                 r#"fs = fs-server /home/u (Stdio { command: "fs-server", args: ["/home/u"], env: [], cwd: None })"#,
+                r#"docs = http://127.0.0.1:9/mcp (Http { url: "http://127.0.0.1:9/mcp", bearer_token: None, headers: [] })"#,
             ]
         );
         assert_eq!(settings.mcp_servers[0].origin, dir.path().join("home/config.toml").display().to_string());

@@ -305,10 +305,10 @@ mod tests {
                 assistant("openai", thinking),
             ]),
             expect![[r#"
-                {"content":[{"text":"q","type":"text"}],"role":"user"}
-                {"content":[{"signature":"sig","thinking":"signed","type":"thinking"},{"data":"opaque","type":"redacted_thinking"},{"text":"answer","type":"text"}],"role":"assistant"}
-                {"content":[{"cache_control":{"type":"ephemeral"},"text":"again","type":"text"}],"role":"user"}
-                {"content":[{"text":"answer","type":"text"}],"role":"assistant"}"#]],
+                {"role":"user","content":[{"type":"text","text":"q"}]}
+                {"role":"assistant","content":[{"type":"thinking","thinking":"signed","signature":"sig"},{"type":"redacted_thinking","data":"opaque"},{"type":"text","text":"answer"}]}
+                {"role":"user","content":[{"type":"text","text":"again","cache_control":{"type":"ephemeral"}}]}
+                {"role":"assistant","content":[{"type":"text","text":"answer"}]}"#]],
         );
     }
 
@@ -345,9 +345,9 @@ mod tests {
                 assistant("anthropic", Vec::new()),
             ]),
             expect![[r#"
-                {"content":[{"text":"look","type":"text"},{"source":{"data":"AAAA","media_type":"image/png","type":"base64"},"type":"image"}],"role":"user"}
-                {"content":[{"id":"t1","input":{"p":1},"name":"read","type":"tool_use"},{"id":"t2","input":{},"name":"read","type":"tool_use"}],"role":"assistant"}
-                {"content":[{"content":[{"text":"text","type":"text"},{"source":{"data":"AAAA","media_type":"image/png","type":"base64"},"type":"image"}],"is_error":false,"tool_use_id":"t1","type":"tool_result"},{"content":[{"text":"error: bad JSON","type":"text"}],"is_error":true,"tool_use_id":"t2","type":"tool_result"},{"cache_control":{"type":"ephemeral"},"text":"and then?","type":"text"}],"role":"user"}"#]],
+                {"role":"user","content":[{"type":"text","text":"look"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAAA"}}]}
+                {"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"read","input":{"p":1}},{"type":"tool_use","id":"t2","name":"read","input":{}}]}
+                {"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"text"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAAA"}}],"is_error":false},{"type":"tool_result","tool_use_id":"t2","content":[{"type":"text","text":"error: bad JSON"}],"is_error":true},{"type":"text","text":"and then?","cache_control":{"type":"ephemeral"}}]}"#]],
         );
     }
 }

@@ -14,11 +14,13 @@ use std::time::{Duration, Instant};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities, InitializeRequest,
-    InitializeResponse, ListSessionsRequest, LoadSessionRequest, McpServer, McpServerStdio, NewSessionRequest,
-    PermissionOptionId, PromptRequest, PromptResponse, ReadTextFileRequest, ReadTextFileResponse,
-    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome,
-    SessionNotification, TextContent, WriteTextFileRequest, WriteTextFileResponse,
+    CancelNotification, ClientCapabilities, ContentBlock, CreateTerminalRequest, CreateTerminalResponse,
+    FileSystemCapabilities, InitializeRequest, InitializeResponse, KillTerminalRequest, KillTerminalResponse,
+    ListSessionsRequest, LoadSessionRequest, McpServer, McpServerStdio, NewSessionRequest, PermissionOptionId,
+    PromptRequest, PromptResponse, ReadTextFileRequest, ReadTextFileResponse, ReleaseTerminalRequest,
+    ReleaseTerminalResponse, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    SelectedPermissionOutcome, SessionNotification, TerminalExitStatus, TerminalOutputRequest, TerminalOutputResponse,
+    TextContent, WaitForTerminalExitRequest, WaitForTerminalExitResponse, WriteTextFileRequest, WriteTextFileResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Lines};
@@ -38,9 +40,74 @@ enum Choice {
     Hold,
 }
 
+/// What the client says it can do.
+#[derive(Clone, Copy, Default)]
+struct Can {
+    fs: bool,
+    terminal: bool,
+}
+
+const FS: Can = Can { fs: true, terminal: false };
+const NOTHING: Can = Can { fs: false, terminal: false };
+
+/// A command the client runs for `terminal/create`: its output, its exit code once it exited,
+/// and a way to kill it.
+#[derive(Clone)]
+struct Term {
+    output: Arc<Mutex<String>>,
+    exit: tokio::sync::watch::Receiver<Option<i32>>,
+    kill: Arc<tokio::sync::Notify>,
+}
+
+impl Term {
+    fn start(request: &CreateTerminalRequest) -> Term {
+        let mut child = tokio::process::Command::new(&request.command)
+            .args(&request.args)
+            .current_dir(request.cwd.clone().unwrap_or_else(|| PathBuf::from("/")))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let output = Arc::new(Mutex::new(String::new()));
+        for pipe in [
+            Box::new(child.stdout.take().unwrap()) as Box<dyn tokio::io::AsyncRead + Send + Unpin>,
+            Box::new(child.stderr.take().unwrap()),
+        ] {
+            let output = output.clone();
+            tokio::spawn(async move {
+                let mut lines = BufReader::new(pipe).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    output.lock().unwrap().push_str(&format!("{line}\n"));
+                }
+            });
+        }
+        let (tx, exit) = tokio::sync::watch::channel(None);
+        let kill = Arc::new(tokio::sync::Notify::new());
+        let killed = kill.clone();
+        tokio::spawn(async move {
+            let status = tokio::select! {
+                status = child.wait() => status,
+                () = killed.notified() => {
+                    let _ = child.start_kill();
+                    child.wait().await
+                }
+            };
+            let _ = tx.send(Some(status.ok().and_then(|status| status.code()).unwrap_or(-1)));
+        });
+        Term { output, exit, kill }
+    }
+}
+
 /// What the client saw and how it answers.
 #[derive(Default)]
 struct Recorded {
+    /// `terminal/*` requests, as `method command-or-id` lines.
+    terminal_calls: Vec<String>,
+    /// The arguments of each `terminal/create`.
+    terminal_args: Vec<Vec<String>>,
+    terminals: HashMap<String, Term>,
     /// `session/update` params, in order.
     updates: Vec<Value>,
     permissions: Vec<Value>,
@@ -103,18 +170,20 @@ fn transport(
 }
 
 /// Runs `test` with a client connected to a fresh `reins acp` in `dir`; answers what it returned
-/// and what reins printed on stderr. The client advertises `fs` (read and write) when `fs`.
+/// and what reins printed on stderr. The client advertises what `can` says.
 async fn with_client<T: Send + 'static>(
     server: &ScriptedServer,
     dir: &Path,
     shared: Shared,
-    fs: bool,
+    can: Can,
     test: impl AsyncFnOnce(ConnectionTo<Agent>) -> T,
 ) -> (T, String) {
     let mut child = spawn_reins(server, dir);
     let mut stderr = child.stderr.take().unwrap();
     let transport = transport(&mut child);
     let (reads, writes, asks, updates) = (shared.clone(), shared.clone(), shared.clone(), shared.clone());
+    let (creates, waits, outputs, kills, releases) =
+        (shared.clone(), shared.clone(), shared.clone(), shared.clone(), shared.clone());
     let result = Client
         .v1()
         .name("reins-e2e")
@@ -163,6 +232,83 @@ async fn with_client<T: Send + 'static>(
             },
             agent_client_protocol::on_receive_request!(),
         )
+        .on_receive_request(
+            async move |request: CreateTerminalRequest, responder, _cx| {
+                let mut recorded = lock(&creates);
+                let id = format!("term-{}", recorded.terminals.len() + 1);
+                // The program, its subcommand, and the command it runs (after `--`).
+                let program = Path::new(&request.command).file_name().unwrap().to_string_lossy().into_owned();
+                let after = request.args.iter().position(|arg| arg == "--").map_or(0, |at| at + 1);
+                recorded.terminal_calls.push(format!(
+                    "create {program} {} … -- {:?}",
+                    request.args.first().cloned().unwrap_or_default(),
+                    &request.args[after..]
+                ));
+                recorded.terminal_args.push(request.args.clone());
+                recorded.terminals.insert(id.clone(), Term::start(&request));
+                responder.respond(CreateTerminalResponse::new(id))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: WaitForTerminalExitRequest, responder, _cx| {
+                let term = {
+                    let mut recorded = lock(&waits);
+                    recorded.terminal_calls.push(format!("wait_for_exit {}", request.terminal_id));
+                    recorded.terminals.get(request.terminal_id.0.as_ref()).cloned()
+                };
+                let Some(mut term) = term else {
+                    return responder.respond_with_error(agent_client_protocol::Error::invalid_params());
+                };
+                // Answered when the command exits, outside the dispatch loop.
+                tokio::spawn(async move {
+                    let code = match term.exit.wait_for(Option::is_some).await {
+                        Ok(code) => code.unwrap_or(-1),
+                        Err(_) => -1,
+                    };
+                    let status = TerminalExitStatus::new().exit_code(u32::try_from(code).ok());
+                    let _ = responder.respond(WaitForTerminalExitResponse::new(status));
+                });
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: TerminalOutputRequest, responder, _cx| {
+                let mut recorded = lock(&outputs);
+                recorded.terminal_calls.push(format!("output {}", request.terminal_id));
+                let Some(term) = recorded.terminals.get(request.terminal_id.0.as_ref()) else {
+                    return responder.respond_with_error(agent_client_protocol::Error::invalid_params());
+                };
+                let output = term.output.lock().unwrap().clone();
+                let exit = *term.exit.borrow();
+                let status = exit.map(|code| TerminalExitStatus::new().exit_code(u32::try_from(code).ok()));
+                responder.respond(TerminalOutputResponse::new(output, false).exit_status(status))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: KillTerminalRequest, responder, _cx| {
+                let mut recorded = lock(&kills);
+                recorded.terminal_calls.push(format!("kill {}", request.terminal_id));
+                if let Some(term) = recorded.terminals.get(request.terminal_id.0.as_ref()) {
+                    term.kill.notify_one();
+                }
+                responder.respond(KillTerminalResponse::new())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: ReleaseTerminalRequest, responder, _cx| {
+                let mut recorded = lock(&releases);
+                recorded.terminal_calls.push(format!("release {}", request.terminal_id));
+                if let Some(term) = recorded.terminals.remove(request.terminal_id.0.as_ref()) {
+                    term.kill.notify_one();
+                }
+                responder.respond(ReleaseTerminalResponse::new())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
         .on_receive_notification(
             async move |notification: SessionNotification, _cx| {
                 lock(&updates).updates.push(serde_json::to_value(&notification).unwrap());
@@ -172,8 +318,8 @@ async fn with_client<T: Send + 'static>(
         )
         .connect_with(transport, async |cx: ConnectionTo<Agent>| {
             let capabilities = ClientCapabilities::new()
-                .fs(FileSystemCapabilities::new().read_text_file(fs).write_text_file(fs))
-                .terminal(false);
+                .fs(FileSystemCapabilities::new().read_text_file(can.fs).write_text_file(can.fs))
+                .terminal(can.terminal);
             let init: InitializeResponse = cx
                 .send_request(InitializeRequest::new(ProtocolVersion::V1).client_capabilities(capabilities))
                 .block_task()
@@ -245,7 +391,7 @@ async fn a_prompt_streams_thoughts_text_and_usage_and_ends_the_turn() {
     let dir = workspace(&[]);
     let server = ScriptedServer::start(vec![Reply::text("Hello from reins.").with_thinking("Greet back.")]).await;
     let shared = Shared::default();
-    let ((session, stop), stderr) = with_client(&server, dir.path(), shared.clone(), false, async |cx| {
+    let ((session, stop), stderr) = with_client(&server, dir.path(), shared.clone(), NOTHING, async |cx| {
         let session = new_session(&cx, dir.path(), Vec::new()).await;
         let stop = prompt(&cx, &session, "hi").await;
         (session, stop)
@@ -281,7 +427,7 @@ async fn the_agent_reads_the_unsaved_buffer_and_writes_an_allowed_edit_through_t
     let shared = Shared::default();
     lock(&shared).buffers.insert(path.clone(), "unsaved text\n".into());
     lock(&shared).choices.push_back(Choice::Pick("allow_once"));
-    let (stop, _) = with_client(&server, dir.path(), shared.clone(), true, async |cx| {
+    let (stop, _) = with_client(&server, dir.path(), shared.clone(), FS, async |cx| {
         let session = new_session(&cx, dir.path(), Vec::new()).await;
         prompt(&cx, &session, "fix the notes").await
     })
@@ -324,7 +470,7 @@ async fn a_rejected_edit_reaches_the_model_as_the_tool_result_and_nothing_is_wri
     .await;
     let shared = Shared::default();
     lock(&shared).choices.push_back(Choice::Pick("reject_once"));
-    let (stop, _) = with_client(&server, dir.path(), shared.clone(), true, async |cx| {
+    let (stop, _) = with_client(&server, dir.path(), shared.clone(), FS, async |cx| {
         let session = new_session(&cx, dir.path(), Vec::new()).await;
         prompt(&cx, &session, "overwrite a.txt").await
     })
@@ -350,7 +496,7 @@ async fn cancel_answers_the_pending_permission_and_the_prompt_returns_cancelled_
     let shared = Shared::default();
     lock(&shared).choices.push_back(Choice::Hold);
     let asked = shared.clone();
-    let (elapsed, _) = with_client(&server, dir.path(), shared.clone(), true, async |cx| {
+    let (elapsed, _) = with_client(&server, dir.path(), shared.clone(), FS, async |cx| {
         let session = new_session(&cx, dir.path(), Vec::new()).await;
         let request = PromptRequest::new(session.clone(), vec![text("overwrite a.txt")]);
         let turn = cx.send_request(request).block_task();
@@ -387,7 +533,7 @@ async fn a_session_loads_in_a_new_process_with_its_conversation_replayed_and_is_
     ])
     .await;
     let first = Shared::default();
-    let (session, _) = with_client(&server, dir.path(), first.clone(), false, async |cx| {
+    let (session, _) = with_client(&server, dir.path(), first.clone(), NOTHING, async |cx| {
         let session = new_session(&cx, dir.path(), Vec::new()).await;
         prompt(&cx, &session, "what does a.txt say?").await;
         session
@@ -395,7 +541,7 @@ async fn a_session_loads_in_a_new_process_with_its_conversation_replayed_and_is_
     .await;
 
     let second = Shared::default();
-    let (listed, _) = with_client(&server, dir.path(), second.clone(), false, async |cx| {
+    let (listed, _) = with_client(&server, dir.path(), second.clone(), NOTHING, async |cx| {
         let listed =
             cx.send_request(ListSessionsRequest::new().cwd(dir.path().to_path_buf())).block_task().await.unwrap();
         cx.send_request(LoadSessionRequest::new(session.clone(), dir.path())).block_task().await.unwrap();
@@ -432,7 +578,7 @@ async fn an_mcp_server_of_session_new_serves_the_session_after_permission() {
     let shared = Shared::default();
     lock(&shared).choices.push_back(Choice::Pick("allow_always"));
     let stdio = McpServerStdio::new("everything", "node").args(vec![everything.display().to_string(), "stdio".into()]);
-    let (stop, _) = with_client(&server, dir.path(), shared.clone(), false, async |cx| {
+    let (stop, _) = with_client(&server, dir.path(), shared.clone(), NOTHING, async |cx| {
         let session = new_session(&cx, dir.path(), vec![McpServer::Stdio(stdio)]).await;
         prompt(&cx, &session, "echo ping").await
     })
@@ -500,4 +646,47 @@ async fn malformed_and_unknown_messages_get_errors_and_the_agent_keeps_serving()
     let status = tokio::time::timeout(WAIT, child.wait()).await.unwrap().unwrap();
     assert!(status.success());
     assert_eq!(tokio::time::timeout(WAIT, lines.next_line()).await.unwrap().unwrap(), None, "nothing more on stdout");
+}
+
+#[tokio::test]
+async fn a_command_runs_in_the_client_terminal_which_the_tool_call_shows() {
+    let dir = workspace(&[]);
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("c1", "bash", json!({"command": "echo hello from bash; exit 3"})),
+        Reply::text("It failed with 3."),
+    ])
+    .await;
+    let shared = Shared::default();
+    lock(&shared).choices.push_back(Choice::Pick("allow_once"));
+    let (stop, _) = with_client(&server, dir.path(), shared.clone(), Can { fs: true, terminal: true }, async |cx| {
+        let session = new_session(&cx, dir.path(), Vec::new()).await;
+        prompt(&cx, &session, "run it").await
+    })
+    .await;
+    assert_eq!(serde_json::to_value(stop.stop_reason).unwrap(), "end_turn");
+    let recorded = lock(&shared);
+    expect![[r#"
+        [
+            "create reins sandbox-exec … -- [\"bash\", \"-c\", \"echo hello from bash; exit 3\"]",
+            "wait_for_exit term-1",
+            "output term-1",
+            "release term-1",
+        ]
+    "#]]
+    .assert_debug_eq(&recorded.terminal_calls);
+    // The terminal's command keeps reins's sandbox and an environment without the keys.
+    let args = &recorded.terminal_args[0];
+    assert!(args.contains(&"--mode".to_string()) && args.contains(&"--keep=PATH".to_string()), "{args:?}");
+    assert!(!args.iter().any(|arg| arg.contains("OPENAI_API_KEY") || arg.contains(CANARY_KEY)), "{args:?}");
+    drop(recorded);
+    let result = server.chat_requests()[1].body["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(result["content"], "hello from bash\n\nCommand exited with code 3");
+    let calls: Vec<Value> =
+        updates(&shared).into_iter().filter(|update| update["update"]["toolCallId"] == "c1").collect();
+    let terminal_shown = calls
+        .iter()
+        .any(|update| update["update"]["content"][0] == json!({"type": "terminal", "terminalId": "term-1"}));
+    assert!(terminal_shown, "the tool call shows the terminal: {calls:#?}");
+    let last = &calls.last().unwrap()["update"];
+    assert_eq!((last["status"].as_str(), &last["content"][0]["type"]), (Some("failed"), &json!("terminal")));
 }

@@ -137,6 +137,10 @@ impl Workspace for RecordingWorkspace {
     fn open_buffers(&self) -> Vec<(PathBuf, String)> {
         self.inner.open_buffers()
     }
+
+    fn terminal(&self) -> Option<Arc<dyn reins_tools::Terminal>> {
+        self.inner.terminal()
+    }
 }
 
 /// Each mutating tool of `tools` recorded; read-only ones as they are.

@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
-use crate::{acp, config_cmd, lsp, mcp_cmd, models_cmd, run as run_cmd, sessions_cmd};
+use crate::{acp, config_cmd, lsp, mcp_cmd, models_cmd, run as run_cmd, sandbox_cmd, sessions_cmd};
 
 const AFTER_HELP: &str = "\
 Config: $REINS_HOME/config.toml (else $XDG_CONFIG_HOME/reins/config.toml), then a trusted
@@ -81,6 +81,9 @@ pub enum Command {
         #[arg(value_enum)]
         shell: Shell,
     },
+    /// Run a command sandboxed, as bash's commands are (for an editor's terminal)
+    #[command(hide = true)]
+    SandboxExec(sandbox_cmd::SandboxExecArgs),
 }
 
 /// The shells `reins completions` writes scripts for.
@@ -122,6 +125,7 @@ fn dispatch(command: Command) -> ExitCode {
         Command::Config(args) => config_cmd::main(args),
         Command::Mcp(args) => mcp_cmd::main(args),
         Command::Completions { shell } => completions(shell),
+        Command::SandboxExec(args) => sandbox_cmd::main(args),
     }
 }
 

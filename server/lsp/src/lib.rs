@@ -13,6 +13,7 @@ mod lsp;
 mod mcp_cmd;
 mod models_cmd;
 mod run;
+mod sandbox_cmd;
 mod sessions_cmd;
 mod terminal;
 mod terminal_review;

@@ -24,10 +24,10 @@ use serde::Deserialize;
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command};
 
-use crate::Workspace;
 use crate::exec::{DEFAULT_TIMEOUT_SECS, ExecPolicy, SandboxMode};
 use crate::sandbox::{Confinement, sandbox_support};
 use crate::truncate::{MAX_BYTES, MAX_LINES, format_size, truncate_tail};
+use crate::{Terminal, Workspace};
 
 /// Names the directories that hold full output: `reins-output-PID-XXXXXX`.
 const OUTPUT_DIR_PREFIX: &str = "reins-output-";
@@ -185,11 +185,53 @@ impl TypedTool for BashTool {
         };
         // Whatever the gate left there, the maximum holds.
         proposal.timeout_secs = self.timeout_secs(Some(proposal.timeout_secs));
+        // In the editor's terminal when it has one (which keeps the policy: see `Terminal`).
+        if let Some(terminal) = self.workspace.terminal() {
+            return self.run_in_terminal(terminal.as_ref(), &proposal, &cx).await;
+        }
         self.run(&proposal, &cx).await
     }
 }
 
 impl BashTool {
+    /// Runs the command in the workspace's terminal (the editor's), and answers as [`Self::run`]
+    /// does: the tail of the output, and why it stopped when it did not exit with 0.
+    async fn run_in_terminal(
+        &self,
+        terminal: &dyn Terminal,
+        proposal: &CommandProposal,
+        cx: &ToolContext<'_>,
+    ) -> Result<ToolOutput, ToolError> {
+        let roots = self.workspace.roots();
+        let run = terminal
+            .run(cx.tool_call_id, proposal, &self.policy, &roots, &cx.cancel)
+            .await
+            .map_err(|err| ToolError::new(format!("could not run the command in the editor's terminal: {err}")))?;
+        let shown = truncate_tail(&run.output, MAX_LINES, MAX_BYTES);
+        let mut text = if shown.kept.trim().is_empty() { "(no output)".to_string() } else { shown.kept.clone() };
+        if shown.is_cut() || run.truncated {
+            text = format!("[Only the end of the output is shown; the editor's terminal has the rest.]\n{text}");
+        }
+        let details = serde_json::json!({ "exitCode": run.exit_code, "terminal": true });
+        let denial = self.denial_notice(&text, &roots);
+        let ending = match (run.timed_out, run.cancelled, run.exit_code, &run.signal) {
+            (true, _, _, _) => format!(
+                "Command timed out after {} s and was killed, with the processes it started.",
+                proposal.timeout_secs
+            ),
+            (_, true, _, _) => "Command was cancelled and killed.".to_string(),
+            (_, _, Some(0), _) => return Ok(ToolOutput::text(text).with_details(details)),
+            (_, _, Some(code), _) => format!("Command exited with code {code}"),
+            (_, _, None, Some(signal)) => format!("Command was killed by {signal}"),
+            (_, _, None, None) => "Command ended without an exit status".to_string(),
+        };
+        let mut text = with_notice(text, &ending);
+        if let Some(notice) = denial {
+            text = with_notice(text, &notice);
+        }
+        Err(ToolError::new(text))
+    }
+
     async fn run(&self, proposal: &CommandProposal, cx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
         let roots = self.workspace.roots();
         let (mut child, mut output_pipe) = spawn(&proposal.command, &proposal.cwd, &self.policy, &roots)

@@ -13,6 +13,7 @@ mod ls;
 mod patch;
 mod read;
 mod sandbox;
+mod terminal;
 mod truncate;
 mod workspace;
 mod write;
@@ -35,7 +36,8 @@ pub use grep::GrepTool;
 pub use ls::LsTool;
 pub use patch::{ApplyPatchInput, ApplyPatchTool, Patched, apply_patch_to, patch_paths};
 pub use read::ReadTool;
-pub use sandbox::sandbox_support;
+pub use sandbox::{confine_self, sandbox_support};
+pub use terminal::{Terminal, TerminalRun};
 pub use workspace::{TextFile, Workspace, WorkspaceError, apply_each};
 pub use write::WriteTool;
 

@@ -46,6 +46,17 @@ pub fn sandbox_support() -> Result<(), String> {
     }
 }
 
+/// Confines this process (and what it executes next) to `sandbox` with `roots` as the workspace,
+/// for a command started elsewhere — in an editor's terminal, through `reins sandbox-exec`.
+/// Answers false, changing nothing, when the mode is off or the kernel cannot sandbox. Landlock
+/// holds the calling thread: call it from the thread that then executes the command.
+pub fn confine_self(sandbox: &Sandbox, roots: &[PathBuf]) -> io::Result<bool> {
+    match Confinement::new(sandbox, roots)? {
+        Some(mut confinement) => confinement.apply().map(|()| true),
+        None => Ok(false),
+    }
+}
+
 impl Confinement {
     /// Builds, in this process, what the command's process will apply: `None` when the mode is
     /// off or the kernel cannot sandbox (the harness said so when the settings loaded).

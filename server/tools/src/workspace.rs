@@ -4,9 +4,12 @@
 //! open buffers and `workspace/applyEdit`. Either way, paths are confined to the workspace roots.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use reins_agent::FileChange;
+
+use crate::Terminal;
 
 /// A file's text as the agent should see it: the open buffer when the editor has one.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,6 +75,12 @@ pub trait Workspace: Send + Sync {
     /// Open buffers whose text differs from the disk, so searches see what the user sees.
     fn open_buffers(&self) -> Vec<(PathBuf, String)> {
         Vec::new()
+    }
+
+    /// The editor's terminal, where `bash` runs commands in the user's sight; `None` (the
+    /// default) runs them here.
+    fn terminal(&self) -> Option<Arc<dyn Terminal>> {
+        None
     }
 }
 

@@ -23,7 +23,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::acp::approver::AcpApprover;
 use crate::acp::events::{Events, Input, Pump};
-use crate::acp::workspace::AcpWorkspace;
+use crate::acp::workspace::{AcpWorkspace, ClientTools};
 use crate::acp::{from_proto, to_proto, transport};
 use crate::lsp::lock;
 
@@ -141,8 +141,11 @@ impl State {
         }
         let disk =
             FsWorkspace::new(vec![cwd.to_path_buf()]).map_err(|err| to_proto::invalid_params(err.to_string()))?;
-        let fs = lock(&self.client).fs.clone();
-        let workspace = Arc::new(AcpWorkspace::new(disk, cx, fs.read_text_file, fs.write_text_file));
+        let can = {
+            let client = lock(&self.client);
+            ClientTools { read: client.fs.read_text_file, write: client.fs.write_text_file, terminal: client.terminal }
+        };
+        let workspace = Arc::new(AcpWorkspace::new(disk, cx, self.events.clone(), can));
         let settings = Settings::load(|name| std::env::var(name).ok(), Some(cwd));
         for diagnostic in &settings.diagnostics {
             tracing::warn!("config: {diagnostic}");
@@ -151,11 +154,13 @@ impl State {
         let landed = workspace.clone();
         let sink = Arc::new(move |event: HarnessEvent| {
             // The changes a call made, taken as it ends: the next call has not started yet.
-            let changes = match event.event {
-                reins_agent::AgentEvent::ToolExecutionEnd { .. } => landed.take_landed(),
-                _ => Vec::new(),
+            let (changes, terminal) = match &event.event {
+                reins_agent::AgentEvent::ToolExecutionEnd { tool_call_id, .. } => {
+                    (landed.take_landed(), landed.take_terminal(tool_call_id))
+                }
+                _ => (Vec::new(), None),
             };
-            events.send(Input::Event { event: Box::new(event), changes });
+            events.send(Input::Event { event: Box::new(event), changes, terminal });
         });
         let harness = Harness::new(HarnessOptions {
             settings: LiveSettings::new(settings),

@@ -22,8 +22,9 @@ use crate::acp::to_proto;
 
 /// What the event task receives.
 pub enum Input {
-    /// An agent event, with the file changes that landed during the call when it ends one.
-    Event { event: Box<HarnessEvent>, changes: Vec<FileChange> },
+    /// An agent event, with the file changes that landed during the call, and the client's
+    /// terminal it ran in, when it ends one.
+    Event { event: Box<HarnessEvent>, changes: Vec<FileChange>, terminal: Option<String> },
     /// A session is open: where it works, and the settings its harness has in force.
     Session { session_id: String, cwd: PathBuf, settings: LiveSettings },
     /// The user allowed `tool` for the rest of the session.
@@ -90,7 +91,7 @@ impl Pump {
 
     fn input(&mut self, input: Input) {
         match input {
-            Input::Event { event, changes } => self.event(*event, changes),
+            Input::Event { event, changes, terminal } => self.event(*event, changes, terminal),
             Input::Session { session_id, cwd, settings } => {
                 self.sessions.insert(session_id, SessionState { cwd, settings, allowed: HashSet::new() });
             }
@@ -127,7 +128,7 @@ impl Pump {
         }
     }
 
-    fn event(&mut self, event: HarnessEvent, changes: Vec<FileChange>) {
+    fn event(&mut self, event: HarnessEvent, changes: Vec<FileChange>, terminal: Option<String>) {
         let session_id = event.session_id.as_str();
         match &event.event {
             AgentEvent::MessageUpdate { delta: StreamEvent::Text { delta, .. } } if !delta.is_empty() => {
@@ -148,7 +149,10 @@ impl Pump {
                 self.notify(session_id, SessionUpdate::ToolCallUpdate(to_proto::tool_output(tool_call_id, partial)));
             }
             AgentEvent::ToolExecutionEnd { result, .. } => {
-                self.notify(session_id, SessionUpdate::ToolCallUpdate(to_proto::tool_result(result, &changes)));
+                self.notify(
+                    session_id,
+                    SessionUpdate::ToolCallUpdate(to_proto::tool_result(result, &changes, terminal)),
+                );
             }
             AgentEvent::MessageEnd { message: Message::Assistant(assistant) } => {
                 let answer: String = assistant

@@ -66,11 +66,16 @@ pub fn tool_status(id: &str, status: ToolCallStatus) -> ToolCallUpdate {
     ToolCallUpdate::new(ToolCallId::new(id), ToolCallUpdateFields::new().status(status))
 }
 
-/// The `tool_call_update` that ends a call: completed or failed, with what it answered and, for
-/// the files it changed, a diff of each, whole file before and after.
-pub fn tool_result(result: &ToolResultMessage, changes: &[FileChange]) -> ToolCallUpdate {
+/// The `tool_call_update` that ends a call: completed or failed, with what it answered, the
+/// client's terminal it ran in and, for the files it changed, a diff of each, whole file before
+/// and after.
+pub fn tool_result(result: &ToolResultMessage, changes: &[FileChange], terminal: Option<String>) -> ToolCallUpdate {
     let status = if result.is_error { ToolCallStatus::Failed } else { ToolCallStatus::Completed };
-    let mut content: Vec<ToolCallContent> = changes.iter().map(|change| ToolCallContent::from(diff(change))).collect();
+    let mut content: Vec<ToolCallContent> = terminal
+        .map(|id| ToolCallContent::Terminal(agent_client_protocol::v1::schema::Terminal::new(id)))
+        .into_iter()
+        .collect();
+    content.extend(changes.iter().map(|change| ToolCallContent::from(diff(change))));
     content.extend(result_content(&result.content));
     let fields = ToolCallUpdateFields::new().status(status).content(content).raw_output(raw_output(result));
     ToolCallUpdate::new(ToolCallId::new(result.tool_call_id.as_str()), fields)
@@ -265,7 +270,7 @@ pub fn replay(messages: &[Message], cwd: &Path) -> Vec<SessionUpdate> {
             }
             Message::ToolResult(result) => {
                 let changes = recorded_changes(result);
-                updates.push(SessionUpdate::ToolCallUpdate(tool_result(result, &changes)));
+                updates.push(SessionUpdate::ToolCallUpdate(tool_result(result, &changes, None)));
             }
         }
     }

@@ -4,12 +4,14 @@
 //! so the editor tracks them (its buffers, its undo, its review of what the agent did). Deleting
 //! and moving files stay on disk: ACP has no request for them.
 //!
+//! With the client's `terminal`, it offers the client's terminal to `bash` ([`AcpTerminal`]).
+//!
 //! It also keeps the changes that landed since the event sink last took them: the sink takes them
 //! when a tool call ends, so the call's update can show each as a whole-file diff.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use agent_client_protocol::Client;
@@ -17,8 +19,10 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{ReadTextFileRequest, SessionId, WriteTextFileRequest};
 use async_trait::async_trait;
 use reins_agent::FileChange;
-use reins_tools::{FsWorkspace, TextFile, Workspace, WorkspaceError};
+use reins_tools::{FsWorkspace, Terminal, TextFile, Workspace, WorkspaceError};
 
+use crate::acp::events::Events;
+use crate::acp::terminal::AcpTerminal;
 use crate::lsp::lock;
 
 /// How long the client has to answer a read or a write.
@@ -29,22 +33,42 @@ pub struct AcpWorkspace {
     /// The connection, once serving (the workspace is built inside a request handler).
     cx: ConnectionTo<Client>,
     /// The session it belongs to, known once the harness made it.
-    session_id: OnceLock<String>,
+    session_id: Arc<OnceLock<String>>,
     read_through_client: AtomicBool,
     write_through_client: AtomicBool,
+    /// The client's terminal, when it has one.
+    terminal: Option<Arc<AcpTerminal>>,
     landed: Mutex<Vec<FileChange>>,
 }
 
+/// What the client said it can do for a session's tools.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ClientTools {
+    pub read: bool,
+    pub write: bool,
+    pub terminal: bool,
+}
+
 impl AcpWorkspace {
-    pub fn new(disk: FsWorkspace, cx: ConnectionTo<Client>, read: bool, write: bool) -> Self {
+    pub fn new(disk: FsWorkspace, cx: ConnectionTo<Client>, events: Events, can: ClientTools) -> Self {
+        let session_id = Arc::new(OnceLock::new());
+        let terminal = can.terminal.then(|| {
+            Arc::new(AcpTerminal { cx: cx.clone(), events, session_id: session_id.clone(), shown: Mutex::default() })
+        });
         Self {
             disk,
             cx,
-            session_id: OnceLock::new(),
-            read_through_client: AtomicBool::new(read),
-            write_through_client: AtomicBool::new(write),
+            session_id,
+            read_through_client: AtomicBool::new(can.read),
+            write_through_client: AtomicBool::new(can.write),
+            terminal,
             landed: Mutex::default(),
         }
+    }
+
+    /// The client's terminal a call ran in, if it did (taken once).
+    pub fn take_terminal(&self, tool_call_id: &str) -> Option<String> {
+        self.terminal.as_ref().and_then(|terminal| terminal.take(tool_call_id))
     }
 
     pub fn set_session(&self, session_id: &str) {
@@ -140,5 +164,9 @@ impl Workspace for AcpWorkspace {
             lock(&self.landed).push(change.clone());
         }
         result
+    }
+
+    fn terminal(&self) -> Option<Arc<dyn Terminal>> {
+        self.terminal.clone().map(|terminal| terminal as Arc<dyn Terminal>)
     }
 }

@@ -1,0 +1,79 @@
+//! `reins sandbox-exec` (hidden): runs a command under a sandbox and an environment that another
+//! program started it with — an ACP client's terminal, which runs what `bash` asks for in the
+//! user's sight. It keeps only the named variables of its environment, confines itself with the
+//! kernel's Landlock and seccomp as `bash` confines its own children, then executes the command
+//! in its place. The arguments are what [`args`] makes of a tool's exec policy.
+
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use reins_tools::{ExecPolicy, Sandbox, SandboxMode};
+
+/// The arguments of `reins sandbox-exec` (see `crate::cli::Command::SandboxExec`).
+#[derive(Debug, clap::Args)]
+pub struct SandboxExecArgs {
+    /// off, workspace-write or read-only
+    #[arg(long)]
+    pub mode: String,
+    /// Allow network connections
+    #[arg(long)]
+    pub network: bool,
+    /// A workspace root (writable in workspace-write)
+    #[arg(long = "root", value_name = "DIR")]
+    pub roots: Vec<PathBuf>,
+    /// A directory writable besides the roots
+    #[arg(long, value_name = "DIR")]
+    pub writable: Vec<PathBuf>,
+    /// A path the command may not read
+    #[arg(long, value_name = "PATH")]
+    pub deny_read: Vec<PathBuf>,
+    /// A variable of the environment to keep (all others go)
+    #[arg(long, value_name = "NAME")]
+    pub keep: Vec<OsString>,
+    /// The command and its arguments, after `--`
+    #[arg(last = true, required = true)]
+    pub command: Vec<OsString>,
+}
+
+/// The arguments that make `reins sandbox-exec` run `command` under `policy`, for `roots`.
+pub fn args(policy: &ExecPolicy, roots: &[PathBuf], command: &[&str]) -> Vec<String> {
+    let sandbox = &policy.sandbox;
+    let mut args = vec!["sandbox-exec".to_string(), "--mode".to_string(), sandbox.mode.as_str().to_string()];
+    if sandbox.network {
+        args.push("--network".to_string());
+    }
+    let mut paths = |flag: &str, paths: &[PathBuf]| {
+        for path in paths {
+            args.push(format!("--{flag}={}", path.display()));
+        }
+    };
+    paths("root", roots);
+    paths("writable", &sandbox.writable);
+    paths("deny-read", &sandbox.deny_read);
+    // Names only: the values are the terminal's own.
+    if let Some(env) = &policy.env {
+        args.extend(env.iter().map(|(name, _)| format!("--keep={}", name.to_string_lossy())));
+    }
+    args.push("--".to_string());
+    args.extend(command.iter().map(|word| word.to_string()));
+    args
+}
+
+pub fn main(args: SandboxExecArgs) -> ExitCode {
+    let Some(mode) = SandboxMode::parse(&args.mode) else {
+        eprintln!("reins: sandbox-exec: unknown mode {:?}", args.mode);
+        return ExitCode::from(2);
+    };
+    let sandbox = Sandbox { mode, network: args.network, writable: args.writable, deny_read: args.deny_read };
+    let env: Vec<(OsString, OsString)> = std::env::vars_os().filter(|(name, _)| args.keep.contains(name)).collect();
+    if let Err(err) = reins_tools::confine_self(&sandbox, &args.roots) {
+        eprintln!("reins: sandbox-exec: cannot confine the command: {err}");
+        return ExitCode::from(126);
+    }
+    let Some((program, rest)) = args.command.split_first() else { return ExitCode::from(2) };
+    let err = std::process::Command::new(program).args(rest).env_clear().envs(env).exec();
+    eprintln!("reins: sandbox-exec: cannot run {}: {err}", program.to_string_lossy());
+    ExitCode::from(127)
+}

@@ -127,6 +127,11 @@ fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, Recorded> {
 
 /// `reins acp` in `dir` against `server`, with a clean environment.
 fn spawn_reins(server: &ScriptedServer, dir: &Path) -> tokio::process::Child {
+    spawn_reins_with(server, dir, "scripted-model")
+}
+
+/// [`spawn_reins`] with `model` as the default model.
+fn spawn_reins_with(server: &ScriptedServer, dir: &Path, model: &str) -> tokio::process::Child {
     tokio::process::Command::new(env!("CARGO_BIN_EXE_reins"))
         .arg("acp")
         .current_dir(dir)
@@ -136,7 +141,7 @@ fn spawn_reins(server: &ScriptedServer, dir: &Path) -> tokio::process::Child {
         .env("REINS_HOME", reins_home(dir))
         .env("OPENAI_API_KEY", CANARY_KEY)
         .env("OPENAI_BASE_URL", server.base_url())
-        .env("REINS_MODEL", "scripted-model")
+        .env("REINS_MODEL", model)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -689,4 +694,90 @@ async fn a_command_runs_in_the_client_terminal_which_the_tool_call_shows() {
     assert!(terminal_shown, "the tool call shows the terminal: {calls:#?}");
     let last = &calls.last().unwrap()["update"];
     assert_eq!((last["status"].as_str(), &last["content"][0]["type"]), (Some("failed"), &json!("terminal")));
+}
+
+#[tokio::test]
+async fn closing_stdin_mid_turn_cancels_it_saves_the_session_and_exits_cleanly() {
+    let dir = workspace(&[]);
+    let server = ScriptedServer::start(vec![Reply::text("too late").with_delay_ms(30_000)]).await;
+    let mut child = spawn_reins(&server, dir.path());
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let cwd = dir.path().display().to_string();
+    let mut send = async |line: Value| {
+        stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+        stdin.flush().await.unwrap();
+    };
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}})).await;
+    let _ = tokio::time::timeout(WAIT, lines.next_line()).await.unwrap().unwrap();
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": cwd, "mcpServers": []}})).await;
+    let answer: Value =
+        serde_json::from_str(&tokio::time::timeout(WAIT, lines.next_line()).await.unwrap().unwrap().unwrap()).unwrap();
+    let session = answer["result"]["sessionId"].as_str().unwrap().to_string();
+    let prompt = json!({"type": "text", "text": "think slowly"});
+    send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": session, "prompt": [prompt]}})).await;
+    let started = Instant::now();
+    while server.chat_requests().is_empty() {
+        assert!(started.elapsed() < WAIT, "the model was never called");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    drop(stdin);
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait()).await.expect("reins exits").unwrap();
+    assert!(status.success(), "{status}");
+    while let Ok(Ok(Some(line))) = tokio::time::timeout(WAIT, lines.next_line()).await {
+        serde_json::from_str::<Value>(&line).unwrap_or_else(|err| panic!("not a protocol line ({err}): {line}"));
+    }
+    // The prompt is in the session file, which the CLI can continue.
+    let listed = support::reins(None, dir.path(), &["sessions", "list", "--json"]).await;
+    assert!(listed.stdout.contains(&session) && listed.stdout.contains("think slowly"), "{}", listed.stdout);
+}
+
+/// One JSON-RPC exchange over raw lines: sends `request`, answers the response to its id
+/// (notifications before it are skipped).
+async fn exchange(
+    stdin: &mut tokio::process::ChildStdin,
+    lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    request: Value,
+) -> Value {
+    stdin.write_all(format!("{request}\n").as_bytes()).await.unwrap();
+    stdin.flush().await.unwrap();
+    loop {
+        let line = tokio::time::timeout(WAIT, lines.next_line()).await.unwrap().unwrap().expect("a line");
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if message["id"] == request["id"] {
+            return message;
+        }
+    }
+}
+
+#[tokio::test]
+async fn images_are_offered_and_passed_on_only_when_the_model_reads_them() {
+    let dir = workspace(&[]);
+    let cwd = dir.path().display().to_string();
+    let image = json!({"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="});
+    for (model, takes) in [("gpt-4.1", true), ("scripted-model", false)] {
+        let server = ScriptedServer::start(vec![Reply::text("A small picture.")]).await;
+        let mut child = spawn_reins_with(&server, dir.path(), model);
+        let mut stdin = child.stdin.take().unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}});
+        let init = exchange(&mut stdin, &mut lines, init).await;
+        assert_eq!(init["result"]["agentCapabilities"]["promptCapabilities"]["image"], takes, "{model}");
+        let new = json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": cwd, "mcpServers": []}});
+        let session = exchange(&mut stdin, &mut lines, new).await["result"]["sessionId"].clone();
+        let prompt = json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+            "params": {"sessionId": session, "prompt": [{"type": "text", "text": "what is this?"}, image]}});
+        let answer = exchange(&mut stdin, &mut lines, prompt).await;
+        if takes {
+            assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+            let body = server.chat_requests()[0].body.to_string();
+            assert!(body.contains("data:image/png;base64,iVBORw0KGgo="), "{body}");
+        } else {
+            assert_eq!(answer["error"]["code"], -32602, "{answer}");
+            assert!(answer["error"]["message"].as_str().unwrap().contains("does not take images"), "{answer}");
+            assert!(server.chat_requests().is_empty());
+        }
+        drop(stdin);
+        assert!(tokio::time::timeout(WAIT, child.wait()).await.unwrap().unwrap().success());
+    }
 }

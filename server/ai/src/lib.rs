@@ -22,7 +22,7 @@ pub use message::{
     AssistantMessage, Content, Cost, Message, ProviderError, ProviderErrorKind, StopReason, Timestamp, ToolCall,
     ToolResultMessage, Usage, UserMessage, now_ms,
 };
-pub use model::{Compat, Efforts, Model, Prices, ThinkingLevel};
+pub use model::{Compat, Efforts, Model, Prices, ThinkingLevel, takes_images};
 pub use openai::OpenAiCompatible;
 pub use provider::{ApiKey, EventSink, Provider, Request, StreamEvent, ToolSpec};
 pub use replay::{Wire, replay};

@@ -154,6 +154,44 @@ impl Prices {
     }
 }
 
+impl Model {
+    /// Whether the model reads images in its prompt (see [`takes_images`]).
+    pub fn takes_images(&self) -> bool {
+        takes_images(&self.id)
+    }
+}
+
+/// Whether a model reads images, by its id (`gpt-4.1`, `anthropic/claude-sonnet-4`, `llava:13b`):
+/// OpenAI's GPT-4o, 4.1 and 5 and its o3/o4 reasoning models, Claude 3 and later, Gemini, and the
+/// vision variants of open models (LLaVA, Pixtral, Gemma 3, `…-vl`, `…vision…`). Unknown models
+/// are taken not to, so a client is never offered what the model would refuse.
+pub fn takes_images(model_id: &str) -> bool {
+    let id = model_id.rsplit('/').next().unwrap_or(model_id).to_ascii_lowercase();
+    let families = [
+        "gpt-4o",
+        "chatgpt-4o",
+        "gpt-4.1",
+        "gpt-5",
+        "o3",
+        "o4",
+        "claude-3",
+        "claude-sonnet-4",
+        "claude-opus-4",
+        "claude-haiku-4",
+        "gemini",
+        "llava",
+        "pixtral",
+        "gemma3",
+        "gemma-3",
+        "minicpm-v",
+        "grok-4",
+        "qwen2.5vl",
+    ];
+    let text_only = ["gpt-5-codex-mini", "o3-mini", "gemini-embedding"];
+    (families.iter().any(|family| id.starts_with(family)) || id.contains("-vl") || id.contains("vision"))
+        && !text_only.iter().any(|model| id.starts_with(model))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,5 +212,14 @@ mod tests {
             (ThinkingLevel::parse("max"), ThinkingLevel::names().as_str()),
             (None, "off|minimal|low|medium|high|xhigh")
         );
+    }
+
+    #[test]
+    fn image_input_goes_by_the_model_family() {
+        let takes = ["gpt-4.1", "openai/gpt-4o-mini", "anthropic/claude-sonnet-4-5", "gemini-2.5-pro", "llava:13b"];
+        let takes_not = ["scripted-model", "qwen2.5-coder:7b", "o3-mini", "deepseek-chat", "gpt-3.5-turbo"];
+        assert!(takes.iter().all(|id| takes_images(id)), "{takes:?}");
+        assert!(!takes_not.iter().any(|id| takes_images(id)), "{takes_not:?}");
+        assert!(takes_images("qwen2.5vl:7b") && takes_images("qwen/qwen2.5-vl-72b-instruct"));
     }
 }

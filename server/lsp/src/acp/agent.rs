@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -44,6 +45,8 @@ pub struct Session {
     pub cwd: PathBuf,
     pub harness: Arc<Harness>,
     pub workspace: Arc<AcpWorkspace>,
+    /// A prompt turn is going (from `session/prompt` until its answer is sent).
+    pub prompting: Arc<AtomicBool>,
 }
 
 /// Serves one client on `input`/`output` until the input ends; running turns are then
@@ -119,7 +122,9 @@ fn builder(
 impl State {
     fn initialize(&self, request: InitializeRequest) -> InitializeResponse {
         *lock(&self.client) = request.client_capabilities;
-        let prompts = PromptCapabilities::new().embedded_context(true).image(false);
+        // Images when the default model reads them (sessions take the settings' default model).
+        let images = Settings::load(|name| std::env::var(name).ok(), None).resolve_model(None).takes_images();
+        let prompts = PromptCapabilities::new().embedded_context(true).image(images);
         let capabilities = AgentCapabilities::new()
             .load_session(true)
             .prompt_capabilities(prompts)
@@ -180,7 +185,8 @@ impl State {
         workspace.set_session(id);
         let settings = LiveSettings::new((*harness.settings()).clone());
         self.events.send(Input::Session { session_id: id.to_string(), cwd: cwd.to_path_buf(), settings });
-        let session = Arc::new(Session { id: id.to_string(), cwd: cwd.to_path_buf(), harness, workspace });
+        let prompting = Arc::default();
+        let session = Arc::new(Session { id: id.to_string(), cwd: cwd.to_path_buf(), harness, workspace, prompting });
         lock(&self.sessions).insert(id.to_string(), session.clone());
         session
     }
@@ -260,19 +266,22 @@ impl State {
                 return;
             }
         };
-        if session.harness.is_running(&session.id).unwrap_or(false) {
-            let message = "a prompt is already running in this session; cancel it (session/cancel) or wait";
-            let _ = responder.respond_with_error(to_proto::invalid_params(message));
-            return;
-        }
-        let prompt = match from_proto::prompt(request.prompt, &session.cwd, false) {
+        let images = session.harness.settings().resolve_model(None).takes_images();
+        let prompt = match from_proto::prompt(request.prompt, &session.cwd, images) {
             Ok(prompt) => prompt,
             Err(message) => {
                 let _ = responder.respond_with_error(to_proto::invalid_params(message));
                 return;
             }
         };
-        self.events.send(Input::Prompt { session_id: session.id.clone(), responder });
+        // One turn at a time: the flag is cleared as the turn's answer goes out.
+        if session.prompting.swap(true, Ordering::SeqCst) {
+            let message = "a prompt is already running in this session; cancel it (session/cancel) or wait";
+            let _ = responder.respond_with_error(to_proto::invalid_params(message));
+            return;
+        }
+        let busy = session.prompting.clone();
+        self.events.send(Input::Prompt { session_id: session.id.clone(), responder, busy });
         let events = self.events.clone();
         tokio::spawn(async move {
             let content = attach_links(&session, prompt).await;

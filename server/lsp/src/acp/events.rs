@@ -6,6 +6,8 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use agent_client_protocol::v1::schema::{
     PromptResponse, RequestPermissionRequest, RequestPermissionResponse, SessionUpdate, ToolCallStatus,
@@ -29,8 +31,9 @@ pub enum Input {
     Session { session_id: String, cwd: PathBuf, settings: LiveSettings },
     /// The user allowed `tool` for the rest of the session.
     Allowed { session_id: String, tool: String },
-    /// A session's prompt turn started: answer `responder` when its run ends.
-    Prompt { session_id: String, responder: Responder<PromptResponse> },
+    /// A session's prompt turn started: answer `responder` when its run ends, clearing `busy`
+    /// just before.
+    Prompt { session_id: String, responder: Responder<PromptResponse>, busy: Arc<AtomicBool> },
     /// The run could not start, or its task ended without an outcome (a panic).
     RunFailed { session_id: String, error: Error },
     /// Notifications to send now, in order (a conversation's replay, an update of the approver).
@@ -58,7 +61,7 @@ struct SessionState {
 
 pub struct Pump {
     cx: ConnectionTo<Client>,
-    prompts: HashMap<String, Responder<PromptResponse>>,
+    prompts: HashMap<String, (Responder<PromptResponse>, Arc<AtomicBool>)>,
     sessions: HashMap<String, SessionState>,
 }
 
@@ -100,11 +103,12 @@ impl Pump {
                     state.allowed.insert(tool);
                 }
             }
-            Input::Prompt { session_id, responder } => {
-                self.prompts.insert(session_id, responder);
+            Input::Prompt { session_id, responder, busy } => {
+                self.prompts.insert(session_id, (responder, busy));
             }
             Input::RunFailed { session_id, error } => {
-                if let Some(responder) = self.prompts.remove(&session_id) {
+                if let Some((responder, busy)) = self.prompts.remove(&session_id) {
+                    busy.store(false, Ordering::SeqCst);
                     let _ = responder.respond_with_error(error);
                 }
             }
@@ -168,7 +172,8 @@ impl Pump {
                 }
             }
             AgentEvent::AgentEnd { reason, messages, usage, error } => {
-                let Some(responder) = self.prompts.remove(session_id) else { return };
+                let Some((responder, busy)) = self.prompts.remove(session_id) else { return };
+                busy.store(false, Ordering::SeqCst);
                 let Some(settings) = self.sessions.get(session_id).map(|state| state.settings.get()) else { return };
                 let last = messages.iter().rev().find_map(|message| match message {
                     Message::Assistant(assistant) => Some(assistant),

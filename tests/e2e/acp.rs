@@ -781,3 +781,31 @@ async fn images_are_offered_and_passed_on_only_when_the_model_reads_them() {
         assert!(tokio::time::timeout(WAIT, child.wait()).await.unwrap().unwrap().success());
     }
 }
+
+#[tokio::test]
+async fn the_diagnostics_command_of_the_config_tells_the_model_what_its_edit_broke() {
+    let check = "grep -n TODO src/*.rs | while IFS=: read -r file line _; do echo \"$file:$line:1: error: TODO left\"; done; exit 1";
+    let dir = workspace(&[("src/lib.rs", "fn a() {}\n"), ("check.sh", check)]);
+    std::fs::create_dir_all(reins_home(dir.path())).unwrap();
+    std::fs::write(reins_home(dir.path()).join("config.toml"), "[diagnostics]\ncommand = \"sh check.sh\"\n").unwrap();
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("c1", "write", json!({"path": "src/new.rs", "content": "// TODO later\n"})),
+        Reply::text("Noted."),
+    ])
+    .await;
+    let shared = Shared::default();
+    lock(&shared).choices.push_back(Choice::Pick("allow_once"));
+    let (stop, _) = with_client(&server, dir.path(), shared.clone(), FS, async |cx| {
+        let session = new_session(&cx, dir.path(), Vec::new()).await;
+        prompt(&cx, &session, "add a file").await
+    })
+    .await;
+    assert_eq!(serde_json::to_value(stop.stop_reason).unwrap(), "end_turn");
+    let result = server.chat_requests()[1].body["messages"].as_array().unwrap().last().unwrap()["content"].clone();
+    expect![[r#"
+        Created src/new.rs (14 bytes)
+
+        The edit resulted in these new problems:
+        src/new.rs:1:1: error: TODO left"#]]
+    .assert_eq(result.as_str().unwrap());
+}

@@ -21,7 +21,8 @@ use crate::terminal_review::TerminalApprover;
 pub struct SessionsArgs {
     #[command(subcommand)]
     pub command: SessionsCommand,
-    /// Print JSON (the shapes of reins.session.list and reins.session.tree) instead of a table
+    /// Print JSON instead of text: for list and tree the shapes of reins.session.list and
+    /// reins.session.tree, for checkout a report of every file, conflict and untracked command
     #[arg(long, global = true)]
     pub json: bool,
     /// The workspace root (default: the current directory)
@@ -243,5 +244,16 @@ mod tests {
         assert_eq!(parse(&["tree", "ab"]).unwrap().0, SessionsCommand::Tree { session: Some("ab".into()) });
         assert_eq!(parse(&["tree"]).unwrap().0, SessionsCommand::Tree { session: None });
         assert!(parse(&["frob"]).is_err());
+    }
+
+    #[test]
+    fn the_json_flag_says_what_each_subcommand_prints() {
+        use clap::CommandFactory;
+
+        let mut cli = crate::cli::Cli::command();
+        cli.build();
+        let checkout = cli.find_subcommand_mut("sessions").unwrap().find_subcommand_mut("checkout").unwrap();
+        let help = checkout.render_long_help().to_string();
+        assert!(help.contains("for checkout a report of every file, conflict and untracked command"), "{help}");
     }
 }

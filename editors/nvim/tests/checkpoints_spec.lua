@@ -136,10 +136,14 @@ T.test("R on the last answer proposes the deleted note again; the notice fits on
   T.eq(review.pending[review.order[1]].edit.create, true, "a new file again")
   T.eq(notices[#notices], "reins: 1 file(s) proposed back (review each; \\rA accepts one)")
   -- In a narrow editor the key hint gives way rather than wrap into a hit-enter prompt.
-  vim.o.columns = 70
-  require("reins.sessions").report_restore({ edits = { {} }, conflicts = { { path = "a", reason = "r" } } })
+  local report = { edits = { {} }, conflicts = { { path = "a", reason = "r" } } }
+  vim.o.columns = 90
+  require("reins.sessions").report_restore(report)
   T.eq(notices[#notices], "reins: 1 file(s) proposed back · 1 left as they are — :copen")
-  T.ok(vim.fn.strdisplaywidth(notices[#notices]) < vim.o.columns - 1)
+  T.ok(vim.fn.strdisplaywidth(notices[#notices]) < vim.v.echospace)
+  vim.o.columns = 50
+  require("reins.sessions").report_restore(report)
+  T.eq(vim.fn.strdisplaywidth(notices[#notices]), vim.v.echospace - 1, "cut to the room there is")
   vim.o.columns = 80
   review.accept(review.order[1])
   T.wait_for(function()

@@ -160,8 +160,8 @@ function M.tree_lines(tree)
   return lines, nodes
 end
 
---- Says what `reins.session.navigate {files = true}` brought along, in one line that fits the
---- command line (no hit-enter prompt): how many files are proposed back (each shown like any
+--- Says what `reins.session.navigate {files = true}` brought along, in one line that fits beside
+--- the ruler (no hit-enter prompt): how many files are proposed back (each shown like any
 --- proposal), and how many were left as they are or changed by commands that were not tracked;
 --- those are listed in the quickfix list, the conflicts at the lines where the edits meet.
 function M.report_restore(result)
@@ -198,8 +198,14 @@ function M.report_restore(result)
     return "reins: " .. table.concat(parts, " · ") .. (#items > 0 and " — :copen" or "")
   end
   local msg = line(accept and (" (review each; " .. require("reins.render").key(accept) .. " accepts one)") or "")
-  if vim.fn.strdisplaywidth(msg) >= vim.o.columns - 1 then
+  -- Longer than the room beside the ruler, a message waits for Enter: the key hint gives way,
+  -- then the end.
+  local room = vim.v.echospace
+  if vim.fn.strdisplaywidth(msg) >= room then
     msg = line("")
+  end
+  if vim.fn.strdisplaywidth(msg) >= room then
+    msg = vim.fn.strcharpart(msg, 0, room - 2) .. "…"
   end
   local warn = #conflicts > 0 or #commands > 0
   vim.notify(msg, warn and vim.log.levels.WARN or vim.log.levels.INFO)

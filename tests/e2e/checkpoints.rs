@@ -169,6 +169,7 @@ async fn checkout_moves_the_files_with_the_leaf_and_keeps_the_users_edits() {
     ] {
         let moved = checkout(root, target, &["--yes"]).await;
         assert_eq!(moved.code, Some(0), "{when}: {}\n{}", moved.stdout, moved.stderr);
+        assert_eq!(moved.stderr, "", "{when}: nothing on stderr when all went well");
         assert!(moved.stdout.contains(&format!("`reins run --continue` continues from {target}")), "{}", moved.stdout);
         check_files(root, expected, when);
         let tree = json_of(&reins(None, root, &["sessions", "tree", "--json"]).await);
@@ -206,6 +207,14 @@ async fn an_overlapping_edit_is_left_alone_named_and_fails_the_exit_status() {
     expect_test::expect![[r#"
         Checked out ENTRY in session SESSION: 2 file(s) brought along, 1 left as they are.
           conflict src/lib.rs: line 3: your edits overlap the agent's change (the user changed line 3 of the current text, where the edit changes line 3 of the text it was made from); left as it is
+              the agent's change it would take (make it by hand for the file to follow):
+              --- a/src/lib.rs
+              +++ b/src/lib.rs
+              @@ -1,3 +1,3 @@
+               fn one() {}
+               fn two() { 2 }
+              -fn three() { 3 }
+              +fn three() {}
           ! a command ran here; its effects on files were not tracked (ENTRY after the entry: bash: echo untracked > untracked.txt)
         Edit the files named above by hand if they should follow too.
         `reins run --continue` continues from ENTRY.

@@ -57,6 +57,9 @@ pub struct ConflictInfo {
     /// agent's change meet, when known.
     pub lines: Option<Range<usize>>,
     pub reason: String,
+    /// The agent's change that could not be replayed, as a unified diff in the direction of the
+    /// checkout (what to make by hand for the file to follow), when its record keeps the texts.
+    pub change: Option<String>,
 }
 
 /// The files a plan touches, as they are now.
@@ -70,7 +73,7 @@ pub struct Files<'a> {
 
 /// Why a step could not be replayed.
 enum Stop {
-    Conflict { path: PathBuf, lines: Option<Range<usize>>, reason: String },
+    Conflict { path: PathBuf, lines: Option<Range<usize>>, reason: String, change: Option<String> },
     Refused(String),
 }
 
@@ -199,11 +202,12 @@ fn replay_group(
             let current = current(path);
             let changes = changes.get(path).copied().unwrap_or(0);
             let status = match &stop {
-                Some((entry_id, Stop::Conflict { path: at, lines, reason })) => {
+                Some((entry_id, Stop::Conflict { path: at, lines, reason, change })) => {
                     let here = at == path;
                     Status::Conflict(ConflictInfo {
                         entry_id: entry_id.clone(),
                         lines: if here { lines.clone() } else { None },
+                        change: if here { change.clone() } else { None },
                         reason: if here {
                             reason.clone()
                         } else {
@@ -253,6 +257,14 @@ fn replay_step(
         path: at.to_path_buf(),
         lines,
         reason,
+        change: None,
+    };
+    // Where the user's edits meet the agent's: the change to make by hand, when the texts are kept.
+    let overlapping = |at: &Path, lines: Option<Range<usize>>, reason: String| Stop::Conflict {
+        path: at.to_path_buf(),
+        lines,
+        reason,
+        change: change_diff(record.final_path(), from, to, store),
     };
     let at = |path: &Path, state: &HashMap<PathBuf, Option<Vec<u8>>>| state.get(path).cloned().flatten();
     match (from, to) {
@@ -280,7 +292,7 @@ fn replay_step(
             }
             Some(now) => {
                 let merged = merge_into(from, &[], record.patch.as_deref(), &now, reverse, store)
-                    .map_err(|(lines, reason)| conflict(from_at, lines, reason))?;
+                    .map_err(|(lines, reason)| overlapping(from_at, lines, reason))?;
                 let merged_at = (!merged.is_empty()).then(|| from_at.to_path_buf());
                 state.insert(from_at.to_path_buf(), (!merged.is_empty()).then_some(merged));
                 Ok(merged_at)
@@ -319,7 +331,7 @@ fn replay_step(
                     reverse,
                     store,
                 )
-                .map_err(|(lines, reason)| conflict(from_at, lines, reason))?;
+                .map_err(|(lines, reason)| overlapping(from_at, lines, reason))?;
                 (merged, true)
             };
             if moving {
@@ -329,6 +341,20 @@ fn replay_step(
             Ok(merged.then(|| to_at.to_path_buf()))
         }
     }
+}
+
+/// The change from side `from` to side `to` (absent: no file) as a unified diff, when the record
+/// keeps both as text.
+fn change_diff(path: &str, from: &Option<Side>, to: &Option<Side>, store: &SideStore) -> Option<String> {
+    let text = |side: &Option<Side>| match side {
+        None => Some(String::new()),
+        Some(side) => match side.content(store) {
+            Ok(Content::Bytes(bytes)) => String::from_utf8(bytes).ok(),
+            _ => None,
+        },
+    };
+    let diff = reins_review::unified_diff(path, &text(from)?, &text(to)?);
+    (!diff.is_empty()).then_some(diff)
 }
 
 /// The bytes of side `side`, when the file holds exactly the other side (`base`): the side's own

@@ -247,6 +247,19 @@ fn an_overlapping_edit_leaves_the_file_alone_and_names_the_lines() {
         other.txt restore "x\n" (1 changes)"#]],
     );
     let outcomes = s.checkout(&before);
+    // What the user would make by hand for the file to follow: the agent's change, undone.
+    let Status::Conflict(info) = &outcomes[0].status else { panic!("{outcomes:?}") };
+    expect![[r#"
+        --- a/a.txt
+        +++ b/a.txt
+        @@ -1,4 +1,4 @@
+         a
+        -B
+        +b
+         c
+         d
+    "#]]
+    .assert_eq(info.change.as_deref().unwrap_or("(none)"));
     assert_eq!(s.read("a.txt").unwrap(), b"a\nbee\nc\nd\n", "the conflicting file is untouched");
     assert_eq!(s.read("other.txt").unwrap(), b"x\n");
     assert!(!outcomes[0].writes());

@@ -12,8 +12,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use reins_harness::{
-    CheckedOut, Checkout, Direction, FileOutcome, Harness, HarnessOptions, LiveSettings, Resumed, SessionTreeView,
-    Status, UNTRACKED_WARNING, Written,
+    CheckedOut, Checkout, ConflictInfo, Direction, FileOutcome, Harness, HarnessOptions, LiveSettings, Resumed,
+    SessionTreeView, Status, UNTRACKED_WARNING, Written,
 };
 use reins_tools::FsWorkspace;
 use serde_json::{Value, json};
@@ -194,6 +194,10 @@ fn render_report(done: &CheckedOut) -> String {
         match (&file.status, written(&file)) {
             (Status::Conflict(_) | Status::Refused(_), _) => {
                 out.push_str(&format!("  {:<8} {}: {}\n", file.action(), file.shown, describe(file)));
+                if let Status::Conflict(ConflictInfo { change: Some(change), .. }) = &file.status {
+                    out.push_str("      the agent's change it would take (make it by hand for the file to follow):\n");
+                    change.lines().for_each(|line| out.push_str(&format!("      {line}\n")));
+                }
             }
             (_, Some(Written::ChangedMeanwhile)) => out.push_str(&format!(
                 "  changed  {}: it changed while the checkout ran, so it was left as it is\n",
@@ -301,6 +305,7 @@ mod tests {
             entry_id: "c3c3c3c3".into(),
             lines: Some(3..6),
             reason: "your edits overlap the agent's change".into(),
+            change: Some("--- a/config.toml\n+++ b/config.toml\n@@ -1 +1 @@\n-x = 2\n+x = 1\n".into()),
         };
         Checkout {
             session_id: "0193b7a2-5c1e".into(),
@@ -354,6 +359,12 @@ mod tests {
             Checked out a1a1a1a1 in session 0193b7a2: 2 file(s) brought along, 3 left as they are.
               changed  notes.md: it changed while the checkout ran, so it was left as it is
               conflict config.toml: lines 4-6: your edits overlap the agent's change; left as it is
+                  the agent's change it would take (make it by hand for the file to follow):
+                  --- a/config.toml
+                  +++ b/config.toml
+                  @@ -1 +1 @@
+                  -x = 2
+                  +x = 1
               refused  ../out.txt: not touched: it is outside the workspace
               ! a command ran here; its effects on files were not tracked (b2b2b2b2 after the entry: bash: cargo fmt)
             Edit the files named above by hand if they should follow too.

@@ -204,6 +204,18 @@ async fn navigate_and_fork_with_files_propose_each_file_and_name_the_conflicts()
         ]
     "#]]
     .assert_debug_eq(&summary(&answer));
+    super::docs::same_shape(&documented.json, &answer, "navigate with files, a conflict").unwrap();
+    // The change the user would make by hand for the file to follow.
+    expect_test::expect![[r#"
+        --- a/src/lib.rs
+        +++ b/src/lib.rs
+        @@ -1,3 +1,3 @@
+         fn one() {}
+         fn two() { 2 }
+        -fn three() {}
+        +fn three() { 3 }
+    "#]]
+    .assert_eq(answer["conflicts"][0]["change"].as_str().unwrap());
     let id = answer["edits"][0]["id"].as_str().unwrap().to_string();
     lsp.client.command("reins.edit.accept", json!({"id": id})).await.unwrap();
     assert_eq!(resolved(&lsp, &id).await, "applied");

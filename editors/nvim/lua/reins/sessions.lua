@@ -163,7 +163,8 @@ end
 --- Says what `reins.session.navigate {files = true}` brought along, in one line that fits beside
 --- the ruler (no hit-enter prompt): how many files are proposed back (each shown like any
 --- proposal), and how many were left as they are or changed by commands that were not tracked;
---- those are listed in the quickfix list, the conflicts at the lines where the edits meet.
+--- those are listed in the quickfix list, the conflicts at the lines where the edits meet, each
+--- followed by the agent's change there.
 function M.report_restore(result)
   local edits, conflicts, commands = result.edits or {}, result.conflicts or {}, result.commands or {}
   local items = {}
@@ -173,6 +174,14 @@ function M.report_restore(result)
       lnum = c.range and c.range ~= vim.NIL and c.range.start.line + 1 or 1,
       text = "left as it is: " .. c.reason,
     })
+    -- The agent's change there, to make by hand for the file to follow (headers left out).
+    if type(c.change) == "string" then
+      for _, l in ipairs(vim.split(c.change, "\n", { plain = true, trimempty = true })) do
+        if not (l:find("^%-%-%- ") or l:find("^%+%+%+ ")) then
+          table.insert(items, { text = "  " .. l, valid = 0 })
+        end
+      end
+    end
   end
   for _, c in ipairs(commands) do
     local what = c.command and c.command ~= vim.NIL and c.command or c.tool

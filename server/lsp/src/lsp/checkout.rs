@@ -39,17 +39,18 @@ pub fn propose(state: &State, checkout: &Checkout) -> Value {
                     Some(&info.entry_id),
                     range,
                     &info.reason,
+                    info.change.as_deref(),
                 ));
             }
             Status::Refused(reason) => {
-                conflicts.push(to_proto::checkout_conflict(&file.shown, uri, None, None, reason))
+                conflicts.push(to_proto::checkout_conflict(&file.shown, uri, None, None, reason, None))
             }
             _ if file.writes() => match change_of(state, file, &checkout.target) {
                 Ok(change) => {
                     let id = state.reviews.propose_change(origin.clone(), change, state.workspace.clone());
-                    edits.push(json!({"id": id, "path": file.shown, "uri": uri, "action": file.action()}));
+                    edits.push(to_proto::checkout_edit(&id, &file.shown, uri, file.action()));
                 }
-                Err(reason) => conflicts.push(to_proto::checkout_conflict(&file.shown, uri, None, None, &reason)),
+                Err(reason) => conflicts.push(to_proto::checkout_conflict(&file.shown, uri, None, None, &reason, None)),
             },
             _ => {}
         }

@@ -267,8 +267,9 @@ pub fn checkout_file(file: &FileOutcome, written: Option<&Written>) -> Value {
             "entryId": info.entry_id,
             "lines": info.lines.as_ref().map(|lines| json!({"start": lines.start, "end": lines.end})),
             "reason": info.reason,
+            "change": info.change,
         }),
-        Status::Refused(reason) => json!({"entryId": null, "lines": null, "reason": reason}),
+        Status::Refused(reason) => json!({"entryId": null, "lines": null, "reason": reason, "change": null}),
         _ => Value::Null,
     };
     json!({
@@ -291,6 +292,13 @@ pub fn written_name(written: &Written) -> String {
     }
 }
 
+/// A file a restore in the editor proposes back (`edits` of `reins.session.navigate` and
+/// `reins.session.fork` with `files: true`): the pending edit that holds it, and what it does
+/// (`restore`, `merge`, `create`, `delete`).
+pub fn checkout_edit(id: &str, path: &str, uri: Option<String>, action: &str) -> Value {
+    json!({"id": id, "path": path, "uri": uri, "action": action})
+}
+
 /// A file a restore in the editor leaves as it is (`conflicts` of `reins.session.navigate` and
 /// `reins.session.fork` with `files: true`): where the user's edits and the agent's change meet,
 /// as whole lines of the file as it is now, and why.
@@ -300,8 +308,9 @@ pub fn checkout_conflict(
     entry_id: Option<&str>,
     range: Option<Range>,
     reason: &str,
+    change: Option<&str>,
 ) -> Value {
-    json!({"path": path, "uri": uri, "entryId": entry_id, "range": range, "reason": reason})
+    json!({"path": path, "uri": uri, "entryId": entry_id, "range": range, "reason": reason, "change": change})
 }
 
 /// Commands on the way of a checkout, each with the warning that their effects on files were

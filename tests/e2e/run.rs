@@ -525,3 +525,116 @@ async fn a_diagnostics_command_that_hangs_is_stopped_at_its_timeout() {
     // The baseline timed out: no more runs for the rest of the run.
     assert_eq!(std::fs::read_to_string(dir.path().join("checks.log")).unwrap(), "ran\n");
 }
+
+/// The names of the tools a recorded OpenAI-compatible request offers.
+fn tool_names(body: &serde_json::Value) -> Vec<String> {
+    let tools = body["tools"].as_array().cloned().unwrap_or_default();
+    tools.iter().map(|tool| tool["function"]["name"].as_str().unwrap().to_string()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_choose_what_is_offered_and_the_session_keeps_them() {
+    let dir = workspace(&[("a.txt", "alpha\n")]);
+    let server = ScriptedServer::start(vec![
+        // Offered only read, ls, grep and find, the model tries to write anyway.
+        Reply::tool_call("c1", "write", json!({"path": "a.txt", "content": "beta\n"})),
+        Reply::text("I cannot write here."),
+        Reply::text("Still asking only."),
+        Reply::text("Now with bash."),
+        Reply::text("A new session follows the config."),
+    ])
+    .await;
+    let run = reins_run(&server, dir.path(), &["--yes", "--tools", "read-only", "overwrite a.txt"]).await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "alpha\n");
+    let run = reins_run(&server, dir.path(), &["--continue", "and now?"]).await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let run = reins_run(&server, dir.path(), &["--continue", "--tools", "read,bash", "and with bash?"]).await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    std::fs::create_dir_all(reins_home(dir.path())).unwrap();
+    std::fs::write(reins_home(dir.path()).join("config.toml"), "[tools]\nenabled = [\"grep\", \"mcp__*\"]\n").unwrap();
+    let run = reins_run(&server, dir.path(), &["hello"]).await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+
+    let requests = server.chat_requests();
+    let offered: Vec<Vec<String>> = requests.iter().map(|request| tool_names(&request.body)).collect();
+    let read_only = ["read", "ls", "grep", "find"].map(String::from).to_vec();
+    let read_bash = ["read", "bash"].map(String::from).to_vec();
+    assert_eq!(offered, [read_only.clone(), read_only.clone(), read_only, read_bash, vec!["grep".to_string()]]);
+    let result = &requests[1].body["messages"][3];
+    assert_eq!(result["role"], "tool");
+    assert!(result["content"].as_str().unwrap().starts_with("unknown tool `write`"), "{result}");
+    // A read-only session is not told about proposals; one with bash is.
+    let system = |i: usize| requests[i].body["messages"][0]["content"].as_str().unwrap().to_string();
+    assert!(!system(0).contains("proposals") && system(3).contains("proposals"), "{}", system(3));
+    // The session file records each set once, as it was given (read-only spelled out).
+    let files = support::files_containing(&reins_home(dir.path()), "active_tools_change");
+    assert_eq!(files.len(), 1, "{files:?}");
+    let sets: Vec<serde_json::Value> = std::fs::read_to_string(&files[0])
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|entry| entry["type"] == "active_tools_change")
+        .map(|entry| entry["tools"].clone())
+        .collect();
+    assert_eq!(sets, [json!(["read", "ls", "grep", "find", "diagnostics"]), json!(["read", "bash"])]);
+
+    // A name reins does not know is a usage error that lists the tools.
+    let run = reins_run(&server, dir.path(), &["--tools", "read,rg", "x"]).await;
+    assert_eq!(run.code, Some(2));
+    assert!(run.stderr.contains("unknown tool `rg`; the tools are read, write"), "{}", run.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thinking_maps_per_provider_and_the_session_keeps_it() {
+    let dir = workspace(&[]);
+    let server = ScriptedServer::start(vec![
+        Reply::text("Thought hard."),
+        Reply::text("Still thinking hard."),
+        Reply::text("Effort chosen."),
+        Reply::text("No effort for this one."),
+    ])
+    .await;
+    let anthropic = |args: &[&str]| {
+        let mut full = vec!["run", "--model", "anthropic/claude-sonnet-4-5"];
+        full.extend_from_slice(args);
+        reins_command(None, dir.path(), &full)
+            .env("ANTHROPIC_BASE_URL", server.anthropic_base_url())
+            .env("ANTHROPIC_API_KEY", CANARY_KEY)
+            .output()
+    };
+    let output = anthropic(&["--thinking", "high", "think"]).await.unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let output = anthropic(&["--continue", "again"]).await.unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let requests = server.messages_requests();
+    assert_eq!(requests.len(), 2);
+    for request in &requests {
+        assert_eq!(request.body["thinking"], json!({"type": "enabled", "budget_tokens": 16384}));
+        assert_eq!(request.body["max_tokens"], 64000);
+    }
+    let files = support::files_containing(&reins_home(dir.path()), "thinking_level_change");
+    assert_eq!(files.len(), 1, "{files:?}");
+
+    // An OpenAI-compatible model whose entry lists the efforts it takes gets the nearest one
+    // above; one that does not reason gets none, and the user is told once.
+    std::fs::write(
+        reins_home(dir.path()).join("config.toml"),
+        "[[models]]\nid = \"scripted-model\"\nprovider = \"openai-compatible\"\nreasoning = true\n\
+         reasoning_effort = [\"low\", \"high\"]\n",
+    )
+    .unwrap();
+    let run = reins_run(&server, dir.path(), &["--thinking", "medium", "how hard?"]).await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    std::fs::remove_file(reins_home(dir.path()).join("config.toml")).unwrap();
+    let run = reins_run(&server, dir.path(), &["--thinking", "medium", "and you?"]).await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(run.stderr.matches("does not reason").count(), 1, "{}", run.stderr);
+    let efforts: Vec<serde_json::Value> =
+        server.chat_requests().iter().map(|request| request.body["reasoning_effort"].clone()).collect();
+    assert_eq!(efforts, [json!("high"), serde_json::Value::Null]);
+
+    let run = reins_run(&server, dir.path(), &["--thinking", "max", "x"]).await;
+    assert_eq!(run.code, Some(2));
+    assert!(run.stderr.contains("off|minimal|low|medium|high|xhigh"), "{}", run.stderr);
+}

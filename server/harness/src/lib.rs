@@ -36,7 +36,7 @@ pub use registry::{Api, FALLBACK_PROVIDER, ModelEntry, ProviderInfo, Registry};
 pub use router::Router;
 pub use runtime::{
     CheckedOut, Checkout, Harness, HarnessEvent, HarnessEventSink, HarnessOptions, LateContent, Resumed, RunId,
-    RunStarted, SessionId, SessionUsage, ThinkingSet,
+    RunStarted, SessionId, SessionUsage, ThinkingSet, ToolsSet,
 };
 pub use sessions::{SessionInfo, SessionTreeView, TreeNode};
 pub use settings::{DEFAULT_BASE_URL, DEFAULT_MODEL, KeySource, Settings};

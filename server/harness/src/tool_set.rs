@@ -51,6 +51,14 @@ impl ToolSet {
         Ok(ToolSet { items: spelled, patterns })
     }
 
+    /// The set a session file recorded (reins's `active_tools_change`, pi 1.6's tool loadout):
+    /// names reins does not know (another agent's tools) are left out rather than refused.
+    pub fn recorded(items: &[String]) -> ToolSet {
+        let known: Vec<&String> =
+            items.iter().filter(|item| ToolSet::parse(std::slice::from_ref(*item)).is_ok()).collect();
+        ToolSet::parse(&known).unwrap_or_else(|_| ToolSet { items: Vec::new(), patterns: Vec::new() })
+    }
+
     /// Whether the tool named `name` is offered.
     pub fn offers(&self, name: &str) -> bool {
         let matches = |name: &str| self.patterns.iter().any(|pattern| pattern.matches(name));

@@ -9,7 +9,7 @@ use reins_agent::{AgentEvent, TurnEndReason};
 use reins_ai::{Content, ThinkingLevel};
 use reins_harness::{
     ApprovalPolicy, Harness, HarnessError, HarnessEvent, HarnessEventSink, HarnessOptions, LiveSettings, SessionId,
-    Settings,
+    Settings, ToolSet,
 };
 use reins_tools::{FsWorkspace, Workspace};
 use tokio::signal::unix::{SignalKind, signal};
@@ -29,6 +29,11 @@ pub struct RunArgs {
     /// session's level, else config `thinking`, else the provider's); kept in the session
     #[arg(long, value_name = "LEVEL", value_parser = thinking_level)]
     pub thinking: Option<ThinkingLevel>,
+    /// The tools offered, comma-separated names and globs: read, write, edit, apply_patch, bash,
+    /// ls, grep, find, mcp__SERVER__TOOL, mcp__*, or read-only for read,ls,grep,find (default: the
+    /// session's set, else config [tools] enabled, else all); kept in the session
+    #[arg(long, value_name = "TOOLS", value_delimiter = ',', value_parser = tool_item)]
+    pub tools: Option<Vec<String>>,
     /// Approve every edit, write and command without asking
     #[arg(long, short = 'y')]
     pub yes: bool,
@@ -155,6 +160,9 @@ async fn run_in(harness: &Arc<Harness>, args: &RunArgs) -> ExitCode {
             {
                 eprintln!("reins: {note}");
             }
+            if let Some(tools) = &args.tools {
+                harness.set_tools(&session, tools)?;
+            }
             Ok(session)
         })
         .and_then(|session| harness.send(&session, vec![Content::text(prompt)]));
@@ -252,6 +260,11 @@ fn thinking_level(value: &str) -> Result<ThinkingLevel, String> {
     ThinkingLevel::parse(value).ok_or_else(|| format!("expected one of {}", ThinkingLevel::names()))
 }
 
+/// One item of `--tools`: a tool's name, a glob or `read-only`.
+fn tool_item(value: &str) -> Result<String, String> {
+    ToolSet::parse(&[value]).map(|_| value.trim().to_string())
+}
+
 fn print_json_event(event: &AgentEvent) {
     use std::io::Write;
     let line = crate::lsp::to_proto::agent_event(event).to_string();
@@ -289,6 +302,10 @@ mod tests {
         assert!(args.json && args.yes);
         assert_eq!((args.model.as_deref(), args.max_turns), (Some("m1"), Some(3)));
         assert_eq!(args.prompt().as_deref(), Some("read the README"));
+        let args = parse(&["--tools", "read, grep,mcp__*", "--tools", "ls", "look"]).unwrap();
+        assert_eq!(args.tools.unwrap(), ["read", "grep", "mcp__*", "ls"]);
+        assert_eq!(args.words, ["look"]);
+        assert_eq!(parse(&["--tools", "", "x"]).unwrap().tools.unwrap(), [""]);
     }
 
     #[test]
@@ -300,6 +317,7 @@ mod tests {
         assert_eq!(parse(&["--model", "", "x"]).unwrap_err(), ErrorKind::ValueValidation);
         assert_eq!(parse(&["--cwd", "/nonexistent/dir", "x"]).unwrap_err(), ErrorKind::ValueValidation);
         assert_eq!(parse(&["--bogus", "x"]).unwrap_err(), ErrorKind::UnknownArgument);
+        assert_eq!(parse(&["--tools", "read,rg", "x"]).unwrap_err(), ErrorKind::ValueValidation);
         assert_eq!(parse(&["--continue", "--no-session", "x"]).unwrap_err(), ErrorKind::ArgumentConflict);
         assert_eq!(parse(&["--continue", "--session", "a", "x"]).unwrap_err(), ErrorKind::ArgumentConflict);
     }

@@ -241,3 +241,40 @@ async fn limits_and_compaction_changed_mid_session_apply_to_the_next_run() {
     let compacted = requests[4].body["messages"][1]["content"].to_string();
     assert!(compacted.contains("compacted into the following summary"), "{compacted}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_enabled_and_set_tools_choose_what_the_next_request_offers() {
+    let replies = vec![Reply::text("one"), Reply::text("two"), Reply::text("three")];
+    let lsp = start(&[], replies, json!({"tools": {"enabled": ["read", "grep"]}})).await;
+    let session = chat(&lsp, None, "hello").await;
+    let set = lsp
+        .client
+        .command("reins.session.setTools", json!({"sessionId": session, "tools": ["read-only", "mcp__docs__*"]}))
+        .await
+        .unwrap();
+    // This client cannot answer reins/diagnostics: the set names the tool, the model does not get it.
+    assert_eq!(
+        set,
+        json!({"tools": ["read", "ls", "grep", "find", "diagnostics", "mcp__docs__*"], "offered": ["read", "ls", "grep", "find"]})
+    );
+    let refused = lsp
+        .client
+        .command("reins.session.setTools", json!({"sessionId": session, "tools": ["read", "rg"]}))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.data_code(), Some("invalid_argument"), "{refused}");
+    assert!(refused.to_string().contains("unknown tool `rg`"), "{refused}");
+    chat(&lsp, Some(&session), "and now?").await;
+    // A new session follows the settings.
+    chat(&lsp, None, "hello again").await;
+    let offered: Vec<Vec<String>> = lsp
+        .server
+        .chat_requests()
+        .iter()
+        .map(|request| {
+            let tools = request.body["tools"].as_array().cloned().unwrap_or_default();
+            tools.iter().map(|tool| tool["function"]["name"].as_str().unwrap().to_string()).collect()
+        })
+        .collect();
+    assert_eq!(offered, [vec!["read", "grep"], vec!["read", "ls", "grep", "find"], vec!["read", "grep"]]);
+}

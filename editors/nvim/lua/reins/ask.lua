@@ -19,21 +19,43 @@ local function diagnostics_in(bufnr, first_row, last_row)
   return vim.lsp.diagnostic.from(out)
 end
 
+local function failed(err)
+  vim.notify("reins: ask: " .. client.error_text(err), vim.log.levels.ERROR)
+end
+
 --- Sends `reins.ask` with a complete argument; opens the chat on the session it answers with.
+--- With the `ask.tools` option, the ask goes to a new session offering only those tools.
 function M.send(arg)
   local chat = require("reins.chat")
+  local tools = require("reins.config").options.ask.tools
   local conv = chat.current()
-  if arg.sessionId == nil and conv and not conv.running then
+  if arg.sessionId == nil and tools == nil and conv and not conv.running then
     arg.sessionId = chat.session_id
   end
   chat.open(false)
   chat.follow()
-  client.exec("reins.ask", arg, function(err, result)
+  local function ask()
+    client.exec("reins.ask", arg, function(err, result)
+      if err then
+        return failed(err)
+      end
+      chat.running_started(result)
+    end)
+  end
+  if tools == nil or arg.sessionId ~= nil then
+    return ask()
+  end
+  client.exec("reins.session.new", {}, function(err, result)
     if err then
-      vim.notify("reins: ask: " .. client.error_text(err), vim.log.levels.ERROR)
-      return
+      return failed(err)
     end
-    chat.running_started(result)
+    client.exec("reins.session.setTools", { sessionId = result.sessionId, tools = tools }, function(set_err)
+      if set_err then
+        return failed(set_err)
+      end
+      arg.sessionId = result.sessionId
+      ask()
+    end)
   end)
 end
 

@@ -21,6 +21,12 @@ M.defaults = {
     -- (false: a welcome, with the `resume` key to do it).
     resume_last = false,
   },
+  ask = {
+    -- The tools an ask's session offers, e.g. { "read-only" } (read, ls, grep, find and
+    -- diagnostics: the agent answers and proposes no edits). Set, each ask starts a session of its
+    -- own that keeps them; nil: asks go to the chat's session, with its tools.
+    tools = nil,
+  },
   review = {
     layout = "inline", -- "inline" (in the buffer) or "diff" (a side-by-side diff tab)
   },

@@ -1,6 +1,7 @@
-//! What a session chose for itself — how hard its model thinks — recorded in its file (pi's
-//! `thinking_level_change`) so that a resumed session keeps it, and what the settings give where
-//! it chose nothing. Also what a session cost, call by call.
+//! What a session chose for itself — how hard its model thinks, which tools it offers — recorded
+//! in its file (pi's `thinking_level_change`, reins's `active_tools_change`, which pi passes over)
+//! so that a resumed session keeps it, and what the settings give where it chose nothing. Also
+//! what a session cost, call by call.
 
 use reins_ai::{Model, ThinkingLevel, Usage};
 use reins_session::{CallUsage, EntryKind, SessionContext};
@@ -8,11 +9,15 @@ use reins_session::{CallUsage, EntryKind, SessionContext};
 use super::{Harness, LiveSession, lock, session_error};
 use crate::error::HarnessError;
 use crate::settings::Settings;
+use crate::tool_set::ToolSet;
 
 /// A session's own choices; `None` follows the settings in force.
 #[derive(Debug, Default)]
 pub(super) struct Choices {
     pub(super) thinking: Option<ThinkingLevel>,
+    /// Its tool set: from `--tools`, `reins.session.setTools`, or what its file records (pi 1.6
+    /// records the tools it offered too).
+    pub(super) tools: Option<ToolSet>,
     /// The model and level the user was last told cannot go together, so it is said once.
     noted: Option<(String, ThinkingLevel)>,
 }
@@ -22,6 +27,15 @@ pub(super) struct Choices {
 pub struct ThinkingSet {
     pub level: ThinkingLevel,
     pub note: Option<String>,
+}
+
+/// A tool set put in force: as given (`read-only` spelled out), and the built-in tools it offers
+/// the session's model (the MCP servers' tools it names join at each turn, once their servers
+/// are up).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolsSet {
+    pub tools: Vec<String>,
+    pub offered: Vec<String>,
 }
 
 /// What a session cost: the calls of its current branch, and every call it records.
@@ -36,6 +50,7 @@ impl Choices {
     /// Takes the choices recorded on the file's current path.
     pub(super) fn adopt(&mut self, context: &SessionContext) {
         self.thinking = context.thinking_level.as_deref().and_then(ThinkingLevel::parse);
+        self.tools = context.active_tools.as_deref().map(ToolSet::recorded);
     }
 }
 
@@ -59,6 +74,41 @@ impl Harness {
         // Said here, so not again at the next run.
         lock(&session.choices).noted = note.as_ref().map(|_| (address(&model), level));
         Ok(ThinkingSet { level, note })
+    }
+
+    /// Chooses the tools the session offers the model from its next turn: names and globs (see
+    /// [`ToolSet`]); recorded in the session file when it differs from the session's set before,
+    /// so the session keeps it when resumed. The system prompt follows at the next run.
+    pub fn set_tools<S: AsRef<str>>(&self, session_id: &str, items: &[S]) -> Result<ToolsSet, HarnessError> {
+        let set = ToolSet::parse(items).map_err(HarnessError::InvalidArgument)?;
+        let session = self.session(session_id)?;
+        let changed = lock(&session.choices).tools.as_ref() != Some(&set);
+        if changed && let Some(file) = &session.file {
+            let mut file = lock(file);
+            file.append(EntryKind::ActiveToolsChange { tools: set.items().to_vec() })
+                .and_then(|_| file.flush())
+                .map_err(session_error)?;
+        }
+        let tools = set.items().to_vec();
+        lock(&session.choices).tools = Some(set);
+        self.refresh_tools(&session);
+        let offered = session.toolbox.offered_builtin().iter().map(|tool| tool.name().to_string()).collect();
+        Ok(ToolsSet { tools, offered })
+    }
+
+    /// Puts the session's tool set in force (its own, else the settings'), and writes the system
+    /// prompt again for the built-in tools it offers when they changed: it speaks of what they
+    /// can do, so an ask-only session is not told how to edit.
+    pub(super) fn refresh_tools(&self, session: &LiveSession) {
+        let set = lock(&session.choices).tools.clone().or_else(|| self.settings().tools_enabled.clone());
+        session.toolbox.set_offered(set);
+        let offered = session.toolbox.offered_builtin();
+        let names: Vec<String> = offered.iter().map(|tool| tool.name().to_string()).collect();
+        let mut prompted = lock(&session.prompted);
+        if *prompted != names {
+            session.agent.set_system_prompt(self.system_prompt(&offered));
+            *prompted = names;
+        }
     }
 
     /// The thinking level in force in a session: its own, else the settings' (`None`: the
@@ -133,14 +183,17 @@ mod tests {
     use super::*;
     use crate::{HarnessOptions, LiveSettings};
 
-    /// Answers "fine" at a cost of a cent, keeping each request's thinking level.
+    /// Answers "fine" at a cost of a cent, keeping each request's thinking level, and the names
+    /// of its tools with whether its system prompt speaks of proposals (edits and commands).
     #[derive(Default)]
-    struct Cent(Mutex<Vec<Option<ThinkingLevel>>>);
+    struct Cent(Mutex<Vec<Option<ThinkingLevel>>>, Mutex<Vec<(Vec<String>, bool)>>);
 
     #[async_trait]
     impl Provider for Cent {
         async fn stream(&self, request: &Request, _: EventSink<'_>, _: &CancellationToken) -> AssistantMessage {
             lock(&self.0).push(request.thinking);
+            let tools = request.tools.iter().map(|tool| tool.name.clone()).collect();
+            lock(&self.1).push((tools, request.system_prompt.contains("proposals")));
             let mut usage = Usage { input: 100, output: 10, ..Usage::default() };
             usage.cost.total = 0.01;
             AssistantMessage {
@@ -217,6 +270,52 @@ mod tests {
         // A new session follows the settings.
         let fresh = second.new_session(None, None).unwrap();
         assert_eq!(second.thinking(&fresh).unwrap(), Some(ThinkingLevel::Minimal));
+    }
+
+    #[tokio::test]
+    async fn a_sessions_tool_set_is_recorded_and_kept_when_it_is_resumed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let provider = Arc::new(Cent::default());
+        let enabled = ToolSet::parse(&["read", "bash"]).unwrap();
+        let first = harness(tmp.path(), provider.clone(), |settings| settings.tools_enabled = Some(enabled));
+        let session = first.new_session(None, Some("anthropic/claude-sonnet-4-5")).unwrap();
+        send(&first, &session, "one").await;
+        let set = first.set_tools(&session, &["read-only"]).unwrap();
+        let read_only = ["read", "ls", "grep", "find"].map(String::from).to_vec();
+        let mut spelled = read_only.clone();
+        spelled.push("diagnostics".into());
+        assert_eq!(set, ToolsSet { tools: spelled, offered: read_only.clone() });
+        // Setting it again records nothing more; an unknown tool changes nothing.
+        first.set_tools(&session, &["read-only"]).unwrap();
+        let err = first.set_tools(&session, &["read", "rg"]).unwrap_err();
+        assert!(matches!(&err, HarnessError::InvalidArgument(reason) if reason.starts_with("unknown tool `rg`")));
+        send(&first, &session, "two").await;
+        let path = first.list_sessions().unwrap()[0].path.clone();
+        let recorded: Vec<String> = std::fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .filter(|line| line.contains("active_tools_change"))
+            .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap()["tools"].to_string())
+            .collect();
+        assert_eq!(recorded, [r#"["read","ls","grep","find","diagnostics"]"#]);
+
+        // Another process resumes it: the session's set wins over the settings' (all tools).
+        let second = harness(tmp.path(), provider.clone(), |_| {});
+        let resumed = second.continue_recent().unwrap().unwrap();
+        send(&second, &resumed, "three").await;
+        // A new session follows the settings.
+        let fresh = second.new_session(None, Some("anthropic/claude-sonnet-4-5")).unwrap();
+        send(&second, &fresh, "four").await;
+        let all = ["read", "write", "edit", "bash", "ls", "grep", "find"].map(String::from).to_vec();
+        let sent = lock(&provider.1).clone();
+        // The system prompt speaks of proposals only while a tool that makes them is offered.
+        let expected = [
+            (vec!["read".to_string(), "bash".to_string()], true),
+            (read_only.clone(), false),
+            (read_only, false),
+            (all, true),
+        ];
+        assert_eq!(sent, expected);
     }
 
     #[tokio::test]

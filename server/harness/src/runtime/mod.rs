@@ -21,7 +21,7 @@ use reins_agent::{Agent, AgentContext, AgentEvent, Hooks, RunOutcome, Tool};
 use reins_ai::{Message, Model, Provider};
 use reins_review::Approver;
 use reins_session::{Durability, SessionError, SessionFile, SessionStore};
-use reins_tools::{DiagnosticSource, DiagnosticsTool, EditFormat, Workspace, builtin_tools_editing_with};
+use reins_tools::{DiagnosticSource, DiagnosticsTool, Workspace, builtin_tools_editing_with};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -36,8 +36,9 @@ use crate::prompt::{PromptInputs, build_system_prompt};
 use crate::router::LiveRouter;
 use crate::sessions::{SessionListing, SessionRecorder};
 use crate::settings::Settings;
+use crate::tool_set::ToolSet;
 use choices::Choices;
-pub use choices::{SessionUsage, ThinkingSet};
+pub use choices::{SessionUsage, ThinkingSet, ToolsSet};
 use tools::ConfiguredServers;
 pub(crate) use tools::SessionTools;
 
@@ -126,17 +127,19 @@ struct LiveSession {
     /// Cancels the harness's own model calls of the current run or operation (compaction,
     /// summaries); the agent's calls are cancelled through the agent. Shared with the hooks.
     cancel: Arc<Mutex<CancellationToken>>,
-    tools: ToolSet,
+    tool_env: ToolEnv,
+    /// The built-in tools the agent's system prompt was written for.
+    prompted: Mutex<Vec<String>>,
 }
 
 /// What a session's tools work through: the workspace, recording the file changes that land when
 /// the session is kept on disk.
-pub(crate) struct ToolSet {
+pub(crate) struct ToolEnv {
     pub workspace: Arc<dyn Workspace>,
     pub recorder: Option<Arc<FileRecorder>>,
 }
 
-impl ToolSet {
+impl ToolEnv {
     /// `tools`, their calls recorded when the session records.
     pub fn wrap(&self, tools: Vec<Arc<dyn Tool>>) -> Vec<Arc<dyn Tool>> {
         match &self.recorder {
@@ -236,18 +239,17 @@ impl Harness {
         let id = file.id().to_string();
         let mut choices = Choices::default();
         choices.adopt(&context);
-        self.go_live(id, Some(file), model, context.messages, context.active_tools, choices)
+        self.go_live(id, Some(file), model, context.messages, choices)
     }
 
-    /// `active_tools`: the tools the session recorded as offered (pi 1.6), where reins has them;
-    /// `None` offers them all.
+    /// `choices`: what the session chose for itself (its file records them); the tools offered
+    /// are its tool set, else the settings'.
     fn go_live(
         &self,
         id: SessionId,
         file: Option<SessionFile>,
         model: Model,
         messages: Vec<Message>,
-        active_tools: Option<Vec<String>>,
         choices: Choices,
     ) -> SessionId {
         let file = file.map(|file| Arc::new(Mutex::new(file)));
@@ -266,11 +268,22 @@ impl Harness {
             settings: self.settings.clone(),
             approver: self.options.approver.clone(),
         };
-        let tools = ToolSet { workspace, recorder };
-        let (agent, toolbox) =
-            self.new_agent(model, messages, active_tools, gate, file.clone(), cancel.clone(), &tools);
+        let tool_env = ToolEnv { workspace, recorder };
+        let offered = choices.tools.clone().or_else(|| self.settings().tools_enabled.clone());
+        let (agent, toolbox) = self.new_agent(model, messages, offered, gate, file.clone(), cancel.clone(), &tool_env);
+        let prompted = Mutex::new(toolbox.offered_builtin().iter().map(|tool| tool.name().to_string()).collect());
         let choices = Mutex::new(choices);
-        let session = Arc::new(LiveSession { id: id.clone(), agent, toolbox, choices, file, running, cancel, tools });
+        let session = Arc::new(LiveSession {
+            id: id.clone(),
+            agent,
+            toolbox,
+            choices,
+            file,
+            running,
+            cancel,
+            tool_env,
+            prompted,
+        });
         lock(&self.sessions).insert(id.clone(), session);
         id
     }
@@ -280,17 +293,18 @@ impl Harness {
         &self,
         model: Model,
         messages: Vec<Message>,
-        active_tools: Option<Vec<String>>,
+        offered: Option<ToolSet>,
         gate: ApprovalGate,
         file: Option<Arc<Mutex<SessionFile>>>,
         cancel: Arc<Mutex<CancellationToken>>,
-        tool_set: &ToolSet,
+        tool_env: &ToolEnv,
     ) -> (Agent, Arc<SessionTools>) {
         let settings = self.settings();
-        let tools = self.tools_for(&model, active_tools.as_deref(), tool_set);
+        let builtin = self.tools_for(&model, tool_env);
         // MCP tools join at each run and turn, once their servers are up.
         let servers = lock(&self.mcp).servers.clone();
-        let session_tools = Arc::new(SessionTools::new(tools.clone(), servers, tool_set.recorder.clone()));
+        let session_tools = Arc::new(SessionTools::new(builtin, servers, tool_env.recorder.clone(), offered));
+        let tools = session_tools.offered_builtin();
         let context =
             AgentContext { system_prompt: self.system_prompt(&tools), model, messages, tools, thinking: None };
         let feedback = Feedback {
@@ -314,25 +328,15 @@ impl Harness {
         (Agent::new(context, self.provider.clone(), hooks, settings.limits()), session_tools)
     }
 
-    /// The built-in tools a session with `model` gets — with the edit tool in the dialect the
-    /// model is trained on (see [`Settings::edit_format_for`]) — keeping only `active` ones when
-    /// the session names them (`edit` and `apply_patch` stand for each other there).
-    fn tools_for(&self, model: &Model, active: Option<&[String]>, tool_set: &ToolSet) -> Vec<Arc<dyn Tool>> {
+    /// The built-in tools a session with `model` gets, with the edit tool in the dialect the
+    /// model is trained on (see [`Settings::edit_format_for`]); its tool set picks among them.
+    fn tools_for(&self, model: &Model, tool_env: &ToolEnv) -> Vec<Arc<dyn Tool>> {
         let settings = self.settings();
         let format = settings.edit_format_for(model);
         let policy = settings.exec_policy(std::env::vars_os());
-        let mut tools = tool_set.wrap(builtin_tools_editing_with(tool_set.workspace.clone(), policy, format));
+        let mut tools = tool_env.wrap(builtin_tools_editing_with(tool_env.workspace.clone(), policy, format));
         if let Some(editor) = self.options.diagnostics.clone().filter(|editor| editor.available()) {
-            tools.push(Arc::new(DiagnosticsTool::new(tool_set.workspace.clone(), editor)));
-        }
-        if let Some(active) = active {
-            let editors = [EditFormat::Edit.tool_name(), EditFormat::ApplyPatch.tool_name()];
-            let is_active = |name: &str| {
-                active
-                    .iter()
-                    .any(|active| active == name || (editors.contains(&name) && editors.contains(&active.as_str())))
-            };
-            tools.retain(|tool| is_active(&tool.spec().name));
+            tools.push(Arc::new(DiagnosticsTool::new(tool_env.workspace.clone(), editor)));
         }
         tools
     }

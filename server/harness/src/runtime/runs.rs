@@ -76,7 +76,9 @@ impl Harness {
         // automatic compaction between turns read them again as they go).
         let settings = self.settings();
         session.agent.set_limits(self.limits_for(session, &settings));
-        // The MCP servers' tools as they are now (waiting for servers still starting).
+        // The tool set in force, and the MCP servers' tools as they are now (waiting for servers
+        // still starting).
+        self.refresh_tools(session);
         session.agent.set_tools(session.toolbox.current().await);
         if let Some(note) = session.apply_thinking(&settings, &session.agent.context().model) {
             (self.options.warn)(&note);

@@ -17,7 +17,7 @@ impl Harness {
         let model = self.settings().resolve_model(model.filter(|model| !model.trim().is_empty()));
         if !self.options.persist {
             let id = format!("mem-{}-{:x}", self.next(), now_ms());
-            return Ok(self.go_live(id, None, model, Vec::new(), None, Default::default()));
+            return Ok(self.go_live(id, None, model, Vec::new(), Default::default()));
         }
         let mut file = self.store.create(&self.cwd(), None).map_err(session_error)?;
         file.set_durability(Durability::Write);
@@ -28,7 +28,7 @@ impl Harness {
         }
         file.flush().map_err(session_error)?;
         let id = file.id().to_string();
-        Ok(self.go_live(id, Some(file), model, Vec::new(), None, Default::default()))
+        Ok(self.go_live(id, Some(file), model, Vec::new(), Default::default()))
     }
 
     /// Opens a session by id (or unique prefix) or path, and continues from its leaf.
@@ -219,11 +219,11 @@ impl Harness {
         };
         let mut tools = session.toolbox.builtin();
         if let Some(slot) = tools.iter_mut().find(|tool| tool.name() == other.tool_name()) {
-            *slot = session.tools.wrap(vec![edit_tool(session.tools.workspace.clone(), format)]).remove(0);
-            session.agent.set_system_prompt(self.system_prompt(&tools));
-            // The MCP servers' tools join again at the next run or turn.
-            session.toolbox.set_builtin(tools.clone());
-            session.agent.set_tools(tools);
+            *slot = session.tool_env.wrap(vec![edit_tool(session.tool_env.workspace.clone(), format)]).remove(0);
+            // The prompt names no dialect, so it stays; the MCP servers' tools join again at the
+            // next run or turn.
+            session.toolbox.set_builtin(tools);
+            session.agent.set_tools(session.toolbox.offered_builtin());
         }
         session.agent.set_model(model.clone());
         Ok(model)

@@ -17,6 +17,7 @@ use crate::checkpoint::{FileRecorder, recorded};
 use crate::error::HarnessError;
 use crate::mcp;
 use crate::settings::Settings;
+use crate::tool_set::ToolSet;
 
 /// The configured servers, and the workspace roots they were built for.
 pub(super) struct ConfiguredServers {
@@ -25,11 +26,13 @@ pub(super) struct ConfiguredServers {
 }
 
 pub(crate) struct SessionTools {
-    /// Changed with the model when it takes the other edit dialect.
+    /// Every built-in tool; changed with the model when it takes the other edit dialect.
     builtin: Mutex<Vec<Arc<dyn Tool>>>,
     mcp: Mutex<Arc<SessionServers>>,
     /// Records the session's MCP calls that may change files (see `crate::checkpoint`).
     recorder: Option<Arc<FileRecorder>>,
+    /// The tool set in force (the session's own, else the settings'); `None` offers every tool.
+    offered: Mutex<Option<ToolSet>>,
 }
 
 impl SessionTools {
@@ -37,11 +40,13 @@ impl SessionTools {
         builtin: Vec<Arc<dyn Tool>>,
         configured: Arc<Servers>,
         recorder: Option<Arc<FileRecorder>>,
+        offered: Option<ToolSet>,
     ) -> Self {
         let mcp = Mutex::new(Arc::new(SessionServers::global(configured)));
-        Self { builtin: Mutex::new(builtin), mcp, recorder }
+        Self { builtin: Mutex::new(builtin), mcp, recorder, offered: Mutex::new(offered) }
     }
 
+    /// Every built-in tool, offered or not.
     pub(crate) fn builtin(&self) -> Vec<Arc<dyn Tool>> {
         lock(&self.builtin).clone()
     }
@@ -50,8 +55,25 @@ impl SessionTools {
         *lock(&self.builtin) = tools;
     }
 
+    /// From the next turn, offers the tools `set` names (`None`: all).
+    pub(crate) fn set_offered(&self, set: Option<ToolSet>) {
+        *lock(&self.offered) = set;
+    }
+
+    /// The built-in tools the set in force offers.
+    pub(crate) fn offered_builtin(&self) -> Vec<Arc<dyn Tool>> {
+        self.offered_of(self.builtin())
+    }
+
+    fn offered_of(&self, mut tools: Vec<Arc<dyn Tool>>) -> Vec<Arc<dyn Tool>> {
+        if let Some(set) = &*lock(&self.offered) {
+            tools.retain(|tool| set.offers(tool.name()));
+        }
+        tools
+    }
+
     /// The tools for the model's next turn: the built-in ones, then the MCP servers' (started
-    /// first if they are not yet).
+    /// first if they are not yet), those the set in force offers.
     pub(crate) async fn current(&self) -> Vec<Arc<dyn Tool>> {
         let servers = self.servers();
         let mut mcp = servers.tools().await;
@@ -60,7 +82,7 @@ impl SessionTools {
         }
         let mut tools = self.builtin();
         tools.extend(mcp);
-        tools
+        self.offered_of(tools)
     }
 
     fn servers(&self) -> Arc<SessionServers> {

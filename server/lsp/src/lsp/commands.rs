@@ -26,6 +26,7 @@ pub const COMMANDS: &[&str] = &[
     "reins.session.rename",
     "reins.session.compact",
     "reins.session.setThinking",
+    "reins.session.setTools",
     "reins.session.usage",
     "reins.model.list",
     "reins.model.set",
@@ -53,6 +54,7 @@ pub enum Command {
     SessionRename(Rename),
     SessionCompact(SessionRef),
     SessionSetThinking(SetThinking),
+    SessionSetTools(SetTools),
     SessionUsage(SessionRef),
     ModelList,
     ModelSet(ModelSet),
@@ -155,6 +157,14 @@ pub struct Rename {
 
 #[derive(Debug, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SetTools {
+    pub session_id: String,
+    /// Tool names and globs (`read`, `mcp__docs__*`), or `read-only`.
+    pub tools: Vec<String>,
+}
+
+#[derive(Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SetThinking {
     pub session_id: String,
     /// `off`, `minimal`, `low`, `medium`, `high` or `xhigh`.
@@ -234,6 +244,7 @@ impl Command {
             "reins.session.rename" => Command::SessionRename(arg(command, arguments)?),
             "reins.session.compact" => Command::SessionCompact(arg(command, arguments)?),
             "reins.session.setThinking" => Command::SessionSetThinking(arg(command, arguments)?),
+            "reins.session.setTools" => Command::SessionSetTools(arg(command, arguments)?),
             "reins.session.usage" => Command::SessionUsage(arg(command, arguments)?),
             "reins.model.list" => {
                 let NoArguments {} = arg(command, arguments)?;
@@ -290,6 +301,10 @@ mod tests {
             r#"EditAccept(EditAccept { id: "e1", hunks: Some([1]), allow_for_session: false, reason: Some("keep the old name") })"#
         );
         assert_eq!(check("reins.edit.list", json!([])), "EditList(EditList { session_id: None })");
+        assert_eq!(
+            check("reins.session.setTools", json!({"sessionId": "s1", "tools": ["read", "mcp__*"]})),
+            r#"SessionSetTools(SetTools { session_id: "s1", tools: ["read", "mcp__*"] })"#
+        );
         assert_eq!(
             check("reins.edit.reject", json!({"id": "e1", "hunks": [0]})),
             r#"error -32602 "invalid_argument": reins.edit.reject: hunks: unknown field `hunks`, expected `id` or `reason`"#

@@ -137,6 +137,10 @@ pub async fn execute(state: &State, command: Command) -> Result<Value> {
             let set = harness.set_thinking(&set.session_id, level).map_err(to_proto::harness_error)?;
             Ok(json!({ "thinkingLevel": set.level.as_str(), "note": set.note }))
         }
+        Command::SessionSetTools(set) => {
+            let set = on_disk(harness, move |harness| harness.set_tools(&set.session_id, &set.tools)).await?;
+            Ok(to_proto::tools_set(&set))
+        }
         Command::SessionUsage(session) => {
             let usage = on_disk(harness, move |harness| harness.usage(&session.session_id)).await?;
             Ok(to_proto::session_usage(&usage))

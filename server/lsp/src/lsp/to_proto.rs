@@ -13,7 +13,7 @@ use reins_ai::{
 };
 use reins_harness::{
     CommandRan, Compacted, FileOutcome, HarnessError, ListedModel, SessionInfo, SessionTreeView, SessionUsage,
-    Settings, Status, TreeNode, UNTRACKED_WARNING, Written,
+    Settings, Status, ToolsSet, TreeNode, UNTRACKED_WARNING, Written,
 };
 use reins_mcp::{ServerState, ServerStatus};
 use reins_review::{Hunk, Located, Outcome, PendingEdit, Resolution, ReviewError, Subject};
@@ -225,6 +225,12 @@ pub fn session_info(session: &SessionInfo) -> Value {
         "parentSession": session.parent_session,
         "usage": usage(&session.usage),
     })
+}
+
+/// The answer of `reins.session.setTools`: the set as it is recorded, and the built-in tools it
+/// offers the session's model.
+pub fn tools_set(set: &ToolsSet) -> Value {
+    json!({ "tools": set.tools, "offered": set.offered })
 }
 
 /// The answer of `reins.session.usage`: the model calls of the current branch, then the total of

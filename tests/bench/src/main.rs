@@ -10,6 +10,7 @@
 // this binary is a report, and stdout is where it goes.
 #![allow(clippy::print_stdout)]
 
+mod acp;
 mod checkpoints;
 mod edit_corpus;
 mod large_session;
@@ -57,6 +58,16 @@ fn main() {
             std::process::exit(1);
         };
         let failed = runtime.block_on(mcp::measure(&reins));
+        std::process::exit(i32::from(failed && std::env::var_os("BENCH_STRICT").is_some()));
+    }
+    // `reins-bench acp`: only the ACP figures (reins acp beside pi-acp).
+    if args.first().is_some_and(|first| first == "acp") {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build();
+        let (Ok(runtime), Some(reins)) = (runtime, reins_binary()) else {
+            eprintln!("bench: build the release binary first (scripts/bench)");
+            std::process::exit(1);
+        };
+        let failed = runtime.block_on(acp::measure(&reins));
         std::process::exit(i32::from(failed && std::env::var_os("BENCH_STRICT").is_some()));
     }
     // `reins-bench sessions`: only the session figures (no binary, no model server).
@@ -135,6 +146,7 @@ async fn run() -> i32 {
     failed |= review::measure();
     failed |= mcp::measure(&reins).await;
     failed |= checkpoints::measure(&reins);
+    failed |= acp::measure(&reins).await;
     println!("\nload average (1, 5, 15 min) on {} cores", cores());
     println!("  before the bench  {load_before}");
     println!("  after the bench   {}", load_average());

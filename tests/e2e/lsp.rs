@@ -5,6 +5,8 @@
 mod checkpoints;
 #[path = "lsp/diagnostics.rs"]
 mod diagnostics;
+#[path = "support/doc_examples.rs"]
+mod doc_examples;
 #[path = "lsp/docs.rs"]
 mod docs;
 #[path = "lsp/folders.rs"]

@@ -2,21 +2,12 @@
 //! request is accepted by the server, every documented result and notification has the shape the
 //! server really produces.
 
-use std::path::PathBuf;
-
 use scripted_llm::Reply;
 use serde_json::{Value, json};
 
+pub(super) use super::doc_examples::examples;
+pub(super) use super::doc_examples::same_shape;
 use super::{WAIT, start};
-
-/// One marked example: `<!-- kind: name -->` followed by a ```json block.
-#[derive(Debug)]
-pub(super) struct Example {
-    pub place: String,
-    pub kind: String,
-    pub name: String,
-    pub json: Value,
-}
 
 /// Commands that cannot succeed in this scripted setting; they must still be *accepted* (fail
 /// for a reason other than `invalid_argument`), and their documented result is not compared.
@@ -35,80 +26,6 @@ pub(super) fn example(kind: &str, name: &str) -> Value {
         .find(|example| example.kind == kind && example.name == name)
         .unwrap_or_else(|| panic!("protocol-docs has no {kind} example for {name}"))
         .json
-}
-
-pub(super) fn examples() -> Vec<Example> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../protocol-docs");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "md"))
-        .collect();
-    files.sort();
-    let mut out = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(&file).unwrap();
-        let lines: Vec<&str> = text.lines().collect();
-        let mut i = 0;
-        while i < lines.len() {
-            let line = lines[i].trim();
-            if let Some(marker) = line.strip_prefix("<!--").and_then(|rest| rest.strip_suffix("-->")) {
-                let marker = marker.trim();
-                let (kind, name) = marker.split_once(':').map_or((marker, ""), |(k, n)| (k.trim(), n.trim()));
-                let place = format!("{}:{}", file.file_name().unwrap().to_string_lossy(), i + 1);
-                assert_eq!(
-                    lines.get(i + 1).map(|l| l.trim()),
-                    Some("```json"),
-                    "{place}: a marker must be followed by a ```json block"
-                );
-                let end = (i + 2..lines.len())
-                    .find(|&j| lines[j].trim() == "```")
-                    .unwrap_or_else(|| panic!("{place}: unclosed block"));
-                let body = lines[i + 2..end].join("\n");
-                let json = serde_json::from_str(&body).unwrap_or_else(|err| panic!("{place}: not JSON: {err}\n{body}"));
-                out.push(Example { place, kind: kind.to_string(), name: name.to_string(), json });
-                i = end;
-            }
-            i += 1;
-        }
-    }
-    out
-}
-
-/// Whether `actual` has the documented shape: the same keys in objects, the same JSON types;
-/// `null` stands for "may be absent or any value"; arrays compare their first elements.
-pub(super) fn same_shape(documented: &Value, actual: &Value, path: &str) -> Result<(), String> {
-    match (documented, actual) {
-        (Value::Null, _) | (_, Value::Null) => Ok(()),
-        (Value::Object(doc), Value::Object(real)) => {
-            let mut doc_keys: Vec<&String> = doc.keys().collect();
-            let mut real_keys: Vec<&String> = real.keys().collect();
-            doc_keys.sort();
-            real_keys.sort();
-            if doc_keys != real_keys {
-                return Err(format!("{path}: documented keys {doc_keys:?}, the server sends {real_keys:?}"));
-            }
-            doc.iter().try_for_each(|(key, value)| same_shape(value, &real[key], &format!("{path}.{key}")))
-        }
-        (Value::Array(doc), Value::Array(real)) => {
-            // An element with a title (a code action) is compared with the one of that title.
-            let counterpart = |doc: &Value| match doc.get("title") {
-                Some(title) => real.iter().find(|item| item.get("title") == Some(title)),
-                None => real.first(),
-            };
-            match doc.first().map(|first| (first, counterpart(first))) {
-                Some((doc, Some(real))) => same_shape(doc, real, &format!("{path}[0]")),
-                Some((doc, None)) if doc.get("title").is_some() => {
-                    Err(format!("{path}: no element titled {}", doc["title"]))
-                }
-                _ => Ok(()),
-            }
-        }
-        (Value::String(_), Value::String(_))
-        | (Value::Bool(_), Value::Bool(_))
-        | (Value::Number(_), Value::Number(_)) => Ok(()),
-        _ => Err(format!("{path}: documented {documented}, the server sends {actual}")),
-    }
 }
 
 /// A run of the examples' session held in progress by a pending edit (no clock involved), so

@@ -170,7 +170,7 @@ function startReins(model) {
   delete env.REINS_LOG;
   const child = spawn(REINS_BIN, ["acp"], { cwd: workspace, env, stdio: ["pipe", "pipe", "pipe"] });
   children.push(child);
-  const agent = { child, stderr: "", badLines: [], exited: new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal }))) };
+  const agent = { child, order: [], stderr: "", badLines: [], exited: new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal }))) };
   child.stderr.on("data", (data) => (agent.stderr += data));
   let pending = "";
   const checked = new Transform({
@@ -182,6 +182,7 @@ function startReins(model) {
         try {
           const message = JSON.parse(line);
           if (message.jsonrpc !== "2.0") agent.badLines.push(line);
+          agent.order.push(message.method ? `${message.method}:${message.params?.update?.sessionUpdate ?? ""}` : `answer ${message.id}`);
         } catch {
           agent.badLines.push(line);
         }
@@ -394,7 +395,7 @@ try {
   model.stop();
 } catch (error) {
   console.error(error);
-  agents.forEach((agent, n) => console.error(`reins acp (process ${n + 1}) stderr:\n${agent.stderr}`));
+  agents.forEach((agent, n) => console.error(`reins acp (process ${n + 1}) stderr:\n${agent.stderr}\nstdout, in order: ${agent.order.join(", ")}`));
   process.exit(1);
 }
 console.log("acp: all checks passed");

@@ -17,7 +17,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use doc_examples::{Example, examples, same_shape};
+use doc_examples::{Elements, Example, examples, shape};
 use scripted_llm::{Reply, ScriptedServer};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
@@ -133,7 +133,7 @@ fn substitute(value: &Value, root: &str, session_id: Option<&str>, everything: &
 fn some_matches<'a>(documented: &Value, candidates: impl Iterator<Item = &'a Value>, what: &str) -> Result<(), String> {
     let mut first_error = None;
     for candidate in candidates {
-        match same_shape(documented, candidate, what) {
+        match shape(documented, candidate, what, Elements::First) {
             Ok(()) => return Ok(()),
             Err(err) => {
                 first_error.get_or_insert(err);
@@ -224,7 +224,7 @@ async fn every_acp_example_matches_the_server() {
     for example in &acp {
         let outcome = match example.kind.as_str() {
             "acp-result" => match results.get(&example.name) {
-                Some(actual) => same_shape(&example.json, actual, &example.name),
+                Some(actual) => shape(&example.json, actual, &example.name, Elements::First),
                 None => Err(format!("{} was never answered", example.name)),
             },
             "acp-update" => some_matches(
@@ -237,7 +237,7 @@ async fn every_acp_example_matches_the_server() {
                 agent_requests.iter().filter(|(method, _)| *method == example.name).map(|(_, params)| params),
                 &example.name,
             ),
-            "acp-error" => same_shape(&example.json, &error, "error"),
+            "acp-error" => shape(&example.json, &error, "error", Elements::First),
             _ => continue,
         };
         outcome.unwrap_or_else(|err| panic!("{}: {err}", example.place));

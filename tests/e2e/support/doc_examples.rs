@@ -55,9 +55,25 @@ pub fn examples() -> Vec<Example> {
     out
 }
 
+/// How the elements of a documented array find their counterparts.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Elements {
+    /// An element with a `title` (an LSP code action) is compared with the one of that title,
+    /// others with the first.
+    ByTitle,
+    /// The first with the first (ACP, where titles are text for people).
+    First,
+}
+
 /// Whether `actual` has the documented shape: the same keys in objects, the same JSON types;
-/// `null` stands for "may be absent or any value"; arrays compare their first elements.
+/// `null` stands for "may be absent or any value"; arrays compare their first elements, or the
+/// element of the documented code action's title.
 pub fn same_shape(documented: &Value, actual: &Value, path: &str) -> Result<(), String> {
+    shape(documented, actual, path, Elements::ByTitle)
+}
+
+/// [`same_shape`], with arrays compared as `elements` says.
+pub fn shape(documented: &Value, actual: &Value, path: &str, elements: Elements) -> Result<(), String> {
     match (documented, actual) {
         (Value::Null, _) | (_, Value::Null) => Ok(()),
         (Value::Object(doc), Value::Object(real)) => {
@@ -74,20 +90,18 @@ pub fn same_shape(documented: &Value, actual: &Value, path: &str) -> Result<(), 
                 return Err(format!("{path}: documented keys {doc_keys:?}, the server sends {real_keys:?}"));
             }
             doc.iter().try_for_each(|(key, value)| {
-                same_shape(value, real.get(key).unwrap_or(&Value::Null), &format!("{path}.{key}"))
+                shape(value, real.get(key).unwrap_or(&Value::Null), &format!("{path}.{key}"), elements)
             })
         }
         (Value::Array(doc), Value::Array(real)) => {
-            // An element with a title (a code action) is compared with the one of that title.
-            let counterpart = |doc: &Value| match doc.get("title") {
-                Some(title) => real.iter().find(|item| item.get("title") == Some(title)),
+            let title = |doc: &Value| doc.get("title").filter(|_| elements == Elements::ByTitle).cloned();
+            let counterpart = |doc: &Value| match title(doc) {
+                Some(title) => real.iter().find(|item| item.get("title") == Some(&title)),
                 None => real.first(),
             };
             match doc.first().map(|first| (first, counterpart(first))) {
-                Some((doc, Some(real))) => same_shape(doc, real, &format!("{path}[0]")),
-                Some((doc, None)) if doc.get("title").is_some() => {
-                    Err(format!("{path}: no element titled {}", doc["title"]))
-                }
+                Some((doc, Some(real))) => shape(doc, real, &format!("{path}[0]"), elements),
+                Some((doc, None)) if title(doc).is_some() => Err(format!("{path}: no element titled {}", doc["title"])),
                 _ => Ok(()),
             }
         }

@@ -96,9 +96,15 @@ impl Agent {
         }
     }
 
-    /// Closes stdin and waits for a clean exit.
+    /// Closes stdin, keeps the updates still to come (reins may answer `session/load` before its
+    /// replay is out: see tests/acp/client.mjs) and waits for a clean exit.
     async fn close(mut self) -> (Vec<Value>, Vec<(String, Value)>) {
         drop(self.stdin);
+        while let Ok(Ok(Some(line))) = tokio::time::timeout(WAIT, self.stdout.next_line()).await {
+            let message: Value = serde_json::from_str(&line).unwrap_or_else(|err| panic!("not JSON ({err}): {line}"));
+            assert_eq!(message["method"], "session/update", "after the last answer: {line}");
+            self.updates.push(message["params"].clone());
+        }
         let status = tokio::time::timeout(WAIT, self.child.wait()).await.expect("reins exits").unwrap();
         assert!(status.success(), "reins acp exited with {status} after stdin closed");
         (self.updates, self.agent_requests)
@@ -166,10 +172,12 @@ async fn every_acp_example_matches_the_server() {
         .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
         .display()
         .to_string();
-    // The documented prompt: the model thinks, edits src/lib.rs, then answers with a checklist.
+    // The documented prompt: the model thinks, edits src/lib.rs, runs the tests (in the
+    // client's terminal), then answers with a checklist.
     let edit = json!({"path": "src/lib.rs", "edits": [{"oldText": "41", "newText": "42"}]});
     let server = ScriptedServer::start(vec![
         Reply::tool_call("call_1", "edit", edit).with_thinking("The answer is off by one."),
+        Reply::tool_call("call_2", "bash", json!({"command": "cargo test"})),
         Reply::text("Fixed.\n- [x] fix the answer\n- [ ] run the tests"),
     ])
     .await;
@@ -243,7 +251,7 @@ async fn every_acp_example_matches_the_server() {
         outcome.unwrap_or_else(|err| panic!("{}: {err}", example.place));
         checked += 1;
     }
-    assert!(checked >= 12, "only {checked} examples were checked");
+    assert!(checked >= 16, "only {checked} examples were checked");
 
     // The documented flow did what the docs say: the edit went through the client, and the
     // session was listed and replayed under the documented prompt.
@@ -253,6 +261,15 @@ async fn every_acp_example_matches_the_server() {
     assert_eq!(writes[0]["content"], "fn answer() -> u32 {\n    42\n}\n");
     assert_eq!(std::fs::read_to_string(dir.path().join("src/lib.rs")).unwrap(), LIB_BEFORE, "the disk is the client's");
     assert_eq!(results["session/list"]["sessions"][0]["sessionId"], json!(session_id));
+    let ran: Vec<&Value> = agent_requests.iter().filter(|(m, _)| m == "terminal/create").map(|(_, p)| p).collect();
+    assert_eq!(ran.len(), 1, "the command ran in the client's terminal");
+    assert_eq!(ran[0]["args"].as_array().unwrap().last().unwrap(), "cargo test");
+    let requests = server.chat_requests();
+    let last_result = requests.last().unwrap().body["messages"].as_array().unwrap().last().unwrap().clone();
+    assert!(
+        last_result["content"].to_string().contains("1 passed"),
+        "the model got the terminal's output: {last_result}"
+    );
     let replayed: Vec<&Value> =
         updates.iter().filter(|u| u["update"]["sessionUpdate"] == "user_message_chunk").collect();
     assert!(

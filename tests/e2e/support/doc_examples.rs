@@ -1,6 +1,8 @@
 //! The examples of `protocol-docs/`, for the tests that run them against the server
 //! (tests/e2e/lsp/docs.rs for the language server, tests/e2e/acp_docs.rs for ACP): each is a
 //! `<!-- kind: name -->` marker followed by a ```json block.
+// Each test binary that includes this uses a part of it.
+#![allow(dead_code)]
 
 use std::path::PathBuf;
 

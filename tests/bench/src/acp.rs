@@ -2,7 +2,8 @@
 //! beside pi's ACP adapter `pi-acp` running the pi coding agent 1.6 against the same scripted
 //! model server, measured the same way in the same run: spawn → `initialize` answered,
 //! `session/new` answered, and `session/prompt` → the first `agent_message_chunk` (and → the
-//! stop reason). pi-acp, pi 1.6 and Node 22 come from tests/acp/install.sh.
+//! stop reason). pi-acp comes from tests/acp/install.sh, pi 1.6 (and Node 22) from
+//! tests/pi-interop/install.sh, as for the pi peer.
 //!
 //! pi-acp starts `pi --mode rpc` at `session/new`, so its spawn → initialize does not include
 //! pi's start; its `session/new` does. Both clients are the same newline-delimited JSON-RPC
@@ -18,6 +19,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
 use crate::ms;
+use crate::peer::Pi;
 
 /// Fresh processes per agent; the figures are their medians.
 const SAMPLES: usize = 7;
@@ -51,8 +53,8 @@ struct Agent {
 enum ModelConfig {
     /// The server's base URL in this environment variable.
     Env(&'static str),
-    /// A pi `models.json` at this path, with a `scripted` provider.
-    PiModels(PathBuf),
+    /// pi's `models.json` (the pi that pi-acp runs, and its sandbox).
+    Pi(Box<Pi>),
 }
 
 impl ModelConfig {
@@ -60,19 +62,10 @@ impl ModelConfig {
         match self {
             ModelConfig::Env(name) => {
                 command.env(name, server.base_url());
+                Ok(())
             }
-            ModelConfig::PiModels(path) => {
-                let models = json!({"providers": {"scripted": {
-                    "baseUrl": server.base_url(),
-                    "api": "openai-completions",
-                    "apiKey": "scripted-bench-key",
-                    "models": [{"id": "scripted-model"}],
-                }}});
-                std::fs::write(path, models.to_string())
-                    .map_err(|err| format!("cannot write {}: {err}", path.display()))?;
-            }
+            ModelConfig::Pi(pi) => pi.configure(server),
         }
-        Ok(())
     }
 }
 
@@ -86,7 +79,7 @@ pub async fn measure(reins: &Path) -> bool {
         }
     };
     let ours = figures_of(&reins_agent(reins, workspace.path()), workspace.path()).await;
-    let peer = match pi_acp_agent(workspace.path()) {
+    let peer = match pi_acp_agent().await {
         Ok(agent) => figures_of(&agent, workspace.path()).await,
         Err(why) => Err(why),
     };
@@ -157,45 +150,43 @@ fn reins_agent(reins: &Path, workspace: &Path) -> Agent {
     }
 }
 
-/// pi-acp under Node 22 with pi 1.6 on PATH, sandboxed like the pi peer: its HOME and agent dir
-/// are throwaway, `PI_OFFLINE=1`, and `quietStartup` keeps pi-acp from asking npm for a newer pi.
-fn pi_acp_agent(workspace: &Path) -> Result<Agent, String> {
-    if std::env::var_os("BENCH_NO_PI").is_some() {
-        return Err("BENCH_NO_PI is set".into());
-    }
+/// pi-acp under Node 22 with pi 1.6 on PATH, sandboxed as the pi peer is (its HOME and agent dir
+/// are throwaway, `PI_OFFLINE=1`); `quietStartup` keeps pi-acp from asking npm for a newer pi.
+async fn pi_acp_agent() -> Result<Agent, String> {
+    let pi = Pi::install("1.6.0").await?;
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../acp/install.sh");
     let output = std::process::Command::new("bash")
         .arg(script)
-        .arg("--pi")
         .stdin(Stdio::null())
         .output()
         .map_err(|err| format!("cannot run tests/acp/install.sh: {err}"))?;
     if !output.status.success() {
         return Err(format!("tests/acp/install.sh failed: {}", String::from_utf8_lossy(&output.stderr).trim()));
     }
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let [prefix, pi_bin, node_bin] = stdout.lines().collect::<Vec<_>>()[..] else {
-        return Err(format!("tests/acp/install.sh --pi printed {stdout:?}, not three directories"));
-    };
-    let sandbox = workspace.join(".pi-sandbox");
-    let agent_dir = sandbox.join("agent");
-    std::fs::create_dir_all(&agent_dir).map_err(|err| format!("cannot make pi's agent dir: {err}"))?;
+    let prefix = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
+    // pi's own environment (PATH with its node first, HOME, PI_CODING_AGENT_DIR, …), with pi's
+    // directory on PATH too: pi-acp starts `pi`.
+    let base = pi.command(Path::new("/"), &[]);
+    let mut env: Vec<(String, String)> = base
+        .get_envs()
+        .filter_map(|(key, value)| Some((key.to_str()?.to_string(), value?.to_str()?.to_string())))
+        .collect();
+    let pi_dir = Path::new(base.get_program()).parent().ok_or("pi has no directory")?.display().to_string();
+    for (key, value) in &mut env {
+        if key == "PATH" {
+            *value = format!("{value}:{pi_dir}");
+        }
+    }
+    let agent_dir = env.iter().find(|(key, _)| key == "PI_CODING_AGENT_DIR").ok_or("pi has no agent dir")?.1.clone();
     let settings = json!({"defaultProvider": "scripted", "defaultModel": "scripted-model", "quietStartup": true});
-    std::fs::write(agent_dir.join("settings.json"), settings.to_string()).map_err(|err| err.to_string())?;
-    let path = format!("{node_bin}:{pi_bin}:{}", std::env::var("PATH").unwrap_or_default());
+    std::fs::write(Path::new(&agent_dir).join("settings.json"), settings.to_string()).map_err(|err| err.to_string())?;
     Ok(Agent {
         name: "pi-acp",
-        program: PathBuf::from(node_bin).join("node"),
-        args: vec![format!("{prefix}/node_modules/pi-acp/dist/index.js")],
-        env: vec![
-            ("PATH".into(), path),
-            ("HOME".into(), sandbox.display().to_string()),
-            ("PI_CODING_AGENT_DIR".into(), agent_dir.display().to_string()),
-            ("PI_OFFLINE".into(), "1".into()),
-            ("PI_SKIP_VERSION_CHECK".into(), "1".into()),
-            ("PI_TELEMETRY".into(), "0".into()),
-        ],
-        model: ModelConfig::PiModels(agent_dir.join("models.json")),
+        // Found on the PATH above (a command's own PATH is where its program is looked up).
+        program: PathBuf::from("node"),
+        args: vec![prefix.join("node_modules/pi-acp/dist/index.js").display().to_string()],
+        env,
+        model: ModelConfig::Pi(Box::new(pi)),
     })
 }
 

@@ -16,11 +16,12 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     CancelNotification, ClientCapabilities, ContentBlock, CreateTerminalRequest, CreateTerminalResponse,
     FileSystemCapabilities, InitializeRequest, InitializeResponse, KillTerminalRequest, KillTerminalResponse,
-    ListSessionsRequest, LoadSessionRequest, McpServer, McpServerStdio, NewSessionRequest, PermissionOptionId,
-    PromptRequest, PromptResponse, ReadTextFileRequest, ReadTextFileResponse, ReleaseTerminalRequest,
-    ReleaseTerminalResponse, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    SelectedPermissionOutcome, SessionNotification, TerminalExitStatus, TerminalOutputRequest, TerminalOutputResponse,
-    TextContent, WaitForTerminalExitRequest, WaitForTerminalExitResponse, WriteTextFileRequest, WriteTextFileResponse,
+    ListSessionsRequest, LoadSessionRequest, McpServer, McpServerHttp, McpServerStdio, NewSessionRequest,
+    PermissionOptionId, PromptRequest, PromptResponse, ReadTextFileRequest, ReadTextFileResponse,
+    ReleaseTerminalRequest, ReleaseTerminalResponse, RequestPermissionOutcome, RequestPermissionRequest,
+    RequestPermissionResponse, SelectedPermissionOutcome, SessionNotification, TerminalExitStatus,
+    TerminalOutputRequest, TerminalOutputResponse, TextContent, WaitForTerminalExitRequest,
+    WaitForTerminalExitResponse, WriteTextFileRequest, WriteTextFileResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Lines};
@@ -571,28 +572,54 @@ async fn a_session_loads_in_a_new_process_with_its_conversation_replayed_and_is_
     assert!(last.to_string().contains("It says alpha."), "{last}");
 }
 
+/// The reference server over streamable HTTP on a free port; killed when dropped.
+async fn everything_over_http(everything: &Path) -> (tokio::process::Child, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = tokio::process::Command::new("node")
+        .args([everything.display().to_string().as_str(), "streamableHttp"])
+        .env("PORT", port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    for _ in 0..200 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            return (child, format!("http://127.0.0.1:{port}/mcp"));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("server-everything did not listen on {port}");
+}
+
 #[tokio::test]
-async fn an_mcp_server_of_session_new_serves_the_session_after_permission() {
-    let dir = workspace(&[]);
+async fn mcp_servers_of_session_new_serve_the_session_over_stdio_and_http_after_permission() {
     let everything = support::mcp_prefix().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    let server = ScriptedServer::start(vec![
-        Reply::tool_call("c1", "mcp__everything__echo", json!({"message": "ping"})),
-        Reply::text("It echoed."),
-    ])
-    .await;
-    let shared = Shared::default();
-    lock(&shared).choices.push_back(Choice::Pick("allow_always"));
-    let stdio = McpServerStdio::new("everything", "node").args(vec![everything.display().to_string(), "stdio".into()]);
-    let (stop, _) = with_client(&server, dir.path(), shared.clone(), NOTHING, async |cx| {
-        let session = new_session(&cx, dir.path(), vec![McpServer::Stdio(stdio)]).await;
-        prompt(&cx, &session, "echo ping").await
-    })
-    .await;
-    assert_eq!(serde_json::to_value(stop.stop_reason).unwrap(), "end_turn");
-    let recorded = lock(&shared);
-    assert_eq!(recorded.permissions[0]["toolCall"]["title"], "echo (everything, MCP)");
-    let result = server.chat_requests()[1].body["messages"].as_array().unwrap().last().unwrap().clone();
-    assert!(result["content"].as_str().unwrap().contains("ping"), "{result}");
+    let (_http, url) = everything_over_http(&everything).await;
+    let stdio = McpServer::Stdio(
+        McpServerStdio::new("everything", "node").args(vec![everything.display().to_string(), "stdio".into()]),
+    );
+    let http = McpServer::Http(McpServerHttp::new("everything", url));
+    for server_config in [stdio, http] {
+        let dir = workspace(&[]);
+        let server = ScriptedServer::start(vec![
+            Reply::tool_call("c1", "mcp__everything__echo", json!({"message": "ping"})),
+            Reply::text("It echoed."),
+        ])
+        .await;
+        let shared = Shared::default();
+        lock(&shared).choices.push_back(Choice::Pick("allow_always"));
+        let (stop, _) = with_client(&server, dir.path(), shared.clone(), NOTHING, async |cx| {
+            let session = new_session(&cx, dir.path(), vec![server_config.clone()]).await;
+            prompt(&cx, &session, "echo ping").await
+        })
+        .await;
+        assert_eq!(serde_json::to_value(stop.stop_reason).unwrap(), "end_turn");
+        let recorded = lock(&shared);
+        assert_eq!(recorded.permissions[0]["toolCall"]["title"], "echo (everything, MCP)");
+        let result = server.chat_requests()[1].body["messages"].as_array().unwrap().last().unwrap().clone();
+        assert!(result["content"].as_str().unwrap().contains("ping"), "{result}");
+    }
 }
 
 /// Raw lines, no SDK: what a broken client sends gets JSON-RPC errors, and reins keeps serving.
@@ -808,4 +835,42 @@ async fn the_diagnostics_command_of_the_config_tells_the_model_what_its_edit_bro
         The edit resulted in these new problems:
         src/new.rs:1:1: error: TODO left"#]]
     .assert_eq(result.as_str().unwrap());
+}
+
+#[tokio::test]
+async fn cancel_kills_the_command_in_the_client_terminal() {
+    let dir = workspace(&[]);
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("c1", "bash", json!({"command": "sleep 30"})),
+        Reply::text("never"),
+    ])
+    .await;
+    let shared = Shared::default();
+    lock(&shared).choices.push_back(Choice::Pick("allow_once"));
+    let watched = shared.clone();
+    let (elapsed, _) = with_client(&server, dir.path(), shared.clone(), Can { fs: true, terminal: true }, async |cx| {
+        let session = new_session(&cx, dir.path(), Vec::new()).await;
+        let turn = cx.send_request(PromptRequest::new(session.clone(), vec![text("wait a while")])).block_task();
+        let cancelling = async {
+            while !lock(&watched).terminal_calls.iter().any(|call| call.starts_with("wait_for_exit")) {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            cx.send_notification(CancelNotification::new(session.clone())).unwrap();
+            Instant::now()
+        };
+        let (response, started) = tokio::join!(turn, cancelling);
+        assert_eq!(serde_json::to_value(response.unwrap().stop_reason).unwrap(), "cancelled");
+        let elapsed = started.elapsed();
+        // The terminal is released right after, in the background.
+        while !lock(&watched).terminal_calls.iter().any(|call| call.starts_with("release")) {
+            assert!(started.elapsed() < WAIT, "the terminal was never released");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        elapsed
+    })
+    .await;
+    assert!(elapsed < Duration::from_secs(1), "the turn took {elapsed:?} to end after session/cancel");
+    let calls = lock(&shared).terminal_calls.clone();
+    assert!(calls.contains(&"kill term-1".to_string()) && calls.contains(&"release term-1".to_string()), "{calls:?}");
+    assert_eq!(server.chat_requests().len(), 1, "no model call after the cancel");
 }

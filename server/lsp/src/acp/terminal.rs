@@ -13,7 +13,7 @@ use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     CreateTerminalRequest, KillTerminalRequest, ReleaseTerminalRequest, SessionId, SessionUpdate,
-    Terminal as TerminalContent, TerminalExitStatus, TerminalOutputRequest, ToolCallContent, ToolCallId,
+    Terminal as TerminalContent, TerminalExitStatus, TerminalId, TerminalOutputRequest, ToolCallContent, ToolCallId,
     ToolCallUpdate, ToolCallUpdateFields, WaitForTerminalExitRequest,
 };
 use async_trait::async_trait;
@@ -69,15 +69,18 @@ impl Terminal for AcpTerminal {
         let update = ToolCallUpdate::new(ToolCallId::new(tool_call_id), ToolCallUpdateFields::new().content(content));
         self.events.updates(&session.0, vec![SessionUpdate::ToolCallUpdate(update)]);
 
+        // However this ends — even dropped mid-way, as a cancelled run drops its tool call —
+        // the command is killed and the terminal released.
+        let mut cleanup = Cleanup { cx: self.cx.clone(), session: session.clone(), id: id.clone(), armed: true };
         let wait = self.cx.send_request(WaitForTerminalExitRequest::new(session.clone(), id.clone())).block_task();
         let timeout = tokio::time::sleep(Duration::from_secs(command.timeout_secs.max(1)));
-        let (mut timed_out, mut cancelled) = (false, false);
         let exit: Option<TerminalExitStatus> = tokio::select! {
             exited = wait => exited.ok().map(|response| response.exit_status),
-            () = timeout => { timed_out = true; None }
-            () = cancel.cancelled() => { cancelled = true; None }
+            () = timeout => None,
+            () = cancel.cancelled() => return Ok(TerminalRun { cancelled: true, ..TerminalRun::default() }),
         };
-        if exit.is_none() {
+        let timed_out = exit.is_none();
+        if timed_out {
             let kill = KillTerminalRequest::new(session.clone(), id.clone());
             if let Err(err) = answer(self.cx.send_request(kill).block_task()).await {
                 tracing::warn!("terminal/kill failed: {err}");
@@ -85,6 +88,7 @@ impl Terminal for AcpTerminal {
         }
         let output =
             answer(self.cx.send_request(TerminalOutputRequest::new(session.clone(), id.clone())).block_task()).await;
+        cleanup.armed = false;
         let release = ReleaseTerminalRequest::new(session, id);
         if let Err(err) = answer(self.cx.send_request(release).block_task()).await {
             tracing::debug!("terminal/release failed: {err}");
@@ -97,7 +101,7 @@ impl Terminal for AcpTerminal {
             exit_code: status.exit_code,
             signal: status.signal,
             timed_out,
-            cancelled,
+            cancelled: false,
         })
     }
 }
@@ -110,5 +114,32 @@ async fn answer<T>(
         Ok(Ok(response)) => Ok(response),
         Ok(Err(err)) => Err(format!("the editor answered with an error: {}", err.message)),
         Err(_) => Err(format!("the editor did not answer within {} s", CLIENT_TIMEOUT.as_secs())),
+    }
+}
+
+/// Kills the command and releases its terminal when dropped armed, from a task of its own.
+struct Cleanup {
+    cx: ConnectionTo<Client>,
+    session: SessionId,
+    id: TerminalId,
+    armed: bool,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let (cx, session, id) = (self.cx.clone(), self.session.clone(), self.id.clone());
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        runtime.spawn(async move {
+            let kill = KillTerminalRequest::new(session.clone(), id.clone());
+            if let Err(err) = answer(cx.send_request(kill).block_task()).await {
+                tracing::debug!("terminal/kill failed: {err}");
+            }
+            if let Err(err) = answer(cx.send_request(ReleaseTerminalRequest::new(session, id)).block_task()).await {
+                tracing::debug!("terminal/release failed: {err}");
+            }
+        });
     }
 }

@@ -285,7 +285,12 @@ fn recorded_changes(_result: &ToolResultMessage) -> Vec<FileChange> {
 
 /// A session of `session/list`.
 pub fn session_info(info: &reins_harness::SessionInfo, cwd: &Path) -> SessionInfo {
-    let title = info.name.clone().or_else(|| info.first_message.clone());
+    // The first message without the files it quoted (see `from_proto::quote`).
+    let first = info.first_message.as_deref().map(|text| {
+        let cut = ["Attached file: ", "Attached: "].iter().filter_map(|marker| text.find(marker)).min();
+        text[..cut.unwrap_or(text.len())].trim().to_string()
+    });
+    let title = info.name.clone().or(first.filter(|text| !text.is_empty()));
     let updated =
         humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + std::time::Duration::from_millis(info.modified));
     SessionInfo::new(SessionId::new(info.id.as_str()), cwd.to_path_buf()).title(title).updated_at(updated.to_string())
@@ -310,4 +315,73 @@ pub fn invalid_params(message: impl Into<String>) -> Error {
 /// what to do, as the message.
 pub fn run_failed(message: String) -> Error {
     Error::new(ErrorCode::INTERNAL_ERROR, message).data(json!({ "code": "run_failed" }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listed(name: Option<&str>, first: Option<&str>) -> Value {
+        let info = reins_harness::SessionInfo {
+            id: "s1".into(),
+            path: "/h/s1.jsonl".into(),
+            name: name.map(str::to_string),
+            first_message: first.map(str::to_string),
+            entry_count: 3,
+            modified: 1_764_547_200_000,
+            parent_session: None,
+            usage: Usage::default(),
+        };
+        serde_json::to_value(session_info(&info, Path::new("/w"))).unwrap()
+    }
+
+    #[test]
+    fn a_listed_session_is_titled_by_its_name_else_its_first_words_without_attachments() {
+        let first = "fix the bug Attached file: src/a.rs ``` fn a() {} ```";
+        assert_eq!(
+            listed(None, Some(first)),
+            json!({"sessionId": "s1", "cwd": "/w", "title": "fix the bug", "updatedAt": "2025-12-01T00:00:00.000Z"})
+        );
+        assert_eq!(listed(Some("Bug hunt"), Some(first))["title"], "Bug hunt");
+        assert_eq!(listed(None, Some("Attached: x.png (not text; its content is not included)")).get("title"), None);
+    }
+
+    #[test]
+    fn titles_say_what_a_call_does() {
+        let titles: Vec<String> = [
+            ("read", json!({"path": "src/a.rs", "offset": 10})),
+            ("bash", json!({"command": "cargo test\ncargo clippy"})),
+            ("grep", json!({"pattern": "TODO"})),
+            ("apply_patch", json!({"input": "*** Begin Patch\n*** Update File: a.rs\n@@\n-a\n+b\n*** End Patch"})),
+            ("mcp__docs__search", json!({"q": "x"})),
+        ]
+        .iter()
+        .map(|(name, args)| format!("{} {:?}", title(name, args), kind(name)))
+        .collect();
+        expect_test::expect![[r#"
+            [
+                "Read src/a.rs Read",
+                "Run `cargo test` … Execute",
+                "Search for `TODO` in . Search",
+                "Patch a.rs Edit",
+                "search (docs, MCP) Other",
+            ]
+        "#]]
+        .assert_debug_eq(&titles);
+        let located = locations("read", &json!({"path": "src/a.rs", "offset": 10}), Path::new("/w"));
+        assert_eq!(serde_json::to_value(located).unwrap(), json!([{"path": "/w/src/a.rs", "line": 10}]));
+    }
+
+    #[test]
+    fn a_checklist_in_the_answer_is_a_plan() {
+        let plan = plan("Steps:\n- [x] read\n- [ ] edit\n  * [~] test\nnot a step").unwrap();
+        let statuses: Vec<Value> = serde_json::to_value(plan).unwrap()["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["status"].clone())
+            .collect();
+        assert_eq!(statuses, [json!("completed"), json!("pending"), json!("in_progress")]);
+        assert!(super::plan("- [ ] only one").is_none());
+    }
 }

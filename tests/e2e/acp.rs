@@ -131,22 +131,12 @@ fn spawn_reins(server: &ScriptedServer, dir: &Path) -> tokio::process::Child {
     spawn_reins_with(server, dir, "scripted-model")
 }
 
-/// [`spawn_reins`] with `model` as the default model.
+/// [`spawn_reins`] with `model` as the default model: `reins acp` as the other end-to-end tests
+/// start reins (clean environment, no controlling terminal), with stdin to write to.
 fn spawn_reins_with(server: &ScriptedServer, dir: &Path, model: &str) -> tokio::process::Child {
-    tokio::process::Command::new(env!("CARGO_BIN_EXE_reins"))
-        .arg("acp")
-        .current_dir(dir)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", dir)
-        .env("REINS_HOME", reins_home(dir))
-        .env("OPENAI_API_KEY", CANARY_KEY)
-        .env("OPENAI_BASE_URL", server.base_url())
+    support::reins_command(Some(&server.base_url()), dir, &["acp"])
         .env("REINS_MODEL", model)
         .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
         .spawn()
         .expect("start reins acp")
 }

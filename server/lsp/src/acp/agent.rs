@@ -193,7 +193,7 @@ impl State {
     }
 
     fn new_session(&self, request: NewSessionRequest, cx: ConnectionTo<Client>) -> Result<NewSessionResponse, Error> {
-        let servers = from_proto::mcp_servers(request.mcp_servers).map_err(to_proto::invalid_params)?;
+        let servers = mcp_servers(request.mcp_servers);
         let (harness, workspace) = self.harness(&request.cwd, cx)?;
         let id = harness.new_session(None, None).map_err(to_proto::harness_error)?;
         if !servers.is_empty() {
@@ -212,7 +212,7 @@ impl State {
         if lock(&self.sessions).contains_key(&id) {
             return Err(to_proto::invalid_params(format!("session {id} is already open on this connection")));
         }
-        let servers = from_proto::mcp_servers(request.mcp_servers).map_err(to_proto::invalid_params)?;
+        let servers = mcp_servers(request.mcp_servers);
         let (harness, workspace) = self.harness(&request.cwd, cx)?;
         let opened = harness.open_session(&id).map_err(to_proto::harness_error)?;
         if opened != id {
@@ -327,6 +327,15 @@ impl State {
             session.harness.shutdown().await;
         }
     }
+}
+
+/// The MCP servers of `session/new` or `session/load`; those left out are logged.
+fn mcp_servers(servers: Vec<agent_client_protocol::v1::schema::McpServer>) -> Vec<reins_mcp::ServerConfig> {
+    let (servers, skipped) = from_proto::mcp_servers(servers);
+    for reason in skipped {
+        tracing::warn!("{reason}");
+    }
+    servers
 }
 
 /// The linked files of a prompt, read as the agent would read them (through the client when it

@@ -129,40 +129,47 @@ pub fn file_path(uri: &str) -> Option<PathBuf> {
     Some(PathBuf::from(std::ffi::OsString::from_vec(decoded)))
 }
 
-/// The MCP servers a client hands a session. SSE (deprecated in MCP) is refused: reins does not
-/// advertise it.
-pub fn mcp_servers(servers: Vec<McpServer>) -> Result<Vec<ServerConfig>, String> {
-    servers
-        .into_iter()
-        .map(|server| {
-            let mut config = match server {
-                McpServer::Stdio(stdio) => {
-                    let mut config =
-                        ServerConfig::stdio(stdio.name, stdio.command.to_string_lossy().into_owned(), stdio.args);
-                    if let Transport::Stdio { env, .. } = &mut config.transport {
-                        *env = stdio.env.into_iter().map(|var| (var.name, var.value)).collect();
-                    }
-                    config
+/// The MCP servers a client hands a session, and a sentence for each one left out: SSE
+/// (deprecated in MCP, and not advertised) and transports reins does not know are skipped rather
+/// than failing the whole session.
+pub fn mcp_servers(servers: Vec<McpServer>) -> (Vec<ServerConfig>, Vec<String>) {
+    let mut configs = Vec::new();
+    let mut skipped = Vec::new();
+    for server in servers {
+        let mut config = match server {
+            McpServer::Stdio(stdio) => {
+                let command = stdio.command.to_string_lossy().into_owned();
+                let mut config = ServerConfig::stdio(stdio.name, command, stdio.args);
+                if let Transport::Stdio { env, .. } = &mut config.transport {
+                    *env = stdio.env.into_iter().map(|var| (var.name, var.value)).collect();
                 }
-                McpServer::Http(http) => {
-                    let mut config = ServerConfig::http(http.name, http.url);
-                    if let Transport::Http { headers, .. } = &mut config.transport {
-                        *headers = http.headers.into_iter().map(|header| (header.name, header.value)).collect();
-                    }
-                    config
-                }
-                McpServer::Sse(sse) => {
-                    return Err(format!("MCP server `{}`: SSE is not supported; give its HTTP endpoint", sse.name));
-                }
-                _ => return Err("an MCP server of a transport reins does not know".to_string()),
-            };
-            if config.name.trim().is_empty() {
-                return Err("an MCP server needs a name".to_string());
+                config
             }
-            config.origin = "session/new".to_string();
-            Ok(config)
-        })
-        .collect()
+            McpServer::Http(http) => {
+                let mut config = ServerConfig::http(http.name, http.url);
+                if let Transport::Http { headers, .. } = &mut config.transport {
+                    *headers = http.headers.into_iter().map(|header| (header.name, header.value)).collect();
+                }
+                config
+            }
+            McpServer::Sse(sse) => {
+                skipped
+                    .push(format!("MCP server `{}` skipped: SSE is not supported; give its HTTP endpoint", sse.name));
+                continue;
+            }
+            _ => {
+                skipped.push("an MCP server of a transport reins does not know was skipped".to_string());
+                continue;
+            }
+        };
+        if config.name.trim().is_empty() {
+            skipped.push("an MCP server without a name was skipped".to_string());
+            continue;
+        }
+        config.origin = "session/new".to_string();
+        configs.push(config);
+    }
+    (configs, skipped)
 }
 
 #[cfg(test)]
@@ -195,5 +202,25 @@ mod tests {
             fn a() {}
             ```"#]]
         .assert_eq(text);
+    }
+
+    #[test]
+    fn mcp_servers_keep_stdio_and_http_and_skip_sse() {
+        let servers: Vec<McpServer> = serde_json::from_value(serde_json::json!([
+            {"name": "fs", "command": "/bin/fs-mcp", "args": ["/w"], "env": [{"name": "MODE", "value": "ro"}]},
+            {"type": "http", "name": "docs", "url": "http://127.0.0.1:9/mcp", "headers": [{"name": "X", "value": "1"}]},
+            {"type": "sse", "name": "old", "url": "http://127.0.0.1:9/sse", "headers": []}
+        ]))
+        .unwrap();
+        let (configs, skipped) = mcp_servers(servers);
+        let shown: Vec<String> = configs
+            .iter()
+            .map(|config| format!("{} {} ({})", config.name, config.transport.describe(), config.origin))
+            .collect();
+        assert_eq!(shown, ["fs /bin/fs-mcp /w (session/new)", "docs http://127.0.0.1:9/mcp (session/new)"]);
+        assert!(
+            matches!(&configs[0].transport, Transport::Stdio { env, .. } if env == &[("MODE".to_string(), "ro".to_string())])
+        );
+        assert_eq!(skipped, ["MCP server `old` skipped: SSE is not supported; give its HTTP endpoint"]);
     }
 }

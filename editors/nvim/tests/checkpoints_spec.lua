@@ -20,12 +20,7 @@ local review = require("reins.review")
 local keys = require("reins.config").options.keymaps
 
 -- What the plugin notified, to check its wording (the runner prints them too).
-local notices = {}
-local runner_notify = vim.notify
-vim.notify = function(msg, level)
-  table.insert(notices, msg)
-  runner_notify(msg, level)
-end
+local notices = H.capture_notices()
 
 local function press(lhs)
   vim.api.nvim_feedkeys(vim.keycode(lhs), "mx", false)

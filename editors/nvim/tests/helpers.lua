@@ -45,6 +45,17 @@ function H.workspace(files)
   return dir
 end
 
+--- Records every notification in the list it returns (and still passes each on).
+function H.capture_notices()
+  local notices = {}
+  local notify = vim.notify
+  vim.notify = function(msg, level)
+    table.insert(notices, msg)
+    notify(msg, level)
+  end
+  return notices
+end
+
 --- Configures the plugin against the scripted server.
 function H.setup(url, extra)
   require("reins").setup(vim.tbl_deep_extend("force", {

@@ -6,12 +6,7 @@ local H = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h")
 H.workspace({ ["math.lua"] = "local M = {}\nreturn M\n" })
 vim.env.PATH = vim.fn.fnamemodify(H.reins_bin, ":h") .. ":" .. vim.env.PATH
 
-local notified = {}
-local notify = vim.notify
-vim.notify = function(msg, level)
-  table.insert(notified, msg)
-  notify(msg, level)
-end
+local notified = H.capture_notices()
 
 local log_file = vim.lsp.log.get_filename()
 local function log_size()

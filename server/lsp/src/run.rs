@@ -267,7 +267,7 @@ fn tool_item(value: &str) -> Result<String, String> {
 
 fn print_json_event(event: &AgentEvent) {
     use std::io::Write;
-    let line = crate::lsp::to_proto::agent_event(event).to_string();
+    let line = crate::lsp::to_proto::to_string(&crate::lsp::to_proto::agent_event(event));
     let mut stdout = std::io::stdout().lock();
     // A closed pipe only means nobody is listening any more.
     let _ = writeln!(stdout, "{line}").and_then(|_| stdout.flush());

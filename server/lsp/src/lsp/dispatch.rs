@@ -85,7 +85,7 @@ pub async fn execute(state: &State, command: Command) -> Result<Value> {
         }
         Command::SessionMessages(session) => {
             let messages = harness.messages(&session.session_id).map_err(to_proto::harness_error)?;
-            let messages: Vec<Value> = messages.iter().map(to_proto::message).collect();
+            let messages: Vec<_> = messages.iter().map(to_proto::message).collect();
             Ok(json!({ "sessionId": session.session_id, "messages": messages }))
         }
         Command::SessionTree(session) => {

@@ -230,7 +230,7 @@ impl Pump {
     }
 
     async fn send(&mut self, key: &RunKey, event: &AgentEvent) {
-        self.send_value(key, to_proto::agent_event(event)).await;
+        self.send_value(key, to_proto::to_value(&to_proto::agent_event(event))).await;
     }
 
     async fn send_value(&mut self, key: &RunKey, event: Value) {

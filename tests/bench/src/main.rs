@@ -103,8 +103,10 @@ async fn tokens_only() -> i32 {
         eprintln!("bench: build the release binary first: cargo build --release -p reins (or use scripts/bench)");
         return 1;
     };
+    let load_before = load_average();
     let pis = vec![peer::Pi::install(peer::PI_VERSIONS[0]).await];
     let missed = tokens::measure(&reins, &pis).await;
+    print_load(&load_before);
     i32::from(missed && std::env::var_os("BENCH_STRICT").is_some())
 }
 
@@ -147,9 +149,7 @@ async fn run() -> i32 {
     failed |= mcp::measure(&reins).await;
     failed |= checkpoints::measure(&reins);
     failed |= acp::measure(&reins).await;
-    println!("\nload average (1, 5, 15 min) on {} cores", cores());
-    println!("  before the bench  {load_before}");
-    println!("  after the bench   {}", load_average());
+    print_load(&load_before);
     if std::env::var_os("BENCH_STRICT").is_none() {
         failed = false;
     }
@@ -373,6 +373,13 @@ fn print_figures(reins: &Figures, peers: &[(String, Result<Figures, String>)]) {
 }
 
 /// `/proc/loadavg`'s three figures, or why they cannot be read.
+/// The load average before the bench and now: absolute figures move with it.
+fn print_load(before: &str) {
+    println!("\nload average (1, 5, 15 min) on {} cores", cores());
+    println!("  before the bench  {before}");
+    println!("  after the bench   {}", load_average());
+}
+
 fn load_average() -> String {
     match std::fs::read_to_string("/proc/loadavg") {
         Ok(text) => text.split_whitespace().take(3).collect::<Vec<_>>().join("  "),

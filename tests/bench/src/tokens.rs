@@ -1,12 +1,12 @@
-//! The token figures: what the first request for "hi" weighs — reins with its default tools, and
-//! pi on the same prompt in the same workspace, both against the scripted server — and what share
+//! The token figures: what the first request for "hi" weighs — reins with its default tools and
+//! with the read-only set, and pi on the same prompt in the same workspace, both against the scripted server — and what share
 //! of a 50-turn session's input tokens a server with Anthropic's prompt cache (scripted-llm's
 //! [`scripted_llm::PrefixCache`]) reads from its cache, for reins and for pi 1.6.
 
 use std::path::Path;
 use std::process::Stdio;
 
-use scripted_llm::{CacheUsage, Reply, ScriptedServer};
+use scripted_llm::{CacheUsage, RecordedRequest, Reply, ScriptedServer};
 use serde_json::{Value, json};
 
 use crate::peer::{Pi, print_args, run_timed};
@@ -28,7 +28,7 @@ pub async fn measure(reins: &Path, pis: &[Result<Pi, String>]) -> bool {
 }
 
 async fn first_request(reins: &Path, pis: &[Result<Pi, String>]) -> bool {
-    println!("\nfirst request for \"hi\" (bytes of the body; reins with its default tools, same workspace)");
+    println!("\nfirst request for \"hi\" (bytes of the body, same workspace)");
     let workspace = match tempfile::tempdir() {
         Ok(dir) => dir,
         Err(err) => {
@@ -36,21 +36,19 @@ async fn first_request(reins: &Path, pis: &[Result<Pi, String>]) -> bool {
             return true;
         }
     };
-    let server = ScriptedServer::start(vec![Reply::text("Hello.")]).await;
-    let status = tokio::process::Command::from(reins_command(reins, workspace.path(), &server, "hi"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .await;
-    let Some(request) = server.chat_requests().into_iter().next().filter(|_| matches!(status, Ok(s) if s.success()))
-    else {
-        println!("  reins not measured: the run failed ({status:?})");
-        return true;
-    };
-    let reins_bytes = request.raw_body.len();
-    let (system, tools) = parts(&request.body);
-    println!("  {:<12} {reins_bytes:>7}  (system prompt {system}, {} tools {})", "reins", tools.0, tools.1);
+    // reins with its default tools (what the target is about), and with the read-only set.
+    let mut measured = Vec::new();
+    for (name, args) in [("reins", &[][..]), ("reins read-only", &["--tools", "read-only"][..])] {
+        let Some(request) = reins_first_request(reins, workspace.path(), args).await else {
+            println!("  {name} not measured: the run failed");
+            return true;
+        };
+        let (system, tools) = parts(&request.body);
+        let bytes = request.raw_body.len();
+        println!("  {name:<16} {bytes:>7}  (system prompt {system}, {} tools {})", tools.0, tools.1);
+        measured.push((name, bytes));
+    }
+    let reins_bytes = measured[0].1;
     let mut missed = false;
     for pi in pis {
         let Ok(pi) = pi else { continue };
@@ -63,10 +61,13 @@ async fn first_request(reins: &Path, pis: &[Result<Pi, String>]) -> bool {
         };
         match bytes {
             Ok(Some(bytes)) => {
-                let ratio = reins_bytes as f64 / bytes as f64;
-                println!("  {:<12} {bytes:>7}  reins / pi {ratio:.2}x", format!("pi {}", pi.version));
+                let ratios: Vec<String> = measured
+                    .iter()
+                    .map(|(name, reins)| format!("{name} / pi {:.2}x", *reins as f64 / bytes as f64))
+                    .collect();
+                println!("  {:<16} {bytes:>7}  {}", format!("pi {}", pi.version), ratios.join(", "));
                 if pi.version == crate::peer::PI_VERSIONS[0] {
-                    let ok = ratio <= MAX_BYTES_RATIO;
+                    let ok = reins_bytes as f64 / bytes as f64 <= MAX_BYTES_RATIO;
                     println!(
                         "  [{}] reins at most {MAX_BYTES_RATIO}x pi {}'s bytes",
                         if ok { "ok" } else { "MISSED" },
@@ -80,6 +81,20 @@ async fn first_request(reins: &Path, pis: &[Result<Pi, String>]) -> bool {
         }
     }
     missed
+}
+
+/// The first model request of `reins run ARGS hi` in `workspace`; `None` when the run failed.
+async fn reins_first_request(reins: &Path, workspace: &Path, args: &[&str]) -> Option<RecordedRequest> {
+    let server = ScriptedServer::start(vec![Reply::text("Hello.")]).await;
+    let mut command = reins_command(reins, workspace, &server, "hi");
+    command.args(args);
+    let status = tokio::process::Command::from(command)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .await;
+    server.chat_requests().into_iter().next().filter(|_| matches!(status, Ok(s) if s.success()))
 }
 
 /// The system prompt's bytes, and the number and bytes of the tool definitions.

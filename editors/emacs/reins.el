@@ -16,7 +16,11 @@
 ;;   retries, proposals waiting for review, how each was decided, and failures with what to do;
 ;; - proposed edits as diagnostics (Flymake) on the changed lines, with the code actions "Accept
 ;;   agent edit", "Accept only hunk N of M (reject the others)" and "Reject agent edit";
-;;   accepting applies them through workspace/applyEdit, so undo works.
+;;   accepting applies them through workspace/applyEdit, so undo works;
+;; - the agent told what its edits broke, and a `diagnostics' tool: reins asks Emacs for the
+;;   buffer's Flymake diagnostics (`reins/diagnostics').  Eglot replaces a buffer's own Flymake
+;;   backends (`python-flymake'…) with its own; reins.el keeps them running beside it
+;;   (`reins-keep-flymake-backends'), so there is something to tell.
 
 (require 'cl-lib)
 (require 'eglot)
@@ -42,12 +46,21 @@
 (defvar reins-answer-buffer "*reins*"
   "Where the runs of reins are shown.")
 
+(defcustom reins-keep-flymake-backends t
+  "Keep a buffer's own Flymake backends running when reins manages it.
+Eglot replaces them with its own, which shows only reins's proposals; kept, they still mark
+problems, and reins can tell the agent what its edits broke."
+  :type 'boolean)
+
+(defun reins--initialization-options ()
+  "The initializationOptions: `reins-initialization-options', and what reins.el does besides
+LSP: it answers `reins/diagnostics' from Flymake."
+  (append '(:capabilities (:diagnostics t)) reins-initialization-options))
+
 (add-to-list 'eglot-server-programs
              `(,reins-modes
                . ,(lambda (&optional _interactive)
-                    (append reins-command
-                            (when reins-initialization-options
-                              (list :initializationOptions reins-initialization-options))))))
+                    (append reins-command (list :initializationOptions (reins--initialization-options))))))
 
 ;;; Every message the server sends, at once (jsonrpc 1.0.14, Emacs 28-29)
 
@@ -214,6 +227,69 @@ The fixed one queues them (`jsonrpc-mqueue') and needs no help."
   (let ((eglot-confirm-server-initiated-edits
          (and (not (reins--server-p server)) eglot-confirm-server-initiated-edits)))
     (cl-call-next-method)))
+
+;;; The editor's diagnostics (Flymake), for the agent
+
+(defun reins--keep-flymake-backends ()
+  "Put back the Flymake backends Eglot set aside when reins began to manage this buffer."
+  (when (and reins-keep-flymake-backends eglot--managed-mode (reins--server-p (eglot-current-server)))
+    (dolist (backend (alist-get 'flymake-diagnostic-functions eglot--saved-bindings))
+      (unless (or (eq backend t) (memq backend flymake-diagnostic-functions))
+        (add-hook 'flymake-diagnostic-functions backend t t)))))
+
+(add-hook 'eglot-managed-mode-hook #'reins--keep-flymake-backends)
+
+(defun reins--own-diagnostic-p (diag)
+  "Whether the Flymake DIAG is reins's own (a pending edit's), which reins does not want back."
+  (equal (plist-get (cdr (assoc 'eglot-lsp-diag (flymake-diagnostic-data diag))) :source) "reins"))
+
+(defun reins--lsp-diagnostic (diag)
+  "The Flymake DIAG as an LSP Diagnostic, in the server's position encoding."
+  (let* ((lsp (cdr (assoc 'eglot-lsp-diag (flymake-diagnostic-data diag))))
+         (severity (flymake--severity (flymake-diagnostic-type diag)))
+         (backend (flymake-diagnostic-backend diag))
+         (source (or (plist-get lsp :source) (and backend (symbolp backend) (symbol-name backend))))
+         (code (plist-get lsp :code)))
+    (append (list :range (list :start (eglot--pos-to-lsp-position (flymake-diagnostic-beg diag))
+                               :end (eglot--pos-to-lsp-position (flymake-diagnostic-end diag)))
+                  :severity (cond ((>= severity (warning-numeric-level :error)) 1)
+                                  ((>= severity (warning-numeric-level :warning)) 2)
+                                  (t 3))
+                  :message (flymake-diagnostic-text diag))
+            (when source (list :source source))
+            (when code (list :code code)))))
+
+(defun reins--checked-p (buffer)
+  "Whether anything besides reins checks BUFFER: a Flymake backend of its own running in it.
+A buffer nothing checks is left out of the answer (its problems are unknown, not absent), so
+reins does not wait for them to change after an edit."
+  (with-current-buffer buffer
+    (and (bound-and-true-p flymake-mode)
+         (cl-some (lambda (backend) (not (eq backend 'eglot-flymake-backend)))
+                  (flymake-running-backends)))))
+
+(defun reins--diagnostics-item (buffer uri)
+  "BUFFER's Flymake diagnostics, without reins's own, as a `reins/diagnostics' item for URI."
+  (with-current-buffer buffer
+    (list :uri uri
+          :diagnostics (vconcat (and (bound-and-true-p flymake-mode)
+                                     (mapcar #'reins--lsp-diagnostic
+                                             (cl-remove-if #'reins--own-diagnostic-p (flymake-diagnostics))))))))
+
+(cl-defmethod eglot-handle-request (server (_method (eql reins/diagnostics)) &key uris &allow-other-keys)
+  "Answer with the Flymake diagnostics of the buffers URIS name, or of every buffer SERVER
+manages; a file no buffer visits, or one nothing checks, is left out (its problems are
+unknown)."
+  (list :items
+        (vconcat
+         (if uris
+             (cl-loop for uri across uris
+                      for buffer = (and (stringp uri) (find-buffer-visiting (eglot--uri-to-path uri)))
+                      when (and buffer (reins--checked-p buffer))
+                      collect (reins--diagnostics-item buffer uri))
+           (cl-loop for buffer in (eglot--managed-buffers server)
+                    when (and (buffer-file-name buffer) (reins--checked-p buffer))
+                    collect (reins--diagnostics-item buffer (eglot--path-to-uri (buffer-file-name buffer))))))))
 
 ;;; Commands
 

@@ -167,7 +167,7 @@ impl Feedback {
                 let before: Vec<FileDiagnostics> = changes
                     .iter()
                     .filter_map(|change| match files.iter().find(|file| file.path == change.path) {
-                        Some(file) => Some(file.clone()),
+                        Some(file) => Some(moved_by(file, change)),
                         None if change.before.is_none() => {
                             Some(FileDiagnostics { path: change.path.clone(), diagnostics: Vec::new() })
                         }
@@ -315,6 +315,18 @@ impl Feedback {
     }
 }
 
+/// `file`'s problems where `change` moves their lines.
+fn moved_by(file: &FileDiagnostics, change: &reins_agent::FileChange) -> FileDiagnostics {
+    let mut moved = file.clone();
+    if let Some(before) = &change.before {
+        let map = LineMap::new(before, &change.after);
+        for diagnostic in &mut moved.diagnostics {
+            diagnostic.line = map.line(diagnostic.line);
+        }
+    }
+    moved
+}
+
 /// Whether every file of `before` has other problems in `after` (positions aside: an edit moves
 /// them), or is gone from it.
 fn all_changed(before: &[FileDiagnostics], after: &[FileDiagnostics]) -> bool {
@@ -330,9 +342,11 @@ fn identities(diagnostics: &[Diagnostic]) -> Vec<(reins_tools::Severity, Option<
     all
 }
 
-/// The errors (and warnings, with `warnings`) of `after` that `before` did not have — counted, so
-/// a second copy of a problem is new — in file and line order. A file `before` does not list had
-/// none.
+/// The errors (and warnings, with `warnings`) of `after` that `before` did not have, in file and
+/// line order. Each problem before accounts for one after it that is the same problem (all but
+/// the position, see [`Diagnostic::identity`]), the nearest by line first: so of two `TODO`s after
+/// an edit that added one, the one the edit added is told, and a second copy of a problem is new.
+/// A file `before` does not list had none.
 pub fn new_problems(
     before: &[FileDiagnostics],
     after: &[FileDiagnostics],
@@ -340,23 +354,95 @@ pub fn new_problems(
 ) -> Vec<(PathBuf, Diagnostic)> {
     let mut told = Vec::new();
     for file in after {
-        let old = before.iter().find(|old| old.path == file.path).map(|old| old.diagnostics.as_slice());
-        let mut seen: HashMap<_, usize> = HashMap::new();
-        for diagnostic in old.unwrap_or_default() {
-            *seen.entry(diagnostic.identity()).or_default() += 1;
-        }
-        let mut ordered: Vec<&Diagnostic> = file.diagnostics.iter().collect();
-        ordered.sort_by_key(|diagnostic| (diagnostic.line, diagnostic.column));
-        for diagnostic in ordered {
-            match seen.get_mut(&diagnostic.identity()) {
-                Some(count) if *count > 0 => *count -= 1,
-                _ if diagnostic.is_reported(warnings) => told.push((file.path.clone(), diagnostic.clone())),
-                _ => {}
+        let old = before.iter().find(|old| old.path == file.path).map_or(&[][..], |old| old.diagnostics.as_slice());
+        for diagnostic in unmatched(old, &file.diagnostics) {
+            if diagnostic.is_reported(warnings) {
+                told.push((file.path.clone(), diagnostic.clone()));
             }
         }
     }
     told.sort_by(|(a, x), (b, y)| (a, x.line, x.column).cmp(&(b, y.line, y.column)));
     told
+}
+
+/// Pairs of problems one identity group may weigh against each other; past that, they are
+/// paired in line order.
+const MAX_PAIRS: usize = 100_000;
+
+/// The problems of `after` that no problem of `before` accounts for (see [`new_problems`]).
+fn unmatched<'a>(before: &[Diagnostic], after: &'a [Diagnostic]) -> Vec<&'a Diagnostic> {
+    type Group = (Vec<u32>, Vec<usize>);
+    let mut groups: HashMap<_, Group> = HashMap::new();
+    for diagnostic in before {
+        groups.entry(diagnostic.identity()).or_default().0.push(diagnostic.line);
+    }
+    for (index, diagnostic) in after.iter().enumerate() {
+        groups.entry(diagnostic.identity()).or_default().1.push(index);
+    }
+    let mut matched = vec![false; after.len()];
+    for (old_lines, new_indexes) in groups.values_mut() {
+        if old_lines.is_empty() || new_indexes.is_empty() {
+            continue;
+        }
+        if old_lines.len() * new_indexes.len() > MAX_PAIRS {
+            old_lines.sort_unstable();
+            new_indexes.sort_by_key(|&index| after[index].line);
+            for &index in new_indexes.iter().take(old_lines.len()) {
+                matched[index] = true;
+            }
+            continue;
+        }
+        // (distance, line after, which before, which after), nearest first.
+        let mut pairs: Vec<(u32, u32, usize, usize)> = Vec::with_capacity(old_lines.len() * new_indexes.len());
+        for (old, &old_line) in old_lines.iter().enumerate() {
+            for &index in new_indexes.iter() {
+                let new_line = after[index].line;
+                pairs.push((old_line.abs_diff(new_line), new_line, old, index));
+            }
+        }
+        pairs.sort_unstable();
+        let mut used = vec![false; old_lines.len()];
+        let mut left = old_lines.len().min(new_indexes.len());
+        for (_, _, old, index) in pairs {
+            if left == 0 {
+                break;
+            }
+            if !used[old] && !matched[index] {
+                used[old] = true;
+                matched[index] = true;
+                left -= 1;
+            }
+        }
+    }
+    after.iter().zip(matched).filter(|(_, matched)| !matched).map(|(diagnostic, _)| diagnostic).collect()
+}
+
+/// Where the lines of a file's text before a change are after it (1-based): a line the change
+/// replaced goes to the start of what replaced it. Problems from before the change are moved
+/// with it, so each is weighed against the problems that are where it now is.
+struct LineMap(Vec<reins_review::LineChange>);
+
+impl LineMap {
+    fn new(before: &str, after: &str) -> Self {
+        let (old, new) = (reins_review::split_lines(before), reins_review::split_lines(after));
+        LineMap(reins_review::line_changes(&old, &new, Duration::from_millis(50)))
+    }
+
+    fn line(&self, line: u32) -> u32 {
+        let at = line.saturating_sub(1) as usize;
+        let mut shift: isize = 0;
+        for change in &self.0 {
+            if at < change.old.start {
+                break;
+            }
+            if at < change.old.end {
+                let within = (at - change.old.start).min(change.new.len().saturating_sub(1));
+                return (change.new.start + within + 1) as u32;
+            }
+            shift = change.new.end as isize - change.old.end as isize;
+        }
+        (at as isize + shift + 1).max(1) as u32
+    }
 }
 
 /// [`NEW_PROBLEMS`], then at most [`MAX_TOLD`] problems, one a line, paths relative to `cwd`.
@@ -435,6 +521,36 @@ mod tests {
         .assert_eq(&told(false));
         assert!(told(true).contains("a.rs:4:1: warning: new warning (lint)"));
         assert!(!told(true).contains("hint"));
+    }
+
+    #[test]
+    fn of_two_same_problems_the_one_nearest_an_old_one_is_the_old_one() {
+        // A TODO on line 2; an edit of line 1 adds another: the one on line 1 is new.
+        let before = [file("/w/a.py", vec![problem(2, Severity::Error, "TODO left here")])];
+        let after = [file(
+            "/w/a.py",
+            vec![problem(1, Severity::Error, "TODO left here"), problem(2, Severity::Error, "TODO left here")],
+        )];
+        let told = new_problems(&before, &after, false);
+        assert_eq!(told.iter().map(|(_, d)| d.line).collect::<Vec<_>>(), [1]);
+        // Three copies where there were two: one is new, whatever the order they come in.
+        let before = [file("/w/a.py", vec![problem(5, Severity::Error, "x"), problem(9, Severity::Error, "x")])];
+        let after = [file(
+            "/w/a.py",
+            vec![problem(9, Severity::Error, "x"), problem(7, Severity::Error, "x"), problem(5, Severity::Error, "x")],
+        )];
+        assert_eq!(new_problems(&before, &after, false).iter().map(|(_, d)| d.line).collect::<Vec<_>>(), [7]);
+    }
+
+    #[test]
+    fn lines_before_a_change_are_moved_where_the_change_puts_them() {
+        let map = LineMap::new("a\nb\nc\nd\n", "a\nnew\nnew\nb\nd\n");
+        // a stays, b moves down two, c (replaced by nothing) goes where d now is, d moves down one.
+        assert_eq!([1, 2, 3, 4].map(|line| map.line(line)), [1, 4, 5, 5]);
+        let map = LineMap::new("a\nb\nc\n", "a\nB\nc\n");
+        assert_eq!([1, 2, 3, 9].map(|line| map.line(line)), [1, 2, 3, 9]);
+        let map = LineMap::new("a\nb\nc\n", "c\n");
+        assert_eq!([1, 2, 3].map(|line| map.line(line)), [1, 1, 1]);
     }
 
     #[test]

@@ -16,7 +16,7 @@ pub mod notes;
 mod pending;
 
 pub use approval::{ApprovalPolicy, ApprovalRequest, Approver, Changed, Policy, ToolPattern, Verdict, without_asking};
-pub use diff::{Hunk, apply_hunks, hunks, unified_diff};
+pub use diff::{Hunk, LineChange, apply_hunks, hunks, line_changes, split_lines, unified_diff};
 pub use merge::{Conflict, Located, locate, rebase};
 pub use pending::{
     Choice, DIFF_DEADLINE, FileDiff, Observer, Origin, Outcome, PendingEdit, PendingEdits, ReadCurrent, Resolution,

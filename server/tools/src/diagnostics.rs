@@ -279,7 +279,7 @@ impl DiagnosticsTool {
                 out.push_str("\n\n");
             }
             out.push_str(&format!(
-                "[Not open in the editor, so the editor has no diagnostics for: {}.]",
+                "[The editor has no diagnostics for: {} (not open in it, or nothing there checks it).]",
                 unchecked.join(", ")
             ));
         }

@@ -295,7 +295,7 @@ async fn the_diagnostics_tool_lists_the_problems_of_open_files_inside_the_worksp
         src/lib.rs:3:5: error[E0599]: no method named `old` found (rustc)
         src/lib.rs:7:5: warning: unused variable: `unused` (rustc)
 
-        [Not open in the editor, so the editor has no diagnostics for: src/closed.rs.]"#]]
+        [The editor has no diagnostics for: src/closed.rs (not open in it, or nothing there checks it).]"#]]
     .assert_eq(&tool_result(&lsp, 1));
     let all = tool_result(&lsp, 2);
     assert!(all.starts_with("src/lib.rs:2:5: error[E0308]") && !all.contains("secret"), "{all}");

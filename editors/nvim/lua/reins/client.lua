@@ -93,16 +93,29 @@ function M.command()
     )
 end
 
+--- The initializationOptions: the user's settings, and what the plugin can do besides LSP
+--- (it answers `reins/diagnostics` from vim.diagnostic).
+local function init_options()
+  local options = vim.deepcopy(config.options.init_options or {})
+  options.capabilities = vim.tbl_extend("force", options.capabilities or {}, { diagnostics = true })
+  return options
+end
+
 local function lsp_config()
   local o = config.options
   return {
     cmd = M.command() or { "reins", "lsp" },
-    init_options = M.object(o.init_options or {}),
+    init_options = init_options(),
     filetypes = o.filetypes,
     root_dir = function(bufnr, on_dir)
       on_dir(M.root(bufnr))
     end,
-    handlers = { ["reins/event"] = dispatch_event },
+    handlers = {
+      ["reins/event"] = dispatch_event,
+      ["reins/diagnostics"] = function(err, params, ctx)
+        return require("reins.diagnostics").handler(err, params, ctx)
+      end,
+    },
   }
 end
 

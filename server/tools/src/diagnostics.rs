@@ -261,6 +261,11 @@ impl DiagnosticsTool {
                 .map(|path| shown(path))
                 .collect();
             match (asked, checked.is_empty()) {
+                // The editor leaves out files nothing checks: their problems are unknown.
+                (None, _) if files.is_empty() => {
+                    "The editor has no diagnostics: no language server or linter reports on the files open in it."
+                        .to_string()
+                }
                 (None, _) => "No errors or warnings in the files open in the editor.".to_string(),
                 (Some(_), false) => format!("No errors or warnings in {}.", checked.join(", ")),
                 (Some(_), true) => String::new(),
@@ -321,6 +326,29 @@ mod tests {
                 dir with: colon/x.rs:9:2: error: odd path
                 src/ansi.rs:5:1: error: colored"#]],
         );
+    }
+
+    #[test]
+    fn an_editor_that_checks_nothing_is_not_taken_for_one_that_found_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace: Arc<dyn Workspace> = Arc::new(crate::FsWorkspace::new(vec![dir.path().to_path_buf()]).unwrap());
+        struct Editor;
+        #[async_trait]
+        impl DiagnosticSource for Editor {
+            fn available(&self) -> bool {
+                true
+            }
+            async fn diagnostics(&self, _: Option<&[PathBuf]>, _: Duration) -> Result<Vec<FileDiagnostics>, String> {
+                Ok(Vec::new())
+            }
+        }
+        let tool = DiagnosticsTool::new(workspace, Arc::new(Editor));
+        assert_eq!(
+            tool.report(None, &[]),
+            "The editor has no diagnostics: no language server or linter reports on the files open in it."
+        );
+        let clean = [FileDiagnostics { path: dir.path().join("a.rs"), diagnostics: Vec::new() }];
+        assert_eq!(tool.report(None, &clean), "No errors or warnings in the files open in the editor.");
     }
 
     #[test]

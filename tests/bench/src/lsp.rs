@@ -156,7 +156,7 @@ impl Client {
         Ok(result)
     }
 
-    async fn notify(&mut self, method: &str, params: Value) -> Result<(), String> {
+    pub(crate) async fn notify(&mut self, method: &str, params: Value) -> Result<(), String> {
         self.write(&json!({"jsonrpc": "2.0", "method": method, "params": params})).await
     }
 
@@ -187,14 +187,14 @@ impl Client {
         }
     }
 
-    async fn write(&mut self, message: &Value) -> Result<(), String> {
+    pub(crate) async fn write(&mut self, message: &Value) -> Result<(), String> {
         let body = message.to_string();
         let frame = format!("Content-Length: {}\r\n\r\n{body}", body.len());
         self.stdin.write_all(frame.as_bytes()).await.map_err(|e| e.to_string())?;
         self.stdin.flush().await.map_err(|e| e.to_string())
     }
 
-    async fn read(&mut self) -> Result<Value, String> {
+    pub(crate) async fn read(&mut self) -> Result<Value, String> {
         let mut length = 0;
         loop {
             let mut line = String::new();

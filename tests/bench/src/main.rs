@@ -12,6 +12,7 @@
 
 mod acp;
 mod checkpoints;
+mod diagnostics;
 mod edit_corpus;
 mod large_session;
 mod lsp;
@@ -91,6 +92,15 @@ fn main() {
         eprintln!("bench: cannot start the async runtime");
         std::process::exit(1);
     };
+    // `reins-bench diagnostics`: only the after-edit feedback's latency (the release binary).
+    if args.first().is_some_and(|first| first == "diagnostics") {
+        let Some(reins) = reins_binary() else {
+            eprintln!("bench: build the release binary first: cargo build --release -p reins (or use scripts/bench)");
+            std::process::exit(1);
+        };
+        let failed = runtime.block_on(diagnostics::measure(&reins));
+        std::process::exit(i32::from(failed && std::env::var_os("BENCH_STRICT").is_some()));
+    }
     // `reins-bench tokens`: only the token figures (first request, prompt cache), reins and pi 1.6.
     if args.first().is_some_and(|first| first == "tokens") {
         std::process::exit(runtime.block_on(tokens_only()));
@@ -149,6 +159,7 @@ async fn run() -> i32 {
     failed |= mcp::measure(&reins).await;
     failed |= checkpoints::measure(&reins);
     failed |= acp::measure(&reins).await;
+    failed |= diagnostics::measure(&reins).await;
     print_load(&load_before);
     if std::env::var_os("BENCH_STRICT").is_none() {
         failed = false;

@@ -126,7 +126,8 @@ async fn run(args: RunArgs) -> ExitCode {
     let events: HarnessEventSink = if args.json {
         Arc::new(|event: HarnessEvent| print_json_event(&event.event))
     } else {
-        let human = HumanOutput::new();
+        let feedback = &settings.feedback;
+        let human = HumanOutput::new(feedback.command.clone().filter(|_| feedback.after_edit));
         Arc::new(move |event: HarnessEvent| human.show(&event.event))
     };
     let session_choice = args.session();

@@ -14,6 +14,9 @@ const CHANGES_FILES: [&str; 3] = ["edit", "write", "apply_patch"];
 /// Prints agent events for a person.
 pub struct HumanOutput {
     color: bool,
+    /// `[diagnostics] command`, when it checks the agent's edits: said at the first edit, since
+    /// the edit's result then waits for it.
+    check: Option<String>,
     state: Mutex<OutputState>,
 }
 
@@ -23,11 +26,13 @@ struct OutputState {
     mid_line: bool,
     thinking: bool,
     turns: u32,
+    /// The check command was named.
+    check_named: bool,
 }
 
 impl HumanOutput {
-    pub fn new() -> Self {
-        Self { color: std::io::stderr().is_terminal(), state: Mutex::new(OutputState::default()) }
+    pub fn new(check: Option<String>) -> Self {
+        Self { color: std::io::stderr().is_terminal(), check, state: Mutex::new(OutputState::default()) }
     }
 
     pub fn show(&self, event: &AgentEvent) {
@@ -63,14 +68,26 @@ impl HumanOutput {
             AgentEvent::ToolExecutionStart { tool_name, args, .. } => {
                 end_line(state, out)?;
                 writeln!(err, "{} {}", self.paint(&format!("● {tool_name}"), "1;36"), summarize_args(tool_name, args))?;
+                let changes_files = CHANGES_FILES.contains(&tool_name.as_str());
+                if let Some(check) = self.check.as_deref().filter(|_| changes_files && !state.check_named) {
+                    state.check_named = true;
+                    let note = format!("  the edits are checked with `{}` (diagnostics.command)", shorten(check, 100));
+                    writeln!(err, "{}", self.paint(&note, "2"))?;
+                }
             }
             AgentEvent::ToolExecutionEnd { tool_name, result, is_error, .. } => {
                 let text = result.text();
                 if *is_error {
                     writeln!(err, "  {}", self.paint(&format!("✗ {}", first_line(&text, 160)), "31"))?;
                 } else if CHANGES_FILES.contains(&tool_name.as_str()) {
-                    // What landed ("Edited a.txt as changed by the reviewer"), not a line count.
-                    writeln!(err, "  {}", self.paint(&format!("✓ {}", first_line(&text, 160)), "2"))?;
+                    // What landed ("Edited a.txt as changed by the reviewer"), not a line count, and
+                    // how many new problems the after-edit feedback told the model.
+                    let told = match new_problems(&text) {
+                        0 => String::new(),
+                        1 => " · 1 new problem, told to the model".to_string(),
+                        n => format!(" · {n} new problems, told to the model"),
+                    };
+                    writeln!(err, "  {}", self.paint(&format!("✓ {}{told}", first_line(&text, 160)), "2"))?;
                 } else {
                     writeln!(err, "  {}", self.paint(&format!("✓ {} lines", text.lines().count()), "2"))?;
                 }
@@ -102,6 +119,17 @@ impl HumanOutput {
     }
 }
 
+/// How many new problems the after-edit feedback at the end of a tool result told.
+fn new_problems(text: &str) -> usize {
+    let Some((_, told)) = text.rsplit_once(reins_harness::NEW_PROBLEMS) else { return 0 };
+    let lines: Vec<&str> = told.lines().filter(|line| !line.trim().is_empty()).collect();
+    let more = lines.last().and_then(|last| last.strip_prefix("… and ")?.strip_suffix(" more.")?.parse::<usize>().ok());
+    match more {
+        Some(more) => lines.len() - 1 + more,
+        None => lines.len(),
+    }
+}
+
 fn end_line(state: &mut OutputState, out: &mut impl Write) -> std::io::Result<()> {
     if state.mid_line {
         writeln!(out)?;
@@ -127,6 +155,52 @@ fn summarize_args(tool: &str, args: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn shown(output: &HumanOutput, events: &[AgentEvent]) -> String {
+        let (mut state, mut out, mut err) = (OutputState::default(), Vec::new(), Vec::new());
+        for event in events {
+            output.write_event(event, &mut state, &mut out, &mut err).unwrap();
+        }
+        String::from_utf8(err).unwrap()
+    }
+
+    fn edit(id: &str, text: &str) -> [AgentEvent; 2] {
+        let result = reins_ai::ToolResultMessage {
+            tool_call_id: id.into(),
+            tool_name: "edit".into(),
+            content: vec![reins_ai::Content::text(text)],
+            is_error: false,
+            details: None,
+            timestamp: 0,
+        };
+        let args = serde_json::json!({"path": "src/lib.rs"});
+        [
+            AgentEvent::ToolExecutionStart { tool_call_id: id.into(), tool_name: "edit".into(), args },
+            AgentEvent::ToolExecutionEnd { tool_call_id: id.into(), tool_name: "edit".into(), result, is_error: false },
+        ]
+    }
+
+    #[test]
+    fn the_check_command_is_named_at_the_first_edit_and_what_it_found_is_counted() {
+        let output = HumanOutput { color: false, check: Some("cargo check".into()), state: Default::default() };
+        let told = "Edited src/lib.rs: 1 replacement\n\nThe edit resulted in these new problems:\n\
+                    src/lib.rs:2:5: error: a\nsrc/lib.rs:3:5: error: b";
+        let [start, end] = edit("c1", told);
+        let [again, quiet] = edit("c2", "Edited src/lib.rs: 1 replacement");
+        expect_test::expect![[r#"
+            ● edit src/lib.rs
+              the edits are checked with `cargo check` (diagnostics.command)
+              ✓ Edited src/lib.rs: 1 replacement · 2 new problems, told to the model
+            ● edit src/lib.rs
+              ✓ Edited src/lib.rs: 1 replacement
+        "#]]
+        .assert_eq(&shown(&output, &[start, end, again, quiet]));
+        let many = format!("{}\n{}… and 25 more.", reins_harness::NEW_PROBLEMS, "x.rs:1:1: error: e\n".repeat(20));
+        assert_eq!(new_problems(&many), 45);
+        let unchecked = HumanOutput { color: false, check: None, state: Default::default() };
+        let [start, end] = edit("c1", "Edited src/lib.rs");
+        assert!(!shown(&unchecked, &[start, end]).contains("checked"));
+    }
 
     #[test]
     fn tool_calls_summarize_to_their_subject() {

@@ -7,7 +7,8 @@
 //
 // The scenario, one session across two reins processes:
 //   1. initialize: protocol 1, loadSession, embedded context, MCP over stdio and http
-//   2. session/new with the reference MCP server (server-everything): its tools reach the model
+//   2. session/new with the reference MCP server (server-everything) over stdio and over HTTP:
+//      the tools of both reach the model
 //   3. a prompt whose `read` goes through fs/read_text_file and sees the unsaved buffer
 //   4. an edit: session/request_permission, allowed; written through fs/write_text_file, with
 //      its diff block (whole old and new text) in tool_call_update; the disk is left to the editor
@@ -23,6 +24,7 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
+import net from "node:net";
 import { createRequire } from "node:module";
 import path from "node:path";
 import readline from "node:readline";
@@ -122,6 +124,27 @@ async function startModel() {
       child.kill();
     },
   };
+}
+
+/** server-everything over streamable HTTP on a free port; resolves with its MCP URL once it listens. */
+async function startHttpEverything() {
+  const port = await new Promise((resolve) => {
+    const probe = net.createServer().listen(0, "127.0.0.1", () => {
+      const { port } = probe.address();
+      probe.close(() => resolve(port));
+    });
+  });
+  const child = spawn("node", [everythingJs, "streamableHttp"], { env: { ...process.env, PORT: String(port) }, stdio: ["ignore", "ignore", "ignore"] });
+  children.push(child);
+  for (let tries = 0; tries < 400; tries++) {
+    const up = await new Promise((resolve) => {
+      const socket = net.connect(port, "127.0.0.1", () => resolve(socket.end() && true));
+      socket.on("error", () => resolve(false));
+    });
+    if (up) return `http://127.0.0.1:${port}/mcp`;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`server-everything did not listen on ${port}`);
 }
 
 // ---- the editor: buffers, files, permission answers ----
@@ -306,10 +329,14 @@ try {
       assert.equal(init.agentInfo?.name, "reins");
       assert.deepEqual(init.authMethods ?? [], [], "no authentication is required");
 
-      step("session/new with server-everything");
+      step("session/new with server-everything over stdio and HTTP");
+      const httpUrl = await startHttpEverything();
       const created = await call(ctx, acp.methods.agent.session.new, {
         cwd: workspace,
-        mcpServers: [{ name: "everything", command: "node", args: [everythingJs, "stdio"], env: [] }],
+        mcpServers: [
+          { name: "everything", command: "node", args: [everythingJs, "stdio"], env: [] },
+          { type: "http", name: "web", url: httpUrl, headers: [] },
+        ],
       }, "session/new");
       sessionId = created.sessionId;
       assert.match(sessionId, /\S/);
@@ -321,7 +348,8 @@ try {
       assert.ok(editor.reads.some((r) => r.path === path.join(workspace, "notes.txt") && r.sessionId === sessionId), "notes.txt was read through fs/read_text_file");
       assert.equal(model.requests.length, 2, "one model call for the read, one for the answer");
       const tools = model.requests[0].tools.map((t) => t.function.name);
-      assert.ok(tools.includes("mcp__everything__echo"), `the MCP server's tools reach the model: ${tools}`);
+      assert.ok(tools.includes("mcp__everything__echo"), `the stdio MCP server's tools reach the model: ${tools}`);
+      assert.ok(tools.includes("mcp__web__echo"), `the HTTP MCP server's tools reach the model: ${tools}`);
       const [readResult] = toolResults(model.requests[1]);
       assert.ok(readResult.includes("banana") && !readResult.includes("apple"), `the model saw the buffer, not the disk: ${readResult}`);
       let updates = updatesOf(sessionId, mark);
@@ -487,3 +515,5 @@ try {
   process.exit(1);
 }
 console.log("acp: all checks passed");
+// The HTTP MCP server would keep the event loop alive: end here (the exit hook kills it).
+process.exit(0);

@@ -864,3 +864,46 @@ async fn cancel_kills_the_command_in_the_client_terminal() {
     assert!(calls.contains(&"kill term-1".to_string()) && calls.contains(&"release term-1".to_string()), "{calls:?}");
     assert_eq!(server.chat_requests().len(), 1, "no model call after the cancel");
 }
+
+#[tokio::test]
+async fn a_refused_answer_ends_the_prompt_with_refusal_and_stays_out_of_the_next_context() {
+    let dir = workspace(&[]);
+    let server = ScriptedServer::start(vec![
+        Reply::text("I can't help with").with_finish_reason("content_filter"),
+        Reply::text("Here is a haiku."),
+    ])
+    .await;
+    let shared = Shared::default();
+    let ((refused, answered), stderr) = with_client(&server, dir.path(), shared.clone(), NOTHING, async |cx| {
+        let session = new_session(&cx, dir.path(), Vec::new()).await;
+        let refused = prompt(&cx, &session, "something off-limits").await;
+        let answered = prompt(&cx, &session, "a haiku then").await;
+        (refused, answered)
+    })
+    .await;
+    assert_eq!(serde_json::to_value(refused.stop_reason).unwrap(), "refusal");
+    assert_eq!(serde_json::to_value(answered.stop_reason).unwrap(), "end_turn");
+    assert_eq!(stderr, "", "a refusal is no failure of reins");
+    // The partial answer streamed; the next prompt went without it.
+    expect![[r#"
+        agent_message_chunk: I can't help with
+        usage_update: size 128000
+        agent_message_chunk: Here is a haiku.
+        usage_update: size 128000"#]]
+    .assert_eq(&render(&updates(&shared), dir.path()));
+    expect![[r#"
+        system: <system prompt>
+        user: "something off-limits"
+        user: "a haiku then""#]]
+    .assert_eq(&support::transcript(&server.chat_requests()[1].body));
+    // On disk it is what pi writes for a refusal: an error, with the provider's reason beside it.
+    let files = support::files_containing(&support::reins_home(dir.path()), "I can't help with");
+    assert_eq!(files.len(), 1, "{files:?}");
+    let text = std::fs::read_to_string(&files[0]).unwrap();
+    let refused_line = text.lines().find(|line| line.contains("I can't help with")).unwrap();
+    let entry: Value = serde_json::from_str(refused_line).unwrap();
+    assert_eq!(
+        (&entry["message"]["stopReason"], &entry["message"]["rawStopReason"], &entry["message"]["errorMessage"]),
+        (&json!("error"), &json!("refusal"), &json!("The model refused to answer."))
+    );
+}

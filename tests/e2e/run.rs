@@ -156,6 +156,23 @@ async fn a_cut_stream_keeps_what_arrived_and_fails_with_one_line() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_keeps_what_arrived_and_says_the_model_refused() {
+    let dir = workspace(&[]);
+    let server = ScriptedServer::start(vec![Reply::text("I can't").with_finish_reason("content_filter")]).await;
+    let run = reins_run(&server, dir.path(), &["--json", "talk"]).await;
+    assert_eq!(run.code, Some(1));
+    assert_eq!(run.stderr, "reins: stopped: the model refused to answer; rephrase the request or pick another model\n");
+    let events = run.events();
+    let end = events.iter().rev().find(|e| e["type"] == "message_end").unwrap();
+    assert_eq!(
+        (&end["message"]["stopReason"], &end["message"]["content"][0]["text"]),
+        (&json!("refusal"), &json!("I can't"))
+    );
+    let last = events.last().unwrap();
+    assert_eq!((&last["type"], &last["reason"]), (&json!("agent_end"), &json!("refusal")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_tool_arguments_are_repaired_or_reported() {
     let dir = workspace(&[("a.txt", "alpha\n")]);
     let server = ScriptedServer::start(vec![

@@ -69,6 +69,8 @@ pub enum TurnEndReason {
     Deadline,
     /// The next model call would have cost more than the run's budget had left.
     Budget,
+    /// The model, or the provider's content filter, declined to answer.
+    Refusal,
     Aborted,
     Error,
 }

@@ -29,6 +29,7 @@ const REPEAT_TEXT: &str = "this call is identical to the previous one (same tool
      again and the run stopped; the previous result stands";
 const AFTER_REPEAT_TEXT: &str = "not run: the run stopped because the call before it repeated the previous call";
 const PROVIDER_FAILED_TEXT: &str = "not run: the model's response failed before the call could be run";
+const REFUSED_TEXT: &str = "not run: the model refused to answer";
 
 /// What a run did.
 #[derive(Debug, Clone, PartialEq)]
@@ -182,6 +183,11 @@ impl Run<'_> {
             let results =
                 calls.iter().map(|read| env.not_run(read.call, &read.arguments, cause.result_text())).collect();
             return self.end_turn(turn, message, results, cause.reason(), None);
+        }
+        if message.stop_reason == StopReason::Refusal {
+            // The run stops: the next turn would only ask the same again.
+            let results = calls.iter().map(|read| env.not_run(read.call, &read.arguments, REFUSED_TEXT)).collect();
+            return self.end_turn(turn, message, results, TurnEndReason::Refusal, None);
         }
         if calls.is_empty() {
             return self.end_final_answer(turn, message);

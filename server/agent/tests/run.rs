@@ -487,6 +487,23 @@ async fn a_length_stop_fails_its_tool_calls_and_goes_on() {
 }
 
 #[tokio::test]
+async fn a_refusal_ends_the_run_and_runs_none_of_its_calls() {
+    let refused = calls_message(&[("t1", "read", json!({"path": "a"}))], StopReason::Refusal);
+    check_run(
+        vec![Reply::Message(refused), answer("never asked")],
+        vec![read()],
+        Limits::default(),
+        expect![[r#"
+        Refusal
+        user: go
+        assistant (Refusal): call t1 read {"path":"a"}
+        result t1 read error: not run: the model refused to answer
+    "#]],
+    )
+    .await;
+}
+
+#[tokio::test]
 async fn a_provider_error_ends_the_run_with_its_message() {
     let ran = check_run(
         vec![calls(&[("t1", "read", json!({"path": "a"}))])],

@@ -88,6 +88,8 @@ pub enum StopReason {
     Length,
     /// The model wants tool results before it goes on.
     ToolUse,
+    /// The model, or the provider's content filter, declined to answer; the content may be partial.
+    Refusal,
     /// The provider failed; `AssistantMessage::error` says how.
     Error,
     /// The run was cancelled.

@@ -225,7 +225,7 @@ async fn stop_reasons_map_to_reins_stop_reasons() {
         end_turn: Stop
         stop_sequence: Stop
         length: Length
-        refusal: Error Stream: the model declined to answer (stop_reason refusal)
+        refusal: Refusal
         weird: Error Protocol: the provider stopped with an unknown stop_reason "weird""#]]
     .assert_eq(&seen.join("\n"));
 }

@@ -128,6 +128,7 @@ async fn ask(
             .error
             .map(|error| error.to_string())
             .unwrap_or_else(|| "the model call for the summary did not finish".into())),
+        StopReason::Refusal => Err("the model refused to write the summary".into()),
         _ if answer.text().trim().is_empty() => Err("the model returned an empty summary".into()),
         _ => Ok(answer.text().trim().to_string()),
     }

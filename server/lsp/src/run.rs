@@ -192,6 +192,7 @@ async fn run_in(harness: &Arc<Harness>, args: &RunArgs) -> ExitCode {
         TurnEndReason::RepeatedAction => fail("stopped: the model repeated the same tool call twice in a row"),
         TurnEndReason::Deadline => fail("stopped: the run's time limit passed"),
         TurnEndReason::Budget => fail(&crate::lsp::budget_stop(outcome.error.as_deref())),
+        TurnEndReason::Refusal => fail(crate::lsp::REFUSAL_STOP),
         TurnEndReason::ToolObservations => fail("stopped after tool results without a final answer"),
     }
 }

@@ -248,7 +248,7 @@ fn entry_ms(fields: &ContextLine) -> u64 {
     fields.timestamp.as_deref().and_then(ms_from_iso).unwrap_or(0)
 }
 
-/// Makes a message list valid to send: assistant messages that failed or were aborted are dropped
+/// Makes a message list valid to send: assistant messages that failed, were refused or were aborted are dropped
 /// (as pi's providers do: they may hold half a tool call), each remaining tool call is followed
 /// by exactly one result (a synthetic error result [`INTERRUPTED_RESULT`] where none was
 /// recorded), results without a call or answering a call twice are dropped, and a user message
@@ -259,7 +259,7 @@ pub fn repair_tool_pairs(messages: Vec<Message>) -> Vec<Message> {
     for message in messages {
         match message {
             Message::Assistant(assistant)
-                if matches!(assistant.stop_reason, StopReason::Error | StopReason::Aborted) =>
+                if matches!(assistant.stop_reason, StopReason::Error | StopReason::Aborted | StopReason::Refusal) =>
             {
                 tracing::debug!("leaving a failed assistant message out of the context");
             }

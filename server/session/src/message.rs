@@ -42,6 +42,10 @@ pub struct MessageRecord {
     pub stop_reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_message: Option<String>,
+    /// The provider's own stop reason where `stopReason` does not say it all (pi 1.6); reins
+    /// writes `refusal` here beside pi's `error`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_stop_reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -205,7 +209,11 @@ impl MessageRecord {
                 model: Some(assistant.model.clone()),
                 usage: Some(UsageRecord::from(&assistant.usage)),
                 stop_reason: Some(stop_reason_name(assistant.stop_reason).into()),
-                error_message: assistant.error.as_ref().map(|error| error.message.clone()),
+                error_message: match assistant.stop_reason {
+                    StopReason::Refusal => Some(REFUSAL_MESSAGE.into()),
+                    _ => assistant.error.as_ref().map(|error| error.message.clone()),
+                },
+                raw_stop_reason: (assistant.stop_reason == StopReason::Refusal).then(|| "refusal".into()),
                 timestamp: Some(assistant.timestamp),
                 ..MessageRecord::default()
             },
@@ -240,12 +248,13 @@ impl MessageRecord {
         let stop_reason = match self.stop_reason.as_deref() {
             Some("length") => StopReason::Length,
             Some("toolUse") => StopReason::ToolUse,
+            Some("error") if is_refusal(self.raw_stop_reason.as_deref()) => StopReason::Refusal,
             Some("error") => StopReason::Error,
             Some("aborted") => StopReason::Aborted,
             _ => StopReason::Stop,
         };
-        // pi keeps only the text of an error; its kind is not on disk.
-        let error = self.error_message.map(|message| {
+        // pi keeps only the text of an error; its kind is not on disk. A refusal is no failure.
+        let error = self.error_message.filter(|_| stop_reason != StopReason::Refusal).map(|message| {
             let kind =
                 if stop_reason == StopReason::Aborted { ProviderErrorKind::Aborted } else { ProviderErrorKind::Http };
             ProviderError::new(kind, message)
@@ -397,7 +406,52 @@ fn stop_reason_name(reason: StopReason) -> &'static str {
         StopReason::Stop => "stop",
         StopReason::Length => "length",
         StopReason::ToolUse => "toolUse",
-        StopReason::Error => "error",
+        // pi has no word for a refusal: its providers record one as an error, and so does reins,
+        // with `rawStopReason` saying which.
+        StopReason::Error | StopReason::Refusal => "error",
         StopReason::Aborted => "aborted",
+    }
+}
+
+/// The `errorMessage` of a refusal, which pi shows.
+const REFUSAL_MESSAGE: &str = "The model refused to answer.";
+
+/// Whether a provider's raw stop reason (`rawStopReason`, as reins and pi 1.6 write it) is a refusal.
+fn is_refusal(raw: Option<&str>) -> bool {
+    matches!(raw, Some("refusal" | "content_filter" | "sensitive"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assistant(stop_reason: StopReason) -> Message {
+        Message::Assistant(AssistantMessage {
+            content: vec![Content::Text { text: "I can't".into() }],
+            stop_reason,
+            ..AssistantMessage::default()
+        })
+    }
+
+    #[test]
+    fn a_refusal_is_written_as_pi_writes_one_and_read_back_as_a_refusal() {
+        let record = MessageRecord::from_message(&assistant(StopReason::Refusal));
+        let json = serde_json::to_value(&record).unwrap();
+        assert_eq!(
+            (&json["stopReason"], &json["rawStopReason"], &json["errorMessage"]),
+            (&Value::from("error"), &Value::from("refusal"), &Value::from(REFUSAL_MESSAGE))
+        );
+        let back = serde_json::from_value::<MessageRecord>(json).unwrap().into_message();
+        assert_eq!(back, Some(assistant(StopReason::Refusal)));
+
+        // pi 1.6's Anthropic refusal, with its explanation; a plain error stays an error.
+        let pi = r#"{"role":"assistant","content":[],"stopReason":"error","rawStopReason":"refusal","errorMessage":"policy"}"#;
+        let read = serde_json::from_str::<MessageRecord>(pi).unwrap().into_message();
+        let Some(Message::Assistant(read)) = read else { panic!("{read:?}") };
+        assert_eq!((read.stop_reason, read.error), (StopReason::Refusal, None));
+        let pi = r#"{"role":"assistant","content":[],"stopReason":"error","errorMessage":"overloaded"}"#;
+        let read = serde_json::from_str::<MessageRecord>(pi).unwrap().into_message();
+        let Some(Message::Assistant(read)) = read else { panic!("{read:?}") };
+        assert_eq!(read.stop_reason, StopReason::Error);
     }
 }

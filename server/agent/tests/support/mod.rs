@@ -215,6 +215,7 @@ fn json_name(reason: &reins_agent::TurnEndReason) -> &'static str {
         TurnEndReason::RepeatedAction => "repeated_action",
         TurnEndReason::Deadline => "deadline",
         TurnEndReason::Budget => "budget",
+        TurnEndReason::Refusal => "refusal",
         TurnEndReason::Aborted => "aborted",
         TurnEndReason::Error => "error",
     }

@@ -255,9 +255,7 @@ fn stop_reason(reason: Option<&str>, has_tool_calls: bool) -> Result<StopReason,
     match reason {
         None | Some("end_turn") | Some("stop_sequence") | Some("pause_turn") | Some("tool_use") => Ok(default),
         Some("max_tokens") | Some("model_context_window_exceeded") => Ok(StopReason::Length),
-        Some("refusal") => {
-            Err(ProviderError::new(ProviderErrorKind::Stream, "the model declined to answer (stop_reason refusal)"))
-        }
+        Some("refusal") => Ok(StopReason::Refusal),
         Some(other) => Err(ProviderError::new(
             ProviderErrorKind::Protocol,
             format!("the provider stopped with an unknown stop_reason {other:?}"),
@@ -378,6 +376,29 @@ mod tests {
                 complete=true stop=ToolUse error=None
                 [{"type":"toolCall","id":"t1","name":"ls","arguments":{"path":"."}}]
                 usage in=0 out=0 cache_read=0 cache_write=0 total=0 cost=0.000000"#]],
+        );
+    }
+
+    #[test]
+    fn a_refusal_stop_keeps_the_partial_answer_and_leaves_calls_unanswered() {
+        check(
+            &[
+                START,
+                r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+                r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"I won't"}}"#,
+                r#"{"type":"content_block_stop","index":0}"#,
+                r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t1","name":"ls","input":{}}}"#,
+                r#"{"type":"content_block_stop","index":1}"#,
+                r#"{"type":"message_delta","delta":{"stop_reason":"refusal","stop_details":{"explanation":"policy"}},"usage":{"output_tokens":3}}"#,
+                r#"{"type":"message_stop"}"#,
+            ],
+            expect![[r#"
+                step done
+                {"kind":"text","index":0,"delta":"I won't"}
+                {"kind":"tool_call","index":1,"id":"t1","name":"ls","argumentsDelta":""}
+                complete=true stop=Refusal error=None
+                [{"type":"text","text":"I won't"},{"type":"toolCall","id":"t1","name":"ls","arguments":{}}]
+                usage in=100 out=3 cache_read=50 cache_write=0 total=153 cost=0.000131"#]],
         );
     }
 

@@ -253,9 +253,7 @@ fn stop_reason(finish_reason: Option<&str>, has_tool_calls: bool) -> Result<Stop
     match finish_reason {
         None | Some("stop") | Some("tool_calls") | Some("function_call") | Some("eos") => Ok(default),
         Some("length") => Ok(StopReason::Length),
-        Some("content_filter") => {
-            Err(ProviderError::new(ProviderErrorKind::Stream, "the provider's content filter stopped the answer"))
-        }
+        Some("content_filter") => Ok(StopReason::Refusal),
         Some(other) => Err(ProviderError::new(
             ProviderErrorKind::Protocol,
             format!("the provider stopped with an unknown finish_reason {other:?}"),
@@ -471,9 +469,21 @@ mod tests {
             length: Ok(Length) / Ok(Length)
             tool_calls: Ok(ToolUse) / Ok(Stop)
             function_call: Ok(ToolUse) / Ok(Stop)
-            content_filter: Err(Stream) / Err(Stream)
+            content_filter: Ok(Refusal) / Ok(Refusal)
             weird: Err(Protocol) / Err(Protocol)"#]]
         .assert_eq(&mapped.join("\n"));
+    }
+
+    #[test]
+    fn a_content_filter_finish_is_a_refusal_that_keeps_the_partial_answer() {
+        check(
+            &[&delta(r#"{"content":"I can"}"#), &finish("content_filter"), "[DONE]"],
+            expect![[r#"
+                {"kind":"text","index":0,"delta":"I can"}
+                complete=true stop=Refusal error=None
+                [{"type":"text","text":"I can"}]
+                usage in=0 out=0 cache_read=0 total=0 cost=0.000000"#]],
+        );
     }
 
     #[test]

@@ -204,6 +204,7 @@ pub fn stop_reason(reason: TurnEndReason, messages: &[Message]) -> StopReason {
     });
     match reason {
         TurnEndReason::Aborted => StopReason::Cancelled,
+        TurnEndReason::Refusal => StopReason::Refusal,
         TurnEndReason::MaxTurns | TurnEndReason::RepeatedAction | TurnEndReason::Deadline => {
             StopReason::MaxTurnRequests
         }

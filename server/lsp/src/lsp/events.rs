@@ -291,6 +291,7 @@ impl Pump {
             TurnEndReason::RepeatedAction => "stopped: the model repeated the same tool call".to_string(),
             TurnEndReason::Deadline => "stopped: the run's time limit passed".to_string(),
             TurnEndReason::Budget => budget_stop(error),
+            TurnEndReason::Refusal => REFUSAL_STOP.to_string(),
             TurnEndReason::ToolObservations => "stopped after tool results without a final answer".to_string(),
             TurnEndReason::Error => self.settings.get().run_failure(messages, error),
         }
@@ -390,6 +391,10 @@ async fn send_progress(client: &Client, token: &NumberOrString, value: WorkDoneP
 fn progress_line(text: &str) -> String {
     reins_ai::first_line(text, PROGRESS_PROMPT_CHARS - 1).into_owned()
 }
+
+/// How a run ends when the model (or its provider's content filter) declined to answer.
+pub(crate) const REFUSAL_STOP: &str =
+    "stopped: the model refused to answer; rephrase the request or pick another model";
 
 /// How a run stopped by the session budget ends: what the next call would have cost, and what to
 /// do about it.

@@ -31,7 +31,7 @@ use tower_lsp_server::{LspService, Server as Transport};
 
 pub use self::client_log::{ClientLog, to_client as logs_to_client};
 pub use self::documents::PositionEncoding;
-pub(crate) use self::events::budget_stop;
+pub(crate) use self::events::{REFUSAL_STOP, budget_stop};
 use self::server::Server;
 pub(crate) use self::to_proto::mcp_servers as mcp_servers_json;
 pub use self::to_proto::text_edits;

@@ -559,6 +559,7 @@ pub fn turn_end_reason(reason: TurnEndReason) -> &'static str {
         TurnEndReason::RepeatedAction => "repeated_action",
         TurnEndReason::Deadline => "deadline",
         TurnEndReason::Budget => "budget",
+        TurnEndReason::Refusal => "refusal",
         TurnEndReason::Aborted => "aborted",
         TurnEndReason::Error => "error",
     }
@@ -635,6 +636,7 @@ fn stop_reason(reason: StopReason) -> &'static str {
         StopReason::Stop => "stop",
         StopReason::Length => "length",
         StopReason::ToolUse => "toolUse",
+        StopReason::Refusal => "refusal",
         StopReason::Error => "error",
         StopReason::Aborted => "aborted",
     }

@@ -40,7 +40,7 @@ const acp = await import(pathToFileURL(require.resolve("@agentclientprotocol/sdk
 const everythingJs = path.join(MCP_NODE_MODULES, "@modelcontextprotocol/server-everything/dist/index.js");
 
 /** Whether reins's stdout must show the whole replay before the answer to session/load (see there). */
-const REPLAY_BEFORE_LOAD_ANSWER = false;
+const REPLAY_BEFORE_LOAD_ANSWER = true;
 /** A step that takes longer than this is stuck. */
 const STEP_TIMEOUT_MS = 20_000;
 /** The issue's bound for a cancelled prompt to answer, with a scripted model: well under 1 s. */
@@ -454,10 +454,8 @@ try {
       const loaded = await call(ctx, acp.methods.agent.session.load, { sessionId, cwd: workspace, mcpServers: [] }, "session/load");
       assert.ok(loaded !== undefined);
       // ACP: the agent streams the whole conversation, then answers session/load (checked on
-      // reins's stdout as written, not on the SDK's dispatch). reins does not yet: its replay is
-      // queued for the task that sends updates while the answer goes at once, so the two race
-      // (server/lsp/src/acp/agent.rs, load_session). Until that is fixed the order is not held
-      // against it, and the client waits for the replay as it comes.
+      // reins's stdout as written, not on the SDK's dispatch, which may hand notifications on
+      // later: the client then waits for them).
       const loadAnswer = second.answers.at(-1);
       if (REPLAY_BEFORE_LOAD_ANSWER) {
         assert.ok(loadAnswer.updatesBefore > 0 && loadAnswer.updatesBefore === second.updatesSeen, `session/load was answered before its replay: ${second.order.join(", ")}`);

@@ -541,6 +541,9 @@ async fn a_session_loads_in_a_new_process_with_its_conversation_replayed_and_is_
         let listed =
             cx.send_request(ListSessionsRequest::new().cwd(dir.path().to_path_buf())).block_task().await.unwrap();
         cx.send_request(LoadSessionRequest::new(session.clone(), dir.path())).block_task().await.unwrap();
+        // The whole replay came before the answer (the SDK hands messages on in the order read).
+        let replayed = render(&updates(&second), dir.path());
+        assert!(replayed.contains("agent_message_chunk: It says alpha."), "replayed before the answer: {replayed}");
         // Loaded, it goes on where it was.
         let stop = prompt(&cx, &session, "and now?").await;
         assert_eq!(serde_json::to_value(stop.stop_reason).unwrap(), "end_turn");

@@ -96,8 +96,7 @@ impl Agent {
         }
     }
 
-    /// Closes stdin, keeps the updates still to come (reins may answer `session/load` before its
-    /// replay is out: see tests/acp/client.mjs) and waits for a clean exit.
+    /// Closes stdin, keeps the updates still to come and waits for a clean exit.
     async fn close(mut self) -> (Vec<Value>, Vec<(String, Value)>) {
         drop(self.stdin);
         while let Ok(Ok(Some(line))) = tokio::time::timeout(WAIT, self.stdout.next_line()).await {
@@ -213,6 +212,12 @@ async fn every_acp_example_matches_the_server() {
             .request(&example.name, params)
             .await
             .unwrap_or_else(|err| panic!("{}: {} was refused: {err}", example.place, example.name));
+        if example.name == "session/load" {
+            // ACP: the whole conversation is replayed, then `session/load` is answered.
+            let replayed =
+                agent.updates.iter().filter(|u| u["update"]["sessionUpdate"] == "user_message_chunk").count();
+            assert!(replayed > 0, "session/load was answered before its replay: {:?}", agent.updates);
+        }
         if example.name == "session/new" {
             session_id = Some(result["sessionId"].as_str().expect("a sessionId").to_string());
         }

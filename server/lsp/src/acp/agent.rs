@@ -14,7 +14,7 @@ use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, ClientCapabilities, Implementation, InitializeRequest, InitializeResponse,
     ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities,
     NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, SessionCapabilities, SessionId,
-    SessionListCapabilities,
+    SessionListCapabilities, SessionUpdate,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Error, Lines};
@@ -93,7 +93,8 @@ fn builder(
         )
         .on_receive_request(
             async move |request: LoadSessionRequest, responder, cx| {
-                responder.respond_with_result(load.load_session(request, cx))
+                load.load_session(request, responder, cx);
+                Ok(())
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -203,11 +204,27 @@ impl State {
         Ok(NewSessionResponse::new(SessionId::new(id.as_str())))
     }
 
+    /// Opens the session; the event task replays its conversation, then answers.
     fn load_session(
         &self,
         request: LoadSessionRequest,
+        responder: Responder<LoadSessionResponse>,
         cx: ConnectionTo<Client>,
-    ) -> Result<LoadSessionResponse, Error> {
+    ) {
+        match self.open(request, cx) {
+            Ok((id, replay)) => self.events.send(Input::Loaded { session_id: id, replay, responder }),
+            Err(err) => {
+                let _ = responder.respond_with_error(err);
+            }
+        }
+    }
+
+    /// The session of `session/load`, open and registered, with the updates that replay it.
+    fn open(
+        &self,
+        request: LoadSessionRequest,
+        cx: ConnectionTo<Client>,
+    ) -> Result<(String, Vec<SessionUpdate>), Error> {
         let id = request.session_id.0.to_string();
         if lock(&self.sessions).contains_key(&id) {
             return Err(to_proto::invalid_params(format!("session {id} is already open on this connection")));
@@ -223,9 +240,8 @@ impl State {
         }
         let messages = harness.messages(&id).map_err(to_proto::harness_error)?;
         let session = self.register(&id, &request.cwd, harness, workspace);
-        // The replay goes out, in order, before the answer.
-        self.events.updates(&id, to_proto::replay(&messages, &session.cwd));
-        Ok(LoadSessionResponse::new())
+        let replay = to_proto::replay(&messages, &session.cwd);
+        Ok((id, replay))
     }
 
     fn list_sessions(&self, request: ListSessionsRequest) -> Result<ListSessionsResponse, Error> {

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use agent_client_protocol::v1::schema::{
-    PromptResponse, RequestPermissionRequest, RequestPermissionResponse, SessionUpdate, ToolCallStatus,
+    LoadSessionResponse, PromptResponse, RequestPermissionRequest, RequestPermissionResponse, SessionUpdate,
+    ToolCallStatus,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error};
@@ -36,8 +37,11 @@ pub enum Input {
     Prompt { session_id: String, responder: Responder<PromptResponse>, busy: Arc<AtomicBool> },
     /// The run could not start, or its task ended without an outcome (a panic).
     RunFailed { session_id: String, error: Error },
-    /// Notifications to send now, in order (a conversation's replay, an update of the approver).
+    /// Notifications to send now, in order (an update of the approver).
     Updates { session_id: String, updates: Vec<SessionUpdate> },
+    /// A loaded session's conversation, to replay before `responder` answers `session/load`
+    /// (the spec: the whole replay, then the answer).
+    Loaded { session_id: String, replay: Vec<SessionUpdate>, responder: Responder<LoadSessionResponse> },
     /// Ask the client; the answer (or the error) goes to `answer`.
     Permission {
         request: Box<RequestPermissionRequest>,
@@ -116,6 +120,12 @@ impl Pump {
                 for update in updates {
                     self.notify(&session_id, update);
                 }
+            }
+            Input::Loaded { session_id, replay, responder } => {
+                for update in replay {
+                    self.notify(&session_id, update);
+                }
+                let _ = responder.respond(LoadSessionResponse::new());
             }
             Input::Permission { request, answer } => {
                 let sent = self.cx.send_request(*request);

@@ -480,10 +480,14 @@ try {
       assert.equal(byId.call_edit?.status, "completed");
       assert.equal(byId.call_rename?.status, "failed");
       assert.equal(byId.call_bash?.status, "failed");
-      // What the edit did comes back with it (the live stream's whole-file diff block is not
-      // rebuilt on load: ACP-FINDINGS.md).
-      const replayedContent = JSON.stringify([...(byId.call_edit.content ?? []), ...byId.call_edit.updates.flatMap((u) => u.content ?? [])]);
-      assert.ok(replayedContent.includes("+    42"), `the replayed edit says what it changed: ${replayedContent}`);
+      // What the edit did comes back with it: the live run's diff block (whole old and new text,
+      // from the session's record) and its text result.
+      const replayedContent = [...(byId.call_edit.content ?? []), ...byId.call_edit.updates.flatMap((u) => u.content ?? [])];
+      const replayedDiff = replayedContent.find((c) => c.type === "diff");
+      assert.ok(replayedDiff, `the replayed edit carries its diff block: ${JSON.stringify(replayedContent)}`);
+      const libPath = path.join(workspace, "src/lib.rs");
+      assert.deepEqual([replayedDiff.path, replayedDiff.oldText, replayedDiff.newText], [libPath, LIB_BEFORE, LIB_AFTER], "the replayed diff is the live one");
+      assert.ok(JSON.stringify(replayedContent).includes("+    42"), `the replayed edit says what it changed: ${JSON.stringify(replayedContent)}`);
 
       const listed = await call(ctx, acp.methods.agent.session.list, { cwd: workspace }, "session/list");
       const mine = listed.sessions.find((s) => s.sessionId === sessionId);

@@ -565,6 +565,105 @@ async fn a_session_loads_in_a_new_process_with_its_conversation_replayed_and_is_
     assert!(last.to_string().contains("It says alpha."), "{last}");
 }
 
+/// A loaded session shows its edits as the live run did: the same whole-file diff block, from the
+/// session's `reins.file_change` record; a file too large to keep whole shows its text result.
+#[tokio::test]
+async fn a_loaded_session_replays_an_edit_with_the_diff_block_of_the_live_run() {
+    let big: String = (0..10_000).map(|n| format!("line {n}\n")).collect();
+    let dir = workspace(&[("a.txt", "one\n"), ("big.txt", big.as_str())]);
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("c1", "edit", json!({"path": "a.txt", "edits": [{"oldText": "one", "newText": "two"}]})),
+        Reply::tool_call(
+            "c2",
+            "edit",
+            json!({"path": "big.txt", "edits": [{"oldText": "line 5\n", "newText": "five\n"}]}),
+        ),
+        Reply::text("Done."),
+    ])
+    .await;
+    let first = Shared::default();
+    lock(&first).choices.push_back(Choice::Pick("allow_always"));
+    let (session, _) = with_client(&server, dir.path(), first.clone(), NOTHING, async |cx| {
+        let session = new_session(&cx, dir.path(), Vec::new()).await;
+        prompt(&cx, &session, "edit both").await;
+        session
+    })
+    .await;
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "two\n");
+    let second = Shared::default();
+    with_client(&server, dir.path(), second.clone(), NOTHING, async |cx| {
+        cx.send_request(LoadSessionRequest::new(session.clone(), dir.path())).block_task().await.unwrap();
+    })
+    .await;
+    // The final update of each call, live and replayed.
+    let result = |shared: &Shared, id: &str| {
+        updates(shared)
+            .into_iter()
+            .map(|params| params["update"].clone())
+            .rfind(|u| {
+                u["sessionUpdate"] == "tool_call_update" && u["toolCallId"] == id && u.get("rawOutput").is_some()
+            })
+            .unwrap_or_else(|| panic!("no result of {id}"))
+    };
+    let (live, replayed) = (result(&first, "c1"), result(&second, "c1"));
+    let path = dir.path().canonicalize().unwrap().join("a.txt");
+    assert_eq!(live["content"][0], json!({"type": "diff", "path": path, "oldText": "one\n", "newText": "two\n"}));
+    assert_eq!(replayed["content"], live["content"], "the replayed edit shows the live diff");
+    let big_replayed = result(&second, "c2");
+    let kinds: Vec<&str> =
+        big_replayed["content"].as_array().unwrap().iter().map(|c| c["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["content"], "a large file's edit replays its text result: {big_replayed}");
+    assert!(big_replayed["content"][0]["content"]["text"].as_str().unwrap().contains("+five"), "{big_replayed}");
+}
+
+/// An error quotes what it refuses only in part: a 5 MB `cwd` does not come back as a 5 MB answer.
+#[tokio::test]
+async fn errors_quote_a_huge_argument_only_in_part() {
+    let dir = workspace(&[]);
+    let server = ScriptedServer::start(vec![]).await;
+    let mut child = spawn_reins(&server, dir.path());
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let huge = "x".repeat(5 << 20);
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "session/list", "params": {"cwd": huge}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": format!("/{huge}"), "mcpServers": []}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "session/load",
+               "params": {"sessionId": huge, "cwd": dir.path(), "mcpServers": []}}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "session/prompt", "params": {"sessionId": huge, "prompt": []}}),
+    ];
+    let mut answers = std::collections::BTreeMap::new();
+    for request in requests {
+        stdin.write_all(format!("{request}\n").as_bytes()).await.unwrap();
+        stdin.flush().await.unwrap();
+        let line = tokio::time::timeout(WAIT, lines.next_line()).await.unwrap().unwrap().expect("a line");
+        assert!(line.len() < 8 * 1024, "an answer of {} bytes: {}…", line.len(), &line[..200.min(line.len())]);
+        let answer: Value = serde_json::from_str(&line).unwrap();
+        answers.insert(answer["id"].as_u64().unwrap(), answer);
+    }
+    for id in 1..=4 {
+        let message = answers[&id]["error"]["message"].as_str().unwrap();
+        assert!(message.contains("xxx…"), "the error quotes the start of what it refused: {message}");
+    }
+    // A run of x's shows as one X.
+    let said = |id: u64| {
+        let message = answers[&id]["error"]["message"].as_str().unwrap();
+        message.split('x').filter(|part| !part.is_empty()).collect::<Vec<_>>().join("X")
+    };
+    expect![[r#"
+        [
+            "cwd X… is not an absolute directory",
+            "cwd /X… is not a directory",
+            "no session X… is open; create it with session/new or session/load",
+        ]
+    "#]]
+    .assert_debug_eq(&[said(1), said(2), said(4)]);
+    drop(stdin);
+    let status = tokio::time::timeout(WAIT, child.wait()).await.unwrap().unwrap();
+    assert!(status.success());
+}
+
 /// The reference server over streamable HTTP on a free port; killed when dropped.
 async fn everything_over_http(everything: &Path) -> (tokio::process::Child, String) {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();

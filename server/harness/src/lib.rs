@@ -43,6 +43,8 @@ pub use settings::{DEFAULT_BASE_URL, DEFAULT_MODEL, KeySource, Settings};
 pub use summary::{FileActivity, render_transcript};
 pub use tool_set::{BUILTIN_TOOLS, READ_ONLY_TOOLS, ToolSet};
 // What a checkout does to each file, as the checkpoints crate works it out.
-pub use reins_checkpoints::{CommandRan, ConflictInfo, Direction, FileOutcome, Status, UNTRACKED_WARNING, Written};
+pub use reins_checkpoints::{
+    CommandRan, ConflictInfo, Direction, FileChangeRecord, FileOutcome, Status, UNTRACKED_WARNING, Written,
+};
 // The approval policy and the approver are the review core's; the settings carry the policy.
 pub use reins_review::{ApprovalPolicy, ApprovalRequest, Approver, Policy, Verdict};

@@ -2,6 +2,7 @@
 //! renaming and compacting sessions, a session's model, and its conversation.
 
 use reins_ai::{Message, Model, now_ms};
+use reins_checkpoints::{FILE_CHANGE, FileChangeRecord};
 use reins_session::{Durability, EntryKind, SessionError, SessionFile};
 use reins_tools::{EditFormat, edit_tool};
 
@@ -184,6 +185,25 @@ impl Harness {
             compact_and_reload(&file, self.provider.as_ref(), &model, &settings, &session.current_cancel()).await?;
         session.agent.set_messages(messages).map_err(|_| HarnessError::Busy)?;
         Ok(compacted)
+    }
+
+    /// The files each tool call changed on the session's current path (its `reins.file_change`
+    /// entries), oldest first: what a replayed edit shows as its diff.
+    pub fn file_changes(&self, session_id: &str) -> Result<Vec<FileChangeRecord>, HarnessError> {
+        let session = self.session(session_id)?;
+        let file = lock(session.file()?);
+        let tree = file.tree();
+        let Some(leaf) = tree.leaf() else { return Ok(Vec::new()) };
+        let entries = tree.path_entries(leaf).map_err(session_error)?;
+        Ok(entries
+            .into_iter()
+            .filter_map(|entry| match entry.kind {
+                EntryKind::Custom { custom_type, data: Some(data) } if custom_type == FILE_CHANGE => {
+                    FileChangeRecord::parse(&data).ok()
+                }
+                _ => None,
+            })
+            .collect())
     }
 
     /// The conversation so far, as the model sees it.

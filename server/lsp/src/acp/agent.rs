@@ -140,10 +140,16 @@ impl State {
     /// A harness for `cwd`, with the settings a run there would have, reporting to the client.
     fn harness(&self, cwd: &Path, cx: ConnectionTo<Client>) -> Result<(Arc<Harness>, Arc<AcpWorkspace>), Error> {
         if !cwd.is_absolute() {
-            return Err(to_proto::invalid_params(format!("cwd must be an absolute path, not {}", cwd.display())));
+            return Err(to_proto::invalid_params(format!(
+                "cwd must be an absolute path, not {}",
+                to_proto::quoted(&cwd.display().to_string())
+            )));
         }
         if !cwd.is_dir() {
-            return Err(to_proto::invalid_params(format!("cwd {} is not a directory", cwd.display())));
+            return Err(to_proto::invalid_params(format!(
+                "cwd {} is not a directory",
+                to_proto::quoted(&cwd.display().to_string())
+            )));
         }
         let disk =
             FsWorkspace::new(vec![cwd.to_path_buf()]).map_err(|err| to_proto::invalid_params(err.to_string()))?;
@@ -227,20 +233,32 @@ impl State {
     ) -> Result<(String, Vec<SessionUpdate>), Error> {
         let id = request.session_id.0.to_string();
         if lock(&self.sessions).contains_key(&id) {
-            return Err(to_proto::invalid_params(format!("session {id} is already open on this connection")));
+            return Err(to_proto::invalid_params(format!(
+                "session {} is already open on this connection",
+                to_proto::quoted(&id)
+            )));
         }
         let servers = mcp_servers(request.mcp_servers);
         let (harness, workspace) = self.harness(&request.cwd, cx)?;
         let opened = harness.open_session(&id).map_err(to_proto::harness_error)?;
         if opened != id {
-            return Err(to_proto::invalid_params(format!("{id} is not the full id of a session (it is {opened})")));
+            return Err(to_proto::invalid_params(format!(
+                "{} is not the full id of a session (it is {opened})",
+                to_proto::quoted(&id)
+            )));
         }
         if !servers.is_empty() {
             harness.set_session_servers(&id, servers).map_err(to_proto::harness_error)?;
         }
         let messages = harness.messages(&id).map_err(to_proto::harness_error)?;
+        // A session without its records (not kept on disk) replays its edits as text results.
+        let records = harness.file_changes(&id).unwrap_or_default();
         let session = self.register(&id, &request.cwd, harness, workspace);
-        let replay = to_proto::replay(&messages, &session.cwd);
+        let replay = to_proto::replay(
+            &messages,
+            &to_proto::recorded_changes(&records, &session.cwd.canonicalize().unwrap_or_else(|_| session.cwd.clone())),
+            &session.cwd,
+        );
         Ok((id, replay))
     }
 
@@ -250,7 +268,10 @@ impl State {
             None => std::env::current_dir().map_err(|err| to_proto::invalid_params(err.to_string()))?,
         };
         if !cwd.is_absolute() || !cwd.is_dir() {
-            return Err(to_proto::invalid_params(format!("cwd {} is not an absolute directory", cwd.display())));
+            return Err(to_proto::invalid_params(format!(
+                "cwd {} is not an absolute directory",
+                to_proto::quoted(&cwd.display().to_string())
+            )));
         }
         let settings = Settings::load(|name| std::env::var(name).ok(), Some(&cwd));
         let workspace = FsWorkspace::new(vec![cwd.clone()]).map_err(|err| to_proto::invalid_params(err.to_string()))?;
@@ -271,7 +292,10 @@ impl State {
 
     fn session(&self, id: &str) -> Result<Arc<Session>, Error> {
         lock(&self.sessions).get(id).cloned().ok_or_else(|| {
-            to_proto::invalid_params(format!("no session {id} is open; create it with session/new or session/load"))
+            to_proto::invalid_params(format!(
+                "no session {} is open; create it with session/new or session/load",
+                to_proto::quoted(id)
+            ))
         })
     }
 

@@ -3,6 +3,7 @@
 //! result as content and diffs, the replay of a conversation, session listings, stop reasons,
 //! usage, and the errors.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use agent_client_protocol::v1::schema::{
@@ -13,11 +14,15 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::{Error, ErrorCode};
 use reins_agent::{FileChange, TurnEndReason};
 use reins_ai::{Content, Message, Model, StopReason as ModelStop, ToolResultMessage, Usage};
-use reins_harness::HarnessError;
+use reins_harness::{FileChangeRecord, HarnessError};
 use serde_json::{Value, json};
 
 /// Longest command shown in a tool call's title.
 const TITLE_COMMAND_CHARS: usize = 80;
+/// Longest piece of the client's input an error quotes back (a 5 MB `cwd` is not sent back whole).
+const QUOTED_BYTES: usize = 256;
+/// Longest error message, whatever it quotes (a harness error naming a huge argument).
+const ERROR_MESSAGE_BYTES: usize = 4 * 1024;
 
 /// A `session/update` notification.
 pub fn notification(session_id: &str, update: SessionUpdate) -> SessionNotification {
@@ -245,8 +250,9 @@ pub fn plan(answer: &str) -> Option<Plan> {
 }
 
 /// A conversation as the updates that show it again (`session/load`): the user's messages, the
-/// agent's thoughts and answers, and each tool call with its final status and content.
-pub fn replay(messages: &[Message], cwd: &Path) -> Vec<SessionUpdate> {
+/// agent's thoughts and answers, and each tool call with its final status and content — an edit
+/// with the diff blocks of the live run, from `changes` (by tool call id).
+pub fn replay(messages: &[Message], changes: &HashMap<String, Vec<FileChange>>, cwd: &Path) -> Vec<SessionUpdate> {
     let mut updates = Vec::new();
     for message in messages {
         match message {
@@ -270,18 +276,40 @@ pub fn replay(messages: &[Message], cwd: &Path) -> Vec<SessionUpdate> {
                 }
             }
             Message::ToolResult(result) => {
-                let changes = recorded_changes(result);
-                updates.push(SessionUpdate::ToolCallUpdate(tool_result(result, &changes, None)));
+                let changes = changes.get(&result.tool_call_id).map_or(&[][..], Vec::as_slice);
+                updates.push(SessionUpdate::ToolCallUpdate(tool_result(result, changes, None)));
             }
         }
     }
     updates
 }
 
-/// What a finished edit left in its result for UIs: nothing whole-file (the session keeps
-/// unified diffs only), so a replayed edit shows its text result.
-fn recorded_changes(_result: &ToolResultMessage) -> Vec<FileChange> {
-    Vec::new()
+/// The changes a session recorded (`reins.file_change`), by tool call id, as the live run had
+/// them: whole texts, paths made absolute against `cwd`. A file kept as a patch only (too large)
+/// or not text has none; its call shows its text result.
+pub fn recorded_changes(records: &[FileChangeRecord], cwd: &Path) -> HashMap<String, Vec<FileChange>> {
+    let mut changes: HashMap<String, Vec<FileChange>> = HashMap::new();
+    for record in records {
+        let files = record.files.iter().filter_map(|file| {
+            // A side is whole text, or absent (a creation, a deletion).
+            let [before, after] = [&file.before, &file.after].map(|side| match side {
+                None => Some(None),
+                Some(side) => side.text.clone().map(Some),
+            });
+            let (before, after) = (before?, after?);
+            Some(FileChange {
+                path: cwd.join(&file.path),
+                delete: after.is_none(),
+                before,
+                after: after.unwrap_or_default(),
+                moved_to: file.moved_to.as_ref().map(|to| cwd.join(to)),
+                version: None,
+                notes: Vec::new(),
+            })
+        });
+        changes.entry(record.tool_call_id.clone()).or_default().extend(files);
+    }
+    changes
 }
 
 /// A session of `session/list`.
@@ -297,6 +325,19 @@ pub fn session_info(info: &reins_harness::SessionInfo, cwd: &Path) -> SessionInf
     SessionInfo::new(SessionId::new(info.id.as_str()), cwd.to_path_buf()).title(title).updated_at(updated.to_string())
 }
 
+/// A value from the client as an error quotes it: its start, with `…` when it was longer.
+pub fn quoted(value: &str) -> String {
+    cut(value, QUOTED_BYTES)
+}
+
+/// `text` cut to `max_bytes`, with `…` when something was cut.
+fn cut(text: &str, max_bytes: usize) -> String {
+    match reins_ai::cut_bytes(text, max_bytes) {
+        (kept, true) => format!("{kept}…"),
+        (all, false) => all.to_string(),
+    }
+}
+
 /// A harness error as a JSON-RPC error: invalid params for what the client got wrong, internal
 /// otherwise; `data.code` carries reins's stable code.
 pub fn harness_error(error: HarnessError) -> Error {
@@ -304,11 +345,12 @@ pub fn harness_error(error: HarnessError) -> Error {
         "invalid_argument" => ErrorCode::INVALID_PARAMS,
         _ => ErrorCode::INTERNAL_ERROR,
     };
-    Error::new(code, error.to_string()).data(json!({ "code": error.code() }))
+    Error::new(code, cut(&error.to_string(), ERROR_MESSAGE_BYTES)).data(json!({ "code": error.code() }))
 }
 
 /// An invalid-params error that says what to send instead.
 pub fn invalid_params(message: impl Into<String>) -> Error {
+    let message = cut(&message.into(), ERROR_MESSAGE_BYTES);
     Error::new(ErrorCode::INVALID_PARAMS, message).data(json!({ "code": "invalid_argument" }))
 }
 

@@ -224,6 +224,40 @@ fn line_endings_the_bom_and_a_missing_final_newline_are_kept() {
     );
 }
 
+/// A blank context line is a line of the file, never the nothing after its final line break:
+/// the property test once found this hunk landing there, adding a blank line and taking the
+/// file's final newline (issue 15). Whitespace-only lines are not matched loosely, so a hunk of
+/// blank context that fits only with trailing spaces overlooked is refused, not guessed.
+#[test]
+fn blank_context_never_matches_past_the_files_last_line() {
+    check_patch(
+        &[("a.py", " \n \n\n")],
+        "*** Begin Patch\n*** Update File: a.py\n@@\n \n \n+zz01b = 1\n*** End Patch",
+        expect![[r#"
+            error: a.py (line 3 of the patch): could not find the hunk's context and '-' lines in a.py.
+            Read a.py again and copy the hunk's context and '-' lines exactly as they are now, including whitespace and indentation.
+            Nothing was changed."#]],
+    );
+    check_patch(
+        &[("a.py", "a\n")],
+        "*** Begin Patch\n*** Update File: a.py\n a\n \n+b\n*** End Patch",
+        expect![[r#"
+            change a.py: "a\nb\n"
+              note: a.py (line 3 of the patch): matched after ignoring blank lines"#]],
+    );
+    check_patch(
+        &[("a.py", "a\n\n")],
+        "*** Begin Patch\n*** Update File: a.py\n a\n \n+b\n*** End Patch",
+        expect![[r#"change a.py: "a\n\nb\n""#]],
+    );
+    // The place at a line start is found though an overlapping one starts mid-line before it.
+    check_patch(
+        &[("a.py", "v = 1 \n \n \n ")],
+        "*** Begin Patch\n*** Update File: a.py\n@@\n  \n  \n+b\n*** End Patch",
+        expect![[r#"change a.py: "v = 1 \n \n \nb\n ""#]],
+    );
+}
+
 #[test]
 fn added_lines_alone_go_after_the_at_line_or_at_the_end() {
     check_patch(

@@ -6,7 +6,7 @@
 //! changes go through `edit` and, as one hunk of a patch, through `apply_patch`.
 
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
 use std::collections::BTreeMap;
 
 use reins_tools::{Edit, apply_edits, apply_patch_to};
@@ -346,22 +346,77 @@ fn check(case: &Case, dialect: Dialect) -> Result<bool, TestCaseError> {
     Ok(true)
 }
 
-/// Runs 3000 random cases through `dialect`, failing on the first that changes a byte it must
-/// keep, and on too few landings.
+/// The seed of the random cases: fixed, so CI runs the same cases every time and a landing never
+/// fails on a case its change did not touch. Explore others with `PROPTEST_RNG_SEED=<n>`; a case
+/// that fails there goes into [`regressions`] with the fix.
+const SEED: u64 = 15;
+
+/// Cases random runs once got wrong, run first on every run whatever the seed.
+fn regressions() -> Vec<Params> {
+    let line = |blank, trailing| Line { blank, depth: 0, pieces: vec![0], trailing, crlf: false };
+    let blank = |trailing| line(true, trailing);
+    let mut changes = vec![Change::Keep; 12];
+    changes[1] = Change::InsertAfter;
+    vec![
+        // Blank context, quoted without its trailing spaces, matched the nothing after the
+        // file's final line break: the hunk added a blank line and took the final newline.
+        Params {
+            lines: vec![blank(1), blank(1), blank(2)],
+            tabs: false,
+            bom: false,
+            endings: 0,
+            final_newline: true,
+            garble: Garble::TrailingWhitespace,
+            window_start: 0,
+            window_len: 2,
+            changes: changes.clone(),
+            old_ends_with_newline: true,
+        },
+        // Blank context matched at lines 3-4 exactly, but that place overlaps an earlier match
+        // not at a line start, which hid it: the hunk went on to land one line lower.
+        Params {
+            lines: vec![line(false, 0), line(false, 1), blank(1), blank(1), blank(1)],
+            tabs: false,
+            bom: false,
+            endings: 0,
+            final_newline: false,
+            garble: Garble::Typography,
+            window_start: 2,
+            window_len: 2,
+            changes,
+            old_ends_with_newline: true,
+        },
+    ]
+}
+
+/// Runs the regressions and 3000 random cases through `dialect`, failing on the first that
+/// changes a byte it must keep, and on too few landings.
 fn check_property(dialect: Dialect) {
-    let config = Config { cases: 3000, failure_persistence: None, ..Config::default() };
+    let run = |params: &Params| {
+        let case = params.build();
+        check(&case, dialect).map_err(|err| TestCaseError::fail(format!("{err}\n{case:#?}")))
+    };
+    for params in regressions() {
+        if let Err(failure) = run(&params) {
+            panic!("{dialect:?}: regression {params:#?} failed: {failure}");
+        }
+    }
+    let mut config = Config { cases: 3000, failure_persistence: None, ..Config::default() };
+    // Config::default() reads PROPTEST_RNG_SEED; without it, the fixed seed.
+    if config.rng_seed == RngSeed::Random {
+        config.rng_seed = RngSeed::Fixed(SEED);
+    }
+    let seed = config.rng_seed;
     let mut runner = TestRunner::new(config);
     let landed = std::cell::Cell::new(0usize);
     let result = runner.run(&params(), |params| {
-        let case = params.build();
-        let landed_here = check(&case, dialect).map_err(|err| TestCaseError::fail(format!("{err}\n{case:#?}")))?;
-        if landed_here {
+        if run(&params)? {
             landed.set(landed.get() + 1);
         }
         Ok(())
     });
     if let Err(failure) = result {
-        panic!("{dialect:?}: {failure}");
+        panic!("{dialect:?} (PROPTEST_RNG_SEED={seed}): {failure}");
     }
     // A property that holds because nothing lands proves nothing.
     assert!(landed.get() > 1800, "{dialect:?}: only {} of 3000 random changes landed", landed.get());

@@ -100,9 +100,16 @@ pub(crate) fn find_where<'a>(
         new: Cow::Borrowed(new),
         note: (normalisation != Normalisation::Exact).then(|| normalisation.describe()),
     };
-    let kept = |mut spans: Vec<Range<usize>>| {
-        spans.retain(|span| keep(span));
-        spans
+    // The finds below list overlapping places too, so that one `keep` refuses (not at a line
+    // start, say) cannot hide one it accepts; the first of overlapping accepted places wins.
+    let kept = |spans: Vec<Range<usize>>| {
+        let mut taken: Vec<Range<usize>> = Vec::new();
+        for span in spans.into_iter().filter(|span| keep(span)) {
+            if taken.last().is_none_or(|last| span.start >= last.end) {
+                taken.push(span);
+            }
+        }
+        taken
     };
     let exact = kept(find_exact(haystack, old));
     if !exact.is_empty() {
@@ -148,7 +155,19 @@ pub(crate) fn find_where<'a>(
 }
 
 fn find_exact(haystack: &str, needle: &str) -> Vec<Range<usize>> {
-    haystack.match_indices(needle).map(|(at, _)| at..at + needle.len()).collect()
+    occurrences(haystack, needle).map(|at| at..at + needle.len()).collect()
+}
+
+/// Where `needle` starts in `haystack`, overlapping places included, in order.
+fn occurrences<'a>(haystack: &'a str, needle: &'a str) -> impl Iterator<Item = usize> + 'a {
+    let mut from = Some(0);
+    std::iter::from_fn(move || {
+        let start = from?;
+        let at = start + haystack[start..].find(needle)?;
+        // The next place may start one character later.
+        from = haystack[at..].chars().next().map(|ch| at + ch.len_utf8());
+        Some(at)
+    })
 }
 
 fn find_normalised(haystack: &str, needle: &str, normalisation: Normalisation) -> Vec<Range<usize>> {
@@ -161,9 +180,8 @@ fn find_normalised(haystack: &str, needle: &str, normalisation: Normalisation) -
     let must_end_line = normalisation == Normalisation::TrailingWhitespace
         && needle.ends_with(|ch: char| ch.is_whitespace() && ch != '\n');
     let hay = normalisation.normalise(haystack);
-    hay.text
-        .match_indices(needle_norm.as_str())
-        .map(|(at, _)| at..at + needle_norm.len())
+    occurrences(&hay.text, &needle_norm)
+        .map(|at| at..at + needle_norm.len())
         .filter(|span| !must_end_line || span.end == hay.text.len() || hay.text.as_bytes()[span.end] == b'\n')
         .map(|span| hay.source_range(haystack, span))
         .map(|span| {
@@ -194,10 +212,9 @@ fn find_indented(haystack: &str, old: &str, new: &str) -> Vec<Range<usize>> {
     }
     let hay = strip_indentation(haystack);
     let old_lines: Vec<&str> = old.split_inclusive('\n').collect();
-    hay.text
-        .match_indices(needle_norm.as_str())
-        .filter(|(at, _)| *at == 0 || hay.text.as_bytes()[at - 1] == b'\n')
-        .map(|(at, _)| {
+    occurrences(&hay.text, &needle_norm)
+        .filter(|&at| at == 0 || hay.text.as_bytes()[at - 1] == b'\n')
+        .map(|at| {
             let range = hay.source_range(haystack, at..at + needle_norm.len());
             let line_start = haystack[..range.start].rfind('\n').map_or(0, |lf| lf + 1);
             line_start..range.end

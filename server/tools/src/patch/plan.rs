@@ -254,11 +254,14 @@ fn locate<'h>(
         // to the end of that line (and its break, when it has one, which the texts get back).
         let old = texts.old.strip_suffix('\n').unwrap_or(&texts.old);
         let new = texts.new.strip_suffix('\n').unwrap_or(&texts.new);
+        // A place ending at the very end of a file that ends with a line break would match the
+        // hunk's last (blank) line to the nothing after that break: not a line of the file.
         let keep = |span: &Range<usize>| {
             let end = line_end(span.end);
             span.start >= start
                 && at_line_start(span.start)
                 && text[span.end..end].trim().is_empty()
+                && !(span.end == text.len() && text.ends_with('\n'))
                 && (!eof_only || end + 1 >= text.len())
         };
         let mut found = matching::find_where(text, old, new, &keep);

@@ -664,6 +664,35 @@ async fn errors_quote_a_huge_argument_only_in_part() {
     assert!(status.success());
 }
 
+/// An MCP server of `session/new` that cannot start is told in the session, as a failed step at
+/// the start of the next turn (and in the log), and the turn goes on without its tools.
+#[tokio::test]
+async fn an_mcp_server_that_cannot_start_is_told_in_the_session() {
+    let dir = workspace(&[]);
+    let server = ScriptedServer::start(vec![Reply::text("Hello.")]).await;
+    let ghost = McpServer::Stdio(McpServerStdio::new("ghost", "/no/such/mcp-server"));
+    let shared = Shared::default();
+    let (stop, stderr) = with_client(&server, dir.path(), shared.clone(), NOTHING, async |cx| {
+        let session = new_session(&cx, dir.path(), vec![ghost]).await;
+        prompt(&cx, &session, "hi").await
+    })
+    .await;
+    assert_eq!(serde_json::to_value(stop.stop_reason).unwrap(), "end_turn");
+    let seen = updates(&shared);
+    let mut kinds: Vec<&str> = seen.iter().map(|u| u["update"]["sessionUpdate"].as_str().unwrap()).collect();
+    kinds.dedup();
+    assert_eq!(kinds, ["tool_call", "agent_message_chunk", "usage_update"], "{seen:?}");
+    let notice = &seen[0]["update"];
+    assert_eq!(notice["status"], "failed");
+    let title = notice["title"].as_str().unwrap();
+    assert!(title.starts_with("MCP server `ghost` could not be started"), "{title}");
+    let said = notice["content"][0]["content"]["text"].as_str().unwrap();
+    assert!(said.ends_with("going on without its tools"), "{said}");
+    assert!(stderr.contains("MCP server `ghost` could not be started"), "the log has it too: {stderr}");
+    // The model was not told about it.
+    assert!(!server.chat_requests()[0].body.to_string().contains("ghost"));
+}
+
 /// The reference server over streamable HTTP on a free port; killed when dropped.
 async fn everything_over_http(everything: &Path) -> (tokio::process::Child, String) {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();

@@ -164,6 +164,15 @@ impl State {
         }
         let events = self.events.clone();
         let landed = workspace.clone();
+        // What the harness warns about (an MCP server that could not start) reaches the user in
+        // the session, not only the log.
+        let (told, notices) = (workspace.clone(), self.events.clone());
+        let warn = Arc::new(move |message: &str| {
+            tracing::warn!("{message}");
+            if let Some(session_id) = told.session_id() {
+                notices.send(Input::Notice { session_id, message: message.to_string() });
+            }
+        });
         let sink = Arc::new(move |event: HarnessEvent| {
             // The changes a call made, taken as it ends: the next call has not started yet.
             let (changes, terminal) = match &event.event {
@@ -183,7 +192,7 @@ impl State {
             events: sink,
             date: crate::today(),
             persist: true,
-            warn: Arc::new(|message: &str| tracing::warn!("{message}")),
+            warn,
         });
         Ok((harness, workspace))
     }
@@ -203,6 +212,8 @@ impl State {
         let servers = mcp_servers(request.mcp_servers);
         let (harness, workspace) = self.harness(&request.cwd, cx)?;
         let id = harness.new_session(None, None).map_err(to_proto::harness_error)?;
+        // Known before the servers start, so that a server failing at once is told in the session.
+        workspace.set_session(&id);
         if !servers.is_empty() {
             harness.set_session_servers(&id, servers).map_err(to_proto::harness_error)?;
         }
@@ -247,6 +258,7 @@ impl State {
                 to_proto::quoted(&id)
             )));
         }
+        workspace.set_session(&id);
         if !servers.is_empty() {
             harness.set_session_servers(&id, servers).map_err(to_proto::harness_error)?;
         }

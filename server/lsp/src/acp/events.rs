@@ -42,6 +42,9 @@ pub enum Input {
     /// A loaded session's conversation, to replay before `responder` answers `session/load`
     /// (the spec: the whole replay, then the answer).
     Loaded { session_id: String, replay: Vec<SessionUpdate>, responder: Responder<LoadSessionResponse> },
+    /// Something the user should know about the session (an MCP server that could not start):
+    /// shown in its running turn, else at the start of its next one.
+    Notice { session_id: String, message: String },
     /// Ask the client; the answer (or the error) goes to `answer`.
     Permission {
         request: Box<RequestPermissionRequest>,
@@ -67,6 +70,10 @@ pub struct Pump {
     cx: ConnectionTo<Client>,
     prompts: HashMap<String, (Responder<PromptResponse>, Arc<AtomicBool>)>,
     sessions: HashMap<String, SessionState>,
+    /// Notices waiting for their session's next turn.
+    notices: HashMap<String, Vec<String>>,
+    /// Notices sent so far (their tool call ids).
+    told: u64,
 }
 
 impl Events {
@@ -87,7 +94,7 @@ impl Events {
 
 impl Pump {
     pub fn new(cx: ConnectionTo<Client>) -> Self {
-        Self { cx, prompts: HashMap::new(), sessions: HashMap::new() }
+        Self { cx, prompts: HashMap::new(), sessions: HashMap::new(), notices: HashMap::new(), told: 0 }
     }
 
     pub async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Input>) {
@@ -108,7 +115,17 @@ impl Pump {
                 }
             }
             Input::Prompt { session_id, responder, busy } => {
+                for message in self.notices.remove(&session_id).unwrap_or_default() {
+                    self.notice(&session_id, &message);
+                }
                 self.prompts.insert(session_id, (responder, busy));
+            }
+            Input::Notice { session_id, message } => {
+                if self.prompts.contains_key(&session_id) {
+                    self.notice(&session_id, &message);
+                } else {
+                    self.notices.entry(session_id).or_default().push(message);
+                }
             }
             Input::RunFailed { session_id, error } => {
                 if let Some((responder, busy)) = self.prompts.remove(&session_id) {
@@ -140,6 +157,11 @@ impl Pump {
         if let Err(err) = self.cx.send_notification(to_proto::notification(session_id, update)) {
             tracing::debug!("a session/update was not sent: {err}");
         }
+    }
+
+    fn notice(&mut self, session_id: &str, message: &str) {
+        self.told += 1;
+        self.notify(session_id, SessionUpdate::ToolCall(to_proto::notice(self.told, message)));
     }
 
     fn event(&mut self, event: HarnessEvent, changes: Vec<FileChange>, terminal: Option<String>) {

@@ -19,6 +19,8 @@ use serde_json::{Value, json};
 
 /// Longest command shown in a tool call's title.
 const TITLE_COMMAND_CHARS: usize = 80;
+/// Longest title of a notice (its whole text is the content).
+const NOTICE_TITLE_CHARS: usize = 120;
 /// Longest piece of the client's input an error quotes back (a 5 MB `cwd` is not sent back whole).
 const QUOTED_BYTES: usize = 256;
 /// Longest error message, whatever it quotes (a harness error naming a huge argument).
@@ -64,6 +66,16 @@ pub fn tool_call(id: &str, name: &str, args: &Value, cwd: &Path, status: ToolCal
         .status(status)
         .locations(locations(name, args, cwd))
         .raw_input(args.clone())
+}
+
+/// A notice of the harness (an MCP server that could not start) as a failed step of the turn:
+/// ACP has no notice update, and unlike an `agent_message_chunk` it is not taken for the agent's
+/// words, nor sent into the model's context.
+pub fn notice(n: u64, message: &str) -> ToolCall {
+    ToolCall::new(ToolCallId::new(format!("reins-notice-{n}")), reins_ai::first_line(message, NOTICE_TITLE_CHARS))
+        .kind(ToolKind::Other)
+        .status(ToolCallStatus::Failed)
+        .content(vec![ToolCallContent::from(text(message))])
 }
 
 /// A `tool_call_update` with only a new status.

@@ -75,6 +75,11 @@ impl AcpWorkspace {
         let _ = self.session_id.set(session_id.to_string());
     }
 
+    /// The session this workspace serves, once it is known.
+    pub fn session_id(&self) -> Option<String> {
+        self.session_id.get().cloned()
+    }
+
     /// The changes that landed since the last call, in order.
     pub fn take_landed(&self) -> Vec<FileChange> {
         std::mem::take(&mut *lock(&self.landed))

@@ -12,14 +12,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use reins_harness::{
-    CheckedOut, Checkout, ConflictInfo, Direction, FileOutcome, Harness, HarnessOptions, LiveSettings, Resumed,
-    SessionTreeView, Status, UNTRACKED_WARNING, Written,
+    CheckedOut, Checkout, ConflictInfo, Direction, FileOutcome, Resumed, SessionTreeView, Status, UNTRACKED_WARNING,
+    Written,
 };
-use reins_tools::FsWorkspace;
 use serde_json::{Value, json};
 
 use crate::lsp::to_proto;
-use crate::terminal_review::TerminalApprover;
 
 /// Exit status when the leaf moved but some files were left as they are.
 const LEFT_BEHIND: u8 = 3;
@@ -51,23 +49,8 @@ fn fail(message: &str) -> ExitCode {
 }
 
 async fn run(request: &CheckoutRequest) -> Result<ExitCode, String> {
-    let root = match &request.cwd {
-        Some(dir) => dir.clone(),
-        None => std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?,
-    };
-    let settings = crate::run::load_settings(&root);
-    let workspace = FsWorkspace::new(vec![root.clone()]).map_err(|e| e.to_string())?;
-    let harness = Harness::new(HarnessOptions {
-        settings: LiveSettings::new(settings),
-        workspace: Arc::new(workspace),
-        provider: None,
-        approver: Arc::new(TerminalApprover::new(root)),
-        diagnostics: None,
-        events: Arc::new(|_| {}),
-        date: String::new(),
-        persist: true,
-        warn: Arc::new(|message: &str| eprintln!("reins: warning: {message}")),
-    });
+    let warn = Arc::new(|message: &str| eprintln!("reins: warning: {message}"));
+    let harness = crate::sessions_cmd::offline_harness(request.cwd.as_ref(), warn)?;
     let session = match &request.session {
         Some(session) => harness.open_session(session).map_err(|e| e.to_string())?,
         None => harness

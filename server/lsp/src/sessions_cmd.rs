@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use reins_harness::{Harness, HarnessOptions, LiveSettings, SessionInfo, SessionTreeView};
+use reins_harness::{Harness, HarnessOptions, LiveSettings, SessionInfo, SessionTreeView, Warn};
 use reins_tools::FsWorkspace;
 
 use serde_json::Value;
@@ -79,14 +79,16 @@ pub fn main(args: SessionsArgs) -> ExitCode {
     }
 }
 
-fn run(args: &SessionsArgs) -> Result<String, String> {
-    let root = match &args.cwd {
+/// A harness over `cwd` (else the current directory) with no model: what `reins sessions` and
+/// `reins sessions checkout` read and move sessions and files with.
+pub(crate) fn offline_harness(cwd: Option<&PathBuf>, warn: Warn) -> Result<Arc<Harness>, String> {
+    let root = match cwd {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?,
     };
     let settings = crate::run::load_settings(&root);
     let workspace = FsWorkspace::new(vec![root.clone()]).map_err(|e| e.to_string())?;
-    let harness = Harness::new(HarnessOptions {
+    Ok(Harness::new(HarnessOptions {
         settings: LiveSettings::new(settings),
         workspace: Arc::new(workspace),
         provider: None,
@@ -95,8 +97,12 @@ fn run(args: &SessionsArgs) -> Result<String, String> {
         events: Arc::new(|_| {}),
         date: String::new(),
         persist: true,
-        warn: Arc::new(|_| {}),
-    });
+        warn,
+    }))
+}
+
+fn run(args: &SessionsArgs) -> Result<String, String> {
+    let harness = offline_harness(args.cwd.as_ref(), Arc::new(|_| {}))?;
     let to_json = |value: serde_json::Result<String>| value.map(|text| text + "\n").map_err(|e| e.to_string());
     match &args.command {
         SessionsCommand::List => {

@@ -4,7 +4,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use expect_test::{Expect, expect};
 use reins_tools::{BashTool, ExecPolicy, Sandbox, SandboxMode, sandbox_support};
@@ -14,10 +14,26 @@ use support::{Fixture, outcome, run};
 /// Its directory is not in the temporary directory: a denied path inside a writable directory
 /// would keep commands from making new entries right in it.
 fn fixture() -> Fixture {
-    let fixture = Fixture::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")), &[("inside.txt", "inside\n")]);
+    let fixture = Fixture::new_in(&fixture_base(), &[("inside.txt", "inside\n")]);
     std::fs::create_dir_all(fixture.outside.join("hidden")).unwrap();
     std::fs::write(fixture.outside.join("hidden/key.txt"), "key\n").unwrap();
     fixture
+}
+
+/// Cargo's test directory, unless the checkout itself lies in a temporary directory (a clone in
+/// /tmp): then a directory under $HOME, so that the denied path stays out of the writable ones.
+fn fixture_base() -> PathBuf {
+    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let temporary = [std::env::temp_dir(), PathBuf::from("/tmp"), PathBuf::from("/var/tmp"), PathBuf::from("/dev/shm")];
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    match home {
+        Some(home) if temporary.iter().any(|dir| target.starts_with(dir)) => {
+            let base = home.join(".cache/reins-sandbox-tests");
+            std::fs::create_dir_all(&base).unwrap();
+            base
+        }
+        _ => target,
+    }
 }
 
 fn sandbox(fixture: &Fixture, mode: SandboxMode, network: bool) -> Sandbox {

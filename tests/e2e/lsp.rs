@@ -13,6 +13,8 @@ mod docs;
 mod folders;
 #[path = "lsp/helix.rs"]
 mod helix;
+#[path = "lsp/listen.rs"]
+mod listen;
 #[path = "lsp/mcp.rs"]
 mod mcp;
 #[path = "lsp/review.rs"]
@@ -399,37 +401,6 @@ async fn configuration_changes_apply_to_the_next_model_call() {
         .await
         .unwrap();
     assert_eq!(set["model"]["id"], "third");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn listen_serves_one_client_over_tcp() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut child = reins_lsp(dir.path(), &["--listen", "127.0.0.1:0"])
-        .env("REINS_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    use tokio::io::AsyncBufReadExt;
-    let mut stderr = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    let address = loop {
-        let line = tokio::time::timeout(WAIT, stderr.next_line()).await.unwrap().unwrap().expect("reins exited");
-        if let Some(address) = line.strip_prefix("reins: listening on ") {
-            break address.to_string();
-        }
-    };
-    let stream = tokio::net::TcpStream::connect(&address).await.unwrap();
-    let (read, write) = stream.into_split();
-    let client = LspClient::over(read, write);
-    let result = client.initialize(dir.path(), json!({}), &["utf-8", "utf-16"]).await.unwrap();
-    assert_eq!(result["capabilities"]["positionEncoding"], "utf-8");
-    let created = client.command("reins.session.new", json!({})).await.unwrap();
-    assert!(created["sessionId"].is_string());
-    let _ = client.request("shutdown", Value::Null).await;
-    client.notify("exit", Value::Null).await;
-    let status = tokio::time::timeout(WAIT, child.wait()).await.unwrap().unwrap();
-    assert!(status.success());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

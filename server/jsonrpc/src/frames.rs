@@ -111,6 +111,22 @@ impl FrameReader {
         Self { buf: Vec::new(), start: 0, state: State::Header, max_frame }
     }
 
+    /// The bytes pushed that no item has covered yet, as they came. Right after
+    /// [`Reader::next_item`] returned an item, that is exactly what followed the item in the input
+    /// (a server that reads the first message itself hands the rest on with it).
+    pub fn into_unread(self) -> Vec<u8> {
+        match self.state {
+            State::Header => self.buf[self.start..].to_vec(),
+            State::Body(length) => {
+                let mut unread = format!("Content-Length: {length}\r\n\r\n").into_bytes();
+                unread.extend_from_slice(&self.buf[self.start..]);
+                unread
+            }
+            // Bytes being skipped are not a message: nothing of them is worth handing on.
+            State::Oversized { .. } | State::Resync { .. } => Vec::new(),
+        }
+    }
+
     fn advance(&mut self) -> Option<Item> {
         loop {
             let data = &self.buf[self.start..];
@@ -297,6 +313,27 @@ mod tests {
                 body {}
                 body null"#]],
         );
+    }
+
+    #[test]
+    fn what_follows_the_first_message_is_handed_on_unread() {
+        let unread_after_first = |input: &[u8]| {
+            let mut reader = FrameReader::default();
+            reader.push(input);
+            assert_eq!(reader.next_item(), Some(Item::Body(b"{}".to_vec())));
+            String::from_utf8(reader.into_unread()).unwrap()
+        };
+        assert_eq!(
+            unread_after_first(b"Content-Length: 2\r\n\r\n{}Content-Length: 4\r\n\r\nnu"),
+            "Content-Length: 4\r\n\r\nnu"
+        );
+        assert_eq!(unread_after_first(b"Content-Length: 2\r\n\r\n{}"), "");
+        // A header already read is given back as one.
+        let mut reader = FrameReader::default();
+        reader.push(b"Content-Length: 2\r\n\r\n{}content-length:4\n\nnu");
+        reader.next_item();
+        assert_eq!(reader.next_item(), None);
+        assert_eq!(reader.into_unread(), b"Content-Length: 4\r\n\r\nnu");
     }
 
     #[test]

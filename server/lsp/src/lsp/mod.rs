@@ -1,4 +1,4 @@
-//! `reins lsp`: the language server, on stdio or (`--listen 127.0.0.1:PORT`) one TCP client.
+//! `reins lsp`: the language server, on stdio or one client of a socket (`--listen`, [`listen`]).
 //!
 //! stdout carries LSP frames and nothing else; logs go to the client as `window/logMessage`
 //! ([`client_log`]), and to stderr before it is connected or when `REINS_LOG` is set.
@@ -14,13 +14,15 @@ mod dispatch;
 pub(crate) mod documents;
 mod events;
 mod from_proto;
+mod handshake;
+mod listen;
 mod review;
 mod server;
 pub(crate) mod to_proto;
+mod token;
 mod transport;
 mod workspace;
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -46,15 +48,19 @@ pub struct LspArgs {
     /// Serve stdin/stdout (the default; some clients pass it)
     #[arg(long)]
     pub stdio: bool,
-    /// Serve one TCP client at this address instead (e.g. 127.0.0.1:9257); wins over a --stdio
-    /// that a client appends
-    #[arg(long, value_name = "ADDR:PORT", value_parser = address)]
-    pub listen: Option<SocketAddr>,
-}
-
-/// A `--listen` address.
-fn address(value: &str) -> Result<SocketAddr, String> {
-    value.parse().map_err(|_| format!("{value:?} is not an address like 127.0.0.1:9257"))
+    /// Serve one client of a socket instead: 127.0.0.1:PORT (it must send the token, see
+    /// below) or unix:PATH (a private socket, no token); wins over a --stdio that a client appends
+    ///
+    /// On TCP the client sends a token as initializationOptions.token: REINS_LISTEN_TOKEN, else
+    /// one made at start and written (mode 0600) to the file named on stderr. Other clients are
+    /// refused while reins waits for the right one. For another machine, listen on 127.0.0.1
+    /// and connect through an SSH tunnel (ssh -L 9257:127.0.0.1:9257 HOST).
+    #[arg(long, value_name = "ADDR:PORT|unix:PATH", value_parser = listen::address)]
+    pub listen: Option<listen::Address>,
+    /// Allow --listen on an address other machines can reach (the token crosses the network
+    /// unencrypted: prefer an SSH tunnel)
+    #[arg(long, requires = "listen")]
+    pub allow_remote: bool,
 }
 
 pub fn main(args: LspArgs) -> ExitCode {
@@ -65,19 +71,18 @@ pub fn main(args: LspArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some(address) = &args.listen
+        && let Err(refused) = listen::check_reach(address, args.allow_remote)
+    {
+        eprintln!("reins: {refused}");
+        return ExitCode::from(2);
+    }
     let served = runtime.block_on(async move {
         match args.listen {
             None => serve(tokio::io::stdin(), tokio::io::stdout()).await,
             Some(address) => {
-                let listener = tokio::net::TcpListener::bind(address)
-                    .await
-                    .map_err(|err| format!("cannot listen on {address}: {err}"))?;
-                let bound = listener.local_addr().map_err(|err| err.to_string())?;
-                // On stderr, so a script that started the server with port 0 can find it.
-                eprintln!("reins: listening on {bound}");
-                let (stream, peer) = listener.accept().await.map_err(|err| format!("accept failed: {err}"))?;
-                tracing::info!("serving {peer}");
-                let (read, write) = stream.into_split();
+                let data_dir = reins_harness::Settings::from_env(|name| std::env::var(name).ok()).data_dir;
+                let (read, write) = listen::accept(&address, &data_dir).await?;
                 serve(read, write).await
             }
         }
@@ -150,11 +155,14 @@ mod tests {
     fn stdio_is_accepted_and_listen_takes_an_address() {
         assert_eq!(parse(&[]).unwrap(), LspArgs::default());
         assert_eq!(parse(&["--stdio"]).unwrap().listen, None);
-        assert_eq!(parse(&["--listen", "127.0.0.1:9257"]).unwrap().listen, Some("127.0.0.1:9257".parse().unwrap()));
+        let tcp = Some(listen::Address::Tcp("127.0.0.1:9257".parse().unwrap()));
+        assert_eq!(parse(&["--listen", "127.0.0.1:9257"]).unwrap().listen, tcp);
         assert!(parse(&["--listen", "nine"]).unwrap_err().contains("not an address"));
         // As before clap: a client that appends --stdio to a --listen command line still listens.
         let both = parse(&["--listen", "127.0.0.1:9257", "--stdio"]).unwrap();
-        assert_eq!(both.listen, Some("127.0.0.1:9257".parse().unwrap()));
+        assert_eq!(both.listen, tcp);
+        assert!(parse(&["--listen", "0.0.0.0:9257", "--allow-remote"]).unwrap().allow_remote);
+        assert!(parse(&["--allow-remote"]).unwrap_err().contains("--listen"));
         assert!(parse(&["--bogus"]).is_err());
     }
 }

@@ -5,6 +5,10 @@
 ;; reins becomes the server of the modes in `reins-modes'; for a language whose own server you
 ;; also need, use reins in a second Emacs or switch with `M-x eglot' per project.
 ;;
+;; To use a reins that runs elsewhere (`reins lsp --listen', through an SSH tunnel), set
+;; `reins-connect' to its host and port and `reins-listen-token-file' (or `reins-listen-token')
+;; to its token; for its Unix socket, set `reins-connect' to the socket's path.
+;;
 ;; The model, endpoint and keys come from your reins configuration (config.toml, REINS_MODEL,
 ;; OPENAI_BASE_URL, OPENAI_API_KEY, …); `reins-initialization-options' can add editor settings.
 ;;
@@ -34,6 +38,24 @@
   "How to start the reins language server."
   :type '(repeat string))
 
+(defcustom reins-connect nil
+  "Connect to a running `reins lsp --listen' instead of starting `reins-command'.
+Nil: start it.  (HOST PORT): its TCP port, e.g. (\"127.0.0.1\" 9257) at the near end of an
+SSH tunnel; the server's token is then sent, from `reins-listen-token', else the first line of
+`reins-listen-token-file', else $REINS_LISTEN_TOKEN.  A string: the path of its Unix socket
+\(`reins lsp --listen unix:PATH'), which needs no token."
+  :type '(choice (const :tag "Start reins-command" nil)
+                 (list :tag "TCP" string integer)
+                 (string :tag "Unix socket")))
+
+(defcustom reins-listen-token nil
+  "The token of the `reins lsp --listen' that `reins-connect' names (TCP only)."
+  :type '(choice (const nil) string))
+
+(defcustom reins-listen-token-file nil
+  "A file whose first line is that token: the one `reins lsp --listen' printed, or a copy."
+  :type '(choice (const nil) file))
+
 (defcustom reins-modes '(python-mode python-ts-mode js-mode typescript-ts-mode)
   "Major modes whose buffers eglot connects to reins."
   :type '(repeat symbol))
@@ -57,10 +79,38 @@ problems, and reins can tell the agent what its edits broke."
 LSP: it answers `reins/diagnostics' from Flymake."
   (append '(:capabilities (:diagnostics t)) reins-initialization-options))
 
+(defun reins--listen-token ()
+  "The token for a TCP `reins-connect', or a `user-error' saying where to put it."
+  (let ((from-file (and reins-listen-token-file
+                        (with-temp-buffer
+                          (insert-file-contents (expand-file-name reins-listen-token-file))
+                          (string-trim (buffer-substring (point-min) (line-end-position))))))
+        (from-env (getenv "REINS_LISTEN_TOKEN")))
+    (cond (reins-listen-token)
+          ((and from-file (not (string-empty-p from-file))) from-file)
+          ((and from-env (not (string-empty-p from-env))) from-env)
+          (t (user-error "reins: set `reins-listen-token' or `reins-listen-token-file' (or $REINS_LISTEN_TOKEN) to the token of `reins lsp --listen'")))))
+
+(defun reins--contact ()
+  "How eglot reaches reins: it starts `reins-command', or connects as `reins-connect' says.
+A connection is eglot's (CLASS :process FUNCTION …): its (HOST PORT) form takes no
+initializationOptions, which carry the token."
+  (pcase reins-connect
+    ('nil (append reins-command (list :initializationOptions (reins--initialization-options))))
+    ((pred stringp)
+     (let ((path (expand-file-name reins-connect)))
+       `(eglot-lsp-server
+         :process ,(lambda () (make-network-process :name "reins" :family 'local :remote path
+                                                    :coding 'utf-8-emacs-unix :noquery t))
+         :initializationOptions ,(reins--initialization-options))))
+    (`(,host ,port)
+     `(eglot-lsp-server
+       :process ,(lambda () (open-network-stream "reins" nil host port :coding 'utf-8-emacs-unix))
+       :initializationOptions ,(append (list :token (reins--listen-token)) (reins--initialization-options))))
+    (_ (user-error "reins: `reins-connect' is %S, not nil, (HOST PORT) or a socket's path" reins-connect))))
+
 (add-to-list 'eglot-server-programs
-             `(,reins-modes
-               . ,(lambda (&optional _interactive)
-                    (append reins-command (list :initializationOptions (reins--initialization-options))))))
+             `(,reins-modes . ,(lambda (&optional _interactive) (reins--contact))))
 
 ;;; Every message the server sends, at once (jsonrpc 1.0.14, Emacs 28-29)
 

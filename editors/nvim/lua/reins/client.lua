@@ -72,10 +72,43 @@ function M.built_binary()
   return best
 end
 
---- How the server is started, and where that came from: `cmd` when set, else the checkout's
---- build, else `reins` on PATH. Nil (and why) when there is no binary.
+--- The token of a `reins lsp --listen` on TCP: `connect.token`, else the first line of
+--- `connect.token_file`, else $REINS_LISTEN_TOKEN. Nil (and why) when there is none.
+function M.listen_token()
+  local c = config.options.connect or {}
+  if c.token then
+    return c.token
+  end
+  if c.token_file then
+    local ok, lines = pcall(vim.fn.readfile, vim.fn.expand(c.token_file), "", 1)
+    if ok and lines[1] and vim.trim(lines[1]) ~= "" then
+      return vim.trim(lines[1])
+    end
+    return nil, "cannot read the token from connect.token_file " .. c.token_file
+  end
+  if vim.env.REINS_LISTEN_TOKEN and vim.env.REINS_LISTEN_TOKEN ~= "" then
+    return vim.env.REINS_LISTEN_TOKEN
+  end
+  return nil, "connect needs the token of `reins lsp --listen`: set connect.token or connect.token_file, or $REINS_LISTEN_TOKEN"
+end
+
+--- How the server is reached, and where that came from: a connection to a listening server when
+--- `connect` is set, else `cmd`, else the checkout's build, else `reins` on PATH. Nil (and why)
+--- when there is no binary (or no token to connect with).
 function M.command()
   local o = config.options
+  if o.connect then
+    local c = o.connect
+    if c.path then
+      return vim.lsp.rpc.connect(vim.fn.expand(c.path)), "connect in setup() (unix:" .. c.path .. ")"
+    end
+    local _, why = M.listen_token()
+    if why then
+      return nil, why
+    end
+    local host = c.host or "127.0.0.1"
+    return vim.lsp.rpc.connect(host, c.port), ("connect in setup() (%s:%s)"):format(host, tostring(c.port))
+  end
   if o.cmd then
     return o.cmd, "cmd in setup()"
   end
@@ -98,6 +131,10 @@ end
 local function init_options()
   local options = vim.deepcopy(config.options.init_options or {})
   options.capabilities = vim.tbl_extend("force", options.capabilities or {}, { diagnostics = true })
+  local connect = config.options.connect
+  if connect and not connect.path then
+    options.token = M.listen_token()
+  end
   return options
 end
 
@@ -157,7 +194,8 @@ function M.ensure()
   local cfg = vim.tbl_extend("force", lsp_config(), { name = M.name, root_dir = M.root(0) })
   local ok, id = pcall(vim.lsp.start, cfg, { attach = false })
   if not ok or not id then
-    vim.notify("reins: could not start `" .. table.concat(cmd, " ") .. "`: " .. tostring(id), vim.log.levels.ERROR)
+    local what = type(cmd) == "table" and "start `" .. table.concat(cmd, " ") .. "`" or "connect (" .. why .. ")"
+    vim.notify("reins: could not " .. what .. ": " .. tostring(id), vim.log.levels.ERROR)
     return nil
   end
   return vim.lsp.get_client_by_id(id)

@@ -5,6 +5,11 @@ M.defaults = {
   -- How to start the server, e.g. { "/path/to/reins", "lsp" }. nil: the binary built in the
   -- checkout the plugin comes from (target/release or target/debug), else `reins` on PATH.
   cmd = nil,
+  -- Connect to a running `reins lsp --listen` instead of starting one (remote development
+  -- through an SSH tunnel, see :help reins-remote): { host = "127.0.0.1", port = 9257 } with that
+  -- server's token (`token`, else the first line of `token_file`, else $REINS_LISTEN_TOKEN), or
+  -- { path = "/run/user/1000/reins/lsp.sock" } for its Unix socket (no token). nil: start `cmd`.
+  connect = nil,
   -- Sent as initializationOptions (see the server's settings.md): baseUrl, apiKey, model, approval.
   init_options = {},
   -- Markers that name the workspace root; the current directory when none is found.

@@ -56,9 +56,11 @@ function M.check()
   end
   health.start("reins: binary")
   local cmd, source = require("reins.client").command()
-  local path = cmd and vim.fn.exepath(cmd[1]) or ""
+  local path = type(cmd) == "table" and vim.fn.exepath(cmd[1]) or ""
   if not cmd then
     health.error(source)
+  elseif type(cmd) == "function" then
+    health.ok("connecting to a running `reins lsp --listen`: " .. source)
   elseif path == "" then
     health.error(("`%s` is not executable (from %s)"):format(cmd[1], source), {
       "Build it (cargo build --release -p reins), install it (cargo install --path server/lsp), or fix cmd in setup{}",

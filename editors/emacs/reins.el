@@ -1,5 +1,7 @@
 ;;; reins.el --- the reins agent in Emacs, through eglot  -*- lexical-binding: t; -*-
 
+;; For Emacs 28 (with eglot from ELPA or Debian's elpa-eglot), 29 and 30.
+;;
 ;; Load this file from your init (`(load "/path/to/reins/editors/emacs/reins.el")'), with the
 ;; `reins' binary on PATH (or `reins-command' set).  Eglot runs one server per major mode, so
 ;; reins becomes the server of the modes in `reins-modes'; for a language whose own server you
@@ -343,16 +345,33 @@ unknown)."
 
 ;;; Commands
 
+(defun reins--ask-argument (argument)
+  "ARGUMENT of a `reins.ask' command, with a question asked for when it has none."
+  (if (plist-get argument :question)
+      argument
+    (let ((question (read-string "Ask reins about the selection: ")))
+      (when (string-empty-p (string-trim question))
+        (user-error "No question; nothing was asked"))
+      (plist-put (copy-sequence argument) :question question))))
+
+;; Emacs 28 and 29: a code action's command runs through `eglot-execute-command'.
 (cl-defmethod eglot-execute-command (server (_command (eql reins.ask)) arguments)
   "Ask for the question of \"Ask agent about selection\" when it has none."
-  (let ((argument (aref arguments 0)))
-    (unless (plist-get argument :question)
-      (let ((question (read-string "Ask reins about the selection: ")))
-        (when (string-empty-p (string-trim question))
-          (user-error "No question; nothing was asked"))
-        (setq argument (plist-put (copy-sequence argument) :question question))))
-    (reins--show)
-    (cl-call-next-method server 'reins.ask (vector argument))))
+  (reins--show)
+  (cl-call-next-method server 'reins.ask (vector (reins--ask-argument (aref arguments 0)))))
+
+;; Emacs 30: through `eglot-execute', which no longer calls `eglot-execute-command'; a code
+;; action comes back to it with its Command, a Command with its ExecuteCommandParams.
+(when (fboundp 'eglot-execute)
+  (cl-defmethod eglot-execute :around (server action)
+    "Ask for the question of \"Ask agent about selection\" when it has none."
+    (if (not (equal (plist-get action :command) "reins.ask"))
+        (cl-call-next-method)
+      (reins--show)
+      (let ((arguments (plist-get action :arguments)))
+        (cl-call-next-method
+         server (plist-put (copy-sequence action) :arguments
+                           (vector (reins--ask-argument (aref arguments 0)))))))))
 
 (defun reins--pending ()
   "The pending edits of the current server, oldest first."

@@ -33,8 +33,7 @@
         (unless (member wanted titles)
           (reins-test-fail "code action %S missing from %S" wanted titles))))
     (reins-test-wait "the answer in *reins*"
-                     (lambda () (with-current-buffer "*reins*"
-                                  (string-match-p (regexp-quote reins-test-answer) (buffer-string)))))
+                     (lambda () (reins-test-shows (regexp-quote reins-test-answer))))
     (unless (get-buffer-window "*reins*" t)
       (reins-test-fail "*reins* was not shown when the run started"))
     (reins-test-wait "the run to end" (lambda () (reins-test-event "agent_end")))
@@ -54,8 +53,7 @@
       (unless (equal asked "Ask reins about the selection: ")
         (reins-test-fail "the question was not asked for (%S)" asked)))
     (reins-test-wait "the second answer in *reins*"
-                     (lambda () (with-current-buffer "*reins*"
-                                  (string-match-p (regexp-quote reins-test-second) (buffer-string)))))
+                     (lambda () (reins-test-shows (regexp-quote reins-test-second))))
     (reins-test-wait "the second run to end" (lambda () (reins-test-event "agent_end")))
     (let* ((prompt (cl-loop for params in reins-test-events
                             for event = (plist-get params :event)
@@ -71,8 +69,7 @@
     (goto-char (point-min))
     (reins-test-pick "Agent: review this" (point-min) (progn (forward-line 2) (point)))
     (reins-test-wait "the failure in *reins*"
-                     (lambda () (with-current-buffer "*reins*"
-                                  (string-match-p "✗ .*Check the API key" (buffer-string)))))
+                     (lambda () (reins-test-shows "✗ .*Check the API key")))
     (message "*reins*:\n%s" (with-current-buffer "*reins*" (buffer-string)))
     (eglot-shutdown server))
   (reins-test-pass "*reins* showed an instant answer at once, asked for the question, and said why a run failed"))

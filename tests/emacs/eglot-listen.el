@@ -38,8 +38,7 @@
     (goto-char (point-min))
     (reins-test-pick "Agent: explain this" (point-min) (point-max))
     (reins-test-wait "the answer in *reins*"
-                     (lambda () (with-current-buffer "*reins*"
-                                  (string-match-p (regexp-quote reins-test-answer) (buffer-string)))))
+                     (lambda () (reins-test-shows (regexp-quote reins-test-answer))))
     (eglot-shutdown server))
   (reins-test-wait "reins to end with its client" (lambda () (not (process-live-p listener))))
   (unless (zerop (process-exit-status listener))

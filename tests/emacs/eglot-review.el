@@ -66,9 +66,7 @@
                        (lambda () (string-match-p "return -(b - a)" (buffer-string)))))
     ;; Then a command: no lines to put code actions on; M-x reins-accept, as *reins* says.
     (reins-test-wait "the command's proposal"
-                     (lambda () (with-current-buffer "*reins*"
-                                  (string-match-p (regexp-quote "⏸ run `echo checked`? M-x reins-accept")
-                                                  (buffer-string)))))
+                     (lambda () (reins-test-shows (regexp-quote "⏸ run `echo checked`? M-x reins-accept"))))
     (reins-accept)
     (reins-test-wait "the run to end (agent_end)" (lambda () (reins-test-event "agent_end")))
     (unless (equal (buffer-string) (concat "# the arithmetic\n"
@@ -78,7 +76,7 @@
     (let ((said "edit e1: applied hunk 2 of 2; the other hunk was rejected"))
       (unless (cl-some (lambda (m) (string-match-p (regexp-quote said) m)) messages)
         (reins-test-fail "the echo area did not say %S: %S" said messages))
-      (unless (with-current-buffer "*reins*" (string-match-p (regexp-quote said) (buffer-string)))
+      (unless (reins-test-shows (regexp-quote said))
         (reins-test-fail "*reins* did not say %S" said)))
     (let ((resolved (plist-get (cl-find-if (lambda (params) (equal (plist-get (plist-get params :event) :id) "e1"))
                                            reins-test-events)

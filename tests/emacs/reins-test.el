@@ -8,10 +8,12 @@
 
 (require 'cl-lib)
 (require 'json)
-;; -Q skips site-start; Debian's elpa-eglot is a package under /usr/share/emacs/site-lisp/elpa.
-(require 'package)
-(add-to-list 'package-directory-list "/usr/share/emacs/site-lisp/elpa")
-(package-initialize)
+;; -Q skips site-start; on Emacs 28, Debian's elpa-eglot is a package under
+;; /usr/share/emacs/site-lisp/elpa.  Emacs 29 and later have eglot built in, newer than that one.
+(unless (locate-library "eglot")
+  (require 'package)
+  (add-to-list 'package-directory-list "/usr/share/emacs/site-lisp/elpa")
+  (package-initialize))
 (require 'eglot)
 
 (defconst reins-test-timeout 60)
@@ -45,6 +47,12 @@ Emacs reads process output and runs timers meanwhile, as in its command loop."
   "The newest event of TYPE, or nil."
   (cl-find-if (lambda (params) (equal (plist-get (plist-get params :event) :type) type))
               reins-test-events))
+
+(defun reins-test-shows (regexp)
+  "Whether the *reins* buffer holds a match for REGEXP (nil while there is no such buffer: it is
+made when the first run starts, which may be after the code action's answer)."
+  (let ((buffer (get-buffer "*reins*")))
+    (and buffer (with-current-buffer buffer (string-match-p regexp (buffer-string))))))
 
 (defun reins-test-bin (variable)
   (expand-file-name (or (getenv variable) (reins-test-fail "set %s" variable))))

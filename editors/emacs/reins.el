@@ -102,7 +102,7 @@ initializationOptions, which carry the token."
     ((pred stringp)
      (let ((path (expand-file-name reins-connect)))
        `(eglot-lsp-server
-         :process ,(lambda () (make-network-process :name "reins" :family 'local :remote path
+         :process ,(lambda () (make-network-process :name "reins" :family 'local :service path
                                                     :coding 'utf-8-emacs-unix :noquery t))
          :initializationOptions ,(reins--initialization-options))))
     (`(,host ,port)

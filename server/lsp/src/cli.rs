@@ -39,7 +39,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Serve the Language Server Protocol on stdin/stdout (or one client over TCP)
+    /// Serve the Language Server Protocol on stdin/stdout (or to one client of a socket: --listen)
     ///
     /// stdout carries LSP frames and nothing else; logs go to the client (and to stderr with
     /// REINS_LOG).

@@ -14,13 +14,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use reins_jsonrpc::frame;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UnixListener};
 use tokio::task::JoinSet;
 
 use super::handshake::{Attempts, HANDSHAKE_TIME, Refusal, handshake};
 use super::token::{TOKEN_VARIABLE, Token};
-use reins_jsonrpc::frame;
 
 /// Connections still introducing themselves at most; more are closed at once, so a flood cannot
 /// use up the process's files.

@@ -138,6 +138,10 @@ local function init_options()
   return options
 end
 
+--- The root of every buffer when `connect` is set: the server serves one connection, so all
+--- buffers share the one client (its workspace is the server's, not a root found here).
+local connect_root
+
 local function lsp_config()
   local o = config.options
   return {
@@ -145,7 +149,7 @@ local function lsp_config()
     init_options = init_options(),
     filetypes = o.filetypes,
     root_dir = function(bufnr, on_dir)
-      on_dir(M.root(bufnr))
+      on_dir(connect_root or M.root(bufnr))
     end,
     handlers = {
       ["reins/event"] = dispatch_event,
@@ -159,6 +163,7 @@ end
 --- Registers and enables the server (Neovim 0.11+). Without a binary it is not enabled (every
 --- file would fail to start it): the user is told once what to do.
 function M.register()
+  connect_root = config.options.connect and vim.fn.getcwd() or nil
   vim.lsp.config(M.name, lsp_config())
   local cmd, why = M.command()
   if not cmd then
@@ -172,6 +177,15 @@ end
 function M.get()
   local root = M.root(0)
   local clients = vim.lsp.get_clients({ name = M.name })
+  if config.options.connect then
+    -- The one that connected (a function for `cmd`), not one a setup before started.
+    for _, client in ipairs(clients) do
+      if type(client.config.cmd) == "function" then
+        return client
+      end
+    end
+    return nil
+  end
   for _, client in ipairs(clients) do
     if client.root_dir == root then
       return client
@@ -191,7 +205,7 @@ function M.ensure()
     vim.notify("reins: " .. why, vim.log.levels.ERROR)
     return nil
   end
-  local cfg = vim.tbl_extend("force", lsp_config(), { name = M.name, root_dir = M.root(0) })
+  local cfg = vim.tbl_extend("force", lsp_config(), { name = M.name, root_dir = connect_root or M.root(0) })
   local ok, id = pcall(vim.lsp.start, cfg, { attach = false })
   if not ok or not id then
     local what = type(cmd) == "table" and "start `" .. table.concat(cmd, " ") .. "`" or "connect (" .. why .. ")"

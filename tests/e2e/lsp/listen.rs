@@ -187,15 +187,23 @@ async fn slow_and_silent_connections_do_not_hold_up_the_right_client() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_guesses_is_limited_and_the_right_client_gets_in_after() {
     let server = listen(&["--listen", "127.0.0.1:0"], Some(TOKEN)).await;
+    // 30 guesses at once: a burst of 10 is checked, then 5 a second.
+    let started = std::time::Instant::now();
+    let guesses = (0..30).map(|guess| {
+        let address = server.address.clone();
+        tokio::spawn(async move { refused(&address, &frame(&initialize(Some(&format!("guess-{guess:020}"))))).await })
+    });
     let mut errors = Vec::new();
-    for guess in 0..16 {
-        errors.push(refused(&server.address, &frame(&initialize(Some(&format!("guess-{guess:020}"))))).await);
+    for guess in guesses.collect::<Vec<_>>() {
+        errors.push(guess.await.unwrap());
     }
-    let codes: Vec<&str> = errors.iter().map(|error| error["data"]["code"].as_str().unwrap()).collect();
-    assert!(codes[..10].iter().all(|code| *code == "unauthorized"), "{codes:?}");
-    let too_many = errors.iter().filter(|error| error["data"]["code"] == "too_many_attempts").collect::<Vec<_>>();
-    assert!(too_many.len() >= 3, "{codes:?}");
-    same_shape(&example("listen-error", "too_many_attempts"), too_many[0], "too many attempts").unwrap();
+    let elapsed = started.elapsed().as_secs_f64();
+    let count = |code: &str| errors.iter().filter(|error| error["data"]["code"] == code).count();
+    let (checked, limited) = (count("unauthorized"), count("too_many_attempts"));
+    assert_eq!(checked + limited, 30, "{errors:?}");
+    assert!(checked >= 10 && checked as f64 <= 11.0 + 5.0 * elapsed, "{checked} checked in {elapsed} s");
+    let too_many = errors.iter().find(|error| error["data"]["code"] == "too_many_attempts").expect("none limited");
+    same_shape(&example("listen-error", "too_many_attempts"), too_many, "too many attempts").unwrap();
     tokio::time::sleep(Duration::from_millis(1200)).await;
     let client = server.serve_client(json!({"token": TOKEN})).await;
     server.finish(client).await;

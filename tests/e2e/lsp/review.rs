@@ -751,3 +751,22 @@ async fn an_edit_the_editor_refuses_for_a_newer_version_is_rebased_onto_it_and_s
     let text = lsp.client.request("reins/debug/documentText", json!({"uri": lsp.uri("src/lib.rs")})).await.unwrap();
     assert_eq!(text["text"], expected, "the server's copy: where the next edit starts from");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_the_editor_says_it_applied_but_its_buffer_does_not_show_is_reported_as_not_applied() {
+    let replies = vec![edit_lib("c1", &[("    2", "    20")]), Reply::text("done")];
+    let lsp = start(&[("src/lib.rs", LIB)], replies, json!({"approval": {"edit": "auto"}})).await;
+    lsp.open("src/lib.rs", "rust", LIB).await;
+    // Neovim before the plugin checked versions: the buffer had moved on (the user typed), so it
+    // dropped the edit and answered `applied: true`.
+    lsp.client.drop_apply_edits();
+    let started = lsp.client.command("reins.chat.send", json!({"text": "edit"})).await.unwrap();
+    lsp.client.wait_for_frame(WAIT, |frame| frame["method"] == "workspace/applyEdit").await.unwrap();
+    type_in(&lsp, "src/lib.rs", 2, ((0, 0), (0, 0)), "// typed\n").await;
+    let events = lsp.run_events(started["runId"].as_str().unwrap()).await;
+    let end = events.iter().find(|event| event["type"] == "tool_execution_end").unwrap();
+    assert_eq!(end["isError"], true, "never 'Edited': {end}");
+    let told = tool_result(&lsp, 1);
+    assert!(told.contains("the editor answered that it applied the edit, but its buffer does not show it"), "{told}");
+    assert_eq!(applied_edits(&lsp).len(), 1, "not sent again on top of what the editor may hold");
+}

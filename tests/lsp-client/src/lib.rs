@@ -75,6 +75,9 @@ struct Shared {
     /// an applied `workspace/applyEdit` changes them and is followed by a `didChange`, as in an
     /// editor.
     documents: Mutex<HashMap<String, (ClientDocument, i64)>>,
+    /// Answer `workspace/applyEdit` and apply nothing, as Neovim did with an edit for an older
+    /// version than its buffer's.
+    drop_edits: std::sync::atomic::AtomicBool,
     arrived: Notify,
 }
 
@@ -209,6 +212,12 @@ impl LspClient {
         *lock(&self.shared.apply_edit_answer) = Some(answer);
     }
 
+    /// From now on, `workspace/applyEdit` is answered (`applied: true` by default) but nothing
+    /// is applied and no `didChange` follows: an editor that drops an edit and says it applied it.
+    pub fn drop_apply_edits(&self) {
+        self.shared.drop_edits.store(true, Ordering::SeqCst);
+    }
+
     /// Answers the server's `method` requests with `handler` from now on, instead of the built-in
     /// answer (or the "not handled" error).
     pub fn on_request(
@@ -326,7 +335,11 @@ async fn read_loop(read: impl AsyncRead + Unpin, shared: Arc<Shared>, writer: Ar
                 };
                 let mut writer = writer.lock().await;
                 let answer = match answer {
-                    Ok(result) if method == "workspace/applyEdit" && result["applied"] == true => {
+                    Ok(result)
+                        if method == "workspace/applyEdit"
+                            && result["applied"] == true
+                            && !shared.drop_edits.load(Ordering::SeqCst) =>
+                    {
                         // As an editor: the buffers change, the server hears it, then the answer.
                         let (result, changes) = apply_edit(&shared, &message["params"]["edit"], result);
                         for change in changes {

@@ -68,8 +68,18 @@ T.test(("a formatter's change on disk and the agent's edit both reach the buffer
   vim.cmd("edit fmt.py")
   local buf = vim.api.nvim_get_current_buf()
   require("reins.chat").open(false)
-  local lost = 0
+  local lost, told_runs, reloaded_runs = 0, 0, 0
+  -- Neovim may reload the unmodified buffer from disk itself ('autoread') before the edit comes:
+  -- then the buffer already has the formatter's text, and there is nothing to merge or tell.
+  local reloaded = false
+  vim.api.nvim_create_autocmd({ "FileChangedShellPost", "BufReadPost" }, {
+    buffer = buf,
+    callback = function()
+      reloaded = true
+    end,
+  })
   for run = 1, runs do
+    reloaded = false
     local lines = original(run)
     local disk = formatted(lines, false)
     local before = #notices
@@ -84,11 +94,14 @@ T.test(("a formatter's change on disk and the agent's edit both reach the buffer
     for i = before + 1, #notices do
       told = told or notices[i]:find("changed on disk", 1, true) ~= nil
     end
-    T.ok(told, "the user is told the file changed on disk")
+    T.ok(told or reloaded, "the user is told the file changed on disk")
+    told_runs = told_runs + (told and 1 or 0)
+    reloaded_runs = reloaded_runs + (reloaded and 1 or 0)
     vim.cmd("silent write!")
     T.eq(vim.fn.readfile("fmt.py"), expected, "writing the buffer keeps both")
   end
-  io.stdout:write(("     figures: case=formatter runs=%d runs_losing_a_change=%d\n"):format(runs, lost))
+  io.stdout:write(("     figures: case=formatter runs=%d runs_losing_a_change=%d merged_and_told=%d reloaded_by_neovim=%d\n"):format(
+    runs, lost, told_runs, reloaded_runs))
   T.eq(lost, 0, "runs where the buffer lost the formatter's or the agent's change")
 end)
 

@@ -20,7 +20,7 @@ use tower_lsp_server::ls_types::{
     CodeActionParams, CodeActionProviderCapability, CodeActionResponse, DidChangeConfigurationParams,
     DidChangeTextDocumentParams, DidChangeWorkspaceFoldersParams, DidCloseTextDocumentParams,
     DidOpenTextDocumentParams, DidSaveTextDocumentParams, ExecuteCommandOptions, ExecuteCommandParams,
-    InitializeParams, InitializeResult, InitializedParams, MessageType, OneOf, PositionEncodingKind,
+    InitializeParams, InitializeResult, InitializedParams, MessageType, OneOf, PositionEncodingKind, SaveOptions,
     ServerCapabilities, ServerInfo, TextDocumentSyncCapability, TextDocumentSyncKind, TextDocumentSyncOptions,
     TextDocumentSyncSaveOptions, WorkspaceFoldersServerCapabilities, WorkspaceServerCapabilities,
 };
@@ -179,9 +179,10 @@ impl LanguageServer for Server {
 
     async fn did_save(&self, params: DidSaveTextDocumentParams) {
         self.sync_guarded("didSave", |state| {
-            let disk =
-                from_proto::file_path(&params.text_document.uri).and_then(|path| std::fs::read_to_string(path).ok());
-            lock(&state.documents).loaded(params.text_document.uri.as_str(), disk.as_deref());
+            let uri = &params.text_document.uri;
+            let read = || from_proto::file_path(uri).and_then(|path| std::fs::read_to_string(path).ok());
+            let written = params.text.or_else(read);
+            lock(&state.documents).loaded(uri.as_str(), written.as_deref());
         });
     }
 
@@ -275,8 +276,9 @@ impl State {
                 text_document_sync: Some(TextDocumentSyncCapability::Options(TextDocumentSyncOptions {
                     open_close: Some(true),
                     change: Some(TextDocumentSyncKind::INCREMENTAL),
-                    // What the buffer last wrote is the base for merging a change on disk.
-                    save: Some(TextDocumentSyncSaveOptions::Supported(true)),
+                    // What the buffer last wrote is the base for merging a change on disk; with
+                    // its text, as the disk may have changed again by the time this is read.
+                    save: Some(TextDocumentSyncSaveOptions::SaveOptions(SaveOptions { include_text: Some(true) })),
                     ..TextDocumentSyncOptions::default()
                 })),
                 code_action_provider: Some(CodeActionProviderCapability::Simple(true)),

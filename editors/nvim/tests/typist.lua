@@ -206,6 +206,15 @@ function M.spec(review_mode)
     end
     notify(msg, level)
   end
+  -- How often the plugin refused an edit made for another version (the server re-based it).
+  local apply = require("reins.apply")
+  local stale = apply.stale
+  local refusals = 0
+  apply.stale = function(...)
+    local why = stale(...)
+    refusals = refusals + (why and 1 or 0)
+    return why
+  end
   local mode = review_mode and "review" or "auto"
   for _, rate in ipairs(rates) do
     T.test(("%s mode, typing %d/s: nothing typed or proposed is lost or misplaced (%d runs)"):format(mode, rate, runs), function()
@@ -215,7 +224,7 @@ function M.spec(review_mode)
         buf = vim.api.nvim_get_current_buf()
       end
       require("reins.chat").open(false)
-      errors = {}
+      errors, refusals = {}, 0
       local total = { typed = 0, chars_lost = 0, lost = 0, misplaced = 0, refused = 0, unexplained = 0, waiting = 0 }
       for _ = 1, runs do
         M.runs_done = (M.runs_done or 0) + 1
@@ -225,8 +234,8 @@ function M.spec(review_mode)
           total[key] = total[key] + value
         end
       end
-      io.stdout:write(("     figures: mode=%s rate=%d runs=%d typed=%d chars_lost=%d hunks_lost_silently=%d misplaced=%d refused_reported=%d unexplained=%d waiting=%d errors=%d\n"):format(
-        mode, rate, runs, total.typed, total.chars_lost, total.lost, total.misplaced, total.refused, total.unexplained, total.waiting, #errors))
+      io.stdout:write(("     figures: mode=%s rate=%d runs=%d typed=%d chars_lost=%d hunks_lost_silently=%d misplaced=%d refused_reported=%d unexplained=%d waiting=%d errors=%d stale_versions_refused=%d\n"):format(
+        mode, rate, runs, total.typed, total.chars_lost, total.lost, total.misplaced, total.refused, total.unexplained, total.waiting, #errors, refusals))
       T.eq(total.chars_lost, 0, "typed characters lost")
       T.eq(total.lost, 0, "hunks lost silently")
       T.eq(total.misplaced, 0, "hunks misplaced")

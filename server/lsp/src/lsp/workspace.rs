@@ -6,6 +6,10 @@
 //! several files (a patch) goes as one workspace edit — `CreateFile`, `RenameFile`, `DeleteFile`
 //! and versioned document edits together — when the client can apply all of it, so it lands
 //! whole or not at all; otherwise file by file, undone if one fails.
+//!
+//! The user keeps typing meanwhile: an edit of an open buffer is re-based onto what was typed
+//! since it was prepared, re-sent when the editor refuses it for a newer version, and counts as
+//! applied only once the editor's `didChange` shows it (see [`EditorWorkspace::apply_open`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -39,6 +39,8 @@ enum Choice {
     Pick(&'static str),
     /// Keep the request unanswered (until the test answers it).
     Hold,
+    /// The user types while asked: the buffer of the path becomes the text, then the option.
+    TypeThenPick(PathBuf, &'static str, &'static str),
 }
 
 /// What the client says it can do.
@@ -215,6 +217,12 @@ async fn with_client<T: Send + 'static>(
                 let mut recorded = lock(&asks);
                 recorded.permissions.push(serde_json::to_value(&request).unwrap());
                 match recorded.choices.pop_front().unwrap_or(Choice::Pick("reject_once")) {
+                    Choice::TypeThenPick(path, text, option) => {
+                        recorded.buffers.insert(path, text.to_string());
+                        responder.respond(RequestPermissionResponse::new(RequestPermissionOutcome::Selected(
+                            SelectedPermissionOutcome::new(PermissionOptionId::new(option)),
+                        )))
+                    }
                     Choice::Pick(option) => {
                         responder.respond(RequestPermissionResponse::new(RequestPermissionOutcome::Selected(
                             SelectedPermissionOutcome::new(PermissionOptionId::new(option)),
@@ -454,6 +462,32 @@ async fn the_agent_reads_the_unsaved_buffer_and_writes_an_allowed_edit_through_t
         agent_message_chunk: Done.
         usage_update: size 128000"#]]
     .assert_eq(&render(&updates(&shared), dir.path()));
+}
+
+#[tokio::test]
+async fn an_edit_of_a_buffer_the_user_typed_in_meanwhile_is_rebased_onto_it_or_refused_with_the_place() {
+    let dir = workspace(&[("notes.txt", "one\ntwo\nthree\n")]);
+    let path = dir.path().canonicalize().unwrap().join("notes.txt");
+    let edit = |id: &str, old: &str, new: &str| {
+        Reply::tool_call(id, "edit", json!({"path": "notes.txt", "edits": [{"oldText": old, "newText": new}]}))
+    };
+    let server =
+        ScriptedServer::start(vec![edit("c1", "two", "TWO"), edit("c2", "three", "THREE"), Reply::text("Done.")]).await;
+    let shared = Shared::default();
+    // While asked about c1, the user adds a line at the top: c1 lands below it.
+    lock(&shared).choices.push_back(Choice::TypeThenPick(path.clone(), "zero\none\ntwo\nthree\n", "allow_once"));
+    // While asked about c2, the user rewrites the very line c2 changes: c2 is refused, with the place.
+    lock(&shared).choices.push_back(Choice::TypeThenPick(path.clone(), "zero\none\nTWO\n3\n", "allow_once"));
+    with_client(&server, dir.path(), shared.clone(), FS, async |cx| {
+        let session = new_session(&cx, dir.path(), Vec::new()).await;
+        prompt(&cx, &session, "shout").await
+    })
+    .await;
+    let recorded = lock(&shared);
+    assert_eq!(recorded.writes, vec![(path.clone(), "zero\none\nTWO\nthree\n".to_string())]);
+    assert_eq!(recorded.buffers[&path], "zero\none\nTWO\n3\n", "the user's line stays");
+    let told = server.chat_requests()[2].body["messages"].to_string();
+    assert!(told.contains("the user changed the same lines meanwhile"), "{told}");
 }
 
 #[tokio::test]

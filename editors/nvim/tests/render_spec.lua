@@ -22,3 +22,16 @@ T.test("a narrow winbar drops the cost, then the tokens, then shortens the title
   T.eq(bar(conv, title, 22), " reins |⏸ review ")
   T.eq(bar(nil, title, 30), " reins · Can these be clear… | ")
 end)
+
+T.test("a reason of several lines shows as lines of their own, on a tool call and on a proposal", function()
+  local reason = "the user changed the same lines meanwhile: line 3\nb.py was not moved"
+  local proposal = { kind = "proposal", tool = "edit", path = "a.py", hunks = 1, status = "stale", reason = reason }
+  local tool = { kind = "tool", id = "c1", name = "edit", status = "error", args_text = "{}", proposal = proposal }
+  for _, block in ipairs({ tool, proposal }) do
+    local lines = render.block(block)
+    T.eq({ lines[2], lines[3] }, {
+      "  reason: the user changed the same lines meanwhile: line 3",
+      "          b.py was not moved",
+    }, block.kind)
+  end
+end)

@@ -360,9 +360,9 @@ async fn typing_before_accepting_rebases_or_goes_stale_but_never_overwrites() {
         tool_result(&lsp, 1).ends_with("the change was merged into the new text without touching the user's edits.")
     );
 
-    // The editor applied it (version 3); then the user rewrites the very line the next change
-    // touches: stale, and the model sees the current text there.
-    type_in(&lsp, "src/lib.rs", 3, ((2, 4), (2, 5)), "10").await;
+    // The editor applied it (version 3, and told the server before answering); then the user
+    // rewrites the very line the next change touches: stale, and the model sees the current text.
+    assert_eq!(lsp.client.document(&lsp.uri("src/lib.rs")).map(|(_, version)| version), Some(3));
     let (run_id, edit) = propose(&lsp, "second", Some(&edit["sessionId"])).await;
     type_in(&lsp, "src/lib.rs", 4, ((6, 4), (6, 5)), "22").await;
     let stale = lsp.client.command("reins.edit.accept", json!({"id": edit["id"]})).await.unwrap();
@@ -716,4 +716,57 @@ async fn a_patch_file_that_went_stale_stops_every_file_of_it() {
         result.starts_with("b.py was not changed") && result.ends_with("No file of the change was changed."),
         "{result}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_the_editor_refuses_for_a_newer_version_is_rebased_onto_it_and_sent_again() {
+    let replies = vec![edit_lib("c1", &[("    2", "    20")]), Reply::text("done")];
+    let lsp = start(&[("src/lib.rs", LIB)], replies, json!({"approval": {"edit": "auto"}})).await;
+    lsp.open("src/lib.rs", "rust", LIB).await;
+    // The user typed a line at the top just before the edit arrived: the editor, at version 2,
+    // refuses the edit made for version 1, then hears the keystroke's didChange.
+    let answers = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = answers.clone();
+    lsp.client.on_request("workspace/applyEdit", move |_| {
+        Some(Ok(match counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+            0 => json!({"applied": false, "failureReason": "src/lib.rs is at version 2, the edit was made for version 1"}),
+            _ => json!({"applied": true}),
+        }))
+    });
+    let started = lsp.client.command("reins.chat.send", json!({"text": "edit"})).await.unwrap();
+    lsp.client.wait_for_frame(WAIT, |frame| frame["method"] == "workspace/applyEdit").await.unwrap();
+    type_in(&lsp, "src/lib.rs", 2, ((0, 0), (0, 0)), "// typed\n").await;
+    let events = lsp.run_events(started["runId"].as_str().unwrap()).await;
+    let end = events.iter().find(|event| event["type"] == "tool_execution_end").unwrap();
+    assert_eq!(end["isError"], false, "{end}");
+    let versions: Vec<Value> = applied_edits(&lsp)
+        .iter()
+        .map(|edit| {
+            serde_json::from_str::<Value>(edit).unwrap()["documentChanges"][0]["textDocument"]["version"].clone()
+        })
+        .collect();
+    assert_eq!(versions, [json!(1), json!(2)], "sent again for the version the editor is at");
+    let expected = "// typed\nfn a() -> u32 {\n    1\n}\n// b\nfn b() -> u32 {\n    20\n}\n";
+    assert_eq!(lsp.client.document(&lsp.uri("src/lib.rs")).unwrap().0, expected, "the editor's buffer");
+    let text = lsp.client.request("reins/debug/documentText", json!({"uri": lsp.uri("src/lib.rs")})).await.unwrap();
+    assert_eq!(text["text"], expected, "the server's copy: where the next edit starts from");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_the_editor_says_it_applied_but_its_buffer_does_not_show_is_reported_as_not_applied() {
+    let replies = vec![edit_lib("c1", &[("    2", "    20")]), Reply::text("done")];
+    let lsp = start(&[("src/lib.rs", LIB)], replies, json!({"approval": {"edit": "auto"}})).await;
+    lsp.open("src/lib.rs", "rust", LIB).await;
+    // Neovim before the plugin checked versions: the buffer had moved on (the user typed), so it
+    // dropped the edit and answered `applied: true`.
+    lsp.client.drop_apply_edits();
+    let started = lsp.client.command("reins.chat.send", json!({"text": "edit"})).await.unwrap();
+    lsp.client.wait_for_frame(WAIT, |frame| frame["method"] == "workspace/applyEdit").await.unwrap();
+    type_in(&lsp, "src/lib.rs", 2, ((0, 0), (0, 0)), "// typed\n").await;
+    let events = lsp.run_events(started["runId"].as_str().unwrap()).await;
+    let end = events.iter().find(|event| event["type"] == "tool_execution_end").unwrap();
+    assert_eq!(end["isError"], true, "never 'Edited': {end}");
+    let told = tool_result(&lsp, 1);
+    assert!(told.contains("the editor answered that it applied the edit, but its buffer does not show it"), "{told}");
+    assert_eq!(applied_edits(&lsp).len(), 1, "not sent again on top of what the editor may hold");
 }

@@ -39,6 +39,51 @@ impl ClientDocument {
         (line, column as u32)
     }
 
+    /// The byte offset of an LSP position (line, UTF-16 column); past the end of a line or of
+    /// the text, it clamps there, as the specification asks.
+    pub fn offset(&self, line: u32, character: u32) -> usize {
+        let bytes = self.text.as_bytes();
+        let (mut at, mut current) = (0, 0);
+        while current < line {
+            match bytes.get(at) {
+                None => return self.text.len(),
+                Some(b'\r') if bytes.get(at + 1) == Some(&b'\n') => {
+                    at += 2;
+                    current += 1;
+                }
+                Some(b'\n' | b'\r') => {
+                    at += 1;
+                    current += 1;
+                }
+                Some(_) => at += 1,
+            }
+        }
+        let mut units = 0;
+        for (index, c) in self.text[at..].char_indices() {
+            if c == '\n' || c == '\r' || units >= character as usize {
+                return at + index;
+            }
+            units += c.len_utf16();
+        }
+        self.text.len()
+    }
+
+    /// Applies an LSP content change or text edit (`range` and `text` or `newText`; without a
+    /// range, the whole text).
+    pub fn apply(&mut self, change: &Value) {
+        let text = change.get("text").or_else(|| change.get("newText")).and_then(Value::as_str).unwrap_or("");
+        let Some(range) = change.get("range").filter(|range| !range.is_null()) else {
+            self.text = text.to_string();
+            return;
+        };
+        let at = |position: &Value| {
+            let number = |key: &str| position[key].as_u64().unwrap_or(0) as u32;
+            self.offset(number("line"), number("character"))
+        };
+        let (start, end) = (at(&range["start"]), at(&range["end"]));
+        self.text.replace_range(start..end.max(start), text);
+    }
+
     /// Replaces bytes `start..end` with `new_text` and returns the change event for it.
     pub fn replace(&mut self, start: usize, end: usize, new_text: &str) -> Value {
         let (start_line, start_col) = self.position(start);

@@ -3,8 +3,9 @@
 //! [`LspClient`] talks JSON-RPC with `Content-Length` framing over a child process's stdio (or
 //! any byte stream), matches responses to requests, records every notification and every request
 //! from the server, and answers those requests the way a simple editor would (progress tokens
-//! accepted, `workspace/applyEdit` applied). [`ClientDocument`] keeps the client's copy of a text
-//! and produces UTF-16 ranges for incremental changes.
+//! accepted, `workspace/applyEdit` applied to the documents it opened, then `didChange`).
+//! [`ClientDocument`] keeps the client's copy of a text and produces UTF-16 ranges for
+//! incremental changes.
 
 mod document;
 mod framing;
@@ -70,6 +71,13 @@ struct Shared {
     apply_edit_answer: Mutex<Option<Value>>,
     /// Handlers of server requests set by the test, by method; they win over the built-in answers.
     handlers: Mutex<HashMap<String, RequestHandler>>,
+    /// The documents this client opened, with their versions, as its `didOpen`/`didChange` said:
+    /// an applied `workspace/applyEdit` changes them and is followed by a `didChange`, as in an
+    /// editor.
+    documents: Mutex<HashMap<String, (ClientDocument, i64)>>,
+    /// Answer `workspace/applyEdit` and apply nothing, as Neovim did with an edit for an older
+    /// version than its buffer's.
+    drop_edits: std::sync::atomic::AtomicBool,
     arrived: Notify,
 }
 
@@ -125,7 +133,13 @@ impl LspClient {
     }
 
     pub async fn notify(&self, method: &str, params: Value) {
+        track(&self.shared, method, &params);
         self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params})).await;
+    }
+
+    /// The client's copy of an open document: its text and version.
+    pub fn document(&self, uri: &str) -> Option<(String, i64)> {
+        lock(&self.shared.documents).get(uri).map(|(document, version)| (document.text.clone(), *version))
     }
 
     /// Sends `body` in a frame as it is (for malformed-message tests).
@@ -196,6 +210,12 @@ impl LspClient {
     /// Sets the answer to `workspace/applyEdit` (default `{"applied": true}`).
     pub fn answer_apply_edit_with(&self, answer: Value) {
         *lock(&self.shared.apply_edit_answer) = Some(answer);
+    }
+
+    /// From now on, `workspace/applyEdit` is answered (`applied: true` by default) but nothing
+    /// is applied and no `didChange` follows: an editor that drops an edit and says it applied it.
+    pub fn drop_apply_edits(&self) {
+        self.shared.drop_edits.store(true, Ordering::SeqCst);
     }
 
     /// Answers the server's `method` requests with `handler` from now on, instead of the built-in
@@ -313,11 +333,27 @@ async fn read_loop(read: impl AsyncRead + Unpin, shared: Arc<Shared>, writer: Ar
                     },
                     None => answer_server_request(&shared, &method),
                 };
+                let mut writer = writer.lock().await;
+                let answer = match answer {
+                    Ok(result)
+                        if method == "workspace/applyEdit"
+                            && result["applied"] == true
+                            && !shared.drop_edits.load(Ordering::SeqCst) =>
+                    {
+                        // As an editor: the buffers change, the server hears it, then the answer.
+                        let (result, changes) = apply_edit(&shared, &message["params"]["edit"], result);
+                        for change in changes {
+                            let frame = json!({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": change});
+                            let _ = writer.write_all(&framing::frame(frame.to_string().as_bytes())).await;
+                        }
+                        Ok(result)
+                    }
+                    answer => answer,
+                };
                 let reply = match answer {
                     Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
                     Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
                 };
-                let mut writer = writer.lock().await;
                 let _ = writer.write_all(&framing::frame(reply.to_string().as_bytes())).await;
                 let _ = writer.flush().await;
                 drop(writer);
@@ -348,6 +384,65 @@ async fn read_loop(read: impl AsyncRead + Unpin, shared: Arc<Shared>, writer: Ar
     }
     // The server closed its output: fail every waiting request.
     lock(&shared.pending).clear();
+}
+
+/// Keeps the client's copy of the documents it opened in step with what it tells the server.
+fn track(shared: &Shared, method: &str, params: &Value) {
+    let uri = params["textDocument"]["uri"].as_str().unwrap_or_default().to_string();
+    let version = params["textDocument"]["version"].as_i64().unwrap_or(0);
+    let mut documents = lock(&shared.documents);
+    match method {
+        "textDocument/didOpen" => {
+            let text = params["textDocument"]["text"].as_str().unwrap_or_default();
+            documents.insert(uri, (ClientDocument::new(text), version));
+        }
+        "textDocument/didChange" => {
+            if let Some((document, known)) = documents.get_mut(&uri) {
+                for change in params["contentChanges"].as_array().into_iter().flatten() {
+                    document.apply(change);
+                }
+                *known = version;
+            }
+        }
+        "textDocument/didClose" => {
+            documents.remove(&uri);
+        }
+        _ => {}
+    }
+}
+
+/// Applies a workspace edit the client answers `applied: true` to to the documents it has open,
+/// as an editor does: an edit naming another version than the document's is refused (the answer
+/// becomes `applied: false`), and each changed document's `didChange` (its whole text, the next
+/// version) is returned to be sent before the answer.
+fn apply_edit(shared: &Shared, edit: &Value, result: Value) -> (Value, Vec<Value>) {
+    let mut documents = lock(&shared.documents);
+    let mut changes = Vec::new();
+    for change in edit["documentChanges"].as_array().into_iter().flatten() {
+        let uri = change["textDocument"]["uri"].as_str().unwrap_or_default();
+        let Some((document, version)) = documents.get_mut(uri) else { continue };
+        let named = &change["textDocument"]["version"];
+        if !named.is_null() && named.as_i64() != Some(*version) {
+            let reason = format!("{uri} is at version {version}, the edit was made for version {named}");
+            return (json!({"applied": false, "failureReason": reason}), Vec::new());
+        }
+        let mut edits: Vec<&Value> = change["edits"].as_array().into_iter().flatten().collect();
+        let start = |edit: &Value| {
+            let position = &edit["range"]["start"];
+            (position["line"].as_u64().unwrap_or(0), position["character"].as_u64().unwrap_or(0))
+        };
+        // Last first, so that each range still names the text it was made for.
+        edits.sort_by_key(|edit| std::cmp::Reverse(start(edit)));
+        for edit in edits {
+            document.apply(edit);
+        }
+        *version += 1;
+        changes.push(json!({
+            "textDocument": {"uri": uri, "version": *version},
+            "contentChanges": [{"text": document.text}],
+        }));
+    }
+    (result, changes)
 }
 
 fn answer_server_request(shared: &Shared, method: &str) -> Result<Value, Value> {

@@ -147,12 +147,18 @@ local function lsp_config()
   return {
     cmd = M.command() or { "reins", "lsp" },
     init_options = init_options(),
+    -- Every change goes to reins as it happens: the agent's edits are made from the server's
+    -- copy of the buffer, which a debounce would hold back while the user types.
+    flags = { debounce_text_changes = 0 },
     filetypes = o.filetypes,
     root_dir = function(bufnr, on_dir)
       on_dir(connect_root or M.root(bufnr))
     end,
     handlers = {
       ["reins/event"] = dispatch_event,
+      ["workspace/applyEdit"] = function(err, params, ctx)
+        return require("reins.apply").handler(err, params, ctx)
+      end,
       ["reins/diagnostics"] = function(err, params, ctx)
         return require("reins.diagnostics").handler(err, params, ctx)
       end,

@@ -197,6 +197,25 @@ local function describe_edit(edit)
   }
 end
 
+--- A tool call ended while its proposal still shows as waiting (its `edit_resolved` went
+--- missing): it says what the call's result says, so nothing waits after the call.
+local function settle_proposal(conv, block, is_error)
+  local proposal = block.proposal
+  if not proposal or proposal.status ~= "waiting" then
+    return
+  end
+  proposal.status = is_error and "failed" or "applied"
+  if is_error then
+    proposal.reason = block.result
+  end
+  for id, entry in pairs(conv.proposals or {}) do
+    if entry.block == block then
+      conv.proposals[id] = nil
+      conv.waiting = math.max((conv.waiting or 1) - 1, 0)
+    end
+  end
+end
+
 --- Applies one agent event to the session's conversation.
 function M.apply(session_id, event)
   local conv = M.get(session_id)
@@ -235,6 +254,7 @@ function M.apply(session_id, event)
     local block = tool_block(conv, event.toolCallId, event.toolName)
     block.status = event.isError and "error" or "ok"
     block.result = result_text(event.result)
+    settle_proposal(conv, block, event.isError)
     touch(block)
   elseif t == "agent_end" then
     drop_retry(conv)

@@ -151,6 +151,7 @@ function renderers.thinking(block)
 end
 
 local outcome_text -- defined with the proposal renderer below
+local reason_lines -- likewise
 
 local function proposal_status(p)
   local status = outcome_text[p.status] or p.status
@@ -218,8 +219,10 @@ function renderers.tool(block)
     table.insert(lines, M.review_hint())
     table.insert(hls, { 1, 0, -1, "ReinsHint" })
   elseif p and p.reason and p.reason ~= "" then
-    table.insert(lines, "  reason: " .. p.reason)
-    table.insert(hls, { 1, 0, -1, "ReinsHint" })
+    for _, line in ipairs(reason_lines(p.reason)) do
+      table.insert(hls, { #lines, 0, -1, "ReinsHint" })
+      table.insert(lines, line)
+    end
   end
   if block.expanded then
     args_body(lines, hls, args)
@@ -244,6 +247,15 @@ function renderers.notice(block)
     table.insert(hls, { i - 1, 0, -1, group })
   end
   return lines, hls
+end
+
+--- A decision's reason, which may run over several lines (a refusal per file), as indented lines.
+function reason_lines(reason)
+  local lines = {}
+  for i, line in ipairs(split(reason)) do
+    table.insert(lines, (i == 1 and "  reason: " or "          ") .. line)
+  end
+  return lines
 end
 
 outcome_text = {
@@ -273,7 +285,7 @@ function renderers.proposal(block)
   if block.status == "waiting" then
     table.insert(lines, M.review_hint())
   elseif block.reason and block.reason ~= "" then
-    table.insert(lines, "  reason: " .. block.reason)
+    vim.list_extend(lines, reason_lines(block.reason))
   end
   local hls = { { 0, 0, -1, block.status == "waiting" and "ReinsProposal" or "ReinsNotice" } }
   for i = 2, #lines do

@@ -156,17 +156,33 @@ impl Workspace for AcpWorkspace {
     async fn apply(&self, change: &FileChange) -> Result<(), WorkspaceError> {
         let path = self.disk.resolve_path(&change.path)?;
         let whole_file = change.delete || change.moved_to.is_some();
-        let result = if whole_file || !self.write_through_client.load(Ordering::Relaxed) {
-            self.disk.apply(change).await
-        } else {
-            // What the change was made from must still be there: the user may have typed since.
-            if self.current(&path).await? != change.before {
-                return Err(WorkspaceError::Stale { path, expected: change.version, actual: None });
+        if whole_file || !self.write_through_client.load(Ordering::Relaxed) {
+            let result = self.disk.apply(change).await;
+            if result.is_ok() {
+                lock(&self.landed).push(change.clone());
             }
-            self.client_write(&path, &change.after).await
+            return result;
+        }
+        // The user may have typed since the change was made: it is re-based onto the buffer as
+        // it is now (three-way, as review does), or refused where both changed the same lines.
+        // ACP names no versions, so a keystroke between this read and the write is not seen.
+        let current = self.current(&path).await?;
+        let landed = match (&change.before, &current) {
+            (before, current) if before == current => change.clone(),
+            (Some(before), Some(current)) => {
+                let after = reins_review::rebase(before, &change.after, current).map_err(|conflict| {
+                    WorkspaceError::Rejected {
+                        path: path.clone(),
+                        reason: format!("the user changed the same lines meanwhile: {}", conflict.description),
+                    }
+                })?;
+                FileChange { before: Some(current.clone()), after, ..change.clone() }
+            }
+            _ => return Err(WorkspaceError::Stale { path, expected: change.version, actual: None }),
         };
+        let result = self.client_write(&path, &landed.after).await;
         if result.is_ok() {
-            lock(&self.landed).push(change.clone());
+            lock(&self.landed).push(landed);
         }
         result
     }

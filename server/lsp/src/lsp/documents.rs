@@ -11,6 +11,7 @@ use std::ops::Range as Span;
 use std::path::{Path, PathBuf};
 
 use ropey::{Rope, RopeSlice};
+use tokio::sync::watch;
 use tower_lsp_server::ls_types::{Position, Range, TextDocumentContentChangeEvent};
 
 /// How `Position.character` counts.
@@ -30,6 +31,19 @@ pub struct Document {
     pub language_id: String,
     pub version: i32,
     pub rope: Rope,
+    /// The text an edit sent to the editor should make, and whether a `didChange` showed it:
+    /// the editor's `applied: true` alone does not say the buffer holds it.
+    pub expected: Option<Expected>,
+    /// The file on disk when the buffer opened or last wrote it (`didOpen`, `didSave`): the base
+    /// of a three-way merge when the file changes on disk under the buffer (a formatter).
+    pub loaded: Option<Rope>,
+}
+
+/// What an edit in flight should turn the buffer into.
+#[derive(Debug, Clone)]
+pub struct Expected {
+    pub text: String,
+    pub seen: bool,
 }
 
 /// Every open buffer, by URI, with an index by path for the agent's tools.
@@ -38,6 +52,8 @@ pub struct Documents {
     pub encoding: PositionEncoding,
     by_uri: HashMap<String, Document>,
     by_path: HashMap<PathBuf, String>,
+    /// Counts every open, change and close, so that an edit in flight can wait for the editor.
+    revisions: watch::Sender<u64>,
 }
 
 impl Documents {
@@ -45,8 +61,10 @@ impl Documents {
         if let Some(path) = &path {
             self.by_path.insert(path.clone(), uri.clone());
         }
-        let document = Document { uri: uri.clone(), path, language_id, version, rope: Rope::from_str(text) };
+        let rope = Rope::from_str(text);
+        let document = Document { uri: uri.clone(), path, language_id, version, rope, expected: None, loaded: None };
         self.by_uri.insert(uri, document);
+        self.revised();
     }
 
     /// Applies one `didChange`, in order. A change for a buffer that is not open is dropped
@@ -67,8 +85,15 @@ impl Documents {
                     document.rope.insert(start, &change.text);
                 }
             }
+            // One workspace edit may arrive as several changes, and typing may follow in the
+            // same `didChange`: the text in between is what shows the edit landed.
+            if let Some(expected) = document.expected.as_mut().filter(|expected| !expected.seen) {
+                expected.seen =
+                    document.rope.len_bytes() == expected.text.len() && document.rope == expected.text.as_str();
+            }
         }
         document.version = version;
+        self.revised();
     }
 
     pub fn close(&mut self, uri: &str) {
@@ -77,6 +102,32 @@ impl Documents {
         {
             self.by_path.remove(&path);
         }
+        self.revised();
+    }
+
+    /// The file of `uri` holds `text` now (the buffer opened or wrote it, or has the file's
+    /// changes merged into it).
+    pub fn loaded(&mut self, uri: &str, text: Option<&str>) {
+        if let Some(document) = self.by_uri.get_mut(uri) {
+            document.loaded = text.map(Rope::from_str);
+        }
+    }
+
+    /// Watches the documents: the value changes with every open, change and close.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.revisions.subscribe()
+    }
+
+    /// Records that an edit sent to the editor should turn `uri`'s text into `text` (or, with
+    /// `None`, that no edit is in flight any more).
+    pub fn expect(&mut self, uri: &str, text: Option<String>) {
+        if let Some(document) = self.by_uri.get_mut(uri) {
+            document.expected = text.map(|text| Expected { text, seen: false });
+        }
+    }
+
+    fn revised(&self) {
+        self.revisions.send_modify(|revision| *revision = revision.wrapping_add(1));
     }
 
     pub fn get(&self, uri: &str) -> Option<&Document> {

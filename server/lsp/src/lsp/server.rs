@@ -19,10 +19,10 @@ use tower_lsp_server::jsonrpc::Result;
 use tower_lsp_server::ls_types::{
     CodeActionParams, CodeActionProviderCapability, CodeActionResponse, DidChangeConfigurationParams,
     DidChangeTextDocumentParams, DidChangeWorkspaceFoldersParams, DidCloseTextDocumentParams,
-    DidOpenTextDocumentParams, ExecuteCommandOptions, ExecuteCommandParams, InitializeParams, InitializeResult,
-    InitializedParams, MessageType, OneOf, PositionEncodingKind, ServerCapabilities, ServerInfo,
-    TextDocumentSyncCapability, TextDocumentSyncKind, TextDocumentSyncOptions, WorkspaceFoldersServerCapabilities,
-    WorkspaceServerCapabilities,
+    DidOpenTextDocumentParams, DidSaveTextDocumentParams, ExecuteCommandOptions, ExecuteCommandParams,
+    InitializeParams, InitializeResult, InitializedParams, MessageType, OneOf, PositionEncodingKind, SaveOptions,
+    ServerCapabilities, ServerInfo, TextDocumentSyncCapability, TextDocumentSyncKind, TextDocumentSyncOptions,
+    TextDocumentSyncSaveOptions, WorkspaceFoldersServerCapabilities, WorkspaceServerCapabilities,
 };
 use tower_lsp_server::{Client, LanguageServer};
 
@@ -161,7 +161,11 @@ impl LanguageServer for Server {
             let document = params.text_document;
             let path = from_proto::file_path(&document.uri);
             let uri = document.uri.as_str().to_string();
-            lock(&state.documents).open(uri, path, document.language_id, document.version, &document.text);
+            // The file as the buffer loads it: what a change on disk later is measured against.
+            let disk = path.as_ref().and_then(|path| std::fs::read_to_string(path).ok());
+            let mut documents = lock(&state.documents);
+            documents.open(uri.clone(), path, document.language_id, document.version, &document.text);
+            documents.loaded(&uri, disk.as_deref());
         });
     }
 
@@ -170,6 +174,15 @@ impl LanguageServer for Server {
             let document = params.text_document;
             lock(&state.documents).change(document.uri.as_str(), document.version, &params.content_changes);
             state.reviews.document_changed(document.uri.as_str());
+        });
+    }
+
+    async fn did_save(&self, params: DidSaveTextDocumentParams) {
+        self.sync_guarded("didSave", |state| {
+            let uri = &params.text_document.uri;
+            let read = || from_proto::file_path(uri).and_then(|path| std::fs::read_to_string(path).ok());
+            let written = params.text.or_else(read);
+            lock(&state.documents).loaded(uri.as_str(), written.as_deref());
         });
     }
 
@@ -263,6 +276,9 @@ impl State {
                 text_document_sync: Some(TextDocumentSyncCapability::Options(TextDocumentSyncOptions {
                     open_close: Some(true),
                     change: Some(TextDocumentSyncKind::INCREMENTAL),
+                    // What the buffer last wrote is the base for merging a change on disk; with
+                    // its text, as the disk may have changed again by the time this is read.
+                    save: Some(TextDocumentSyncSaveOptions::SaveOptions(SaveOptions { include_text: Some(true) })),
                     ..TextDocumentSyncOptions::default()
                 })),
                 code_action_provider: Some(CodeActionProviderCapability::Simple(true)),

@@ -6,6 +6,10 @@
 //! several files (a patch) goes as one workspace edit — `CreateFile`, `RenameFile`, `DeleteFile`
 //! and versioned document edits together — when the client can apply all of it, so it lands
 //! whole or not at all; otherwise file by file, undone if one fails.
+//!
+//! The user keeps typing meanwhile: an edit of an open buffer is re-based onto what was typed
+//! since it was prepared, re-sent when the editor refuses it for a newer version, and counts as
+//! applied only once the editor's `didChange` shows it (see [`EditorWorkspace::apply_open`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,18 +19,25 @@ use std::time::Duration;
 use async_trait::async_trait;
 use reins_agent::FileChange;
 use reins_tools::{FsWorkspace, TextFile, Workspace, WorkspaceError};
+use ropey::Rope;
+use tokio::sync::watch;
 use tower_lsp_server::Client;
-use tower_lsp_server::ls_types::{ResourceOperationKind, TextEdit, Uri, WorkspaceEdit};
+use tower_lsp_server::ls_types::{MessageType, ResourceOperationKind, TextEdit, Uri, WorkspaceEdit};
 
 use reins_review::DIFF_DEADLINE;
 
-use crate::lsp::documents::Documents;
+use crate::lsp::documents::{Document, Documents};
 use crate::lsp::review::Reviews;
 use crate::lsp::to_proto::FileOperation;
 use crate::lsp::{lock, to_proto};
 
 /// How long the editor has to answer `workspace/applyEdit` before the change counts as failed.
 const APPLY_EDIT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the editor's `didChange` may take to show an edit it applied, or the change that
+/// made it refuse one.
+const SHOW_TIMEOUT: Duration = Duration::from_secs(2);
+/// How often an edit to a buffer the user keeps changing is re-based and sent again.
+const SEND_ATTEMPTS: usize = 8;
 
 pub struct EditorWorkspace {
     documents: Arc<Mutex<Documents>>,
@@ -185,25 +196,144 @@ impl EditorWorkspace {
 
     /// Applies a change to `path` (resolved): through the editor where it can, else on disk.
     async fn apply_at(&self, path: &Path, change: &FileChange) -> Result<(), WorkspaceError> {
-        let stale = |actual| WorkspaceError::Stale { path: path.to_path_buf(), expected: change.version, actual };
-        let (open, encoding) = {
-            let documents = lock(&self.documents);
-            let open =
-                documents.by_path(path).map(|document| (document.uri.clone(), document.version, document.rope.clone()));
-            (open, documents.encoding)
+        if lock(&self.documents).by_path(path).is_some() {
+            return self.apply_open(path, change).await;
+        }
+        self.apply_closed(path, change).await
+    }
+
+    /// Applies a change to the open buffer of `path`. The change is made from the buffer as
+    /// the server knows it, with that version, and re-based (three-way, as review does) onto
+    /// whatever the user typed since it was prepared; an edit the editor refuses because the
+    /// buffer moved on is re-based and sent again. `applied: true` counts once a `didChange`
+    /// shows the text it should make: only then is the server's copy where the next edit
+    /// starts from.
+    async fn apply_open(&self, path: &Path, change: &FileChange) -> Result<(), WorkspaceError> {
+        let rejected = |reason: String| WorkspaceError::Rejected { path: path.to_path_buf(), reason };
+        let Some(before) = change.before.as_deref() else {
+            // A new file's change, and meanwhile a buffer holds the path.
+            let actual = lock(&self.documents).by_path(path).map(|document| document.version);
+            return Err(WorkspaceError::Stale { path: path.to_path_buf(), expected: change.version, actual });
         };
-        if let Some((uri, version, rope)) = open {
-            let text = rope.to_string();
-            if change.before.as_deref() != Some(text.as_str()) {
-                return Err(stale(Some(version)));
-            }
-            let hunks = reins_review::hunks(&text, &change.after, DIFF_DEADLINE);
+        let mut refused = String::new();
+        for _ in 0..SEND_ATTEMPTS {
+            // Subscribed before reading, so no change after the read goes unnoticed.
+            let mut revisions = lock(&self.documents).subscribe();
+            let open = {
+                let documents = lock(&self.documents);
+                let open = documents.by_path(path);
+                let snapshot = |document: &Document| {
+                    (document.uri.clone(), document.version, document.text(), document.loaded.clone())
+                };
+                open.map(snapshot)
+            };
+            // Closed meanwhile: the file is the disk's again.
+            let Some((uri, version, text, loaded)) = open else { return self.apply_closed(path, change).await };
+            let encoding = lock(&self.documents).encoding;
+            let target = if text == before {
+                change.after.clone()
+            } else {
+                reins_review::rebase(before, &change.after, &text).map_err(|conflict| {
+                    rejected(format!("the user changed the same lines meanwhile: {}", conflict.description))
+                })?
+            };
+            let (target, disk) = with_disk(path, loaded.as_ref(), target).await.map_err(rejected)?;
+            let hunks = reins_review::hunks(&text, &target, DIFF_DEADLINE);
             let edits = to_proto::text_edits(&text, &hunks, encoding);
             if edits.is_empty() {
                 return Ok(());
             }
-            return self.send(path, to_proto::document_edit(&uri, Some(version), edits)).await;
+            lock(&self.documents).expect(&uri, Some(target.clone()));
+            let sent = self.send(path, to_proto::document_edit(&uri, Some(version), edits)).await;
+            let outcome = match sent {
+                Ok(()) => {
+                    let shown = self.shown(&uri, version, &text, &target, &mut revisions).await.map_err(rejected);
+                    if let (Ok(()), Some(disk)) = (&shown, disk) {
+                        lock(&self.documents).loaded(&uri, Some(&disk));
+                        let told = format!(
+                            "reins: {} changed on disk while its buffer was open; the buffer now has those \
+                             changes and the agent's edit: write it to keep both",
+                            reins_tools::display_path(path, &self.cwd())
+                        );
+                        self.client.show_message(MessageType::INFO, told).await;
+                    }
+                    shown
+                }
+                Err(WorkspaceError::Rejected { reason, .. }) if self.moved_on(&uri, version, &mut revisions).await => {
+                    // The editor had newer text than the edit was made for: again, from there.
+                    refused = reason;
+                    continue;
+                }
+                Err(err) => Err(err),
+            };
+            lock(&self.documents).expect(&uri, None);
+            return outcome;
         }
+        lock(&self.documents).expect(&uri_of(&self.documents, path), None);
+        Err(rejected(format!(
+            "the buffer kept changing while the edit was sent ({SEND_ATTEMPTS} tries); the editor's last answer: {refused}"
+        )))
+    }
+
+    /// Waits until the editor's `didChange`s show `target`, the text the edit made from `text`
+    /// at `version` should give. Changes that show a text holding the edit (the user typed in
+    /// the same `didChange`) count too; an editor that changes nothing at all is trusted.
+    async fn shown(
+        &self,
+        uri: &str,
+        version: i32,
+        text: &str,
+        target: &str,
+        revisions: &mut watch::Receiver<u64>,
+    ) -> Result<(), String> {
+        let seen = |documents: &Documents| {
+            documents.get(uri).is_none_or(|document| document.expected.as_ref().is_some_and(|expected| expected.seen))
+        };
+        let deadline = tokio::time::Instant::now() + SHOW_TIMEOUT;
+        loop {
+            if seen(&lock(&self.documents)) {
+                return Ok(());
+            }
+            if tokio::time::timeout_at(deadline, revisions.changed()).await.is_err() {
+                break;
+            }
+        }
+        let (now_version, now) = {
+            let documents = lock(&self.documents);
+            match documents.get(uri) {
+                Some(document) => (document.version, document.text()),
+                None => return Ok(()),
+            }
+        };
+        if now_version == version {
+            tracing::warn!("{uri}: the editor applied an edit but sent no change within {}s", SHOW_TIMEOUT.as_secs());
+            return Ok(());
+        }
+        match reins_review::rebase(text, target, &now) {
+            Ok(merged) if merged == now => Ok(()),
+            _ => Err("the editor answered that it applied the edit, but its buffer does not show it".to_string()),
+        }
+    }
+
+    /// Whether `uri` moves past `version` soon (a refused edit was made for older text).
+    async fn moved_on(&self, uri: &str, version: i32, revisions: &mut watch::Receiver<u64>) -> bool {
+        let moved = |documents: &Documents| documents.get(uri).is_some_and(|document| document.version != version);
+        let deadline = tokio::time::Instant::now() + SHOW_TIMEOUT;
+        loop {
+            if moved(&lock(&self.documents)) {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, revisions.changed()).await.is_err() {
+                return false;
+            }
+        }
+    }
+
+    /// Applies a change to `path`, which has no open buffer: as a workspace edit the editor
+    /// applies (it opens the file) when it takes `documentChanges`, else on disk.
+    async fn apply_closed(&self, path: &Path, change: &FileChange) -> Result<(), WorkspaceError> {
+        let stale = |actual| WorkspaceError::Stale { path: path.to_path_buf(), expected: change.version, actual };
+        let encoding = lock(&self.documents).encoding;
         let disk = self.disk();
         if !self.document_changes.load(Ordering::Relaxed) {
             return disk.apply(change).await;
@@ -301,10 +431,34 @@ impl Workspace for EditorWorkspace {
     }
 }
 
+/// `target`, the buffer's text with an edit, with what changed in the file on disk since the
+/// buffer loaded (or wrote) it — a formatter run on save — merged three-way, and the disk's text
+/// if it did change. Where both changed the same lines, the reason nothing is applied.
+async fn with_disk(path: &Path, loaded: Option<&Rope>, target: String) -> Result<(String, Option<String>), String> {
+    let Some(loaded) = loaded else { return Ok((target, None)) };
+    let Ok(disk) = tokio::fs::read_to_string(path).await else { return Ok((target, None)) };
+    if loaded.len_bytes() == disk.len() && *loaded == disk.as_str() {
+        return Ok((target, None));
+    }
+    match reins_review::rebase(&loaded.to_string(), &disk, &target) {
+        Ok(merged) => Ok((merged, Some(disk))),
+        Err(conflict) => Err(format!(
+            "the file changed on disk while its buffer was open, where the buffer or the edit changes it too \
+             ({}); nothing was applied: reload or write the buffer first",
+            conflict.description
+        )),
+    }
+}
+
 /// Creates the parent directories of `path`: `CreateFile` and `RenameFile` do not promise them.
 async fn create_parent(path: &Path) -> Result<(), WorkspaceError> {
     let Some(parent) = path.parent() else { return Ok(()) };
     tokio::fs::create_dir_all(parent)
         .await
         .map_err(|err| WorkspaceError::Io { path: parent.to_path_buf(), reason: err.to_string() })
+}
+
+/// The URI of `path`'s open buffer, or an empty string.
+fn uri_of(documents: &Mutex<Documents>, path: &Path) -> String {
+    lock(documents).by_path(path).map(|document| document.uri.clone()).unwrap_or_default()
 }

@@ -24,8 +24,8 @@ pub struct ExecPolicy {
     pub max_output_file_bytes: u64,
 }
 
-/// What a command may touch. Enforced by the kernel (Landlock and seccomp) in the command's own
-/// process, before it starts; see `sandbox.rs`.
+/// What a command may touch. Enforced by the kernel in the command's own process, before it
+/// starts: namespaces of its own (`namespace.rs`), then Landlock and seccomp (`sandbox.rs`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Sandbox {
     pub mode: SandboxMode,

@@ -317,10 +317,16 @@ impl Settings {
     }
 
     /// How tools start processes under these settings: `vars` (this process's environment) without
-    /// secrets, the sandbox, the limits. MCP servers take the same environment.
+    /// secrets, the sandbox, the limits. MCP servers take the same environment, but for the
+    /// user's ssh-agent (`SSH_AUTH_SOCK`), which commands get only with the network on: it
+    /// signs in to servers, which is the network's business.
     pub fn exec_policy(&self, vars: impl IntoIterator<Item = (std::ffi::OsString, std::ffi::OsString)>) -> ExecPolicy {
+        let mut env = self.tool_env(vars);
+        if !self.sandbox.network && self.sandbox.mode != SandboxMode::Off {
+            env.retain(|(name, _)| name != "SSH_AUTH_SOCK");
+        }
         ExecPolicy {
-            env: Some(self.tool_env(vars)),
+            env: Some(env),
             sandbox: self.sandbox.clone(),
             max_timeout_secs: self.max_timeout_secs,
             max_output_file_bytes: DEFAULT_MAX_OUTPUT_FILE_BYTES,

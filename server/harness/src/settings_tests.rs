@@ -252,6 +252,15 @@ fn tools_get_the_environment_without_any_key() {
     let policy = s.exec_policy(Vec::new());
     assert_eq!(policy.sandbox.mode, reins_tools::SandboxMode::WorkspaceWrite);
     assert!(!policy.sandbox.network);
+    // The user's ssh-agent only with the network on.
+    let agent = || vec![("SSH_AUTH_SOCK".into(), "/tmp/agent".into()), ("LANG".into(), "C".into())];
+    let names = |policy: ExecPolicy| -> Vec<String> {
+        policy.env.unwrap().iter().map(|(name, _)| name.to_string_lossy().into_owned()).collect()
+    };
+    assert_eq!(names(s.exec_policy(agent())), ["LANG"]);
+    let mut online = s.clone();
+    online.sandbox.network = true;
+    assert_eq!(names(online.exec_policy(agent())), ["LANG", "SSH_AUTH_SOCK"]);
     assert!(policy.sandbox.deny_read.contains(&tmp.path().join("auth.json")));
 }
 

@@ -40,7 +40,7 @@ pub use patch::{ApplyPatchInput, ApplyPatchTool, Patched, apply_patch_to, patch_
 pub use read::ReadTool;
 pub use sandbox::{protections, sandbox_support};
 pub use terminal::{Terminal, TerminalRun};
-pub use workspace::{TextFile, Workspace, WorkspaceError, apply_each};
+pub use workspace::{TextFile, Workspace, WorkspaceError, apply_each, in_git_dir};
 pub use write::WriteTool;
 
 /// How the model edits files: one dialect is offered, never both, so the model is not torn

@@ -95,11 +95,16 @@ fn a_recorded_model_resolves_by_its_provider_when_known() {
 #[test]
 fn trust_comes_from_the_list_and_covers_subdirectories() {
     let tmp = tempfile::tempdir().unwrap();
-    std::fs::write(tmp.path().join("trusted-workspaces"), "# mine\n/home/u/work\n").unwrap();
+    let work = tmp.path().join("work");
+    for dir in ["work/proj", "workshop", "clone"] {
+        std::fs::create_dir_all(tmp.path().join(dir)).unwrap();
+    }
+    std::fs::write(tmp.path().join("trusted-workspaces"), format!("# mine\n{}\n", work.display())).unwrap();
     let s = settings(&[("REINS_HOME", tmp.path().to_str().unwrap())]);
-    assert!(s.is_trusted(Path::new("/home/u/work/proj")));
-    assert!(!s.is_trusted(Path::new("/home/u/workshop")));
-    assert!(!s.is_trusted(Path::new("/tmp/clone")));
+    assert!(s.is_trusted(&work.join("proj")));
+    assert!(!s.is_trusted(&tmp.path().join("workshop")));
+    assert!(!s.is_trusted(&tmp.path().join("clone")));
+    assert!(!s.is_trusted(&work.join("../clone")), "trust/../other is other");
 }
 
 #[test]

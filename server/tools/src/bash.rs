@@ -91,7 +91,26 @@ impl BashTool {
             _ => "only inside the workspace and the temporary directory",
         };
         let network = if sandbox.network { "" } else { "; there is no network access" };
-        format!(" Sandbox: commands read files but write {writes}{network}.")
+        let kept = if crate::namespace_support().is_ok() {
+            "; .git, .mcp.json and .reins/ are read-only; a command sees only its own processes"
+        } else {
+            ""
+        };
+        format!(" Sandbox: commands read files but write {writes}{kept}{network}.")
+    }
+
+    /// The layers of the sandbox in force here, named for the model and the user.
+    fn enforced_by(&self) -> String {
+        let layers: Vec<&str> = crate::protections(&self.policy.sandbox)
+            .into_iter()
+            .filter(|(in_force, _)| *in_force)
+            .map(|(_, line)| match line.split(':').next() {
+                Some("namespaces") => "namespaces",
+                Some("landlock") => "Landlock",
+                _ => "seccomp",
+            })
+            .collect();
+        layers.join(", ")
     }
 
     /// Whether commands actually run sandboxed.
@@ -114,10 +133,12 @@ impl BashTool {
         writable.push(std::env::temp_dir().display().to_string());
         let network = if sandbox.network { "" } else { " and the network is off" };
         Some(format!(
-            "[The command ran in reins's `{}` sandbox: it may write only under {}; secrets such as ~/.ssh \
-             cannot be read{network}. If the error above is such a denial, work inside those directories \
-             instead; only the user can widen the sandbox ([sandbox] in reins's config.toml).]",
+            "[The command ran in reins's `{}` sandbox ({}): it may write only under {}, not in .git, .mcp.json \
+             or .reins/; secrets such as ~/.ssh cannot be read{network}. If the error above is such a denial, \
+             work inside those directories instead; only the user can widen the sandbox ([sandbox] in reins's \
+             config.toml).]",
             sandbox.mode.as_str(),
+            self.enforced_by(),
             writable.join(", ")
         ))
     }

@@ -96,7 +96,7 @@ async fn a_write_outside_is_denied_with_a_notice_the_model_can_act_on() {
 
         Command exited with code 1
 
-        [The command ran in reins's `workspace-write` sandbox: it may write only under $ROOT, $TMP; secrets such as ~/.ssh cannot be read and the network is off. If the error above is such a denial, work inside those directories instead; only the user can widen the sandbox ([sandbox] in reins's config.toml).]"#]]
+        [The command ran in reins's `workspace-write` sandbox (namespaces, Landlock, seccomp): it may write only under $ROOT, $TMP, not in .git, .mcp.json or .reins/; secrets such as ~/.ssh cannot be read and the network is off. If the error above is such a denial, work inside those directories instead; only the user can widen the sandbox ([sandbox] in reins's config.toml).]"#]]
     .assert_eq(&answer);
     assert!(!fixture.outside.join("new.txt").exists());
 }
@@ -114,7 +114,7 @@ async fn read_only_writes_nowhere_but_temp() {
 
             Command exited with code 1
 
-            [The command ran in reins's `read-only` sandbox: it may write only under $TMP; secrets such as ~/.ssh cannot be read and the network is off. If the error above is such a denial, work inside those directories instead; only the user can widen the sandbox ([sandbox] in reins's config.toml).]"#]],
+            [The command ran in reins's `read-only` sandbox (namespaces, Landlock, seccomp): it may write only under $TMP, not in .git, .mcp.json or .reins/; secrets such as ~/.ssh cannot be read and the network is off. If the error above is such a denial, work inside those directories instead; only the user can widen the sandbox ([sandbox] in reins's config.toml).]"#]],
     )
     .await;
 }

@@ -474,6 +474,8 @@ fn compose(base: Arc<Base>, editor: &[ConfigLayer]) -> Settings {
                 .map(|path| base.home.join(path))
                 .chain([base.config_dir.join("auth.json")])
                 .collect(),
+            // What reins reads as the user's own word: which workspaces are trusted, the config.
+            read_only: vec![base.config_dir.clone()],
         },
         origins: BTreeMap::new(),
         keys: BTreeMap::new(),

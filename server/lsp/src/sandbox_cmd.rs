@@ -30,6 +30,9 @@ pub struct SandboxExecArgs {
     /// A path the command may not read
     #[arg(long, value_name = "PATH")]
     pub deny_read: Vec<PathBuf>,
+    /// A path that stays read-only inside the writable directories
+    #[arg(long, value_name = "PATH")]
+    pub read_only: Vec<PathBuf>,
     /// A variable of the environment to keep (all others go)
     #[arg(long, value_name = "NAME")]
     pub keep: Vec<OsString>,
@@ -53,6 +56,7 @@ pub fn args(policy: &ExecPolicy, roots: &[PathBuf], command: &[&str]) -> Vec<Str
     paths("root", roots);
     paths("writable", &sandbox.writable);
     paths("deny-read", &sandbox.deny_read);
+    paths("read-only", &sandbox.read_only);
     // Names only: the values are the terminal's own.
     if let Some(env) = &policy.env {
         args.extend(env.iter().map(|(name, _)| format!("--keep={}", name.to_string_lossy())));
@@ -67,7 +71,13 @@ pub fn main(args: SandboxExecArgs) -> ExitCode {
         eprintln!("reins: sandbox-exec: unknown mode {:?}", args.mode);
         return ExitCode::from(2);
     };
-    let sandbox = Sandbox { mode, network: args.network, writable: args.writable, deny_read: args.deny_read };
+    let sandbox = Sandbox {
+        mode,
+        network: args.network,
+        writable: args.writable,
+        deny_read: args.deny_read,
+        read_only: args.read_only,
+    };
     let env: Vec<(OsString, OsString)> = std::env::vars_os().filter(|(name, _)| args.keep.contains(name)).collect();
     let Some((program, rest)) = args.command.split_first() else { return ExitCode::from(2) };
     match reins_tools::run_enclosed(&sandbox, &args.roots, program, rest, &env) {

@@ -36,6 +36,10 @@ pub struct Sandbox {
     pub writable: Vec<PathBuf>,
     /// Files and directories a command may not read (nor write): `~/.ssh`, reins's auth file…
     pub deny_read: Vec<PathBuf>,
+    /// Files and directories that stay read-only inside the writable ones, besides each root's
+    /// `.git`, `.mcp.json` and `.reins/`: reins's own configuration (`trusted-workspaces`…).
+    /// Held where commands get namespaces of their own.
+    pub read_only: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -235,6 +235,7 @@ pub(crate) fn layout(sandbox: &Sandbox, roots: &[PathBuf]) -> Layout {
     for root in roots.iter().filter_map(|root| canonical(root)) {
         read_only.extend(protected_paths(&root));
     }
+    read_only.extend(sandbox.read_only.iter().filter_map(|path| canonical(path)));
     read_only.retain(|path| writable.iter().any(|dir| path.starts_with(dir)));
     read_only.sort();
     read_only.dedup();

@@ -39,7 +39,13 @@ fn fixture_base() -> PathBuf {
 }
 
 fn sandbox(fixture: &Fixture, mode: SandboxMode, network: bool) -> Sandbox {
-    Sandbox { mode, network, writable: Vec::new(), deny_read: vec![fixture.outside.join("hidden")] }
+    Sandbox {
+        mode,
+        network,
+        writable: Vec::new(),
+        deny_read: vec![fixture.outside.join("hidden")],
+        read_only: vec![fixture.root.join("kept")],
+    }
 }
 
 /// Runs `command` under `sandbox` and shows the answer with the fixture's paths and the
@@ -316,4 +322,24 @@ async fn with_the_network_off_only_unix_sockets_open() {
         "#]],
     )
     .await;
+}
+
+#[tokio::test]
+async fn reins_own_configuration_stays_read_only_inside_a_writable_directory() {
+    if !namespaces() {
+        return;
+    }
+    let fixture = fixture();
+    std::fs::create_dir_all(fixture.root.join("kept")).unwrap();
+    std::fs::write(fixture.root.join("kept/trusted-workspaces"), "/home/u/work\n").unwrap();
+    let command =
+        "echo / >> kept/trusted-workspaces; echo x > kept/trusted-files; echo ok > beside.txt && cat beside.txt";
+    let answer = sandboxed(&fixture, sandbox(&fixture, SandboxMode::WorkspaceWrite, false), command).await.unwrap();
+    expect![[r#"
+        bash: line 1: kept/trusted-workspaces: Read-only file system
+        bash: line 1: kept/trusted-files: Read-only file system
+        ok
+    "#]]
+    .assert_eq(&answer);
+    assert_eq!(std::fs::read_to_string(fixture.root.join("kept/trusted-workspaces")).unwrap(), "/home/u/work\n");
 }

@@ -324,3 +324,60 @@ async fn at_a_terminal_a_changed_config_is_applied_only_when_the_user_says_so() 
     assert!(!accepted.contains("ignored: it changed"), "{accepted}");
     assert!(bash_approval_at(dir.path(), &root).await.0.starts_with("approval.bash auto"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acp_session_in_a_path_through_a_trusted_folder_gets_no_trust_from_it() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let auto = "[approval]\nbash = \"auto\"\n";
+    let dir = workspace(&[("trusted/.reins/config.toml", auto), ("evil/.reins/config.toml", auto)]);
+    let root = dir.path().canonicalize().unwrap();
+    write(&reins_home(dir.path()).join("trusted-workspaces"), &format!("{}\n", root.join("trusted").display()));
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("c1", "bash", serde_json::json!({"command": "echo ran > ran.txt"})),
+        Reply::text("done"),
+    ])
+    .await;
+    let mut child = reins_command(Some(&server.base_url()), dir.path(), &["acp"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next = async || -> Value {
+        let line = tokio::time::timeout(std::time::Duration::from_secs(20), lines.next_line()).await.unwrap().unwrap();
+        serde_json::from_str(&line.expect("a line")).unwrap()
+    };
+    let mut send = async |message: Value| {
+        stdin.write_all(format!("{message}\n").as_bytes()).await.unwrap();
+        stdin.flush().await.unwrap();
+    };
+    send(serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}))
+        .await;
+    while next().await["id"] != 1 {}
+    let cwd = root.join("trusted/../evil").display().to_string();
+    send(serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": cwd, "mcpServers": []}}))
+        .await;
+    let session = loop {
+        let message = next().await;
+        if message["id"] == 2 {
+            break message["result"]["sessionId"].as_str().expect("a session").to_string();
+        }
+    };
+    let prompt = serde_json::json!({"type": "text", "text": "go"});
+    send(serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+        "params": {"sessionId": session, "prompt": [prompt]}}))
+    .await;
+    // The untrusted project's `approval.bash = "auto"` does not apply: bash is asked about.
+    loop {
+        let message = next().await;
+        assert_ne!(message["id"], 3, "the prompt ended without asking: {message}");
+        if message["method"] == "session/request_permission" {
+            let answer = serde_json::json!({"jsonrpc": "2.0", "id": message["id"],
+                "result": {"outcome": {"outcome": "cancelled"}}});
+            send(answer).await;
+            break;
+        }
+    }
+    assert!(!root.join("evil/ran.txt").exists());
+    let _ = child.kill().await;
+}

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use nix::sys::signal::{Signal, killpg};
+use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use reins_agent::{CommandProposal, Proposal, ToolContext, ToolError, ToolOutput, TypedTool};
 use schemars::JsonSchema;
@@ -157,11 +157,11 @@ enum Interrupted {
 }
 
 /// Ends the command, whole, when dropped (the run was aborted while the command ran) unless
-/// disarmed: shuts its control socket, on which the init ends the namespace, and kills its
-/// process group. It is disarmed once the shell ended: the group id may only be reused after
-/// that, and a finished shell's background jobs are left alone.
+/// disarmed: shuts its control socket, on which its supervisor ends it (the init its namespace;
+/// without namespaces, the subreaper its children, then its group). Nothing is killed from here:
+/// killing the supervisor first would orphan what the subreaper would have caught. It is
+/// disarmed once the shell ended: a finished shell's background jobs are left alone.
 struct GroupKiller {
-    group: Option<Pid>,
     control: Option<RawFd>,
 }
 
@@ -275,10 +275,7 @@ impl BashTool {
         let (mut child, mut output_pipe, mut control) =
             spawn(&proposal.command, &proposal.cwd, &self.policy, &roots)
                 .map_err(|err| ToolError::new(format!("could not start the command: {err}")))?;
-        let mut killer = GroupKiller {
-            group: child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw),
-            control: Some(control.as_raw_fd()),
-        };
+        let mut killer = GroupKiller { control: Some(control.as_raw_fd()) };
         let mut log = OutputLog::new(self.output_dir.clone(), self.policy.max_output_file_bytes);
         let mut buf = vec![0u8; 16 * 1024];
         let mut last_update: Option<Instant> = None;
@@ -465,16 +462,9 @@ impl GroupKiller {
             // SAFETY: the socket is open while the killer is armed (the run owns both).
             unsafe { nix::libc::shutdown(control, nix::libc::SHUT_WR) };
         }
-        if let Some(group) = self.group {
-            // ESRCH (the group is already gone) is the expected failure.
-            if let Err(err) = killpg(group, Signal::SIGKILL) {
-                tracing::debug!("bash: killing process group {group} failed: {err}");
-            }
-        }
     }
 
     fn disarm(&mut self) {
-        self.group = None;
         self.control = None;
     }
 }

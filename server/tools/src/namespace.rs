@@ -10,7 +10,8 @@
 //! cancel, the tool dropped with its session) or because reins ended, however it ended, since the
 //! kernel closes a dead process's sockets. Background processes (`sleep 600 &`, `nohup`,
 //! `setsid`) therefore live while reins does and never after. Where namespaces are refused, the
-//! command's supervisor is a subreaper that kills the command's process group on the same sign.
+//! command's supervisor is a subreaper: on the same sign it kills its children round after round
+//! (it inherits the children of those it kills, `setsid` ones included), then its process group.
 //!
 //! The process tokio forks, the *supervisor*, runs [`Enclosure::enter`] between fork and exec.
 //! There it may not allocate or take locks (another thread of reins may have held one at the
@@ -329,6 +330,7 @@ unsafe fn supervise(shell: libc::pid_t, report: RawFd, init: bool) -> ! {
             if libc::poll(fds.as_mut_ptr(), 2, timeout) > 0 && fds[1].revents != 0 {
                 // Reins let go (or ended): so does the command, whole.
                 if !init {
+                    kill_children();
                     libc::kill(0, libc::SIGKILL);
                 }
                 libc::_exit(137);
@@ -337,6 +339,123 @@ unsafe fn supervise(shell: libc::pid_t, report: RawFd, init: bool) -> ! {
             while fds[0].revents != 0 && libc::read(signals, drained.as_mut_ptr().cast(), drained.len()) > 0 {}
         }
     }
+}
+
+/// Kills every child of this process, a subreaper, round after round until none is left: the
+/// children of those it kills become its own once those are gone. Reads `/proc` without
+/// allocating; gives up after about five seconds.
+unsafe fn kill_children() {
+    // SAFETY: (of the callers) a child process between fork and exec; only system calls.
+    unsafe {
+        let me = libc::getpid();
+        let pause = libc::timespec { tv_sec: 0, tv_nsec: 10_000_000 };
+        for _ in 0..500 {
+            kill_children_of(me);
+            let mut status = 0;
+            loop {
+                let pid = libc::waitpid(-1, &mut status, libc::WNOHANG);
+                if pid > 0 {
+                    continue;
+                }
+                if pid < 0 && errno() == libc::ECHILD {
+                    return;
+                }
+                break;
+            }
+            libc::nanosleep(&pause, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Kills the processes whose parent is `parent`; how many there were.
+unsafe fn kill_children_of(parent: libc::pid_t) -> usize {
+    // SAFETY: reads into buffers on the stack, within their lengths.
+    unsafe {
+        let dir = libc::open(c"/proc".as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC);
+        if dir < 0 {
+            return 0;
+        }
+        let mut killed = 0;
+        let mut entries = [0u8; 4096];
+        loop {
+            let read = libc::syscall(libc::SYS_getdents64, dir, entries.as_mut_ptr(), entries.len());
+            if read <= 0 {
+                break;
+            }
+            let mut at = 0usize;
+            // Each entry: inode (8 bytes), offset (8), length (2), type (1), NUL-ended name.
+            while at + 19 < read as usize {
+                let length = usize::from(u16::from_ne_bytes([entries[at + 16], entries[at + 17]]));
+                if length == 0 {
+                    break;
+                }
+                let name = &entries[at + 19..(at + length).min(read as usize)];
+                let name = &name[..name.iter().position(|&byte| byte == 0).unwrap_or(name.len())];
+                if let Some(pid) = decimal(name)
+                    && parent_of(pid) == Some(parent)
+                {
+                    libc::kill(pid, libc::SIGKILL);
+                    killed += 1;
+                }
+                at += length;
+            }
+        }
+        libc::close(dir);
+        killed
+    }
+}
+
+/// The parent of `pid`, from `/proc/<pid>/stat` ("pid (name) state ppid …").
+unsafe fn parent_of(pid: libc::pid_t) -> Option<libc::pid_t> {
+    let mut path = [0u8; 32];
+    let mut at = 0;
+    for &byte in b"/proc/" {
+        path[at] = byte;
+        at += 1;
+    }
+    let mut digits = [0u8; 12];
+    let (mut count, mut rest) = (0, pid);
+    while rest > 0 && count < digits.len() {
+        digits[count] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        count += 1;
+    }
+    for index in (0..count).rev() {
+        path[at] = digits[index];
+        at += 1;
+    }
+    for &byte in b"/stat\0" {
+        path[at] = byte;
+        at += 1;
+    }
+    let mut stat = [0u8; 512];
+    // SAFETY: `path` is NUL-terminated; `stat` is read within its length.
+    let read = unsafe {
+        let fd = libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return None;
+        }
+        let read = libc::read(fd, stat.as_mut_ptr().cast(), stat.len());
+        libc::close(fd);
+        read
+    };
+    let stat = &stat[..usize::try_from(read).ok()?];
+    let after_name = stat.iter().rposition(|&byte| byte == b')')? + 1;
+    // ") S 123 …": the state, then the parent.
+    let fields = stat.get(after_name..)?;
+    let mut words = fields.split(|&byte| byte == b' ').filter(|word| !word.is_empty());
+    words.next()?;
+    decimal(words.next()?)
+}
+
+/// A positive decimal number, or `None`.
+fn decimal(text: &[u8]) -> Option<libc::pid_t> {
+    if text.is_empty() || text.len() > 10 || !text.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    text.iter().try_fold(0 as libc::pid_t, |number, &digit| {
+        number.checked_mul(10)?.checked_add(libc::pid_t::from(digit - b'0'))
+    })
 }
 
 /// Makes the mount tree at `dirfd`/`path` read-only, with everything mounted beneath it.

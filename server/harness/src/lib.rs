@@ -21,6 +21,7 @@ mod sessions;
 mod settings;
 mod summary;
 mod tool_set;
+mod trust;
 
 pub use auth::{AuthKeys, KEY_COMMAND_TIMEOUT, mask, read_auth_file, run_key_command};
 pub use compaction::{Compacted, CompactionSettings};
@@ -42,6 +43,7 @@ pub use sessions::{SessionInfo, SessionTreeView, TreeNode};
 pub use settings::{DEFAULT_BASE_URL, DEFAULT_MODEL, KeySource, Settings};
 pub use summary::{FileActivity, render_transcript};
 pub use tool_set::{BUILTIN_TOOLS, READ_ONLY_TOOLS, ToolSet};
+pub use trust::{FileTrust, TRUSTED_FILES, is_trusted, trust};
 // What a checkout does to each file, as the checkpoints crate works it out.
 pub use reins_checkpoints::{
     CommandRan, ConflictInfo, Direction, FileChangeRecord, FileOutcome, Status, UNTRACKED_WARNING, Written,

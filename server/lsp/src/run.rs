@@ -223,13 +223,46 @@ fn cancel_on_signals(harness: &Arc<Harness>, session: &SessionId) -> Arc<AtomicI
 }
 
 /// The settings for a workspace: config files (the project's only when trusted), the
-/// environment, the auth file. Config problems are reported, and the rest applies.
+/// environment, the auth file. Config problems are reported, and the rest applies. At a
+/// terminal, a trusted workspace's config files that changed since the user trusted it are
+/// applied only if the user says so now.
 pub fn load_settings(root: &std::path::Path) -> Settings {
-    let settings = Settings::load(|name| std::env::var(name).ok(), Some(root));
+    let mut settings = Settings::load(|name| std::env::var(name).ok(), Some(root));
+    if trust_again(&settings, root) {
+        settings = Settings::load(|name| std::env::var(name).ok(), Some(root));
+    }
     for diagnostic in &settings.diagnostics {
         eprintln!("reins: config: {diagnostic}");
     }
     settings
+}
+
+/// Asks, at a terminal, whether to trust the workspace's changed config files as they are now,
+/// and records them if so.
+fn trust_again(settings: &Settings, root: &std::path::Path) -> bool {
+    use std::io::{BufRead, IsTerminal, Write};
+    if settings.changed_config.is_empty() || !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+        return false;
+    }
+    let files: Vec<String> =
+        settings.changed_config.iter().map(|file| format!("{:?}", file.display().to_string())).collect();
+    eprint!(
+        "reins: {} changed since you trusted this workspace (a command may have written it); \
+         apply it as it is now? [y/N] ",
+        files.join(" and ")
+    );
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    if std::io::stdin().lock().read_line(&mut answer).is_err() || !matches!(answer.trim(), "y" | "Y" | "yes") {
+        return false;
+    }
+    match reins_harness::trust(&settings.config_dir, root) {
+        Ok(_) => true,
+        Err(err) => {
+            eprintln!("reins: cannot record the trust: {err}");
+            false
+        }
+    }
 }
 
 /// The session to run in; `model` switches it (a new session starts with it).

@@ -10,6 +10,7 @@ mod find;
 mod fs;
 mod grep;
 mod ls;
+mod namespace;
 mod patch;
 mod read;
 mod sandbox;
@@ -34,11 +35,12 @@ pub use find::FindTool;
 pub use fs::FsWorkspace;
 pub use grep::GrepTool;
 pub use ls::LsTool;
+pub use namespace::{PROTECTED_NAMES, namespace_support, protected_paths, run_enclosed};
 pub use patch::{ApplyPatchInput, ApplyPatchTool, Patched, apply_patch_to, patch_paths};
 pub use read::ReadTool;
-pub use sandbox::{confine_self, sandbox_support};
+pub use sandbox::{protections, sandbox_support};
 pub use terminal::{Terminal, TerminalRun};
-pub use workspace::{TextFile, Workspace, WorkspaceError, apply_each};
+pub use workspace::{TextFile, Workspace, WorkspaceError, apply_each, in_git_dir};
 pub use write::WriteTool;
 
 /// How the model edits files: one dialect is offered, never both, so the model is not torn

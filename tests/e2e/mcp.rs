@@ -231,6 +231,30 @@ async fn without_approval_a_call_is_refused_and_the_model_is_told() {
         tool_result(&server, "call_1"),
         "the user's settings do not allow the `mcp__everything__echo` tool; do not try it again"
     );
+
+    // `--yes` turns ask into auto, never deny into anything: for MCP tools and bash alike.
+    config(
+        dir.path(),
+        &format!("{}\n[approval]\n\"mcp__everything__ech?\" = \"deny\"\nbash = \"deny\"\n", everything_stdio("")),
+    );
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("call_1", "mcp__everything__echo", json!({"message": "denied"})).with_tool_call(
+            "call_2",
+            "bash",
+            json!({"command": "touch made-by-bash"}),
+        ),
+        Reply::text("Done."),
+    ])
+    .await;
+    let run = reins_run(&server, dir.path(), &["--yes", "try it"]).await;
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    for (call, tool) in [("call_1", "mcp__everything__echo"), ("call_2", "bash")] {
+        assert_eq!(
+            tool_result(&server, call),
+            format!("the user's settings do not allow the `{tool}` tool; do not try it again")
+        );
+    }
+    assert!(!dir.path().join("made-by-bash").exists(), "the denied command did not run");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

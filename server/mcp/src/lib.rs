@@ -8,6 +8,7 @@
 //! environment: the harness resolves a [`ServerConfig`] and passes it in.
 
 mod announced;
+mod arguments;
 mod config;
 mod connection;
 mod content;

@@ -43,7 +43,7 @@ async fn the_reference_server_over_stdio() {
         call(&find(&tools, "mcp__everything__get-structured-content"), json!({"location": "New York"})).await.unwrap();
     assert!(text(&structured).contains("\"temperature\""), "{}", text(&structured));
 
-    // The server validates arguments; its refusal reaches the model as an error result.
+    // Arguments that do not match the schema reach the model as an error result.
     let refused = call(&find(&tools, "mcp__everything__get-sum"), json!({"a": "two"})).await.unwrap_err();
     assert!(refused.0.to_lowercase().contains("invalid"), "{refused}");
 
@@ -218,6 +218,12 @@ async fn odd_answers_junk_on_stdout_and_is_error() {
 
     let error = call(&find(&tools, "mcp__t__fail"), json!({})).await.unwrap_err();
     assert_eq!(error.0, "it went wrong on purpose");
+
+    // Arguments are checked against the tool's inputSchema before the server sees them.
+    let error = call(&find(&tools, "mcp__t__echo"), json!({})).await.unwrap_err();
+    assert_eq!(error.0, r#"invalid arguments: "text" is a required property"#);
+    let error = call(&find(&tools, "mcp__t__echo"), json!({"text": 5})).await.unwrap_err();
+    assert_eq!(error.0, r#"invalid arguments: text: 5 is not of type "string""#);
 
     let error = call(&find(&tools, "mcp__t__echo"), json!([1, 2])).await.unwrap_err();
     assert_eq!(error.0, "invalid arguments: expected a JSON object matching the tool's schema, found an array");

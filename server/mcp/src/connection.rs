@@ -1,5 +1,5 @@
 //! One live connection to a server, through rmcp: a child process in its own process group
-//! (stderr to the log, killed with its group when the connection goes) or a streamable HTTP
+//! (stderr to the log, killed with its group when the connection goes or reins dies) or a streamable HTTP
 //! session, and the client side of the protocol (roots, progress, `tools/list_changed`).
 
 use std::collections::{HashMap, VecDeque};
@@ -296,12 +296,11 @@ impl Process {
         if let Some(cwd) = cwd {
             cmd.current_dir(cwd);
         }
-        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+        // If reins dies without cleaning up, the server's whole group dies too.
+        let reins = std::process::id() as libc::pid_t;
+        // SAFETY: the guard makes only async-signal-safe calls (see guard.rs).
         unsafe {
-            cmd.pre_exec(|| {
-                // If reins dies without cleaning up, the server dies too.
-                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)
-            });
+            cmd.pre_exec(move || crate::guard::fork_guard(reins));
         }
         let mut child = cmd.spawn().map_err(|err| match err.kind() {
             std::io::ErrorKind::NotFound => {

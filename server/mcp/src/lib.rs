@@ -12,6 +12,7 @@ mod arguments;
 mod config;
 mod connection;
 mod content;
+mod guard;
 mod http;
 mod names;
 mod schema;

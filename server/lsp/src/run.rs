@@ -8,8 +8,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use reins_agent::{AgentEvent, TurnEndReason};
 use reins_ai::{Content, ThinkingLevel};
 use reins_harness::{
-    ApprovalPolicy, Harness, HarnessError, HarnessEvent, HarnessEventSink, HarnessOptions, LiveSettings, SessionId,
-    Settings, ToolSet,
+    Harness, HarnessError, HarnessEvent, HarnessEventSink, HarnessOptions, LiveSettings, SessionId, Settings, ToolSet,
 };
 use reins_tools::{FsWorkspace, Workspace};
 use tokio::signal::unix::{SignalKind, signal};
@@ -34,7 +33,8 @@ pub struct RunArgs {
     /// session's set, else config [tools] enabled, else all); kept in the session
     #[arg(long, value_name = "TOOLS", value_delimiter = ',', value_parser = tool_item)]
     pub tools: Option<Vec<String>>,
-    /// Approve every edit, write and command without asking
+    /// Approve every edit, write, command and MCP call without asking; what the config denies
+    /// stays denied
     #[arg(long, short = 'y')]
     pub yes: bool,
     /// Print one JSON object per agent event on stdout, nothing else
@@ -112,9 +112,9 @@ async fn run(args: RunArgs) -> ExitCode {
         Err(err) => return fail(&format!("cannot read the current directory: {err}")),
     };
     let mut settings = load_settings(&root);
-    // The command line's word goes over the config's.
+    // The command line's word goes over the config's `ask`, never over its `deny`.
     if args.yes {
-        settings.approval = ApprovalPolicy::approve_all();
+        settings.approval = settings.approval.with_asks_approved();
     }
     if let Some(max_turns) = args.max_turns {
         settings.max_turns = Some(max_turns);

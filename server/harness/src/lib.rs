@@ -30,7 +30,7 @@ pub use error::HarnessError;
 pub use live_settings::LiveSettings;
 pub use mcp::{Warn, configured_servers};
 pub use models::{KeyState, ListedModel};
-pub use process::protect_process;
+pub use process::{protect_process, raise_open_files_limit};
 pub use prompt::{CONTEXT_FILE_NAMES, ContextFile, PromptInputs, build_system_prompt};
 pub use registry::{Api, FALLBACK_PROVIDER, ModelEntry, ProviderInfo, Registry};
 pub use router::Router;

@@ -10,6 +10,7 @@ mod find;
 mod fs;
 mod grep;
 mod ls;
+mod output_files;
 mod patch;
 mod read;
 mod sandbox;
@@ -23,7 +24,7 @@ use std::sync::Arc;
 
 use reins_agent::{Tool, ToolError};
 
-pub use bash::BashTool;
+pub use bash::{BashTool, remove_abandoned_output};
 pub use diagnostics::{Diagnostic, DiagnosticSource, DiagnosticsTool, FileDiagnostics, Severity, parse_problems};
 pub use edit::{Applied, Edit, EditTool, apply_edits};
 pub use exec::{
@@ -34,6 +35,7 @@ pub use find::FindTool;
 pub use fs::FsWorkspace;
 pub use grep::GrepTool;
 pub use ls::LsTool;
+pub use output_files::MAX_TOTAL_OUTPUT_BYTES;
 pub use patch::{ApplyPatchInput, ApplyPatchTool, Patched, apply_patch_to, patch_paths};
 pub use read::ReadTool;
 pub use sandbox::{confine_self, sandbox_support};

@@ -32,6 +32,11 @@ async fn descriptors_sessions_and_output_files_stay_flat_over_hundreds_of_turns(
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.txt"), "alpha\nbeta\n").unwrap();
     let tmp = tempfile::tempdir().unwrap();
+    // Left by a reins that died: a pid that cannot be running, the highest possible plus one.
+    let pid_max: u64 = std::fs::read_to_string("/proc/sys/kernel/pid_max").unwrap().trim().parse().unwrap();
+    let abandoned = tmp.path().join(format!("reins-output-{}-dead", pid_max + 1));
+    std::fs::create_dir_all(&abandoned).unwrap();
+    std::fs::write(abandoned.join("bash-1.log"), "old output").unwrap();
     let server = ScriptedServer::start(Vec::new()).await;
     let mut command = reins_lsp(dir.path(), &["--stdio"]);
     command.env("TMPDIR", tmp.path());
@@ -52,6 +57,13 @@ async fn descriptors_sessions_and_output_files_stay_flat_over_hundreds_of_turns(
     let pid = client.pid().unwrap();
     let (soft, hard) = open_files_limit(pid);
     assert_eq!(soft, hard, "the soft limit of open files is raised to the hard one");
+    for _ in 0..100 {
+        if !abandoned.exists() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(!abandoned.exists(), "what a dead reins left is removed at start");
 
     let mut sessions: Vec<Value> = Vec::new();
     let mut warm = None;

@@ -11,6 +11,7 @@ mod diagnostics;
 mod error;
 mod live_settings;
 mod mcp;
+mod mcp_pool;
 mod models;
 mod process;
 mod prompt;

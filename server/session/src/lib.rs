@@ -11,6 +11,7 @@ mod context;
 mod disk;
 mod error;
 pub mod format;
+mod index;
 mod message;
 mod migrate;
 mod session_file;
@@ -24,6 +25,7 @@ pub use context::{INTERRUPTED_RESULT, ModelRef, SessionContext, repair_tool_pair
 pub use disk::MAX_SESSION_BYTES;
 pub use error::SessionError;
 pub use format::{Entry, EntryKind, EntryTag, Header};
+pub use index::{INDEX_FILE, SessionIndex};
 pub use message::{
     BRANCH_SUMMARY_PREFIX, BRANCH_SUMMARY_SUFFIX, BlockRecord, COMPACTION_SUMMARY_PREFIX, COMPACTION_SUMMARY_SUFFIX,
     ContentField, MessageRecord,

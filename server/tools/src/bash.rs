@@ -563,7 +563,10 @@ impl OutputLog {
         }
         // The file stays until the tool's directory goes (see `BashTool::output_dir`).
         let full_output = full.and_then(|file| match file.keep() {
-            Ok((_, path)) => Some(path),
+            Ok((_, path)) => {
+                crate::output_files::keep(path.clone());
+                Some(path)
+            }
             Err(err) => {
                 tracing::warn!("bash: keeping the full output failed: {err}");
                 None
@@ -606,6 +609,12 @@ fn full_output_file(output_dir: &Mutex<Option<tempfile::TempDir>>) -> io::Result
     }
     let dir = dir.as_ref().map(|dir| dir.path().to_path_buf()).unwrap_or_default();
     tempfile::Builder::new().prefix("bash-").suffix(".log").tempfile_in(dir)
+}
+
+/// Removes the output directories that reins processes which are gone (crashed, killed) left in
+/// the temporary directory: a long-running reins calls it at start.
+pub fn remove_abandoned_output() {
+    remove_abandoned_output_dirs(&std::env::temp_dir());
 }
 
 /// Removes the output directories that reins processes which are gone (crashed, killed) left

@@ -11,6 +11,7 @@ mod fs;
 mod grep;
 mod ls;
 mod namespace;
+mod output_files;
 mod patch;
 mod read;
 mod sandbox;
@@ -24,7 +25,7 @@ use std::sync::Arc;
 
 use reins_agent::{Tool, ToolError};
 
-pub use bash::BashTool;
+pub use bash::{BashTool, remove_abandoned_output};
 pub use diagnostics::{Diagnostic, DiagnosticSource, DiagnosticsTool, FileDiagnostics, Severity, parse_problems};
 pub use edit::{Applied, Edit, EditTool, apply_edits};
 pub use exec::{
@@ -36,6 +37,7 @@ pub use fs::FsWorkspace;
 pub use grep::GrepTool;
 pub use ls::LsTool;
 pub use namespace::{PROTECTED_NAMES, namespace_support, protected_paths, run_enclosed};
+pub use output_files::MAX_TOTAL_OUTPUT_BYTES;
 pub use patch::{ApplyPatchInput, ApplyPatchTool, Patched, apply_patch_to, patch_paths};
 pub use read::ReadTool;
 pub use sandbox::{protections, sandbox_support};

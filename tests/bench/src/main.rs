@@ -21,6 +21,7 @@ mod peer;
 mod pi16;
 mod review;
 mod sessions;
+mod soak;
 mod tokens;
 
 use std::ffi::OsString;
@@ -99,6 +100,15 @@ fn main() {
             std::process::exit(1);
         };
         let failed = runtime.block_on(diagnostics::measure(&reins));
+        std::process::exit(i32::from(failed && std::env::var_os("BENCH_STRICT").is_some()));
+    }
+    // `reins-bench soak`: only the all-day soak (the release binary, thousands of turns).
+    if args.first().is_some_and(|first| first == "soak") {
+        let Some(reins) = reins_binary() else {
+            eprintln!("bench: build the release binary first: cargo build --release -p reins (or use scripts/bench)");
+            std::process::exit(1);
+        };
+        let failed = runtime.block_on(soak::measure(&reins));
         std::process::exit(i32::from(failed && std::env::var_os("BENCH_STRICT").is_some()));
     }
     // `reins-bench tokens`: only the token figures (first request, prompt cache), reins and pi 1.6.

@@ -1,11 +1,14 @@
 //! `reins sessions list|tree`: the workspace's sessions and a session's tree, for people or as
-//! JSON. (`reins sessions checkout` is in `checkout_cmd`.)
+//! JSON. (`reins sessions checkout` is in `checkout_cmd`.) What a session file says (titles,
+//! ids, previews, labels) is shown through `reins_ai::visible_line`: a crafted file cannot steer
+//! the terminal.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use reins_ai::visible_line;
 use reins_harness::{Harness, HarnessOptions, LiveSettings, SessionInfo, SessionTreeView, Warn};
 use reins_tools::FsWorkspace;
 
@@ -73,7 +76,7 @@ pub fn main(args: SessionsArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(message) => {
-            eprintln!("reins: {message}");
+            eprintln!("reins: {}", reins_ai::visible(&message));
             ExitCode::FAILURE
         }
     }
@@ -131,7 +134,9 @@ fn render_list(list: &[SessionInfo]) -> String {
         .to_string();
         let modified = modified.get(..16).unwrap_or(&modified).replace('T', " ");
         let title = session.name.clone().or_else(|| session.first_message.clone()).unwrap_or_default();
-        let id: String = session.id.chars().take(8).collect();
+        let title = visible_line(&title);
+        let id = visible_line(&session.id);
+        let id: String = id.chars().take(8).collect();
         let usage = &session.usage;
         let tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
         let cost = format!("${:.4}", usage.cost.total);
@@ -146,8 +151,8 @@ fn render_list(list: &[SessionInfo]) -> String {
 /// The tree with children indented under their parent; `*` marks the leaf.
 fn render_tree(tree: &SessionTreeView) -> String {
     let mut out = match &tree.name {
-        Some(name) => format!("{} ({name})\n", tree.session_id),
-        None => format!("{}\n", tree.session_id),
+        Some(name) => format!("{} ({})\n", visible_line(&tree.session_id), visible_line(name)),
+        None => format!("{}\n", visible_line(&tree.session_id)),
     };
     let roots: Vec<&reins_harness::TreeNode> = tree
         .nodes
@@ -157,9 +162,10 @@ fn render_tree(tree: &SessionTreeView) -> String {
     let mut stack: Vec<(&reins_harness::TreeNode, usize)> = roots.into_iter().rev().map(|node| (node, 0)).collect();
     while let Some((node, depth)) = stack.pop() {
         let marker = if tree.leaf.as_deref() == Some(node.id.as_str()) { "*" } else { " " };
-        let what = node.role.as_deref().unwrap_or(&node.kind);
-        let label = node.label.as_deref().map(|label| format!(" [{label}]")).unwrap_or_default();
-        out.push_str(&format!("{marker} {}{} {what}: {}{label}\n", "  ".repeat(depth), node.id, node.preview));
+        let what = visible_line(node.role.as_deref().unwrap_or(&node.kind));
+        let label = node.label.as_deref().map(|label| format!(" [{}]", visible_line(label))).unwrap_or_default();
+        let (id, preview) = (visible_line(&node.id), visible_line(&node.preview));
+        out.push_str(&format!("{marker} {}{id} {what}: {preview}{label}\n", "  ".repeat(depth)));
         let children: Vec<_> =
             tree.nodes.iter().filter(|child| child.parent_id.as_deref() == Some(node.id.as_str())).collect();
         // A chain (one child) stays at the same depth, so long conversations do not drift right.

@@ -478,6 +478,12 @@ impl SessionTree {
         (0..self.nodes.len() as u32).map(|index| self.entry_ref(index))
     }
 
+    /// Every entry in file order, parsed in full, beside what the index knows of it: each line
+    /// its own, also where a crafted file repeats an id.
+    pub fn entries(&self) -> impl Iterator<Item = (EntryRef<'_>, Result<Entry, SessionError>)> {
+        (0..self.nodes.len() as u32).map(|index| (self.entry_ref(index), self.parse_entry(index)))
+    }
+
     /// The direct children of `id`, in file order (`None`: the roots).
     pub fn children(&self, id: Option<&str>) -> Vec<&str> {
         let parent = match id {

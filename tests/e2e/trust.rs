@@ -1,0 +1,71 @@
+//! The escape suite's classes that are not about the sandbox (issue 24): crafted session files
+//! that must not hang or loop `reins` (a duplicated entry id that names itself as its parent, a
+//! `parentSession` that is a FIFO), checkout records that lie about their text, model streams
+//! that keep a run waiting with usage-only events, and ACP working directories.
+
+mod support;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use support::{reins_command, workspace};
+
+/// What a run of `reins ARGS` printed, or `None` when it was still running after `limit`.
+async fn reins_within(dir: &Path, args: &[&str], limit: Duration) -> Option<support::Run> {
+    let output = reins_command(None, dir, args).output();
+    let output = tokio::time::timeout(limit, output).await.ok()?.expect("run reins");
+    Some(support::Run {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    })
+}
+
+/// A session file of these entries (each `(type, id, parentId, extra fields)`) under `dir`.
+fn session_file(dir: &Path, name: &str, parent_session: Option<&str>, entries: &[serde_json::Value]) -> String {
+    let mut header = serde_json::json!({
+        "type": "session", "version": 3, "id": name, "timestamp": "2026-12-01T13:00:19.363Z",
+        "cwd": dir.display().to_string(),
+    });
+    if let Some(parent) = parent_session {
+        header["parentSession"] = parent.into();
+    }
+    let mut text = format!("{header}\n");
+    for entry in entries {
+        text.push_str(&format!("{entry}\n"));
+    }
+    let path = dir.join(format!("{name}.jsonl"));
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+fn message(id: &str, parent: Option<&str>, role: &str, text: &str) -> serde_json::Value {
+    serde_json::json!({
+        "type": "message", "id": id, "parentId": parent, "timestamp": "2026-12-01T13:00:20.000Z",
+        "message": {"role": role, "content": [{"type": "text", "text": text}], "timestamp": 0},
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_duplicated_id_that_names_itself_as_parent_does_not_loop_the_tree() {
+    let dir = workspace(&[]);
+    let path = session_file(
+        dir.path(),
+        "dup",
+        None,
+        &[
+            message("a1", None, "user", "hello"),
+            message("b2", Some("a1"), "assistant", "hi"),
+            message("a1", Some("a1"), "user", "again"),
+        ],
+    );
+    let started = Instant::now();
+    let run = reins_within(dir.path(), &["sessions", "tree", &path], Duration::from_secs(20)).await;
+    let run = run.unwrap_or_else(|| panic!("`reins sessions tree` still ran after {:?}", started.elapsed()));
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    // Every entry once, and nothing more.
+    assert_eq!(run.stdout.lines().count(), 4, "{}", run.stdout);
+    for text in ["hello", "hi", "again"] {
+        assert_eq!(run.stdout.matches(text).count(), 1, "{text} in {}", run.stdout);
+    }
+}

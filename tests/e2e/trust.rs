@@ -8,11 +8,17 @@ mod support;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use scripted_llm::{Reply, ScriptedServer};
 use support::{reins_command, workspace};
 
 /// What a run of `reins ARGS` printed, or `None` when it was still running after `limit`.
 async fn reins_within(dir: &Path, args: &[&str], limit: Duration) -> Option<support::Run> {
-    let output = reins_command(None, dir, args).output();
+    reins_within_on(None, dir, args, limit).await
+}
+
+/// [`reins_within`] with the model server at `base_url`.
+async fn reins_within_on(base_url: Option<&str>, dir: &Path, args: &[&str], limit: Duration) -> Option<support::Run> {
+    let output = reins_command(base_url, dir, args).output();
     let output = tokio::time::timeout(limit, output).await.ok()?.expect("run reins");
     Some(support::Run {
         code: output.status.code(),
@@ -68,4 +74,42 @@ async fn a_duplicated_id_that_names_itself_as_parent_does_not_loop_the_tree() {
     for text in ["hello", "hi", "again"] {
         assert_eq!(run.stdout.matches(text).count(), 1, "{text} in {}", run.stdout);
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parent_session_that_is_a_fifo_blocks_neither_a_run_nor_a_checkout() {
+    let dir = workspace(&[("a.txt", "one\n")]);
+    let fifo = dir.path().join("parent.jsonl");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs");
+    assert!(made.success());
+    let path = session_file(
+        dir.path(),
+        "child",
+        Some(&fifo.display().to_string()),
+        &[message("u1", None, "user", "hello"), message("a1", Some("u1"), "assistant", "hi")],
+    );
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call(
+            "call_1",
+            "edit",
+            serde_json::json!({"path": "a.txt", "edits": [{"oldText": "one", "newText": "two"}]}),
+        ),
+        Reply::text("Edited."),
+    ])
+    .await;
+    let limit = Duration::from_secs(30);
+    let args = ["run", "--session", &path, "--yes", "change one to two"];
+    let run = reins_within_on(Some(&server.base_url()), dir.path(), &args, limit).await;
+    let run = run.expect("`reins run --session` with a FIFO parent still ran after 30 s");
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "two\n", "{}\n{}", run.stdout, run.stderr);
+    // The rest of the turn was written: the edit's checkpoint and the answer.
+    let written = std::fs::read_to_string(&path).unwrap();
+    assert!(written.contains("reins.file_change") && written.contains("Edited."), "{written}");
+
+    let args = ["sessions", "checkout", "a1", "--session", &path, "--yes"];
+    let checkout = reins_within(dir.path(), &args, limit).await;
+    let checkout = checkout.expect("`reins sessions checkout` with a FIFO parent still ran after 30 s");
+    assert_eq!(checkout.code, Some(0), "{}", checkout.stderr);
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "one\n");
 }

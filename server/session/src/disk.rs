@@ -16,7 +16,7 @@ pub const MAX_SESSION_BYTES: u64 = 1 << 30;
 /// Opens `path` with `options`, without blocking, and checks through the open handle (so the
 /// answer cannot change between the check and the read) that it is a regular file of at most
 /// [`MAX_SESSION_BYTES`].
-pub(crate) fn open_regular(path: &Path, options: &mut OpenOptions) -> Result<File, SessionError> {
+pub fn open_regular(path: &Path, options: &mut OpenOptions) -> Result<File, SessionError> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;

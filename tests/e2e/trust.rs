@@ -113,3 +113,111 @@ async fn a_parent_session_that_is_a_fifo_blocks_neither_a_run_nor_a_checkout() {
     assert_eq!(checkout.code, Some(0), "{}", checkout.stderr);
     assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "one\n");
 }
+
+/// `reins acp` answers, one request a line: the answer (result or error) to each.
+async fn acp_answers(server: &ScriptedServer, dir: &Path, requests: &[serde_json::Value]) -> Vec<serde_json::Value> {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let mut child = reins_command(Some(&server.base_url()), dir, &["acp"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("start reins acp");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut answers = Vec::new();
+    for request in requests {
+        stdin.write_all(format!("{request}\n").as_bytes()).await.unwrap();
+        stdin.flush().await.unwrap();
+        // Notifications (session/update) come before the answer.
+        loop {
+            let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await;
+            let line = line.expect("an answer in time").unwrap().expect("a line");
+            let message: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if message.get("id") == request.get("id") {
+                answers.push(message);
+                break;
+            }
+        }
+    }
+    drop(stdin);
+    let _ = tokio::time::timeout(Duration::from_secs(10), child.wait()).await;
+    answers
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acp_refuses_the_root_and_home_as_workspaces_and_loads_only_stored_sessions_of_their_project() {
+    // `reins_command` makes the temp dir HOME.
+    let dir = workspace(&[("a/x.txt", "a\n"), ("b/x.txt", "b\n")]);
+    let home = dir.path().canonicalize().unwrap();
+    let (a, b) = (home.join("a"), home.join("b"));
+    let crafted = home.join("evil.jsonl");
+    let header = serde_json::json!({"type": "session", "version": 3, "id": crafted, "timestamp": "2026-12-01T13:00:19.363Z", "cwd": a});
+    std::fs::write(&crafted, format!("{header}\n")).unwrap();
+    let server = ScriptedServer::start(vec![Reply::text("Hello.")]).await;
+    let request = |id: u64, method: &str, params: serde_json::Value| serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let answers = acp_answers(
+        &server,
+        dir.path(),
+        &[
+            request(0, "initialize", serde_json::json!({"protocolVersion": 1})),
+            request(1, "session/new", serde_json::json!({"cwd": "/", "mcpServers": []})),
+            request(2, "session/new", serde_json::json!({"cwd": home, "mcpServers": []})),
+            request(3, "session/new", serde_json::json!({"cwd": a, "mcpServers": []})),
+        ],
+    )
+    .await;
+    let error = |answer: &serde_json::Value| answer["error"]["message"].as_str().unwrap_or("").to_string();
+    assert!(
+        error(&answers[1]).contains("is the root directory") && error(&answers[1]).contains("a folder inside"),
+        "{}",
+        answers[1]
+    );
+    assert!(
+        error(&answers[2]).contains("is your home directory") && error(&answers[2]).contains("a folder inside"),
+        "{}",
+        answers[2]
+    );
+    let session = answers[3]["result"]["sessionId"].as_str().expect("a session in a project folder").to_string();
+
+    let answers = acp_answers(
+        &server,
+        dir.path(),
+        &[
+            request(0, "initialize", serde_json::json!({"protocolVersion": 1})),
+            request(1, "session/prompt", serde_json::json!({"sessionId": "none", "prompt": []})),
+        ],
+    )
+    .await;
+    assert!(answers[1].get("error").is_some());
+    // Its file is written at the first prompt.
+    let answers = acp_answers(
+        &server,
+        dir.path(),
+        &[
+            request(0, "initialize", serde_json::json!({"protocolVersion": 1})),
+            request(1, "session/load", serde_json::json!({"sessionId": session, "cwd": a, "mcpServers": []})),
+            request(
+                2,
+                "session/prompt",
+                serde_json::json!({"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}),
+            ),
+        ],
+    )
+    .await;
+    assert!(answers[1].get("result").is_some() && answers[2].get("result").is_some(), "{answers:?}");
+
+    let answers = acp_answers(
+        &server,
+        dir.path(),
+        &[
+            request(0, "initialize", serde_json::json!({"protocolVersion": 1})),
+            // Project A's session with B as its working directory.
+            request(1, "session/load", serde_json::json!({"sessionId": session, "cwd": b, "mcpServers": []})),
+            // A file whose header id is its own path: not a session of the store.
+            request(2, "session/load", serde_json::json!({"sessionId": crafted, "cwd": a, "mcpServers": []})),
+        ],
+    )
+    .await;
+    let wrong_project = error(&answers[1]);
+    assert!(wrong_project.contains(&a.display().to_string()) && wrong_project.contains("cwd"), "{}", answers[1]);
+    assert!(error(&answers[2]).contains("not a session id"), "{}", answers[2]);
+}

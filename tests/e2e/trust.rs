@@ -221,3 +221,24 @@ async fn acp_refuses_the_root_and_home_as_workspaces_and_loads_only_stored_sessi
     assert!(wrong_project.contains(&a.display().to_string()) && wrong_project.contains("cwd"), "{}", answers[1]);
     assert!(error(&answers[2]).contains("not a session id"), "{}", answers[2]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_request_goes_out_beyond_the_context_window() {
+    let dir = workspace(&[]);
+    // About 200,000 tokens, over the 128,000 of a model reins does not know.
+    let huge = "word ".repeat(160_000);
+    let path = session_file(
+        dir.path(),
+        "huge",
+        None,
+        &[message("u1", None, "user", &huge), message("a1", Some("u1"), "assistant", "noted")],
+    );
+    let server = ScriptedServer::start(vec![Reply::text("A summary."), Reply::text("Fine.")]).await;
+    let args = ["run", "--session", &path, "go on"];
+    let run = reins_within_on(Some(&server.base_url()), dir.path(), &args, Duration::from_secs(60)).await;
+    let run = run.expect("`reins run` finished");
+    let sizes: Vec<usize> = server.chat_requests().iter().map(|request| request.body.to_string().len()).collect();
+    // 128,000 tokens of four characters, and some room for the JSON around them.
+    assert!(sizes.iter().all(|&size| size < 600_000), "requests of {sizes:?} bytes; {}", run.stderr);
+    assert!(run.code == Some(0) || run.stderr.contains("context window"), "{}", run.stderr);
+}

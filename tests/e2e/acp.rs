@@ -138,6 +138,8 @@ fn spawn_reins(server: &ScriptedServer, dir: &Path) -> tokio::process::Child {
 fn spawn_reins_with(server: &ScriptedServer, dir: &Path, model: &str) -> tokio::process::Child {
     support::reins_command(Some(&server.base_url()), dir, &["acp"])
         .env("REINS_MODEL", model)
+        // The workspace is the session's cwd, which reins refuses as the home directory itself.
+        .env("HOME", dir.join(".home"))
         .stdin(Stdio::piped())
         .spawn()
         .expect("start reins acp")

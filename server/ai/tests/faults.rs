@@ -139,6 +139,31 @@ async fn events_that_carry_nothing_do_not_hold_off_the_idle_timeout() {
 }
 
 #[tokio::test]
+async fn usage_alone_does_not_hold_off_the_idle_timeout() {
+    // A usage count once a second kept `reins run` waiting for ever (issue 24, item 8).
+    check(
+        |api| {
+            let chunk = match api {
+                Api::OpenAi => {
+                    r#"data: {"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":1,"total_tokens":11}}"#
+                        .to_string()
+                        + "\n\n"
+                }
+                Api::Anthropic => {
+                    "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{},\"usage\":{\"output_tokens\":1}}\n\n"
+                        .to_string()
+                }
+            };
+            vec![fault(Fault::Repeat { chunk, every_ms: 50 })]
+        },
+        expect![[r#"
+            OpenAi: 1 requests, stop=Error, Timeout: http://127.0.0.1:PORT/v1/chat/completions sent only keep-alives, no content, for 0.4 s (the idle timeout)
+            Anthropic: 1 requests, stop=Error, Timeout: http://127.0.0.1:PORT/v1/messages sent only keep-alives, no content, for 0.4 s (the idle timeout)"#]],
+    )
+    .await;
+}
+
+#[tokio::test]
 async fn endless_events_that_add_no_text_are_cut_at_the_event_cap() {
     check(
         |api| {

@@ -92,10 +92,10 @@ pub struct TreeNode {
 impl SessionTreeView {
     pub fn of(session_id: &str, tree: &SessionTree) -> Self {
         let nodes: Vec<TreeNode> = tree
-            .iter()
+            .entries()
             // The parent as the tree has it, which differs from the line's in a repaired file
             // (a broken cycle, a skipped parent).
-            .filter_map(|indexed| Some((indexed.parent_id, tree.entry(indexed.id).ok()?)))
+            .filter_map(|(indexed, entry)| Some((indexed.parent_id, entry.ok()?)))
             .filter(|(_, entry)| !matches!(entry.kind, EntryKind::Label { .. } | EntryKind::Leaf { .. }))
             .map(|(parent_id, entry)| {
                 let (kind, role, preview_text) = describe(&entry.kind);
@@ -113,7 +113,8 @@ impl SessionTreeView {
         // Labels and `leaf` entries are not shown, so the position is the nearest shown entry.
         let leaf = tree.leaf().and_then(|leaf| {
             let path = tree.path_to_root(leaf).ok()?;
-            path.into_iter().find(|id| nodes.iter().any(|node| node.id == *id)).map(str::to_string)
+            let shown: std::collections::HashSet<&str> = nodes.iter().map(|node| node.id.as_str()).collect();
+            path.into_iter().find(|id| shown.contains(id)).map(str::to_string)
         });
         SessionTreeView { session_id: session_id.to_string(), name: tree.name().map(str::to_string), leaf, nodes }
     }

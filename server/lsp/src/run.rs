@@ -142,7 +142,7 @@ async fn run(args: RunArgs) -> ExitCode {
         events,
         date: crate::today(),
         persist,
-        warn: Arc::new(|message: &str| eprintln!("reins: warning: {message}")),
+        warn: Arc::new(|message: &str| eprintln!("reins: warning: {}", reins_ai::visible(message))),
     });
     let code = run_in(&harness, &args).await;
     // MCP servers stop now, each given a moment to exit on its own.
@@ -159,7 +159,7 @@ async fn run_in(harness: &Arc<Harness>, args: &RunArgs) -> ExitCode {
             if let Some(level) = args.thinking
                 && let Some(note) = harness.set_thinking(&session, level)?.note
             {
-                eprintln!("reins: {note}");
+                eprintln!("reins: {}", reins_ai::visible(&note));
             }
             if let Some(tools) = &args.tools {
                 harness.set_tools(&session, tools)?;
@@ -232,7 +232,7 @@ pub fn load_settings(root: &std::path::Path) -> Settings {
         settings = Settings::load(|name| std::env::var(name).ok(), Some(root));
     }
     for diagnostic in &settings.diagnostics {
-        eprintln!("reins: config: {diagnostic}");
+        eprintln!("reins: config: {}", reins_ai::visible(&diagnostic.to_string()));
     }
     settings
 }
@@ -309,8 +309,9 @@ fn print_json_event(event: &AgentEvent) {
 }
 
 fn fail(message: &str) -> ExitCode {
+    // A provider's error text, a path: what fails may quote what a server or a file said.
     let one_line = message.lines().map(str::trim).collect::<Vec<_>>().join(" ");
-    eprintln!("reins: {one_line}");
+    eprintln!("reins: {}", reins_ai::visible_line(&one_line));
     ExitCode::FAILURE
 }
 

@@ -22,7 +22,7 @@ mod usage;
 
 pub use compaction::{CutPoint, estimate_context_tokens, estimate_tokens, find_cut_point};
 pub use context::{INTERRUPTED_RESULT, ModelRef, SessionContext, repair_tool_pairs};
-pub use disk::MAX_SESSION_BYTES;
+pub use disk::{MAX_ENTRY_BYTES, MAX_SESSION_BYTES, open_regular};
 pub use error::SessionError;
 pub use format::{Entry, EntryKind, EntryTag, Header};
 pub use index::{INDEX_FILE, SessionIndex};

@@ -1,6 +1,8 @@
 //! The session side of the harness: starting, opening, listing, forking, navigating, labelling,
 //! renaming and compacting sessions, a session's model, and its conversation.
 
+use std::path::PathBuf;
+
 use reins_ai::{Message, Model, now_ms};
 use reins_checkpoints::{FILE_CHANGE, FileChangeRecord};
 use reins_session::{Durability, EntryKind, SessionError, SessionFile};
@@ -47,6 +49,19 @@ impl Harness {
         }
         let file = SessionFile::open(&path).map_err(session_error)?;
         Ok(self.go_live_from_file(file))
+    }
+
+    /// Opens a session of the store by id, never by path (for clients that name sessions by id
+    /// alone, such as ACP's `session/load`), and gives the working directory its file records.
+    pub fn open_stored_session(&self, id: &str) -> Result<(SessionId, PathBuf), HarnessError> {
+        self.require_persist()?;
+        let path = self.store.find_id(id, &self.cwd()).map_err(session_error)?;
+        let file = SessionFile::open(&path).map_err(session_error)?;
+        let cwd = PathBuf::from(&file.tree().header().cwd);
+        if let Some(live) = lock(&self.sessions).values().find(|live| live.has_path(&path)) {
+            return Ok((live.id.clone(), cwd));
+        }
+        Ok((self.go_live_from_file(file), cwd))
     }
 
     /// Opens the most recent session of this workspace, if there is one; an error when that one

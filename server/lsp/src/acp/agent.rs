@@ -53,6 +53,24 @@ struct Released {
     servers: Vec<reins_mcp::ServerConfig>,
 }
 
+/// Refuses the root and the user's home directory itself as a session's `cwd`: the session may
+/// write anywhere in its workspace, and there that is everything (or every project) the user has.
+fn refuse_too_broad(cwd: &Path) -> Result<(), Error> {
+    let canonical = |path: &Path| path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let cwd = canonical(cwd);
+    let home = std::env::var_os("HOME").filter(|home| !home.is_empty()).map(|home| canonical(Path::new(&home)));
+    let what = match () {
+        _ if cwd.parent().is_none() => "the root directory",
+        _ if home.as_deref() == Some(cwd.as_path()) => "your home directory",
+        _ => return Ok(()),
+    };
+    Err(to_proto::invalid_params(format!(
+        "cwd {} is {what}: a session could write anywhere in it; open a folder inside it instead, such as {}",
+        cwd.display(),
+        cwd.join("my-project").display()
+    )))
+}
+
 /// One ACP session: a harness of its own, over the session's `cwd`.
 pub struct Session {
     pub id: String,
@@ -175,6 +193,7 @@ impl State {
                 to_proto::quoted(&cwd.display().to_string())
             )));
         }
+        refuse_too_broad(cwd)?;
         let disk =
             FsWorkspace::new(vec![cwd.to_path_buf()]).map_err(|err| to_proto::invalid_params(err.to_string()))?;
         let can = {
@@ -339,12 +358,31 @@ impl State {
             )));
         }
         let servers = mcp_servers(request.mcp_servers);
+        // An id from session/list or session/new, never a path: a file anywhere whose header
+        // names its own path as its id is not a session of the store.
+        if id.is_empty() || id.starts_with('.') || id.contains(['/', '\\']) {
+            return Err(to_proto::invalid_params(format!(
+                "{} is not a session id (session/list gives them)",
+                to_proto::quoted(&id)
+            )));
+        }
         let (harness, workspace) = self.harness(&request.cwd, cx)?;
-        let opened = harness.open_session(&id).map_err(to_proto::harness_error)?;
+        let (opened, recorded_cwd) = harness.open_stored_session(&id).map_err(to_proto::harness_error)?;
         if opened != id {
             return Err(to_proto::invalid_params(format!(
                 "{} is not the full id of a session (it is {opened})",
                 to_proto::quoted(&id)
+            )));
+        }
+        // Edits of the loaded session would go to `cwd` while its file says it works elsewhere.
+        let canonical = |path: &Path| path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        if canonical(&recorded_cwd) != canonical(&request.cwd) {
+            return Err(to_proto::invalid_params(format!(
+                "session {} works in {}, not in {}: load it with cwd {}",
+                to_proto::quoted(&id),
+                recorded_cwd.display(),
+                request.cwd.display(),
+                recorded_cwd.display()
             )));
         }
         workspace.set_session(&id);

@@ -133,13 +133,14 @@ async fn anthropic_calls_read_the_cached_prefix_turn_after_turn_and_after_compac
     assert_eq!(usage.len(), 3);
     check_reads_the_previous_prefix(&usage);
 
-    // A window so small that the next run compacts first.
+    // A window so small that the next run compacts first, yet large enough for the summary request
+    // (a request beyond the window is not sent).
     let home = reins_home(dir.path());
     std::fs::create_dir_all(&home).unwrap();
     std::fs::write(
         home.join("config.toml"),
-        "[compaction]\nreserve_tokens = 100\nkeep_recent_tokens = 50\n\n[[models]]\nid = \"claude-sonnet-4-5\"\n\
-         provider = \"anthropic\"\ncontext_window = 2000\n",
+        "[compaction]\nreserve_tokens = 3000\nkeep_recent_tokens = 50\n\n[[models]]\nid = \"claude-sonnet-4-5\"\n\
+         provider = \"anthropic\"\ncontext_window = 6000\n",
     )
     .unwrap();
     let run = run_anthropic(&server, dir.path(), &["--continue", "and after compacting?"]).await;

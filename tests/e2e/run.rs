@@ -428,8 +428,8 @@ async fn the_terminal_asks_hunk_by_hunk_and_the_reason_for_a_skipped_one_reaches
     assert_eq!(now, text.replace("line 11\n", "line eleven\n"));
     let requests = server.chat_requests();
     let tool_result = requests[1].body["messages"][3]["content"].to_string();
-    assert!(tool_result.contains("The user applied hunk 1 and did not apply hunk 0"), "{tool_result}");
-    assert!(tool_result.contains("The user's reason for not applying hunk 0: keep line 2"), "{tool_result}");
+    assert!(tool_result.contains("The user applied hunk 2 and did not apply hunk 1"), "{tool_result}");
+    assert!(tool_result.contains("The user's reason for not applying hunk 1: keep line 2"), "{tool_result}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,7 +9,8 @@ use serde_json::json;
 use std::path::Path;
 
 use support::{
-    CANARY_KEY, reins_command, reins_home, reins_run, reins_run_in_terminal, reins_run_with, transcript, workspace,
+    CANARY_KEY, CTRL_BACKSLASH, CTRL_C, reins_command, reins_home, reins_in_terminal, reins_run, reins_run_in_terminal,
+    reins_run_with, transcript, workspace,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -430,6 +431,42 @@ async fn the_terminal_asks_hunk_by_hunk_and_the_reason_for_a_skipped_one_reaches
     let tool_result = requests[1].body["messages"][3]["content"].to_string();
     assert!(tool_result.contains("The user applied hunk 2 and did not apply hunk 1"), "{tool_result}");
     assert!(tool_result.contains("The user's reason for not applying hunk 1: keep line 2"), "{tool_result}");
+}
+
+/// Ctrl-C at a hunk's prompt cancels the run and reins exits with 130 at once: no further
+/// prompt, nothing applied, no further model call. (Before, the blocking read of the terminal
+/// kept reins alive until every remaining prompt was answered; the helper fails when the
+/// terminal goes quiet without reins exiting.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_at_a_hunk_prompt_cancels_the_run_and_exits() {
+    let (text, edit) = twelve_lines_and_two_edits();
+    let dir = workspace(&[("a.txt", &text)]);
+    let server = ScriptedServer::start(vec![edit, Reply::text("Done.")]).await;
+    let args = ["run", "rename them"];
+    let (screen, status) = reins_in_terminal(Some(&server.base_url()), dir.path(), &args, &[CTRL_C]).await;
+    assert_eq!(status, Some(130), "{screen}");
+    assert_eq!(screen.matches("Apply this hunk? [y,n,a,d,?]").count(), 1, "{screen}");
+    assert!(screen.contains("reins: cancelled"), "{screen}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), text);
+    assert_eq!(server.chat_requests().len(), 1);
+}
+
+/// A signal at a command's `Run it? [y/N]` (here SIGQUIT, from Ctrl-\) stops reins with its
+/// status, the command not run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_at_a_command_prompt_stops_the_run_and_exits() {
+    let dir = workspace(&[]);
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("c1", "bash", json!({"command": "touch ran"})),
+        Reply::text("Done."),
+    ])
+    .await;
+    let args = ["run", "make a file"];
+    let (screen, status) = reins_in_terminal(Some(&server.base_url()), dir.path(), &args, &[CTRL_BACKSLASH]).await;
+    assert_eq!(status, Some(131), "{screen}");
+    assert_eq!(screen.matches("Run it? [y/N]").count(), 1, "{screen}");
+    assert!(!dir.path().join("ran").exists());
+    assert_eq!(server.chat_requests().len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

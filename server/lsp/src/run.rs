@@ -103,7 +103,11 @@ pub fn main(args: RunArgs) -> ExitCode {
         Ok(runtime) => runtime,
         Err(err) => return fail(&format!("cannot start the async runtime: {err}")),
     };
-    runtime.block_on(run(args))
+    let code = runtime.block_on(run(args));
+    // A prompt cancelled with the run may still be blocked reading the terminal on a thread of
+    // its own; dropping the runtime would wait for that read (for the user to press Enter).
+    runtime.shutdown_background();
+    code
 }
 
 async fn run(args: RunArgs) -> ExitCode {

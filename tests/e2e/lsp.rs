@@ -211,6 +211,37 @@ async fn send_streams_events_to_agent_end_with_progress() {
     assert_eq!(lsp.client.shutdown().await, Some(0));
 }
 
+/// The model server dies mid-answer: `agent_end` says so in one line with what to do. A client
+/// that shows it in a chat (`capabilities.chat`) gets no `window/showMessage` repeating it;
+/// another client does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_answer_is_one_line_shown_once() {
+    for chat in [true, false] {
+        let cut =
+            Reply::text("The first part arrives, then the server dies").with_chunk_chars(5).with_cut_after_chunks(4);
+        let lsp = start(&[], vec![cut, Reply::text("back")], json!({"capabilities": {"chat": chat}})).await;
+        let failed = lsp.client.command("reins.chat.send", json!({"text": "talk"})).await.unwrap();
+        let events = lsp.run_events(failed["runId"].as_str().unwrap()).await;
+        let error = events.last().unwrap()["error"].as_str().unwrap().to_string();
+        assert!(error.contains("stopped mid-answer") && error.ends_with(')') && !error.contains('\n'), "{error}");
+        assert!(error.contains("check that it is still running, then send again"), "{error}");
+        // Events go out in order: once the next run ended, the failure's message would have come.
+        let session = json!({"text": "again", "sessionId": failed["sessionId"]});
+        let next = lsp.client.command("reins.chat.send", session).await.unwrap();
+        lsp.run_events(next["runId"].as_str().unwrap()).await;
+        let shown: Vec<Value> = lsp
+            .client
+            .notifications()
+            .into_iter()
+            .filter(|n| n["method"] == "window/showMessage" && n["params"]["type"] == 1)
+            .collect();
+        assert_eq!(shown.len(), usize::from(!chat), "chat {chat}: {shown:?}");
+        if let Some(shown) = shown.first() {
+            assert_eq!(shown["params"]["message"], format!("reins: {error}"));
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn text_deltas_are_coalesced_without_losing_a_character() {
     let answer: String = (0..300).map(|i| char::from(b'a' + (i % 26) as u8)).collect();

@@ -136,6 +136,10 @@ async fn rate_limit_then_ok_is_retried() {
     assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
     assert_eq!(run.stdout, "hello\n");
     assert_eq!(server.chat_requests().len(), 2);
+    // The retry is one line of progress for a person, no log line.
+    let retrying = run.stderr.lines().find(|line| line.contains("retrying")).unwrap_or_default();
+    assert!(retrying.starts_with("  retrying 1/3 in 0.0 s: "), "{}", run.stderr);
+    assert!(!run.stderr.contains("WARN"), "{}", run.stderr);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -148,8 +152,15 @@ async fn a_cut_stream_keeps_what_arrived_and_fails_with_one_line() {
     let run = reins_run(&server, dir.path(), &["--json", "talk"]).await;
     assert_eq!(run.code, Some(1));
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
-    assert!(run.stderr.starts_with("reins: provider error"), "{}", run.stderr);
+    assert!(
+        run.stderr.starts_with("reins: the model server stopped mid-answer (what arrived is kept)"),
+        "{}",
+        run.stderr
+    );
     let events = run.events();
+    // The run's end carries the same line, for surfaces that show it.
+    let told = events.last().unwrap()["error"].as_str().unwrap().to_string();
+    assert_eq!(format!("reins: {told}\n"), run.stderr);
     let end = events.iter().rev().find(|e| e["type"] == "message_end").unwrap();
     assert_eq!(end["message"]["stopReason"], "error");
     let text = end["message"]["content"][0]["text"].as_str().unwrap();
@@ -210,9 +221,12 @@ async fn unreachable_default_endpoint_says_how_to_configure() {
     assert_eq!(run.code, Some(1));
     assert!(run.stderr.contains(&url), "{}", run.stderr);
 
+    // Nothing listens at the default local endpoint here: one line saying what to do, without
+    // retries (nothing starts a server in the seconds they wait) or log lines before it.
     let unconfigured = reins_run_with(None, dir.path(), &["hi"]).await;
     assert_ne!(unconfigured.code, Some(0));
     assert!(unconfigured.stderr.contains("OPENAI_BASE_URL"), "{}", unconfigured.stderr);
+    assert_eq!(unconfigured.stderr.lines().count(), 1, "{}", unconfigured.stderr);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,11 +5,13 @@
 
 mod checkout;
 mod choices;
+mod landing;
 mod runs;
 mod sessions;
 mod tools;
 
 pub use checkout::{CheckedOut, Checkout, Resumed};
+pub use landing::Landing;
 pub use runs::LateContent;
 
 use std::collections::{HashMap, HashSet};

@@ -663,7 +663,7 @@ async fn a_patch_is_reviewed_file_by_file_and_what_was_accepted_lands_together()
         +    return 10
 
 
-        The user applied hunk 0 and did not apply hunk 1 (of 2 hunks) of this change to src/a.py. The user's reason for not applying hunk 1: two stays
+        The user applied hunk 1 and did not apply hunk 2 (of 2 hunks) of this change to src/a.py. The user's reason for not applying hunk 2: two stays
         src/a.py now reads, around the changes:
             1 | def one():
             2 |     return 10

@@ -399,8 +399,10 @@ async fn at_a_terminal_it_shows_each_file_and_asks_and_takes_another_session() {
         &[("README.md", README), ("src/lib.rs", LIB), ("untracked.txt", "untracked\n")],
         "after yes at the terminal",
     );
+    // At the user's message the checkout lands just before it.
     let tree = json_of(&reins(None, root, &["sessions", "tree", "--json", prefix]).await);
-    assert_eq!(tree["leaf"], start.as_str());
+    let asked = tree["nodes"].as_array().unwrap().iter().find(|node| node["id"] == start.as_str()).unwrap();
+    assert_eq!(tree["leaf"], asked["parentId"]);
 }
 
 /// `apply_patch` deletes and moves files: both are recorded, undone whole and redone.

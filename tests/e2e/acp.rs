@@ -138,6 +138,8 @@ fn spawn_reins(server: &ScriptedServer, dir: &Path) -> tokio::process::Child {
 fn spawn_reins_with(server: &ScriptedServer, dir: &Path, model: &str) -> tokio::process::Child {
     support::reins_command(Some(&server.base_url()), dir, &["acp"])
         .env("REINS_MODEL", model)
+        // The workspace is the session's cwd, which reins refuses as the home directory itself.
+        .env("HOME", dir.join(".home"))
         .stdin(Stdio::piped())
         .spawn()
         .expect("start reins acp")
@@ -775,6 +777,64 @@ async fn mcp_servers_of_session_new_serve_the_session_over_stdio_and_http_after_
         let result = server.chat_requests()[1].body["messages"].as_array().unwrap().last().unwrap().clone();
         assert!(result["content"].as_str().unwrap().contains("ping"), "{result}");
     }
+}
+
+/// Issue 34: sessions given the same MCP servers share one process, and the sessions beyond the
+/// few used last are released (their files closed) and answer again when prompted.
+#[tokio::test]
+async fn sessions_share_the_same_mcp_servers_and_idle_ones_are_released_and_come_back() {
+    let everything = support::mcp_prefix().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let stdio = McpServer::Stdio(
+        McpServerStdio::new("everything", "node").args(vec![everything.display().to_string(), "stdio".into()]),
+    );
+    let dir = workspace(&[]);
+    let root = dir.path().canonicalize().unwrap();
+    let server = ScriptedServer::start(vec![]).await;
+    let ((processes, session_files, stop), _) =
+        with_client(&server, dir.path(), Shared::default(), NOTHING, async |cx| {
+            let mut sessions = Vec::new();
+            for n in 0..12 {
+                sessions.push(new_session(&cx, dir.path(), vec![stdio.clone()]).await);
+                server.push(Reply::text(format!("answer {n}")));
+                // A run waits for the session's MCP servers: they are up once it ends.
+                prompt(&cx, &sessions[n], "hello").await;
+            }
+            let (processes, session_files) = (processes_in(&root, "server-everything"), reins_session_files(&root));
+            server.push(Reply::text("back again"));
+            let stop = prompt(&cx, &sessions[0], "are you there?").await;
+            (processes, session_files, stop)
+        })
+        .await;
+    assert_eq!(processes, 1, "one server process for twelve sessions with the same servers");
+    assert!(session_files <= 9, "{session_files} session files held open");
+    assert_eq!(serde_json::to_value(stop.stop_reason).unwrap(), "end_turn");
+    assert_eq!(server.chat_requests().len(), 13);
+}
+
+/// The processes working in `root` whose command line names `what`.
+fn processes_in(root: &Path, what: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|entry| std::fs::read_link(entry.path().join("cwd")).is_ok_and(|cwd| cwd == root))
+        .filter(|entry| {
+            std::fs::read(entry.path().join("cmdline"))
+                .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(what))
+        })
+        .count()
+}
+
+/// The session files the `reins acp` working in `root` holds open.
+fn reins_session_files(root: &Path) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|entry| std::fs::read_link(entry.path().join("cwd")).is_ok_and(|cwd| cwd == root))
+        .filter(|entry| std::fs::read(entry.path().join("cmdline")).is_ok_and(|cmdline| cmdline.ends_with(b"acp\0")))
+        .flat_map(|entry| std::fs::read_dir(entry.path().join("fd")).into_iter().flatten().flatten())
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .filter(|target| target.extension().is_some_and(|ext| ext == "jsonl"))
+        .count()
 }
 
 /// Raw lines, no SDK: what a broken client sends gets JSON-RPC errors, and reins keeps serving.

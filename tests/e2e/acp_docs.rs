@@ -46,7 +46,8 @@ struct Agent {
 impl Agent {
     fn spawn(dir: &Path, server: &ScriptedServer, answers: HashMap<String, Value>) -> Agent {
         let mut command = support::reins_command(Some(&server.base_url()), dir, &["acp"]);
-        command.stdin(Stdio::piped()).stderr(Stdio::inherit());
+        // The workspace is the session's cwd, which reins refuses as the home directory itself.
+        command.env("HOME", dir.join(".home")).stdin(Stdio::piped()).stderr(Stdio::inherit());
         let mut child = command.spawn().expect("start reins acp");
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap()).lines();

@@ -482,3 +482,55 @@ async fn a_symlink_out_of_the_workspace_is_not_followed() {
     assert!(root.join("notes.md").is_symlink() && root.join("new").is_symlink(), "the links stay");
     assert_eq!(std::fs::read_to_string(root.join("src/lib.rs")).unwrap(), LIB);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crafted_session_cannot_check_out_into_git_metadata() {
+    let dir = workspace(&[("src/lib.rs", LIB), ("README.md", README)]);
+    let _server = two_runs(dir.path()).await;
+    let root = dir.path();
+    // The session's records now name a hook where they named the new file: checking out the
+    // second run again would write it.
+    std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+    let sessions = support::reins_home(root).join("sessions");
+    let mut crafted = 0;
+    for file in walk(&sessions) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        if text.contains(r#""path":"new/deep.txt""#) {
+            std::fs::write(&file, text.replace(r#""path":"new/deep.txt""#, r#""path":".git/hooks/pre-commit""#))
+                .unwrap();
+            crafted += 1;
+        }
+    }
+    assert_eq!(crafted, 1, "one session file names new/deep.txt");
+    std::fs::remove_dir_all(root.join("new")).unwrap();
+    let start = entry(root, |node| node["role"] == "user" && node["preview"] == "first").await;
+    let back = checkout(root, &start, &["--yes", "--json"]).await;
+    assert!(matches!(back.code, Some(0) | Some(3)), "stdout: {}\nstderr: {}", back.stdout, back.stderr);
+    let end = entry(root, |node| node["role"] == "assistant" && node["preview"] == "run two done").await;
+    let forth = checkout(root, &end, &["--yes", "--json"]).await;
+    let report = json_of(&forth);
+    let hook: Vec<String> = report["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|file| file["path"].as_str().is_some_and(|path| path.contains(".git")))
+        .map(|file| format!("{} {} {}", file["action"], file["path"], file["conflict"]["reason"]))
+        .collect();
+    expect_test::expect![[r#"
+        [
+            "\"refused\" \".git/hooks/pre-commit\" \"it is inside .git, which only git and the user change\"",
+        ]
+    "#]]
+    .assert_debug_eq(&hook);
+    assert!(!root.join(".git/hooks/pre-commit").exists(), "the hook was written");
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() { found.extend(walk(&path)) } else { found.push(path) }
+    }
+    found
+}

@@ -209,43 +209,77 @@ async fn bash_sees_no_key_in_its_environment_nor_in_reins() {
     let (_, results) = check_no_canary(calls).await;
     // Not vacuous: the commands ran and saw the environment.
     assert!(results[0].1.contains("PATH="), "{}", results[0].1);
-    assert!(results[1].1.contains("PATH="), "{}", results[1].1);
+    if reins_tools::namespace_support().is_ok() {
+        // The shell's parent is the command's init, which keeps its memory (reins's) closed.
+        assert!(results[1].1.contains("/proc/1/environ: Permission denied"), "{}", results[1].1);
+    } else {
+        assert!(results[1].1.contains("PATH="), "{}", results[1].1);
+    }
     if reins_tools::sandbox_support().is_ok() {
-        assert!(results[3].1.contains("Permission denied"), "{}", results[3].1);
+        // Landlock denies it; the namespace hides it.
+        let denied = ["Permission denied", "No such file or directory"];
+        assert!(denied.iter().any(|words| results[3].1.contains(words)), "{}", results[3].1);
     }
 }
 
-/// Starts `reins run` whose model calls bash to start `sleep` in the background and in the
-/// foreground, waits for both, sends `signal` to reins, and checks that reins and both sleeps end.
-async fn check_signal_ends_the_commands(signal: nix::sys::signal::Signal) {
+/// Starts `reins run` whose model calls bash to start `sleep`s in the background (plainly,
+/// with `nohup`, with `setsid`) and in the foreground, waits for them, sends `signal` to reins,
+/// and checks that reins and every sleep end. `mark` makes the sleeps this test's own.
+async fn check_signal_ends_the_commands(signal: nix::sys::signal::Signal, mark: u32) {
     let dir = workspace(&[]);
     let home = Home::new();
-    let server = ScriptedServer::start(vec![
-        Reply::tool_call("c1", "bash", json!({"command": "sleep 300 & echo $! > bg.pid; echo $$ > sh.pid; sleep 300"})),
-        Reply::text("never reached"),
-    ])
-    .await;
+    let sleeps = sleeps(mark);
+    let script = format!(
+        "{0} & nohup {1} > /dev/null 2>&1 & setsid {2} > /dev/null 2>&1 & echo started > started; {3}",
+        sleeps[0], sleeps[1], sleeps[2], sleeps[3]
+    );
+    let server =
+        ScriptedServer::start(vec![Reply::tool_call("c1", "bash", json!({"command": script})), Reply::text("never")])
+            .await;
     let mut child = command(&server, dir.path(), &home, &[]).stdout(Stdio::null()).spawn().unwrap();
-    let read_pid = |name: &str| -> Option<i32> {
-        std::fs::read_to_string(dir.path().join(name)).ok().and_then(|text| text.trim().parse().ok())
-    };
-    let started = Instant::now();
-    let (background, shell) = loop {
-        if let (Some(background), Some(shell)) = (read_pid("bg.pid"), read_pid("sh.pid")) {
-            break (background, shell);
-        }
-        assert!(started.elapsed() < Duration::from_secs(20), "the command never started");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let pids = wait_for_sleeps(&sleeps).await;
     // `setsid` execs reins when it may start a session itself, else runs it as its child.
     let id = child.id().unwrap() as i32;
     let comm = std::fs::read_to_string(format!("/proc/{id}/comm")).unwrap_or_default();
     let reins = if comm.trim() == "setsid" { child_of(id).expect("reins runs under setsid") } else { id };
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(reins), signal).unwrap();
     tokio::time::timeout(Duration::from_secs(10), child.wait()).await.expect("reins ended").unwrap();
-    for pid in [background, shell] {
-        assert!(wait_until_gone(pid).await, "process {pid} outlived reins after {signal}");
+    for (pid, line) in pids.iter().zip(&sleeps) {
+        assert!(wait_until_gone(*pid).await, "{line} outlived reins after {signal}");
     }
+}
+
+/// Four `sleep`s no other test starts.
+fn sleeps(mark: u32) -> Vec<String> {
+    (1..=4).map(|n| format!("sleep 400.{mark}{n}")).collect()
+}
+
+/// Waits until every one of `command_lines` runs, and gives their pids as this test sees them.
+async fn wait_for_sleeps(command_lines: &[String]) -> Vec<i32> {
+    let started = Instant::now();
+    loop {
+        let pids: Vec<Option<i32>> = command_lines.iter().map(|line| running(line)).collect();
+        if pids.iter().all(Option::is_some) {
+            return pids.into_iter().flatten().collect();
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "the commands never started: {pids:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The process running exactly `command_line` (its words joined by spaces), as this test sees
+/// it: a command's own `$!` is a pid of its namespace.
+fn running(command_line: &str) -> Option<i32> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|entry| {
+        let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
+        let words = std::fs::read(entry.path().join("cmdline")).ok()?;
+        let words: Vec<String> = words
+            .split(|&byte| byte == 0)
+            .filter(|word| !word.is_empty())
+            .map(|word| String::from_utf8_lossy(word).into_owned())
+            .collect();
+        (words.join(" ") == command_line).then_some(pid)
+    })
 }
 
 /// The first child of `pid`.
@@ -268,10 +302,155 @@ async fn wait_until_gone(pid: i32) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_to_reins_run_ends_the_commands_it_started() {
-    check_signal_ends_the_commands(nix::sys::signal::Signal::SIGTERM).await;
+    check_signal_ends_the_commands(nix::sys::signal::Signal::SIGTERM, 1).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sighup_to_reins_run_ends_the_commands_it_started() {
-    check_signal_ends_the_commands(nix::sys::signal::Signal::SIGHUP).await;
+    check_signal_ends_the_commands(nix::sys::signal::Signal::SIGHUP, 2).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_to_reins_run_ends_the_commands_it_started() {
+    check_signal_ends_the_commands(nix::sys::signal::Signal::SIGKILL, 3).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn background_processes_end_when_reins_run_finishes() {
+    let dir = workspace(&[]);
+    let home = Home::new();
+    let sleeps = sleeps(4);
+    let script = format!(
+        "{0} > /dev/null 2>&1 & nohup {1} > /dev/null 2>&1 & setsid {2} > /dev/null 2>&1 & (setsid sh -c '{3} & :' > /dev/null 2>&1 &); \
+         echo started",
+        sleeps[0], sleeps[1], sleeps[2], sleeps[3]
+    );
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("c1", "bash", json!({"command": script})),
+        Reply::text("done").with_delay_ms(1000),
+    ])
+    .await;
+    let child = command(&server, dir.path(), &home, &[]).spawn().unwrap();
+    // They run on while reins does.
+    let pids = wait_for_sleeps(&sleeps).await;
+    let output = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output()).await.unwrap().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    // And the model was told so.
+    let results = tool_results(&server);
+    assert!(results[0].1.contains("still run in the background"), "{}", results[0].1);
+    for (pid, line) in pids.iter().zip(&sleeps) {
+        assert!(wait_until_gone(*pid).await, "{line} outlived reins run");
+    }
+}
+
+/// Every way out of the sandbox that a command in a git workspace tried, one a line, each
+/// printing what it got: `git config core.fsmonitor`, an executable hook, a planted `.mcp.json`
+/// and `.reins/config.toml`, the environment of every process in sight (the shell that started
+/// reins holds a canary key), and the sockets that reach past the network switch.
+const ESCAPES: &str = r#"git config core.fsmonitor 'touch pwned-fsmonitor' 2>&1 | sed 's/^error: //'
+{ printf '#!/bin/sh\ntouch pwned-hook\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit && echo hook written; } 2>&1
+{ echo '{"mcpServers": {"evil": {"command": "touch", "args": ["pwned-mcp"]}}}' > .mcp.json && echo .mcp.json written; } 2>&1
+{ echo 'approval.bash = "auto"' > .reins/config.toml && echo config written; } 2>&1
+echo "canaries in sight: $(cat /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n' | grep -c sk-canary-parent)"
+python3 -c 'import socket
+for name in ("AF_VSOCK", "AF_NETLINK"):
+    try: socket.socket(getattr(socket, name), socket.SOCK_STREAM if name == "AF_VSOCK" else socket.SOCK_RAW); print(name, "open")
+    except OSError as e: print(name, "refused")'
+echo still writable > inside.txt && cat inside.txt"#;
+
+/// What [`ESCAPES`] prints when the sandbox holds.
+const HELD: &str = "could not lock config file .git/config: Read-only file system
+bash: line 2: .git/hooks/pre-commit: Read-only file system
+bash: line 3: .mcp.json: Read-only file system
+bash: line 4: .reins/config.toml: Read-only file system
+canaries in sight: 0
+AF_VSOCK refused
+AF_NETLINK refused
+still writable
+";
+
+/// A git workspace with the files reins trusts, trusted by the user.
+fn trusted_git_workspace(home: &Home) -> tempfile::TempDir {
+    let dir = workspace(&[(".mcp.json", "{\"mcpServers\": {}}\n"), (".reins/config.toml", "\n")]);
+    let status = std::process::Command::new("git").args(["init", "-q"]).current_dir(dir.path()).status().unwrap();
+    assert!(status.success());
+    std::fs::write(home.reins_home().join("trusted-workspaces"), format!("{}\n", dir.path().display())).unwrap();
+    dir
+}
+
+/// After [`ESCAPES`]: nothing changed where the user's git and reins would run it unconfined.
+fn check_nothing_escaped(dir: &Path) {
+    let config = std::fs::read_to_string(dir.join(".git/config")).unwrap();
+    assert!(!config.contains("fsmonitor"), "{config}");
+    assert!(!dir.join(".git/hooks/pre-commit").exists());
+    assert_eq!(std::fs::read_to_string(dir.join(".mcp.json")).unwrap(), "{\"mcpServers\": {}}\n");
+    assert_eq!(std::fs::read_to_string(dir.join(".reins/config.toml")).unwrap(), "\n");
+    // The user's git status runs no hook or monitor of the command's.
+    let status = std::process::Command::new("git").arg("status").current_dir(dir).output().unwrap();
+    assert!(status.status.success());
+    let planted: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("pwned"))
+        .collect();
+    assert_eq!(planted, Vec::<String>::new());
+}
+
+/// `command` started by a shell that stays its parent, with a canary key in its environment.
+fn under_a_shell_with_a_key(command: &tokio::process::Command) -> tokio::process::Command {
+    let inner = command.as_std();
+    let mut shell = tokio::process::Command::new("sh");
+    shell.args(["-c", "\"$@\"; exit $?", "sh"]).arg(inner.get_program()).args(inner.get_args()).env_clear();
+    for (name, value) in inner.get_envs() {
+        if let Some(value) = value {
+            shell.env(name, value);
+        }
+    }
+    if let Some(dir) = inner.get_current_dir() {
+        shell.current_dir(dir);
+    }
+    shell.env("PARENT_SHELL_API_KEY", "sk-canary-parent").stdin(Stdio::null()).kill_on_drop(true);
+    shell
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sandboxed_bash_in_reins_run_gets_no_way_out() {
+    if let Err(reason) = reins_tools::namespace_support() {
+        eprintln!("skipped: {reason}");
+        return;
+    }
+    let home = Home::new();
+    let dir = trusted_git_workspace(&home);
+    let server =
+        ScriptedServer::start(vec![Reply::tool_call("c1", "bash", json!({"command": ESCAPES})), Reply::text("done")])
+            .await;
+    let output = under_a_shell_with_a_key(&command(&server, dir.path(), &home, &[])).output().await.unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let results = tool_results(&server);
+    assert_eq!(results[0].1, HELD, "{results:?}");
+    check_nothing_escaped(dir.path());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reins_sandbox_exec_gets_no_way_out_either() {
+    if let Err(reason) = reins_tools::namespace_support() {
+        eprintln!("skipped: {reason}");
+        return;
+    }
+    let home = Home::new();
+    let dir = trusted_git_workspace(&home);
+    let root = format!("--root={}", dir.path().display());
+    let mut exec = tokio::process::Command::new(env!("CARGO_BIN_EXE_reins"));
+    exec.args(["sandbox-exec", "--mode", "workspace-write", &root, "--keep", "PATH", "--keep", "HOME", "--"])
+        .args(["bash", "-c", ESCAPES])
+        .current_dir(dir.path())
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home.path());
+    let output = under_a_shell_with_a_key(&exec).stderr(Stdio::piped()).output().await.unwrap();
+    let printed = String::from_utf8_lossy(&output.stdout) + String::from_utf8_lossy(&output.stderr);
+    for line in HELD.lines() {
+        assert!(printed.contains(line), "{line:?} missing from:\n{printed}");
+    }
+    check_nothing_escaped(dir.path());
 }

@@ -23,6 +23,8 @@ mod review;
 mod secrets;
 #[path = "lsp/settings.rs"]
 mod settings;
+#[path = "lsp/soak.rs"]
+mod soak;
 #[path = "support/mod.rs"]
 mod support;
 #[path = "lsp/sync.rs"]

@@ -203,6 +203,12 @@ async fn images_and_structured_content_reach_the_model() {
         .count();
     assert_eq!(images, 1, "the image follows the tool results: {last}");
     assert!(tool_result(&server, "call_2").contains("\"temperature\""), "{}", tool_result(&server, "call_2"));
+    // The text blocks around the image are paragraphs of their own.
+    assert!(
+        tool_result(&server, "call_1").contains("requested:\n\nThe image above is"),
+        "{}",
+        tool_result(&server, "call_1")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -231,6 +237,30 @@ async fn without_approval_a_call_is_refused_and_the_model_is_told() {
         tool_result(&server, "call_1"),
         "the user's settings do not allow the `mcp__everything__echo` tool; do not try it again"
     );
+
+    // `--yes` turns ask into auto, never deny into anything: for MCP tools and bash alike.
+    config(
+        dir.path(),
+        &format!("{}\n[approval]\n\"mcp__everything__ech?\" = \"deny\"\nbash = \"deny\"\n", everything_stdio("")),
+    );
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("call_1", "mcp__everything__echo", json!({"message": "denied"})).with_tool_call(
+            "call_2",
+            "bash",
+            json!({"command": "touch made-by-bash"}),
+        ),
+        Reply::text("Done."),
+    ])
+    .await;
+    let run = reins_run(&server, dir.path(), &["--yes", "try it"]).await;
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    for (call, tool) in [("call_1", "mcp__everything__echo"), ("call_2", "bash")] {
+        assert_eq!(
+            tool_result(&server, call),
+            format!("the user's settings do not allow the `{tool}` tool; do not try it again")
+        );
+    }
+    assert!(!dir.path().join("made-by-bash").exists(), "the denied command did not run");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -389,21 +419,45 @@ async fn interrupting_reins_run_cancels_the_call_on_the_server() {
     let script = format!("tee -a '{}' | node '{}' stdio", log.display(), everything_js());
     shell_server(dir.path(), "slow", &script, "");
     let server = model_calling("mcp__slow__trigger-long-running-operation", json!({"duration": 30, "steps": 30})).await;
-    let (code, stderr) = run_acting_mid_call(&server, dir.path(), "wait", |reins| {
-        // `setsid` execs reins when it may, and runs it as its child when it must fork.
-        let comm = std::fs::read_to_string(format!("/proc/{reins}/comm")).unwrap();
-        let pid = if comm.trim() == "setsid" {
-            let children = std::fs::read_to_string(format!("/proc/{reins}/task/{reins}/children")).unwrap();
-            children.split_whitespace().next().expect("reins runs under setsid").to_string()
-        } else {
-            reins.to_string()
-        };
-        kill("-INT", &pid);
-    })
-    .await;
+    let (code, stderr) =
+        run_acting_mid_call(&server, dir.path(), "wait", |reins| kill("-INT", &reins_pid(reins))).await;
     assert_eq!(code, Some(130), "{stderr}");
     let sent = std::fs::read_to_string(&log).unwrap();
     assert!(sent.contains("\"method\":\"notifications/cancelled\""), "{sent}");
+}
+
+/// The process id of reins, started as `started`: `setsid` execs reins when it may, and runs it
+/// as its child when it must fork.
+fn reins_pid(started: u32) -> String {
+    let comm = std::fs::read_to_string(format!("/proc/{started}/comm")).unwrap();
+    if comm.trim() == "setsid" {
+        let children = std::fs::read_to_string(format!("/proc/{started}/task/{started}/children")).unwrap();
+        children.split_whitespace().next().expect("reins runs under setsid").to_string()
+    } else {
+        started.to_string()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_reins_leaves_none_of_a_servers_processes_behind() {
+    let dir = workspace(&[]);
+    let pid_file = dir.path().join("child.pid");
+    // The server starts a process of its own, as npx starts node.
+    let script = format!("sleep 300 & echo $! > '{}'; exec node '{}' stdio", pid_file.display(), everything_js());
+    shell_server(dir.path(), "slow", &script, "");
+    let server = model_calling("mcp__slow__trigger-long-running-operation", json!({"duration": 30, "steps": 30})).await;
+    run_acting_mid_call(&server, dir.path(), "wait", |reins| kill("-KILL", &reins_pid(reins))).await;
+    let child: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    let alive =
+        |pid: i32| std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| !stat.contains(") Z "));
+    for _ in 0..100 {
+        if !alive(child) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _ = std::process::Command::new("kill").args(["-KILL", &child.to_string()]).status();
+    panic!("the server's own process {child} outlived the SIGKILLed reins");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,6 +7,7 @@
 //   MCP_NODE_MODULES  the node_modules that hold @modelcontextprotocol/sdk (tests/mcp/install.sh)
 //   RECORD_FILE       where cancellations are appended, one line each (optional)
 //   PORT              the HTTP port (http mode); the server prints "listening on PORT" to stderr
+//   FAIL_INITIALIZE   (http mode) answer `initialize` with HTTP 500 and a JSON body that is not MCP
 import { appendFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { randomUUID } from "node:crypto";
@@ -40,6 +41,7 @@ const tools = [
   { name: "pid", description: "The server's process id.", inputSchema: object() },
   { name: "headers", description: "The HTTP headers of this request.", inputSchema: object() },
   { name: "fail", description: "Answers with isError.", inputSchema: object() },
+  { name: "http500", description: "Over HTTP, the call is answered with status 500.", inputSchema: object() },
   { name: "add_tool", description: "Adds a tool and says the list changed.", inputSchema: object({ name: { type: "string" } }, ["name"]) },
 ];
 
@@ -99,8 +101,16 @@ if (mode === "stdio") {
   const http = createServer(async (req, res) => {
     let body = "";
     for await (const chunk of req) body += chunk;
+    const message = body ? JSON.parse(body) : undefined;
+    const failing =
+      (message?.method === "initialize" && process.env.FAIL_INITIALIZE) ||
+      (message?.method === "tools/call" && message.params?.name === "http500");
+    if (failing) {
+      res.writeHead(500, { "content-type": "application/json" }).end(JSON.stringify({ error: "database is down" }));
+      return;
+    }
     try {
-      await transport.handleRequest(req, res, body ? JSON.parse(body) : undefined);
+      await transport.handleRequest(req, res, message);
     } catch (err) {
       console.error("handling a request failed:", err);
       if (!res.headersSent) res.writeHead(500).end();

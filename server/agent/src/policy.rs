@@ -1,7 +1,8 @@
 //! Small policies of the loop that need no I/O: cutting long tool results, spotting a model
-//! that repeats itself, and what the next model call will likely cost.
+//! that repeats itself, what the next model call will likely cost, and whether it fits the
+//! model's context window at all.
 
-use reins_ai::{Content, Message, Model, ToolCall, ToolSpec};
+use reins_ai::{Content, Message, Model, ProviderError, ProviderErrorKind, Request, ToolCall, ToolSpec};
 use serde_json::Value;
 
 /// Characters per token in estimates (English text and code average about four).
@@ -43,6 +44,24 @@ pub(crate) fn next_call_cost(model: &Model, system_prompt: &str, tools: &[ToolSp
 }
 
 /// The characters a message adds to a prompt: its text, tool calls and results.
+/// The error for a request whose conversation alone is, by the estimate of [`next_call_cost`]
+/// (characters / 4), over the model's context window: the provider would refuse it anyway, after
+/// it was sent whole. The system prompt and the tools are left out of the count, so an estimate
+/// that runs high never refuses a request the model would take.
+pub(crate) fn over_window(request: &Request) -> Option<ProviderError> {
+    let chars = request.messages.iter().map(message_chars).sum::<usize>();
+    let tokens = chars.div_ceil(CHARS_PER_TOKEN) as u64;
+    let window = request.model.context_window;
+    (tokens > window).then(|| {
+        let message = format!(
+            "the conversation is about {tokens} tokens, more than the {window}-token context window of {}; \
+             it was not sent: compact the session or start a new one",
+            request.model.id
+        );
+        ProviderError::new(ProviderErrorKind::ContextOverflow, message)
+    })
+}
+
 fn message_chars(message: &Message) -> usize {
     let content = match message {
         Message::User(user) => &user.content,
@@ -135,7 +154,39 @@ mod tests {
     use reins_ai::{Content, ToolCall};
     use serde_json::json;
 
-    use super::{RepeatDetector, next_call_cost, truncate_content};
+    use reins_ai::{Message, Model, ProviderErrorKind, Request};
+
+    use super::{RepeatDetector, next_call_cost, over_window, truncate_content};
+
+    #[test]
+    fn a_request_over_the_window_is_refused_before_it_is_sent() {
+        let model = Model {
+            id: "m".into(),
+            provider: "p".into(),
+            base_url: String::new(),
+            context_window: 1000,
+            max_output: 100,
+            prices: Default::default(),
+            reasoning: false,
+            compat: Default::default(),
+        };
+        let request = |text: &str| Request {
+            model: model.clone(),
+            system_prompt: "system".into(),
+            messages: vec![Message::user(text)],
+            tools: Vec::new(),
+            max_tokens: None,
+            thinking: None,
+        };
+        assert!(over_window(&request(&"x".repeat(4000))).is_none());
+        let error = over_window(&request(&"x".repeat(4001))).expect("over the window");
+        assert_eq!(error.kind, ProviderErrorKind::ContextOverflow);
+        assert_eq!(
+            error.message,
+            "the conversation is about 1001 tokens, more than the 1000-token context window of m; it was not sent: \
+             compact the session or start a new one"
+        );
+    }
 
     fn check_truncate(content: Vec<Content>, max_bytes: usize, expected: Expect) {
         let mut content = content;

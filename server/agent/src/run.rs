@@ -16,7 +16,7 @@ use crate::context::{AgentContext, Limits};
 use crate::event::{AgentEvent, EventSink, TurnEndReason};
 use crate::exec::{CallEnv, Interrupt, ReadCall, StopCause, read_arguments};
 use crate::hooks::Hooks;
-use crate::policy::{RepeatDetector, next_call_cost};
+use crate::policy::{RepeatDetector, next_call_cost, over_window};
 use crate::tool::Tool;
 
 /// How long a provider may take to return after its call was cancelled before the loop gives up
@@ -308,6 +308,14 @@ impl Run<'_> {
             ..AssistantMessage::default()
         };
         (self.emit)(AgentEvent::MessageStart { message: Message::Assistant(empty.clone()) });
+        // Counted before sending: a conversation far over the window is refused here (and the
+        // harness compacts it), never sent whole.
+        if let Some(error) = over_window(&request) {
+            let message = AssistantMessage { stop_reason: StopReason::Error, error: Some(error), ..empty };
+            (self.emit)(AgentEvent::MessageEnd { message: Message::Assistant(message.clone()) });
+            self.append(Message::Assistant(message.clone()));
+            return message;
+        }
 
         let emit = self.emit;
         let on_event = move |delta: StreamEvent| emit(AgentEvent::MessageUpdate { delta });

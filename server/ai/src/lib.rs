@@ -16,6 +16,7 @@ mod sse;
 mod test_json;
 mod text;
 mod transport;
+mod visible;
 
 pub use anthropic::{Anthropic, REDACTED_THINKING_PREFIX};
 pub use message::{
@@ -29,3 +30,4 @@ pub use replay::{Wire, replay};
 pub use sse::{SseEvent, SseParser};
 pub use text::{cut_bytes, cut_bytes_from_end, cut_chars, first_line, shorten};
 pub use transport::ClientOptions;
+pub use visible::{visible, visible_line};

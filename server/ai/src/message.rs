@@ -138,6 +138,9 @@ pub enum ProviderErrorKind {
     ContextOverflow,
     /// The server could not be reached.
     Connection,
+    /// This process has too many files open (its limit of open files is reached), so no
+    /// request went out: nothing is wrong with the server.
+    OpenFiles,
     /// The server went silent for longer than the idle timeout.
     Timeout,
     /// The stream broke or carried an error payload after it had started.

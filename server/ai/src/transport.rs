@@ -341,6 +341,9 @@ impl Transport {
                     format!("{url} is not a usable URL: {}; check the configured base URL", error_chain(&error));
                 return Err(Failure::fatal(ProviderError::new(ProviderErrorKind::Connection, message)));
             }
+            Ok(Err(error)) if too_many_open_files(&error) => {
+                return Err(Failure::fatal(open_files_error(url)));
+            }
             Ok(Err(error)) => {
                 let message = format!("could not reach {url}: {}", error_chain(&error));
                 let failed = ProviderError::new(ProviderErrorKind::Connection, message);
@@ -546,6 +549,35 @@ fn aborted() -> ProviderError {
 fn timeout_error(url: &str, idle: Duration) -> ProviderError {
     let message = format!("{url} sent nothing for {:.1} s (the idle timeout)", idle.as_secs_f64());
     ProviderError::new(ProviderErrorKind::Timeout, message)
+}
+
+/// Whether `error` comes of this process's limit of open files (EMFILE) or the system's
+/// (ENFILE): then the request never left, and the server is not to blame.
+fn too_many_open_files(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(error);
+    while let Some(cause) = next {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>()
+            && matches!(io.raw_os_error(), Some(libc_errno::EMFILE | libc_errno::ENFILE))
+        {
+            return true;
+        }
+        next = cause.source();
+    }
+    false
+}
+
+fn open_files_error(url: &str) -> ProviderError {
+    let message = format!(
+        "too many open files: reins reached its limit of open files, so it could not connect to {url}. \
+         Close sessions or MCP servers you do not need, or raise the limit (ulimit -n) and restart reins."
+    );
+    ProviderError::new(ProviderErrorKind::OpenFiles, message)
+}
+
+/// The error numbers of running out of file descriptors, as Linux and the BSDs number them.
+mod libc_errno {
+    pub const ENFILE: i32 = 23;
+    pub const EMFILE: i32 = 24;
 }
 
 /// The error and its causes, `: `-joined: reqwest's own message alone rarely says what failed.

@@ -215,9 +215,15 @@ impl Side {
         Ok(Side { stored: true, ..Side::hash_only(bytes) })
     }
 
-    /// The side's content: its text, the bytes from `store`, or [`Content::Patched`].
+    /// The side's content: its text, the bytes from `store`, or [`Content::Patched`]. A text
+    /// that is not what the side's hash and size say (a crafted or corrupt session) is refused:
+    /// the hash is what the checkout checks the file against, so the text must be what it names.
     pub fn content(&self, store: &SideStore) -> std::io::Result<Content> {
         if let Some(text) = &self.text {
+            if !self.matches(text.as_bytes()) {
+                let message = "the recorded text does not match its sha256";
+                return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, message));
+            }
             return Ok(Content::Bytes(text.clone().into_bytes()));
         }
         if self.stored {

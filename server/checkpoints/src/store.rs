@@ -60,7 +60,7 @@ impl SideStore {
             return Err(io::Error::new(io::ErrorKind::InvalidData, format!("{hash:?} is not a SHA-256 hash")));
         }
         for dir in &self.dirs {
-            match std::fs::read(dir.join(hash)) {
+            match read_regular(&dir.join(hash)) {
                 Ok(bytes) if sha256_hex(&bytes) == hash => return Ok(bytes),
                 Ok(_) => tracing::warn!("{}: the stored content does not match its hash", dir.join(hash).display()),
                 Err(err) if err.kind() == io::ErrorKind::NotFound => {}
@@ -87,10 +87,33 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex
 }
 
-/// The `parentSession` of the session file at `path`, read from its header line alone.
+/// The bytes of the regular file at `path` (a FIFO or a device planted in a store is refused
+/// without blocking).
+fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut file =
+        reins_session::open_regular(path, std::fs::OpenOptions::new().read(true)).map_err(|err| match err {
+            reins_session::SessionError::Io { source, .. } => source,
+            other => io::Error::new(io::ErrorKind::InvalidData, other.to_string()),
+        })?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// The `parentSession` of the session file at `path`, read from its header line alone. The
+/// header names any path: only a regular file is read, and opening it never blocks (a FIFO
+/// would hold the run's checkpoints, or a checkout, for ever).
 fn parent_session(path: &Path) -> Option<PathBuf> {
     use std::io::{BufRead, BufReader, Read};
-    let file = std::fs::File::open(path).ok()?;
+    let file = match reins_session::open_regular(path, std::fs::OpenOptions::new().read(true)) {
+        Ok(file) => file,
+        Err(reins_session::SessionError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => return None,
+        Err(err) => {
+            tracing::warn!("not reading the stored contents of parent session {}: {err}", path.display());
+            return None;
+        }
+    };
     let mut line = Vec::new();
     BufReader::new(file.take(1 << 20)).read_until(b'\n', &mut line).ok()?;
     let header = reins_session::Header::parse(std::str::from_utf8(&line).ok()?.trim()).ok()?;
@@ -136,5 +159,32 @@ mod tests {
         )
         .unwrap();
         assert_eq!(SideStore::of_session(&parent).dirs.len(), 1);
+    }
+
+    #[test]
+    fn a_parent_that_is_not_a_regular_file_is_skipped_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let (fifo, child) = (dir.path().join("fifo.jsonl"), dir.path().join("b.jsonl"));
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let header = format!(
+            "{{\"type\":\"session\",\"version\":3,\"id\":\"b\",\"cwd\":\"/w\",\"parentSession\":{:?}}}\n",
+            fifo.display().to_string()
+        );
+        std::fs::write(&child, header).unwrap();
+        // Returns (reading the FIFO's header would wait for a writer for ever), and looks no
+        // further than the FIFO's own store.
+        assert_eq!(SideStore::of_session(&child).dirs.len(), 2);
+        // Nor is a FIFO planted in a store under a hash read.
+        let store = SideStore::new(dir.path().join("s.files"));
+        let hash = sha256_hex(b"x");
+        std::fs::create_dir_all(dir.path().join("s.files")).unwrap();
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(dir.path().join("s.files").join(&hash))
+                .status()
+                .unwrap()
+                .success()
+        );
+        assert_eq!(store.get(&hash).unwrap_err().kind(), io::ErrorKind::InvalidData);
     }
 }

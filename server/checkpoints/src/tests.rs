@@ -324,6 +324,30 @@ fn a_rename_is_undone_whole_or_not_at_all() {
 }
 
 #[test]
+fn a_record_whose_text_does_not_match_its_hash_is_refused() {
+    let mut s = Scenario::new();
+    let created = s.change(&[("a.txt", None, Some(b"one\n"))]);
+    let landed = Landed {
+        path: "a.txt".into(),
+        moved_to: None,
+        before: Some(b"one\n".to_vec()),
+        after: Some(b"two\n".to_vec()),
+    };
+    let mut record = FileChangeRecord::new("call", "edit", &[landed], &s.store()).unwrap();
+    // A crafted session: the text says one thing, the hash (and size) another.
+    record.files[0].after.as_mut().unwrap().text = Some("rm -rf\n".into());
+    let data = Some(record.to_value());
+    let crafted = s.file.append(EntryKind::Custom { custom_type: FILE_CHANGE.into(), data }).unwrap();
+    s.file.navigate(&created, None).unwrap();
+    check(
+        &s,
+        &crafted,
+        expect!["a.txt refused: its recorded content cannot be read: the recorded text does not match its sha256"],
+    );
+    assert_eq!(s.read("a.txt").unwrap(), b"one\n");
+}
+
+#[test]
 fn binary_files_come_back_from_the_side_store_and_are_never_merged() {
     let mut s = Scenario::new();
     let created = s.change(&[("logo.png", None, Some(&[0x89, b'P', 0, 0xff]))]);

@@ -11,6 +11,7 @@ mod diagnostics;
 mod error;
 mod live_settings;
 mod mcp;
+mod mcp_pool;
 mod models;
 mod process;
 mod prompt;
@@ -21,6 +22,7 @@ mod sessions;
 mod settings;
 mod summary;
 mod tool_set;
+mod trust;
 
 pub use auth::{AuthKeys, KEY_COMMAND_TIMEOUT, mask, read_auth_file, run_key_command};
 pub use compaction::{Compacted, CompactionSettings};
@@ -30,7 +32,7 @@ pub use error::HarnessError;
 pub use live_settings::LiveSettings;
 pub use mcp::{Warn, configured_servers};
 pub use models::{KeyState, ListedModel};
-pub use process::protect_process;
+pub use process::{protect_process, raise_open_files_limit};
 pub use prompt::{CONTEXT_FILE_NAMES, ContextFile, PromptInputs, build_system_prompt};
 pub use registry::{Api, FALLBACK_PROVIDER, ModelEntry, ProviderInfo, Registry};
 pub use router::Router;
@@ -42,6 +44,7 @@ pub use sessions::{SessionInfo, SessionTreeView, TreeNode};
 pub use settings::{DEFAULT_BASE_URL, DEFAULT_MODEL, KeySource, Settings};
 pub use summary::{FileActivity, render_transcript};
 pub use tool_set::{BUILTIN_TOOLS, READ_ONLY_TOOLS, ToolSet};
+pub use trust::{FileTrust, TRUSTED_FILES, is_trusted, trust};
 // What a checkout does to each file, as the checkpoints crate works it out.
 pub use reins_checkpoints::{
     CommandRan, ConflictInfo, Direction, FileChangeRecord, FileOutcome, Status, UNTRACKED_WARNING, Written,

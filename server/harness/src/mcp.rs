@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use reins_mcp::{MAX_RESTARTS, Options, ServerConfig, Servers};
 
+use crate::mcp_pool::{self, PoolKey};
 use crate::settings::Settings;
 
 /// Where warnings go that are no agent event: an MCP server could not start, or stopped; a
@@ -31,14 +32,19 @@ pub(crate) fn servers(
     if configs.is_empty() {
         return Servers::empty();
     }
-    let options = Options {
-        base_env: settings.tool_env(std::env::vars_os()),
-        roots,
-        notify: Arc::new(move |notice| {
-            tracing::info!(server = %notice.server, "{}", notice.message);
-            warn(&notice.message);
-        }),
-        max_restarts: MAX_RESTARTS,
-    };
-    Servers::new(configs, options)
+    let base_env = settings.tool_env(std::env::vars_os());
+    let key = PoolKey { configs: configs.clone(), roots: roots.clone(), base_env: base_env.clone() };
+    // The same servers already in use are joined, not started twice (see `mcp_pool`).
+    mcp_pool::shared(key, &warn, |listeners| {
+        let options = Options {
+            base_env,
+            roots,
+            notify: Arc::new(move |notice| {
+                tracing::info!(server = %notice.server, "{}", notice.message);
+                mcp_pool::tell(&listeners, &notice.message);
+            }),
+            max_restarts: MAX_RESTARTS,
+        };
+        Servers::new(configs, options)
+    })
 }

@@ -21,6 +21,28 @@ pub fn protect_process() {
     unsafe { blank_initial_secrets() }
 }
 
+/// Raises this process's soft limit of open files to its hard limit, as other long-running
+/// servers do: a desktop's default soft limit (often 1,024) is low for a server that holds
+/// sessions, MCP servers, connections and commands' pipes all day. Answers the limit now in
+/// force, or `None` when it cannot be read.
+pub fn raise_open_files_limit() -> Option<u64> {
+    use nix::libc::{RLIMIT_NOFILE, getrlimit, rlimit, setrlimit};
+    let mut limit = rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: `limit` is a valid, writable `rlimit` for the call to fill.
+    if unsafe { getrlimit(RLIMIT_NOFILE, &mut limit) } != 0 {
+        return None;
+    }
+    if limit.rlim_cur >= limit.rlim_max {
+        return Some(limit.rlim_cur);
+    }
+    let raised = rlimit { rlim_cur: limit.rlim_max, rlim_max: limit.rlim_max };
+    // SAFETY: `raised` is a valid `rlimit` that the call only reads.
+    if unsafe { setrlimit(RLIMIT_NOFILE, &raised) } != 0 {
+        return Some(limit.rlim_cur);
+    }
+    Some(raised.rlim_cur)
+}
+
 /// Overwrites, in place, the values of secret-looking variables in the environment block, then
 /// sets each variable again: the C library keeps the new copy on the heap, which `getenv` (and
 /// `std::env::var`) return from then on, while the block `/proc` shows keeps only asterisks.

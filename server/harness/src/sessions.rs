@@ -1,14 +1,13 @@
 //! Sessions as the harness shows them: listings, trees, and the recorder that writes a run's
 //! messages to the session file at save points.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::UNIX_EPOCH;
 
 use reins_agent::AgentEvent;
 use reins_ai::{Content, Message, Usage};
-use reins_session::{Durability, EntryKind, SessionFile, SessionSummary, SessionTree, summarize};
+use reins_session::{Durability, EntryKind, SessionFile, SessionIndex, SessionSummary, SessionTree};
 
 use crate::runtime::lock;
 
@@ -43,34 +42,25 @@ impl From<SessionSummary> for SessionInfo {
     }
 }
 
-/// Listings of a workspace's sessions, re-reading only the files that changed since the last
-/// listing (editors ask often; a session file can be tens of megabytes).
+/// Listings of a workspace's sessions from its session index (see [`SessionIndex`]), re-reading
+/// only the files that changed since (editors ask often; a session file can be tens of
+/// megabytes, and a workspace may hold a thousand).
 #[derive(Default)]
 pub struct SessionListing {
-    known: HashMap<PathBuf, (SystemTime, u64, SessionInfo)>,
+    index: Option<SessionIndex>,
 }
 
 impl SessionListing {
     /// The sessions stored in `files` (a workspace's session files), newest first.
     pub fn list(&mut self, files: &[PathBuf]) -> Vec<SessionInfo> {
-        let mut seen: HashMap<PathBuf, (SystemTime, u64, SessionInfo)> = HashMap::new();
-        for path in files {
-            let Ok(meta) = std::fs::metadata(path) else { continue };
-            let stamp = (meta.modified().unwrap_or(UNIX_EPOCH), meta.len());
-            let info = match self.known.remove(path) {
-                Some((modified, len, info)) if (modified, len) == stamp => info,
-                _ => match summarize(path) {
-                    Ok(summary) => SessionInfo::from(summary),
-                    Err(err) => {
-                        tracing::warn!("{err}; the session is left out of the list");
-                        continue;
-                    }
-                },
-            };
-            seen.insert(path.clone(), (stamp.0, stamp.1, info));
-        }
-        self.known = seen;
-        let mut list: Vec<SessionInfo> = self.known.values().map(|(_, _, info)| info.clone()).collect();
+        let Some(dir) = files.first().and_then(|path| path.parent()) else { return Vec::new() };
+        let index = match &mut self.index {
+            Some(index) if index.dir() == dir => index,
+            slot => slot.insert(SessionIndex::load(dir)),
+        };
+        let summaries = index.summaries(files);
+        index.save();
+        let mut list: Vec<SessionInfo> = summaries.into_iter().map(SessionInfo::from).collect();
         list.sort_by(|a, b| b.modified.cmp(&a.modified).then_with(|| b.path.cmp(&a.path)));
         list
     }
@@ -102,10 +92,10 @@ pub struct TreeNode {
 impl SessionTreeView {
     pub fn of(session_id: &str, tree: &SessionTree) -> Self {
         let nodes: Vec<TreeNode> = tree
-            .iter()
+            .entries()
             // The parent as the tree has it, which differs from the line's in a repaired file
             // (a broken cycle, a skipped parent).
-            .filter_map(|indexed| Some((indexed.parent_id, tree.entry(indexed.id).ok()?)))
+            .filter_map(|(indexed, entry)| Some((indexed.parent_id, entry.ok()?)))
             .filter(|(_, entry)| !matches!(entry.kind, EntryKind::Label { .. } | EntryKind::Leaf { .. }))
             .map(|(parent_id, entry)| {
                 let (kind, role, preview_text) = describe(&entry.kind);
@@ -123,7 +113,8 @@ impl SessionTreeView {
         // Labels and `leaf` entries are not shown, so the position is the nearest shown entry.
         let leaf = tree.leaf().and_then(|leaf| {
             let path = tree.path_to_root(leaf).ok()?;
-            path.into_iter().find(|id| nodes.iter().any(|node| node.id == *id)).map(str::to_string)
+            let shown: std::collections::HashSet<&str> = nodes.iter().map(|node| node.id.as_str()).collect();
+            path.into_iter().find(|id| shown.contains(id)).map(str::to_string)
         });
         SessionTreeView { session_id: session_id.to_string(), name: tree.name().map(str::to_string), leaf, nodes }
     }

@@ -21,6 +21,7 @@ use crate::diagnostics::FeedbackSettings;
 use crate::error::HarnessError;
 use crate::registry::{Api, FALLBACK_PROVIDER, ProviderInfo, Registry, blank_entry};
 use crate::tool_set::ToolSet;
+use crate::trust;
 use reins_mcp::ServerConfig;
 use reins_review::ApprovalPolicy;
 
@@ -84,6 +85,9 @@ pub struct Settings {
     pub mcp_servers: Vec<ServerConfig>,
     /// What was wrong in the config; those settings were ignored.
     pub diagnostics: Vec<ConfigDiagnostic>,
+    /// A trusted workspace's configuration files that changed since the user trusted it, and
+    /// so were ignored (see `trust.rs`).
+    pub changed_config: Vec<PathBuf>,
     /// The sources below the editor's settings, kept to lay new editor settings over.
     base: Arc<Base>,
 }
@@ -171,15 +175,37 @@ impl Settings {
             base.layers.push((Source::File(user_file), layer));
             base.diagnostics.extend(diagnostics);
         }
+        let mut changed_config = Vec::new();
         if let Some(root) = project {
+            // Trust and the files it covers are decided on the real path (`trusted/../evil` is evil).
+            let root = &root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
             let project_file = root.join(".reins").join("config.toml");
             let mcp_json = root.join(".mcp.json");
-            if is_trusted(&base.config_dir, root) {
-                if let Some((layer, diagnostics)) = read_mcp_json(&mcp_json, &non_empty) {
+            if trust::is_trusted(&base.config_dir, root) {
+                for (file, state) in trust::check_files(&base.config_dir, root) {
+                    if state == trust::FileTrust::Changed && file.exists() {
+                        base.diagnostics.push(ConfigDiagnostic {
+                            origin: file.display().to_string(),
+                            line: None,
+                            key: "(file)".into(),
+                            message: format!(
+                                "ignored: it changed since you trusted this workspace (a command may have written \
+                                 it); review it, then run `reins config trust -C {}` to apply it",
+                                root.display()
+                            ),
+                        });
+                        changed_config.push(file);
+                    }
+                }
+                if !changed_config.contains(&mcp_json)
+                    && let Some((layer, diagnostics)) = read_mcp_json(&mcp_json, &non_empty)
+                {
                     base.layers.push((Source::File(mcp_json), layer));
                     base.diagnostics.extend(diagnostics);
                 }
-                if let Some((layer, diagnostics)) = ConfigLayer::from_file(&project_file, LayerKind::Project) {
+                if !changed_config.contains(&project_file)
+                    && let Some((layer, diagnostics)) = ConfigLayer::from_file(&project_file, LayerKind::Project)
+                {
                     base.layers.push((Source::File(project_file), layer));
                     base.diagnostics.extend(diagnostics);
                 }
@@ -228,7 +254,9 @@ impl Settings {
                 message,
             }),
         }
-        compose(Arc::new(base), &[])
+        let mut settings = compose(Arc::new(base), &[]);
+        settings.changed_config = changed_config;
+        settings
     }
 
     /// These settings with the editor's settings (`initializationOptions`, or the object
@@ -263,7 +291,7 @@ impl Settings {
     /// line) in `<config_dir>/trusted-workspaces`. Trust lets the project's `.reins/` config and
     /// prompt overrides apply.
     pub fn is_trusted(&self, workspace_root: &Path) -> bool {
-        is_trusted(&self.config_dir, workspace_root)
+        trust::is_trusted(&self.config_dir, workspace_root)
     }
 
     /// The model `id` names (`provider/id` or bare), else the configured default.
@@ -317,10 +345,16 @@ impl Settings {
     }
 
     /// How tools start processes under these settings: `vars` (this process's environment) without
-    /// secrets, the sandbox, the limits. MCP servers take the same environment.
+    /// secrets, the sandbox, the limits. MCP servers take the same environment, but for the
+    /// user's ssh-agent (`SSH_AUTH_SOCK`), which commands get only with the network on: it
+    /// signs in to servers, which is the network's business.
     pub fn exec_policy(&self, vars: impl IntoIterator<Item = (std::ffi::OsString, std::ffi::OsString)>) -> ExecPolicy {
+        let mut env = self.tool_env(vars);
+        if !self.sandbox.network && self.sandbox.mode != SandboxMode::Off {
+            env.retain(|(name, _)| name != "SSH_AUTH_SOCK");
+        }
         ExecPolicy {
-            env: Some(self.tool_env(vars)),
+            env: Some(env),
             sandbox: self.sandbox.clone(),
             max_timeout_secs: self.max_timeout_secs,
             max_output_file_bytes: DEFAULT_MAX_OUTPUT_FILE_BYTES,
@@ -444,11 +478,14 @@ fn compose(base: Arc<Base>, editor: &[ConfigLayer]) -> Settings {
                 .map(|path| base.home.join(path))
                 .chain([base.config_dir.join("auth.json")])
                 .collect(),
+            // What reins reads as the user's own word: which workspaces are trusted, the config.
+            read_only: vec![base.config_dir.clone()],
         },
         origins: BTreeMap::new(),
         keys: BTreeMap::new(),
         mcp_servers: Vec::new(),
         diagnostics: base.diagnostics.clone(),
+        changed_config: Vec::new(),
         base: base.clone(),
     };
     let mut key_env: BTreeMap<String, (String, Source)> = BTreeMap::new();
@@ -726,16 +763,6 @@ fn new_provider(name: &str, base_url: &str) -> ProviderInfo {
 /// A project's `.mcp.json`, when there is one.
 fn read_mcp_json(path: &Path, var: &impl Fn(&str) -> Option<String>) -> Option<(ConfigLayer, Vec<ConfigDiagnostic>)> {
     crate::config::read_source(path, |text| ConfigLayer::from_mcp_json(path, text, var))
-}
-
-fn is_trusted(config_dir: &Path, workspace_root: &Path) -> bool {
-    let Ok(list) = std::fs::read_to_string(config_dir.join("trusted-workspaces")) else {
-        return false;
-    };
-    list.lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with('#'))
-        .any(|line| workspace_root.starts_with(line))
 }
 
 #[cfg(test)]

@@ -95,11 +95,16 @@ fn a_recorded_model_resolves_by_its_provider_when_known() {
 #[test]
 fn trust_comes_from_the_list_and_covers_subdirectories() {
     let tmp = tempfile::tempdir().unwrap();
-    std::fs::write(tmp.path().join("trusted-workspaces"), "# mine\n/home/u/work\n").unwrap();
+    let work = tmp.path().join("work");
+    for dir in ["work/proj", "workshop", "clone"] {
+        std::fs::create_dir_all(tmp.path().join(dir)).unwrap();
+    }
+    std::fs::write(tmp.path().join("trusted-workspaces"), format!("# mine\n{}\n", work.display())).unwrap();
     let s = settings(&[("REINS_HOME", tmp.path().to_str().unwrap())]);
-    assert!(s.is_trusted(Path::new("/home/u/work/proj")));
-    assert!(!s.is_trusted(Path::new("/home/u/workshop")));
-    assert!(!s.is_trusted(Path::new("/tmp/clone")));
+    assert!(s.is_trusted(&work.join("proj")));
+    assert!(!s.is_trusted(&tmp.path().join("workshop")));
+    assert!(!s.is_trusted(&tmp.path().join("clone")));
+    assert!(!s.is_trusted(&work.join("../clone")), "trust/../other is other");
 }
 
 #[test]
@@ -252,6 +257,15 @@ fn tools_get_the_environment_without_any_key() {
     let policy = s.exec_policy(Vec::new());
     assert_eq!(policy.sandbox.mode, reins_tools::SandboxMode::WorkspaceWrite);
     assert!(!policy.sandbox.network);
+    // The user's ssh-agent only with the network on.
+    let agent = || vec![("SSH_AUTH_SOCK".into(), "/tmp/agent".into()), ("LANG".into(), "C".into())];
+    let names = |policy: ExecPolicy| -> Vec<String> {
+        policy.env.unwrap().iter().map(|(name, _)| name.to_string_lossy().into_owned()).collect()
+    };
+    assert_eq!(names(s.exec_policy(agent())), ["LANG"]);
+    let mut online = s.clone();
+    online.sandbox.network = true;
+    assert_eq!(names(online.exec_policy(agent())), ["LANG", "SSH_AUTH_SOCK"]);
     assert!(policy.sandbox.deny_read.contains(&tmp.path().join("auth.json")));
 }
 

@@ -5,12 +5,16 @@
 //!
 //! Exit status: 0 when every file came along; 3 when the leaf moved but some files were left as
 //! they are (conflicts); 1 when nothing was changed (an error, or the user said no).
+//!
+//! Paths, ids and commands come from a session file, which may be crafted: the plan and the
+//! report show them through `reins_ai::visible_line`, so none can steer the terminal.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use reins_ai::{visible, visible_line};
 use reins_harness::{
     CheckedOut, Checkout, ConflictInfo, Direction, FileOutcome, Resumed, SessionTreeView, Status, UNTRACKED_WARNING,
     Written,
@@ -44,12 +48,12 @@ pub fn main(request: CheckoutRequest) -> ExitCode {
 }
 
 fn fail(message: &str) -> ExitCode {
-    eprintln!("reins: {message}");
+    eprintln!("reins: {}", visible(message));
     ExitCode::FAILURE
 }
 
 async fn run(request: &CheckoutRequest) -> Result<ExitCode, String> {
-    let warn = Arc::new(|message: &str| eprintln!("reins: warning: {message}"));
+    let warn = Arc::new(|message: &str| eprintln!("reins: warning: {}", visible(message)));
     let harness = crate::sessions_cmd::offline_harness(request.cwd.as_ref(), warn)?;
     let session = match &request.session {
         Some(session) => harness.open_session(session).map_err(|e| e.to_string())?,
@@ -89,7 +93,7 @@ async fn run(request: &CheckoutRequest) -> Result<ExitCode, String> {
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(text.as_bytes()).and_then(|_| stdout.flush());
     if let Some(prompt) = &landing.prompt {
-        let quoted = format!("{:?}", reins_ai::shorten(prompt.trim(), 200));
+        let quoted = format!("\"{}\"", reins_ai::visible_line(&reins_ai::shorten(prompt.trim(), 200)));
         eprintln!("reins: checked out before your message {quoted}; edit it and send it again with reins run -c");
     }
     Ok(match done.left_behind() {
@@ -146,17 +150,19 @@ fn ask(checkout: &Checkout) -> Asked {
 
 /// What the checkout will do, file by file, and the commands whose effects it cannot undo.
 fn render_plan(checkout: &Checkout) -> String {
-    let from = checkout.from.as_deref().map(|from| format!(" (now at {from})")).unwrap_or_default();
-    let mut out = format!("Checking out {} in session {}{from}:\n", checkout.target, short(&checkout.session_id));
-    let width = checkout.files.iter().map(|file| file.shown.chars().count()).max().unwrap_or(0);
+    let from = checkout.from.as_deref().map(|from| format!(" (now at {})", visible_line(from))).unwrap_or_default();
+    let (target, session) = (visible_line(&checkout.target), short(&checkout.session_id));
+    let mut out = format!("Checking out {target} in session {session}{from}:\n");
+    let width = checkout.files.iter().map(|file| shown(file).chars().count()).max().unwrap_or(0);
     for file in &checkout.files {
-        out.push_str(&format!("  {:<8} {:<width$}  {}\n", file.action(), file.shown, describe(file)));
+        let (shown, what) = (shown(file), visible_line(&describe(file)).into_owned());
+        out.push_str(&format!("  {:<8} {shown:<width$}  {what}\n", file.action()));
     }
     if checkout.files.is_empty() {
         out.push_str("  no file changes are recorded on the way\n");
     }
     for command in &checkout.commands {
-        out.push_str(&format!("  ! {}\n", command_warning(command)));
+        out.push_str(&format!("  ! {}\n", visible_line(&command_warning(command))));
     }
     out
 }
@@ -167,6 +173,7 @@ fn render_report(done: &CheckedOut) -> String {
     let mut out = String::new();
     if let Some(Resumed { target, files }) = &done.resumed {
         let finished = files.iter().filter(|(_, written)| *written == Written::Done).count();
+        let target = visible_line(target);
         out.push_str(&format!("Finished the interrupted checkout of {target} first ({finished} file(s) written).\n"));
     }
     let moved = checkout.files.iter().filter(|file| file.writes());
@@ -174,7 +181,8 @@ fn render_report(done: &CheckedOut) -> String {
     let brought =
         moved.clone().filter(|file| matches!(written(file), Some(Written::Done | Written::AlreadyDone))).count();
     let left = done.left_behind();
-    out.push_str(&format!("Checked out {} in session {}: ", checkout.target, short(&checkout.session_id)));
+    let target = visible_line(&checkout.target);
+    out.push_str(&format!("Checked out {target} in session {}: ", short(&checkout.session_id)));
     out.push_str(&match (brought, left) {
         (0, 0) => "no file needed to change.\n".to_string(),
         (brought, 0) => format!("{brought} file(s) brought along.\n"),
@@ -183,29 +191,30 @@ fn render_report(done: &CheckedOut) -> String {
     for file in &checkout.files {
         match (&file.status, written(&file)) {
             (Status::Conflict(_) | Status::Refused(_), _) => {
-                out.push_str(&format!("  {:<8} {}: {}\n", file.action(), file.shown, describe(file)));
+                let what = visible_line(&describe(file)).into_owned();
+                out.push_str(&format!("  {:<8} {}: {what}\n", file.action(), shown(file)));
                 if let Status::Conflict(ConflictInfo { change: Some(change), .. }) = &file.status {
                     out.push_str("      the agent's change it would take (make it by hand for the file to follow):\n");
-                    change.lines().for_each(|line| out.push_str(&format!("      {line}\n")));
+                    change.lines().for_each(|line| out.push_str(&format!("      {}\n", visible_line(line))));
                 }
             }
             (_, Some(Written::ChangedMeanwhile)) => out.push_str(&format!(
                 "  changed  {}: it changed while the checkout ran, so it was left as it is\n",
-                file.shown
+                shown(file)
             )),
             (_, Some(Written::Failed(reason))) => {
-                out.push_str(&format!("  failed   {}: {reason}\n", file.shown));
+                out.push_str(&format!("  failed   {}: {}\n", shown(file), visible_line(reason)));
             }
             _ => {}
         }
     }
     for command in &checkout.commands {
-        out.push_str(&format!("  ! {}\n", command_warning(command)));
+        out.push_str(&format!("  ! {}\n", visible_line(&command_warning(command))));
     }
     if left > 0 {
         out.push_str("Edit the files named above by hand if they should follow too.\n");
     }
-    out.push_str(&format!("`reins run --continue` continues from {}.\n", checkout.target));
+    out.push_str(&format!("`reins run --continue` continues from {target}.\n"));
     out
 }
 
@@ -244,7 +253,12 @@ fn command_warning(command: &reins_harness::CommandRan) -> String {
 }
 
 fn short(id: &str) -> String {
-    id.chars().take(8).collect()
+    visible_line(id).chars().take(8).collect()
+}
+
+/// A file's path as the plan and the report show it.
+fn shown(file: &FileOutcome) -> std::borrow::Cow<'_, str> {
+    visible_line(&file.shown)
 }
 
 fn report_json(done: &CheckedOut) -> Value {
@@ -330,6 +344,20 @@ mod tests {
               ! a command ran here; its effects on files were not tracked (b2b2b2b2 after the entry: bash: cargo fmt)
         "#]]
         .assert_eq(&render_plan(&checkout()));
+    }
+
+    #[test]
+    fn a_crafted_session_cannot_steer_the_terminal_through_the_plan() {
+        let mut checkout = checkout();
+        checkout.files.truncate(1);
+        checkout.files[0].shown = "a.rs\x1b[2K\r  restore  b.rs\n\u{202e}sr.c".into();
+        checkout.commands[0].command = Some("rm -rf ~\x1b]0;title\x07".into());
+        expect![[r#"
+            Checking out a1a1a1a1 in session 0193b7a2 (now at f9f9f9f9):
+              restore  a.rs^[[2K^M  restore  b.rs^J<U+202E>sr.c  2 recorded changes
+              ! a command ran here; its effects on files were not tracked (b2b2b2b2 after the entry: bash: rm -rf ~^[]0;title^G)
+        "#]]
+        .assert_eq(&render_plan(&checkout));
     }
 
     #[test]

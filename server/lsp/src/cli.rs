@@ -114,8 +114,14 @@ fn arguments(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
 
 fn dispatch(command: Command) -> ExitCode {
     match command {
-        Command::Lsp(args) => lsp::main(args),
-        Command::Acp(args) => acp::main(args),
+        Command::Lsp(args) => {
+            clean_up_after_dead_processes();
+            lsp::main(args)
+        }
+        Command::Acp(args) => {
+            clean_up_after_dead_processes();
+            acp::main(args)
+        }
         Command::Run(args) => match args.prompt() {
             Some(_) => run_cmd::main(args),
             None => report(usage_error("run", ErrorKind::MissingRequiredArgument, "run needs a prompt")),
@@ -127,6 +133,12 @@ fn dispatch(command: Command) -> ExitCode {
         Command::Completions { shell } => completions(shell),
         Command::SandboxExec(args) => sandbox_cmd::main(args),
     }
+}
+
+/// What reins processes that died (crashed, killed) left behind: bash's full-output files. In
+/// the background, so a big temporary directory does not delay the start.
+fn clean_up_after_dead_processes() {
+    std::thread::spawn(reins_tools::remove_abandoned_output);
 }
 
 /// An error about the command line of `subcommand`, as clap would raise it.

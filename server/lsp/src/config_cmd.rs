@@ -1,5 +1,6 @@
 //! `reins config check`: the effective configuration, each value with where it came from, keys
-//! masked, and every problem found in the config files.
+//! masked, which of the sandbox's protections hold on this system, and every problem found in the
+//! config files. `reins config trust`: trusts the workspace with its config files as they are.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -22,16 +23,18 @@ pub struct ConfigArgs {
 
 #[derive(Debug, PartialEq, clap::Subcommand)]
 pub enum ConfigCommand {
-    /// Every setting in force, where it came from (keys masked), and the problems found; exit
-    /// status 1 when there are problems
+    /// Every setting in force, where it came from (keys masked), the sandbox's protections, and
+    /// the problems found; exit status 1 when there are problems
     Check,
+    /// Trust the workspace (its .mcp.json and .reins/config.toml apply) as its files are now;
+    /// run it again after reviewing a change to them
+    Trust,
 }
 
 /// Tools whose approval policy is always shown.
 const TOOLS: &[&str] = &["read", "ls", "grep", "find", "edit", "apply_patch", "write", "bash"];
 
 pub fn main(args: ConfigArgs) -> ExitCode {
-    let ConfigCommand::Check = args.command;
     let root = match args.cwd.clone().map(Ok).unwrap_or_else(std::env::current_dir) {
         Ok(root) => root,
         Err(err) => {
@@ -39,6 +42,9 @@ pub fn main(args: ConfigArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if args.command == ConfigCommand::Trust {
+        return trust(&root);
+    }
     // Diagnostics are part of the report here, not warnings on stderr.
     let settings = Settings::load(|name| std::env::var(name).ok(), Some(&root));
     let text = report(&settings);
@@ -47,7 +53,29 @@ pub fn main(args: ConfigArgs) -> ExitCode {
     if settings.diagnostics.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
 
-/// One `key  value  (source)` line per setting, then the problems.
+/// Trusts `root` as it is now, and says so.
+fn trust(root: &std::path::Path) -> ExitCode {
+    let settings = Settings::load(|name| std::env::var(name).ok(), None);
+    match reins_harness::trust(&settings.config_dir, root) {
+        Ok(root) => {
+            let files: Vec<String> = reins_harness::TRUSTED_FILES
+                .iter()
+                .filter(|name| root.join(name).exists())
+                .map(|name| name.to_string())
+                .collect();
+            let files = if files.is_empty() { "no config files yet".to_string() } else { files.join(", ") };
+            let mut stdout = std::io::stdout().lock();
+            let _ = writeln!(stdout, "trusted {} ({files}, as they are now)", root.display());
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("reins: cannot trust {}: {err}", root.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// One `key  value  (source)` line per setting, the sandbox's protections, then the problems.
 pub fn report(settings: &Settings) -> String {
     let mut lines: Vec<(String, String, String)> = Vec::new();
     let row = |key: &str, value: String| (key.to_string(), value, settings.origin(key).to_string());
@@ -131,6 +159,11 @@ pub fn report(settings: &Settings) -> String {
     let mut out = String::new();
     for (key, value, origin) in &lines {
         out.push_str(&format!("{key:<key_width$}  {value:<value_width$}  ({origin})\n"));
+    }
+    out.push_str("\nsandbox protection on this system:\n");
+    for (in_force, line) in reins_tools::protections(&settings.sandbox) {
+        let state = if in_force { "in force" } else { "not in force" };
+        out.push_str(&format!("  {state:<12}  {line}\n"));
     }
     if settings.diagnostics.is_empty() {
         out.push_str("\nno problems found\n");

@@ -8,8 +8,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use reins_agent::{AgentEvent, TurnEndReason};
 use reins_ai::{Content, ThinkingLevel};
 use reins_harness::{
-    ApprovalPolicy, Harness, HarnessError, HarnessEvent, HarnessEventSink, HarnessOptions, LiveSettings, SessionId,
-    Settings, ToolSet,
+    Harness, HarnessError, HarnessEvent, HarnessEventSink, HarnessOptions, LiveSettings, SessionId, Settings, ToolSet,
 };
 use reins_tools::{FsWorkspace, Workspace};
 use tokio::signal::unix::{SignalKind, signal};
@@ -34,7 +33,8 @@ pub struct RunArgs {
     /// session's set, else config [tools] enabled, else all); kept in the session
     #[arg(long, value_name = "TOOLS", value_delimiter = ',', value_parser = tool_item)]
     pub tools: Option<Vec<String>>,
-    /// Approve every edit, write and command without asking
+    /// Approve every edit, write, command and MCP call without asking; what the config denies
+    /// stays denied
     #[arg(long, short = 'y')]
     pub yes: bool,
     /// Print one JSON object per agent event on stdout, nothing else
@@ -117,9 +117,9 @@ async fn run(args: RunArgs) -> ExitCode {
         Err(err) => return fail(&format!("cannot read the current directory: {err}")),
     };
     let mut settings = load_settings(&root);
-    // The command line's word goes over the config's.
+    // The command line's word goes over the config's `ask`, never over its `deny`.
     if args.yes {
-        settings.approval = ApprovalPolicy::approve_all();
+        settings.approval = settings.approval.with_asks_approved();
     }
     if let Some(max_turns) = args.max_turns {
         settings.max_turns = Some(max_turns);
@@ -147,7 +147,7 @@ async fn run(args: RunArgs) -> ExitCode {
         events,
         date: crate::today(),
         persist,
-        warn: Arc::new(|message: &str| eprintln!("reins: warning: {message}")),
+        warn: Arc::new(|message: &str| eprintln!("reins: warning: {}", reins_ai::visible(message))),
     });
     let code = run_in(&harness, &args).await;
     // MCP servers stop now, each given a moment to exit on its own.
@@ -164,7 +164,7 @@ async fn run_in(harness: &Arc<Harness>, args: &RunArgs) -> ExitCode {
             if let Some(level) = args.thinking
                 && let Some(note) = harness.set_thinking(&session, level)?.note
             {
-                eprintln!("reins: {note}");
+                eprintln!("reins: {}", reins_ai::visible(&note));
             }
             if let Some(tools) = &args.tools {
                 harness.set_tools(&session, tools)?;
@@ -228,13 +228,46 @@ fn cancel_on_signals(harness: &Arc<Harness>, session: &SessionId) -> Arc<AtomicI
 }
 
 /// The settings for a workspace: config files (the project's only when trusted), the
-/// environment, the auth file. Config problems are reported, and the rest applies.
+/// environment, the auth file. Config problems are reported, and the rest applies. At a
+/// terminal, a trusted workspace's config files that changed since the user trusted it are
+/// applied only if the user says so now.
 pub fn load_settings(root: &std::path::Path) -> Settings {
-    let settings = Settings::load(|name| std::env::var(name).ok(), Some(root));
+    let mut settings = Settings::load(|name| std::env::var(name).ok(), Some(root));
+    if trust_again(&settings, root) {
+        settings = Settings::load(|name| std::env::var(name).ok(), Some(root));
+    }
     for diagnostic in &settings.diagnostics {
-        eprintln!("reins: config: {diagnostic}");
+        eprintln!("reins: config: {}", reins_ai::visible(&diagnostic.to_string()));
     }
     settings
+}
+
+/// Asks, at a terminal, whether to trust the workspace's changed config files as they are now,
+/// and records them if so.
+fn trust_again(settings: &Settings, root: &std::path::Path) -> bool {
+    use std::io::{BufRead, IsTerminal, Write};
+    if settings.changed_config.is_empty() || !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+        return false;
+    }
+    let files: Vec<String> =
+        settings.changed_config.iter().map(|file| format!("{:?}", file.display().to_string())).collect();
+    eprint!(
+        "reins: {} changed since you trusted this workspace (a command may have written it); \
+         apply it as it is now? [y/N] ",
+        files.join(" and ")
+    );
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    if std::io::stdin().lock().read_line(&mut answer).is_err() || !matches!(answer.trim(), "y" | "Y" | "yes") {
+        return false;
+    }
+    match reins_harness::trust(&settings.config_dir, root) {
+        Ok(_) => true,
+        Err(err) => {
+            eprintln!("reins: cannot record the trust: {err}");
+            false
+        }
+    }
 }
 
 /// The session to run in; `model` switches it (a new session starts with it).
@@ -256,7 +289,7 @@ fn choose_session(harness: &Harness, choice: &SessionChoice, model: Option<&str>
             // At one of the user's messages the fork starts before it: the prompt takes its place.
             let landing = harness.landing(&source, entry_id)?;
             if let Some(text) = &landing.prompt {
-                let quoted = format!("{:?}", reins_ai::shorten(text.trim(), 80));
+                let quoted = format!("\"{}\"", reins_ai::visible_line(&reins_ai::shorten(text.trim(), 80)));
                 eprintln!("reins: forked before your message {quoted}; the prompt takes its place");
             }
             harness.fork(&source, &landing.entry_id)?
@@ -287,8 +320,9 @@ fn print_json_event(event: &AgentEvent) {
 }
 
 fn fail(message: &str) -> ExitCode {
+    // A provider's error text, a path: what fails may quote what a server or a file said.
     let one_line = message.lines().map(str::trim).collect::<Vec<_>>().join(" ");
-    eprintln!("reins: {one_line}");
+    eprintln!("reins: {}", reins_ai::visible_line(&one_line));
     ExitCode::FAILURE
 }
 

@@ -1,11 +1,12 @@
 //! `reins sandbox-exec` (hidden): runs a command under a sandbox and an environment that another
 //! program started it with — an ACP client's terminal, which runs what `bash` asks for in the
-//! user's sight. It keeps only the named variables of its environment, confines itself with the
-//! kernel's Landlock and seccomp as `bash` confines its own children, then executes the command
-//! in its place. The arguments are what [`args`] makes of a tool's exec policy.
+//! user's sight. It keeps only the named variables of its environment and runs the command
+//! enclosed as `bash` runs its own (namespaces, Landlock and seccomp where they apply), until it
+//! ends; what the command left in the background ends with it. The arguments are what [`args`]
+//! makes of a tool's exec policy.
 
 use std::ffi::OsString;
-use std::os::unix::process::CommandExt;
+use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -29,6 +30,9 @@ pub struct SandboxExecArgs {
     /// A path the command may not read
     #[arg(long, value_name = "PATH")]
     pub deny_read: Vec<PathBuf>,
+    /// A path that stays read-only inside the writable directories
+    #[arg(long, value_name = "PATH")]
+    pub read_only: Vec<PathBuf>,
     /// A variable of the environment to keep (all others go)
     #[arg(long, value_name = "NAME")]
     pub keep: Vec<OsString>,
@@ -52,6 +56,7 @@ pub fn args(policy: &ExecPolicy, roots: &[PathBuf], command: &[&str]) -> Vec<Str
     paths("root", roots);
     paths("writable", &sandbox.writable);
     paths("deny-read", &sandbox.deny_read);
+    paths("read-only", &sandbox.read_only);
     // Names only: the values are the terminal's own.
     if let Some(env) = &policy.env {
         args.extend(env.iter().map(|(name, _)| format!("--keep={}", name.to_string_lossy())));
@@ -66,14 +71,28 @@ pub fn main(args: SandboxExecArgs) -> ExitCode {
         eprintln!("reins: sandbox-exec: unknown mode {:?}", args.mode);
         return ExitCode::from(2);
     };
-    let sandbox = Sandbox { mode, network: args.network, writable: args.writable, deny_read: args.deny_read };
+    let sandbox = Sandbox {
+        mode,
+        network: args.network,
+        writable: args.writable,
+        deny_read: args.deny_read,
+        read_only: args.read_only,
+    };
     let env: Vec<(OsString, OsString)> = std::env::vars_os().filter(|(name, _)| args.keep.contains(name)).collect();
-    if let Err(err) = reins_tools::confine_self(&sandbox, &args.roots) {
-        eprintln!("reins: sandbox-exec: cannot confine the command: {err}");
-        return ExitCode::from(126);
-    }
     let Some((program, rest)) = args.command.split_first() else { return ExitCode::from(2) };
-    let err = std::process::Command::new(program).args(rest).env_clear().envs(env).exec();
-    eprintln!("reins: sandbox-exec: cannot run {}: {err}", program.to_string_lossy());
-    ExitCode::from(127)
+    match reins_tools::run_enclosed(&sandbox, &args.roots, program, rest, &env) {
+        Ok(status) => match (status.code(), status.signal()) {
+            (Some(code), _) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+            (None, Some(signal)) => ExitCode::from(u8::try_from(128 + signal).unwrap_or(1)),
+            (None, None) => ExitCode::from(1),
+        },
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            eprintln!("reins: sandbox-exec: cannot run {}: {err}", program.to_string_lossy());
+            ExitCode::from(127)
+        }
+        Err(err) => {
+            eprintln!("reins: sandbox-exec: cannot run {} sandboxed: {err}", program.to_string_lossy());
+            ExitCode::from(126)
+        }
+    }
 }

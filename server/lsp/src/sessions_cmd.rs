@@ -1,11 +1,15 @@
 //! `reins sessions list|tree`: the workspace's sessions and a session's tree, for people or as
-//! JSON. (`reins sessions checkout` is in `checkout_cmd`.)
+//! JSON. (`reins sessions checkout` is in `checkout_cmd`.) What a session file says (titles,
+//! ids, previews, labels) is shown through `reins_ai::visible_line`: a crafted file cannot steer
+//! the terminal.
 
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use reins_ai::visible_line;
 use reins_harness::{Harness, HarnessOptions, LiveSettings, SessionInfo, SessionTreeView, Warn};
 use reins_tools::FsWorkspace;
 
@@ -74,7 +78,7 @@ pub fn main(args: SessionsArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(message) => {
-            eprintln!("reins: {message}");
+            eprintln!("reins: {}", reins_ai::visible(&message));
             ExitCode::FAILURE
         }
     }
@@ -132,7 +136,9 @@ fn render_list(list: &[SessionInfo]) -> String {
         .to_string();
         let modified = modified.get(..16).unwrap_or(&modified).replace('T', " ");
         let title = session.name.clone().or_else(|| session.first_message.clone()).unwrap_or_default();
-        let id: String = session.id.chars().take(8).collect();
+        let title = visible_line(&title);
+        let id = visible_line(&session.id);
+        let id: String = id.chars().take(8).collect();
         let usage = &session.usage;
         let tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
         let cost = format!("${:.4}", usage.cost.total);
@@ -144,25 +150,47 @@ fn render_list(list: &[SessionInfo]) -> String {
     out
 }
 
-/// The tree with children indented under their parent; `*` marks the leaf.
+/// How deep the tree's text indents at most: deeper branches start at this depth, so the text
+/// stays about as long as the file however the branches nest.
+const MAX_INDENT: usize = 32;
+
+/// The tree with children indented under their parent; `*` marks the leaf. Linear in the
+/// entries, and each entry is shown once: a crafted file's duplicated id, or an entry named as
+/// its own parent, cannot make it loop or repeat.
 fn render_tree(tree: &SessionTreeView) -> String {
     let mut out = match &tree.name {
-        Some(name) => format!("{} ({name})\n", tree.session_id),
-        None => format!("{}\n", tree.session_id),
+        Some(name) => format!("{} ({})\n", visible_line(&tree.session_id), visible_line(name)),
+        None => format!("{}\n", visible_line(&tree.session_id)),
     };
-    let roots: Vec<&reins_harness::TreeNode> = tree
-        .nodes
-        .iter()
-        .filter(|node| node.parent_id.as_ref().is_none_or(|parent| !tree.nodes.iter().any(|n| &n.id == parent)))
-        .collect();
-    let mut stack: Vec<(&reins_harness::TreeNode, usize)> = roots.into_iter().rev().map(|node| (node, 0)).collect();
-    while let Some((node, depth)) = stack.pop() {
+    let ids: HashSet<&str> = tree.nodes.iter().map(|node| node.id.as_str()).collect();
+    let mut children: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut roots = Vec::new();
+    for (index, node) in tree.nodes.iter().enumerate() {
+        match node.parent_id.as_deref().filter(|parent| ids.contains(parent)) {
+            Some(parent) => children.entry(parent).or_default().push(index),
+            None => roots.push(index),
+        }
+    }
+    let mut shown = vec![false; tree.nodes.len()];
+    let mut stack: Vec<(usize, usize)> = roots.into_iter().rev().map(|index| (index, 0)).collect();
+    // Entries no root leads to (a cycle through duplicated ids) are shown after, as roots.
+    let mut unshown = 0..tree.nodes.len();
+    while let Some((index, depth)) =
+        stack.pop().or_else(|| unshown.find(|&index| !shown[index]).map(|index| (index, 0)))
+    {
+        if std::mem::replace(&mut shown[index], true) {
+            continue;
+        }
+        let node = &tree.nodes[index];
         let marker = if tree.leaf.as_deref() == Some(node.id.as_str()) { "*" } else { " " };
-        let what = node.role.as_deref().unwrap_or(&node.kind);
-        let label = node.label.as_deref().map(|label| format!(" [{label}]")).unwrap_or_default();
-        out.push_str(&format!("{marker} {}{} {what}: {}{label}\n", "  ".repeat(depth), node.id, node.preview));
-        let children: Vec<_> =
-            tree.nodes.iter().filter(|child| child.parent_id.as_deref() == Some(node.id.as_str())).collect();
+        let what = visible_line(node.role.as_deref().unwrap_or(&node.kind));
+        let label = node.label.as_deref().map(|label| format!(" [{}]", visible_line(label))).unwrap_or_default();
+        let (id, preview) = (visible_line(&node.id), visible_line(&node.preview));
+        let indent = "  ".repeat(depth.min(MAX_INDENT));
+        out.push_str(&format!("{marker} {indent}{id} {what}: {preview}{label}\n"));
+        // Taken, not borrowed: a second entry of the same id finds its children shown.
+        let children: Vec<usize> = children.remove(node.id.as_str()).unwrap_or_default();
+        let children: Vec<usize> = children.into_iter().filter(|&child| !shown[child]).collect();
         // A chain (one child) stays at the same depth, so long conversations do not drift right.
         let child_depth = if children.len() > 1 { depth + 1 } else { depth };
         stack.extend(children.into_iter().rev().map(|child| (child, child_depth)));
@@ -208,6 +236,28 @@ mod tests {
                 c3 user: first try [old]
                 d4 user: second try
             *   e5 assistant: ok
+        "#]]
+        .assert_eq(&render_tree(&tree));
+    }
+
+    #[test]
+    fn each_entry_shows_once_whatever_its_ids_say() {
+        let nodes = vec![
+            node("a1", None, "user", "hello"),
+            node("b2", Some("a1"), "assistant", "hi"),
+            // A duplicated id naming itself as parent, and a cycle no root leads to.
+            node("a1", Some("a1"), "user", "again"),
+            node("c3", Some("d4"), "user", "c"),
+            node("d4", Some("c3"), "user", "d"),
+        ];
+        let tree = SessionTreeView { session_id: "s1".into(), name: None, leaf: Some("b2".into()), nodes };
+        expect![[r#"
+            s1
+              a1 user: hello
+            *   b2 assistant: hi
+                a1 user: again
+              c3 user: c
+              d4 user: d
         "#]]
         .assert_eq(&render_tree(&tree));
     }

@@ -1,11 +1,13 @@
 //! The terminal face of `reins run`: the streamed answer on stdout, tool calls and usage on
-//! stderr. Proposals are reviewed in [`crate::terminal_review`].
+//! stderr. Proposals are reviewed in [`crate::terminal_review`]. Everything the model, a tool or
+//! a file said is shown through [`visible`], so none of it can steer the terminal.
 
+use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
 
 use reins_agent::{AgentEvent, TurnEndReason};
-use reins_ai::{StreamEvent, first_line, shorten};
+use reins_ai::{StreamEvent, first_line, shorten, visible, visible_line};
 use serde_json::Value;
 
 /// The tools whose result starts with what they changed, which the terminal shows.
@@ -24,6 +26,8 @@ pub struct HumanOutput {
 struct OutputState {
     /// The last character written to stdout was not a newline.
     mid_line: bool,
+    /// The answer's last delta ended in `\r`: held until the next shows whether a `\n` follows.
+    held_cr: bool,
     thinking: bool,
     turns: u32,
     /// The check command was named.
@@ -57,33 +61,51 @@ impl HumanOutput {
                     state.thinking = false;
                     writeln!(err, "{}", self.paint("", "0"))?;
                 }
-                write!(out, "{delta}")?;
+                let delta: Cow<str> = match std::mem::take(&mut state.held_cr) {
+                    true => Cow::Owned(format!("\r{delta}")),
+                    false => Cow::Borrowed(delta),
+                };
+                let (delta, held_cr) = match delta.strip_suffix('\r') {
+                    Some(before) => (before, true),
+                    None => (&*delta, false),
+                };
+                state.held_cr = held_cr;
+                write!(out, "{}", visible(delta))?;
                 out.flush()?;
-                state.mid_line = !delta.ends_with('\n');
+                if !delta.is_empty() {
+                    state.mid_line = !delta.ends_with('\n');
+                }
             }
             AgentEvent::MessageUpdate { delta: StreamEvent::Thinking { delta, .. } } => {
                 state.thinking = true;
-                write!(err, "{}", self.paint(delta, "2"))?;
+                write!(err, "{}", self.paint(&visible(delta), "2"))?;
             }
             // One line of progress for a failed model call that is tried again.
             AgentEvent::MessageUpdate { delta: StreamEvent::Retry { attempt, max_retries, delay_ms, reason } } => {
                 end_line(state, out)?;
                 let seconds = *delay_ms as f64 / 1000.0;
-                let line = format!("retrying {attempt}/{max_retries} in {seconds:.1} s: {}", first_line(reason, 120));
+                let line = format!(
+                    "retrying {attempt}/{max_retries} in {seconds:.1} s: {}",
+                    visible_line(&first_line(reason, 120))
+                );
                 writeln!(err, "  {}", self.paint(&line, "2"))?;
             }
             AgentEvent::ToolExecutionStart { tool_name, args, .. } => {
                 end_line(state, out)?;
-                writeln!(err, "{} {}", self.paint(&format!("● {tool_name}"), "1;36"), summarize_args(tool_name, args))?;
+                let name = visible_line(tool_name);
+                writeln!(err, "{} {}", self.paint(&format!("● {name}"), "1;36"), summarize_args(tool_name, args))?;
                 let changes_files = CHANGES_FILES.contains(&tool_name.as_str());
                 if let Some(check) = self.check.as_deref().filter(|_| changes_files && !state.check_named) {
                     state.check_named = true;
-                    let note = format!("  the edits are checked with `{}` (diagnostics.command)", shorten(check, 100));
+                    let note = format!(
+                        "  the edits are checked with `{}` (diagnostics.command)",
+                        visible_line(&shorten(check, 100))
+                    );
                     writeln!(err, "{}", self.paint(&note, "2"))?;
                 }
             }
             AgentEvent::ToolExecutionEnd { tool_name, result, is_error, .. } => {
-                let text = result.text();
+                let text = visible(&result.text()).into_owned();
                 if *is_error {
                     writeln!(err, "  {}", self.paint(&format!("✗ {}", first_line(&text, 160)), "31"))?;
                 } else if CHANGES_FILES.contains(&tool_name.as_str()) {
@@ -163,7 +185,7 @@ fn summarize_args(tool: &str, args: &Value) -> String {
         _ if tool.starts_with("mcp__") => Some(serde_json::to_string(args).unwrap_or_default()),
         _ => field("path").map(str::to_string),
     };
-    shorten(summary.as_deref().unwrap_or("").trim(), 120).into_owned()
+    visible_line(&shorten(summary.as_deref().unwrap_or("").trim(), 120)).into_owned()
 }
 
 #[cfg(test)]
@@ -225,6 +247,25 @@ mod tests {
             shown(&output, &[AgentEvent::MessageUpdate { delta: retry }]),
             "  retrying 2/3 in 1.5 s: HTTP 503 from http://gpu:8000/v1/chat/completions: busy\n"
         );
+    }
+
+    #[test]
+    fn the_answer_and_tool_calls_cannot_steer_the_terminal() {
+        let output = HumanOutput { color: false, check: None, state: Default::default() };
+        let text =
+            |delta: &str| AgentEvent::MessageUpdate { delta: StreamEvent::Text { index: 0, delta: delta.into() } };
+        let (mut state, mut out, mut err) = (OutputState::default(), Vec::new(), Vec::new());
+        // A line break split between two deltas stays a line break; a lone `\r` is shown.
+        for delta in ["Done.\x1b[2J\x1b]52;c;eA==\x07 ok\r", "\nnext\rover\r", "x"] {
+            output.write_event(&text(delta), &mut state, &mut out, &mut err).unwrap();
+        }
+        assert_eq!(String::from_utf8(out).unwrap(), "Done.^[[2J^[]52;c;eA==^G ok\r\nnext^Mover^Mx");
+        let start = AgentEvent::ToolExecutionStart {
+            tool_call_id: "c".into(),
+            tool_name: "bash".into(),
+            args: serde_json::json!({"command": "rm -f a #\x1b[2K\x1b[1A\n● bash $ ls"}),
+        };
+        assert_eq!(shown(&output, &[start]), "● bash $ rm -f a #^[[2K^[[1A^J● bash $ ls\n");
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! for an editor: what the model is told, and rebasing onto a file changed on disk meanwhile.
 //! A command is a plain y/N. Questions and answers go through the controlling terminal
 //! (`/dev/tty`), so `--json` output on stdout stays clean; without a terminal nothing can be
-//! approved, and the model is told that the user can rerun with `--yes`.
+//! approved, and the model is told that the user can rerun with `--yes`. Commands, paths, notes,
+//! file contents and MCP calls are shown through `reins_ai::visible`: none can steer the terminal.
 
 use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -13,6 +14,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use reins_agent::Proposal;
+use reins_ai::{visible, visible_line};
 use reins_harness::{ApprovalRequest, Approver, Verdict};
 use reins_review::diff;
 use reins_review::{Choice, FileDiff, Observer, Origin, PendingEdit, PendingEdits, Resolution, Subject};
@@ -260,15 +262,16 @@ fn paint(text: &str, code: &str, color: bool) -> String {
 
 /// A file's notes, then a header that says whether it is created, deleted or moved.
 fn render_header(file: &FileDiff, paint: &dyn Fn(&str, &str) -> String) -> String {
-    let old = if file.before.is_some() { format!("--- a/{}", file.shown) } else { "--- /dev/null".into() };
+    let shown = visible_line(&file.shown);
+    let old = if file.before.is_some() { format!("--- a/{shown}") } else { "--- /dev/null".into() };
     let new = match &file.moved_shown {
         _ if file.delete => "+++ /dev/null".to_string(),
-        Some(to) => format!("+++ b/{to}"),
-        None => format!("+++ b/{}", file.shown),
+        Some(to) => format!("+++ b/{}", visible_line(to)),
+        None => format!("+++ b/{shown}"),
     };
     let mut out = String::new();
     for note in &file.notes {
-        out.push_str(&paint(&format!("note: {note}"), "33"));
+        out.push_str(&paint(&format!("note: {}", visible(note)), "33"));
         out.push('\n');
     }
     for header in [old, new] {
@@ -292,7 +295,8 @@ fn render_hunk(
         out.push_str(&paint(title, "1;36"));
         out.push('\n');
     }
-    for line in diff::unified_diff(&file.shown, before, &only).lines().skip(2) {
+    let diff = diff::unified_diff(&file.shown, before, &only);
+    for line in visible(&diff).lines().skip(2) {
         let code = match line.as_bytes().first() {
             Some(b'+') => "32",
             Some(b'-') => "31",
@@ -317,9 +321,10 @@ fn render_server_call(call: &reins_agent::ServerCall, color: bool) -> String {
         arguments.truncate(end);
         arguments.push_str(&format!("\n… ({more} more bytes)"));
     }
-    let mut out = paint(&format!("MCP server `{}`, tool `{}`, with:", call.server, call.tool), "1", color);
+    let (server, tool) = (visible_line(&call.server), visible_line(&call.tool));
+    let mut out = paint(&format!("MCP server `{server}`, tool `{tool}`, with:"), "1", color);
     out.push('\n');
-    for line in arguments.lines() {
+    for line in visible(&arguments).lines() {
         out.push_str(&format!("  {line}\n"));
     }
     out
@@ -329,8 +334,12 @@ fn render_server_call(call: &reins_agent::ServerCall, color: bool) -> String {
 fn render_command(command: &reins_agent::CommandProposal, color: bool) -> String {
     format!(
         "{}\n{}\n",
-        paint(&format!("$ {}", command.command), "1", color),
-        paint(&format!("  in {} (timeout {} s)", command.cwd.display(), command.timeout_secs), "2", color)
+        paint(&format!("$ {}", visible(&command.command)), "1", color),
+        paint(
+            &format!("  in {} (timeout {} s)", visible_line(&command.cwd.display().to_string()), command.timeout_secs),
+            "2",
+            color
+        )
     )
 }
 
@@ -456,6 +465,38 @@ mod tests {
               in /w (timeout 120 s)
         "#]]
         .assert_eq(&render_command(&command, false));
+    }
+
+    #[test]
+    fn a_command_cannot_hide_itself() {
+        let command = CommandProposal {
+            command: "rm -f important.txt #\x1b[2K\x1b[1A\r$ ls -la".into(),
+            cwd: PathBuf::from("/w\x1b[2J"),
+            timeout_secs: 120,
+        };
+        expect![[r#"
+            $ rm -f important.txt #^[[2K^[[1A^M$ ls -la
+              in /w^[[2J (timeout 120 s)
+        "#]]
+        .assert_eq(&render_command(&command, false));
+    }
+
+    #[test]
+    fn a_hunk_shows_the_file_escapes_and_all() {
+        let change = change("/w/a\x1b[2J.txt", "x = 1\n", "x = \"\x1b]0;t\x07\"\n", &["note\x1b[1A"]);
+        check_review(
+            change,
+            "n\n\n",
+            expect![[r#"
+                note: note^[[1A
+                --- a/w/a^[[2J.txt
+                +++ b/w/a^[[2J.txt
+                @@ -1 +1 @@
+                -x = 1
+                +x = "^[]0;t^G"
+                Apply? [y/N] Reason for the model (optional): 
+                => Ok(Review { chosen: [], all: false, reason: None })"#]],
+        );
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! One live connection to a server, through rmcp: a child process in its own process group
-//! (stderr to the log, killed with its group when the connection goes) or a streamable HTTP
+//! (stderr to the log, killed with its group when the connection goes or reins dies) or a streamable HTTP
 //! session, and the client side of the protocol (roots, progress, `tools/list_changed`).
 
 use std::collections::{HashMap, VecDeque};
@@ -26,8 +26,34 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use crate::Options;
+use crate::announced::Announced;
 use crate::config::{ServerConfig, Transport};
+use crate::http::http_client;
 use crate::stdio::LineTransport;
+
+/// The variables of reins's environment a stdio server gets (Codex's list, and the locale and
+/// XDG folders): a secret's name need not look secret (`DATABASE_URL` with a password in it), so
+/// servers get what every program needs and what their config names, nothing else.
+const ORDINARY_VARIABLES: &[&str] = &[
+    "HOME",
+    "LOGNAME",
+    "USER",
+    "PATH",
+    "SHELL",
+    "TERM",
+    "TMPDIR",
+    "TZ",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "XDG_CACHE_HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "XDG_RUNTIME_DIR",
+    "XDG_STATE_HOME",
+];
 
 /// How many of a server's last stderr lines are kept for error messages.
 const STDERR_TAIL_LINES: usize = 20;
@@ -87,7 +113,8 @@ impl Connection {
                 let cwd = cwd.as_deref().or(context.roots.first().map(PathBuf::as_path));
                 let (mut process, stdout, stdin) =
                     Process::spawn(&config.name, command, args, &context.base_env, env, cwd)?;
-                let transport = LineTransport::new(&config.name, stdout, stdin);
+                let transport =
+                    Announced::new(LineTransport::new(&config.name, stdout, stdin), handler.tools_changed.clone());
                 match tokio::time::timeout_at(deadline, handler.clone().serve(transport)).await {
                     Ok(Ok(service)) => Ok(Self { service, handler, process: Some(process) }),
                     Ok(Err(err)) => {
@@ -103,13 +130,29 @@ impl Connection {
                 if let Some(token) = bearer_token {
                     transport_config = transport_config.auth_header(token.expose());
                 }
-                let transport = StreamableHttpClientTransport::with_client(client, transport_config);
+                let transport = Announced::new(
+                    StreamableHttpClientTransport::with_client(client, transport_config),
+                    handler.tools_changed.clone(),
+                );
                 match tokio::time::timeout_at(deadline, handler.clone().serve(transport)).await {
                     Ok(Ok(service)) => Ok(Self { service, handler, process: None }),
                     Ok(Err(err)) => Err(format!("cannot connect to {url}: {}", init_error(&err))),
                     Err(_) => Err(format!("{url} did not answer `initialize` within {waited} (startup_timeout_sec)")),
                 }
             }
+        }
+    }
+
+    /// After a call: a streamable HTTP server sends `tools/list_changed` on an event stream of
+    /// its own, in no order with the call's answer, so when it may change its tools the next
+    /// turn lists them again rather than offer a list the call may have changed.
+    pub(crate) fn call_answered(&self) {
+        let announces =
+            self.service.peer().peer_info().is_some_and(|info| {
+                info.capabilities.tools.as_ref().is_some_and(|tools| tools.list_changed == Some(true))
+            });
+        if self.process.is_none() && announces {
+            self.handler.tools_changed.store(true, Ordering::SeqCst);
         }
     }
 
@@ -242,7 +285,7 @@ impl Process {
         let mut cmd = tokio::process::Command::new(command);
         cmd.args(args)
             .env_clear()
-            .envs(base_env.iter().map(|(name, value)| (name, value)))
+            .envs(base_env.iter().filter(|(name, _)| ordinary(name)).map(|(name, value)| (name, value)))
             .envs(env.iter().map(|(name, value)| (name, value)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -253,12 +296,11 @@ impl Process {
         if let Some(cwd) = cwd {
             cmd.current_dir(cwd);
         }
-        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+        // If reins dies without cleaning up, the server's whole group dies too.
+        let reins = std::process::id() as libc::pid_t;
+        // SAFETY: the guard makes only async-signal-safe calls (see guard.rs).
         unsafe {
-            cmd.pre_exec(|| {
-                // If reins dies without cleaning up, the server dies too.
-                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)
-            });
+            cmd.pre_exec(move || crate::guard::fork_guard(reins));
         }
         let mut child = cmd.spawn().map_err(|err| match err.kind() {
             std::io::ErrorKind::NotFound => {
@@ -349,6 +391,10 @@ impl StderrTail {
     }
 }
 
+fn ordinary(name: &std::ffi::OsStr) -> bool {
+    name.to_str().is_some_and(|name| ORDINARY_VARIABLES.contains(&name))
+}
+
 /// Sends each stderr line of a server to the log (never to stdout) and keeps the last ones.
 async fn log_stderr(server: String, stderr: ChildStderr, tail: StderrTail) {
     let mut lines = BufReader::new(stderr).split(b'\n');
@@ -386,6 +432,7 @@ fn init_error(err: &ClientInitializeError) -> String {
                                 kind.as_deref().unwrap_or("no content type")
                             );
                         }
+                        StreamableHttpError::UnexpectedServerResponse(told) => break told.to_string(),
                         other => break other.to_string(),
                     }
                 } else {
@@ -397,23 +444,6 @@ fn init_error(err: &ClientInitializeError) -> String {
         ClientInitializeError::ConnectionClosed(_) => "the connection closed before the server answered".to_string(),
         other => other.to_string(),
     }
-}
-
-fn http_client(headers: &[(String, String)]) -> Result<reqwest::Client, String> {
-    let mut map = reqwest::header::HeaderMap::new();
-    for (name, value) in headers {
-        let header = reqwest::header::HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| format!("`{name}` is not a valid HTTP header name"))?;
-        let mut value = reqwest::header::HeaderValue::from_str(value)
-            .map_err(|_| format!("the value of header `{name}` is not a valid HTTP header value"))?;
-        value.set_sensitive(true);
-        map.insert(header, value);
-    }
-    reqwest::Client::builder()
-        .default_headers(map)
-        .connect_timeout(Duration::from_secs(10))
-        .build()
-        .map_err(|err| format!("cannot set up an HTTP client: {err}"))
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

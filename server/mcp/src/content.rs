@@ -1,6 +1,7 @@
 //! A `tools/call` result as the model reads it: text stays text, images stay images, what the
 //! model cannot take (audio, binary resources) is described in a line, structured content is
-//! rendered as JSON text, and `isError: true` becomes an error result.
+//! rendered as JSON text when the blocks do not already say it (never with base64 data), and
+//! `isError: true` becomes an error result.
 
 use reins_agent::{ToolError, ToolOutput};
 use reins_ai::Content;
@@ -20,16 +21,13 @@ pub(crate) fn tool_output(server: &str, tool: &str, result: &Value) -> Result<To
         }
     };
     let mut content: Vec<Content> = blocks.iter().filter_map(convert_json).collect();
-    if let Some(structured) = result.get("structuredContent").filter(|value| !value.is_null()) {
-        // Servers should repeat structured content as JSON text; add it only when they did not.
-        let repeated = content.iter().any(|block| match block {
-            Content::Text { text } => serde_json::from_str::<Value>(text).is_ok_and(|parsed| parsed == *structured),
-            _ => false,
-        });
-        if !repeated {
-            let text = serde_json::to_string_pretty(structured).unwrap_or_else(|_| structured.to_string());
-            content.push(Content::text(text));
-        }
+    if let Some(structured) = result.get("structuredContent").filter(|value| !value.is_null())
+        && !carried(structured, blocks, &content)
+    {
+        let mut structured = structured.clone();
+        hide_base64(&mut structured);
+        let text = serde_json::to_string_pretty(&structured).unwrap_or_else(|_| structured.to_string());
+        content.push(Content::text(text));
     }
     if result.get("isError") == Some(&Value::Bool(true)) {
         let texts: Vec<&str> = content
@@ -50,6 +48,61 @@ pub(crate) fn tool_output(server: &str, tool: &str, result: &Value) -> Result<To
         content.push(Content::text("(the tool returned no content)"));
     }
     Ok(ToolOutput { content, details: Some(json!({"mcp": {"server": server, "tool": tool}})) })
+}
+
+/// Whether the content blocks already say what `structured` says, so that it need not be sent
+/// again: servers should put it in a text block as JSON (the spec asks them to), and many say it
+/// in their own words or repeat the blocks themselves (server-filesystem's `read_text_file`
+/// gives `{"content": TEXT}`, its `read_media_file` `{"content": [BLOCKS]}`). It is carried
+/// when a text block is its JSON, or when each of its values is: a block itself, or a string or
+/// number found in the text.
+fn carried(structured: &Value, blocks: &[Value], content: &[Content]) -> bool {
+    let texts: Vec<&str> = content
+        .iter()
+        .filter_map(|block| match block {
+            Content::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    if texts.iter().any(|text| serde_json::from_str::<Value>(text).is_ok_and(|parsed| parsed == *structured)) {
+        return true;
+    }
+    values_carried(structured, blocks, &texts.join("\n"))
+}
+
+fn values_carried(value: &Value, blocks: &[Value], text: &str) -> bool {
+    if blocks.contains(value) {
+        return true;
+    }
+    match value {
+        Value::Object(map) => map.values().all(|value| values_carried(value, blocks, text)),
+        Value::Array(items) => items.iter().all(|value| values_carried(value, blocks, text)),
+        Value::String(string) => text.contains(string.as_str()),
+        Value::Number(number) => text.contains(&number.to_string()),
+        Value::Bool(flag) => text.contains(&flag.to_string()),
+        Value::Null => true,
+    }
+}
+
+/// The shortest string taken for base64 data rather than words.
+const BASE64_MIN: usize = 256;
+
+/// Replaces each string of `value` that is base64 data with a line saying how much it was: the
+/// model cannot read it, and it would cost more than everything else in the result.
+fn hide_base64(value: &mut Value) {
+    match value {
+        Value::String(string) if looks_like_base64(string) => {
+            *string = format!("[{} of base64 data not shown to the model]", size(string));
+        }
+        Value::Object(map) => map.values_mut().for_each(hide_base64),
+        Value::Array(items) => items.iter_mut().for_each(hide_base64),
+        _ => {}
+    }
+}
+
+fn looks_like_base64(text: &str) -> bool {
+    text.len() >= BASE64_MIN
+        && text.trim_end_matches('=').bytes().all(|byte| byte.is_ascii_alphanumeric() || b"+/-_".contains(&byte))
 }
 
 /// One content block; empty text is left out.
@@ -167,6 +220,52 @@ mod tests {
             json!({"content": [{"type": "text", "text": "{\"temperature\": 22.5}"}],
                    "structuredContent": {"temperature": 22.5}}),
             expect![[r#"[{"type":"text","text":"{\"temperature\": 22.5}"}]"#]],
+        );
+        // Said in words, not as JSON: still said.
+        check(
+            json!({"content": [{"type": "text", "text": "Sunny, 22.5 degrees"}],
+                   "structuredContent": {"temperature": 22.5, "conditions": "Sunny"}}),
+            expect![[r#"[{"type":"text","text":"Sunny, 22.5 degrees"}]"#]],
+        );
+        // Something the text leaves out: the whole structure follows.
+        check(
+            json!({"content": [{"type": "text", "text": "Sunny"}],
+                   "structuredContent": {"temperature": 22.5, "conditions": "Sunny"}}),
+            expect![[
+                r#"[{"type":"text","text":"Sunny"},{"type":"text","text":"{\n  \"temperature\": 22.5,\n  \"conditions\": \"Sunny\"\n}"}]"#
+            ]],
+        );
+    }
+
+    #[test]
+    fn structured_content_that_repeats_the_blocks_is_not_sent_twice() {
+        // server-filesystem's read_text_file and read_media_file.
+        check(
+            json!({"content": [{"type": "text", "text": "alpha line\n"}], "structuredContent": {"content": "alpha line\n"}}),
+            expect![[r#"[{"type":"text","text":"alpha line\n"}]"#]],
+        );
+        let png = json!({"type": "image", "data": "iVBORw0KGgowMDAw", "mimeType": "image/png"});
+        check(
+            json!({"content": [png], "structuredContent": {"content": [png]}}),
+            expect![[r#"[{"type":"image","data":"iVBORw0KGgowMDAw","mimeType":"image/png"}]"#]],
+        );
+        let blob = json!({"type": "resource", "resource": {"uri": "file:///w/b.bin", "mimeType": "application/octet-stream", "blob": "QUJD".repeat(1000)}});
+        check(
+            json!({"content": [blob], "structuredContent": {"content": [blob]}}),
+            expect![[
+                r#"[{"type":"text","text":"[resource file:///w/b.bin (application/octet-stream), 2 KiB of binary data not shown to the model]"}]"#
+            ]],
+        );
+    }
+
+    #[test]
+    fn base64_in_structured_content_is_never_text() {
+        check(
+            json!({"content": [{"type": "text", "text": "the file"}],
+                   "structuredContent": {"name": "b.bin", "data": "QUJD".repeat(1000)}}),
+            expect![[
+                r#"[{"type":"text","text":"the file"},{"type":"text","text":"{\n  \"name\": \"b.bin\",\n  \"data\": \"[2 KiB of base64 data not shown to the model]\"\n}"}]"#
+            ]],
         );
     }
 

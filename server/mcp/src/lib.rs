@@ -7,9 +7,13 @@
 //! the two for one session and hands the agent its tools. Nothing here reads config files or the
 //! environment: the harness resolves a [`ServerConfig`] and passes it in.
 
+mod announced;
+mod arguments;
 mod config;
 mod connection;
 mod content;
+mod guard;
+mod http;
 mod names;
 mod schema;
 mod server;
@@ -33,8 +37,8 @@ pub const MAX_RESTARTS: u32 = 3;
 
 /// What every server of a set shares.
 pub struct Options {
-    /// The environment every stdio server starts from, before its own `env`: reins's own
-    /// without provider keys (the harness scrubs it).
+    /// reins's environment without provider keys (the harness scrubs it). A stdio server gets
+    /// only its ordinary variables (`PATH`, `HOME`, the locale…), then its own `env`.
     pub base_env: Vec<(OsString, OsString)>,
     /// The workspace roots: offered to servers as MCP roots; the first is a stdio server's
     /// working directory unless it has its own.

@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::ServerConfig;
 use crate::connection::Connection;
+use crate::http::http_answer;
 use crate::{Notice, Options};
 
 /// Where a server is in its life, for listings.
@@ -129,6 +130,8 @@ impl Server {
         if live.connection.handler.tools_changed.swap(false, Ordering::SeqCst) {
             let deadline = Instant::now() + self.config.startup_timeout;
             match list_tools(&live.connection, deadline).await {
+                // The same list keeps the same tools (and the model's cached prompt).
+                Ok(tools) if *tools == **lock(&live.tools) => {}
                 Ok(tools) => {
                     *lock(&live.tools) = tools.into();
                     self.generation.fetch_add(1, Ordering::SeqCst);
@@ -172,6 +175,7 @@ impl Server {
             tokio::select! {
                 answer = &mut answer => {
                     in_flight.id = None;
+                    live.connection.call_answered();
                     return match answer {
                         // rmcp reads a result it finds malformed (an empty `content`, a block type
                         // it does not know) as a custom result: rendered leniently all the same.
@@ -291,6 +295,12 @@ impl Server {
     /// answered with a protocol error).
     async fn call_failed(&self, live: &Live, err: ServiceError) -> String {
         let name = self.name();
+        // An HTTP server that answered with an error status is still there.
+        if let ServiceError::TransportSend(error) = &err
+            && let Some(told) = http_answer(error)
+        {
+            return format!("the MCP server `{name}` answered the call with {told}");
+        }
         match err {
             ServiceError::McpError(error) => format!("the MCP server `{name}` refused the call: {}", error.message),
             _ => {

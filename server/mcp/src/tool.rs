@@ -10,6 +10,7 @@ use reins_ai::ToolSpec;
 use rmcp::model::JsonObject;
 use serde_json::Value;
 
+use crate::arguments::Arguments;
 use crate::content::tool_output;
 use crate::schema::normalize_input_schema;
 use crate::server::{Server, ServerTool};
@@ -20,6 +21,8 @@ pub struct McpTool {
     spec: ToolSpec,
     tool: String,
     server: Arc<Server>,
+    /// The server's own schema, which arguments are checked against.
+    arguments: Arguments,
 }
 
 impl McpTool {
@@ -29,7 +32,7 @@ impl McpTool {
             description: tool.description.clone(),
             parameters: normalize_input_schema(&tool.input_schema),
         };
-        Self { name, spec, tool: tool.name.clone(), server }
+        Self { name, spec, tool: tool.name.clone(), server, arguments: Arguments::new(&tool.input_schema) }
     }
 
     /// The server's name.
@@ -74,6 +77,7 @@ impl Tool for McpTool {
                 )));
             }
         };
+        self.arguments.check(&Value::Object(arguments.clone())).map_err(ToolError::new)?;
         // What the approval gate shows: reins cannot tell what a server's tool will do.
         let proposal = Proposal::ServerCall(ServerCall {
             server: self.server.name().to_string(),

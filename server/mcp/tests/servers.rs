@@ -43,7 +43,7 @@ async fn the_reference_server_over_stdio() {
         call(&find(&tools, "mcp__everything__get-structured-content"), json!({"location": "New York"})).await.unwrap();
     assert!(text(&structured).contains("\"temperature\""), "{}", text(&structured));
 
-    // The server validates arguments; its refusal reaches the model as an error result.
+    // Arguments that do not match the schema reach the model as an error result.
     let refused = call(&find(&tools, "mcp__everything__get-sum"), json!({"a": "two"})).await.unwrap_err();
     assert!(refused.0.to_lowercase().contains("invalid"), "{refused}");
 
@@ -51,6 +51,34 @@ async fn the_reference_server_over_stdio() {
     assert_eq!((status[0].name.as_str(), &status[0].state), ("everything", &ServerState::Ready));
     assert!(status[0].tools.iter().any(|tool| tool.name == "mcp__everything__echo" && tool.tool == "echo"));
     assert!(harness.notices().is_empty(), "{:?}", harness.notices());
+    session.own().stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_filesystem_server_says_each_thing_once_and_no_base64() {
+    let root = tempfile::tempdir().unwrap();
+    let root = root.path().canonicalize().unwrap();
+    std::fs::write(root.join("a.txt"), "alpha line\n").unwrap();
+    let binary: Vec<u8> = (0..300 * 1024).map(|i: u32| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    std::fs::write(root.join("b.bin"), binary).unwrap();
+    std::fs::write(root.join("c.png"), b"\x89PNG\r\n\x1a\n0000").unwrap();
+    let harness = Harness::new();
+    let session = harness.session(vec![filesystem("fs", &root)]);
+    let tools = session.tools().await;
+    let path = |name: &str| root.join(name).display().to_string();
+
+    // Its structuredContent repeats the text: the model reads the file once.
+    let output = call(&find(&tools, "mcp__fs__read_text_file"), json!({"path": path("a.txt")})).await.unwrap();
+    assert_eq!(output.content, [Content::text("alpha line\n")]);
+
+    // A binary file is described, never sent as base64 text.
+    let output = call(&find(&tools, "mcp__fs__read_media_file"), json!({"path": path("b.bin")})).await.unwrap();
+    assert_eq!(output.content.len(), 1, "{:?}", text(&output));
+    assert!(text(&output).ends_with("300 KiB of binary data not shown to the model]"), "{}", text(&output));
+
+    // An image is an image part, and nothing else.
+    let output = call(&find(&tools, "mcp__fs__read_media_file"), json!({"path": path("c.png")})).await.unwrap();
+    assert_eq!(output.content, [Content::Image { data: "iVBORw0KGgowMDAw".into(), mime_type: "image/png".into() }]);
     session.own().stop().await;
 }
 
@@ -109,6 +137,48 @@ async fn http_headers_and_the_bearer_token_are_sent() {
     server.kill().await.unwrap();
 }
 
+/// The test server over streamable HTTP, with `env`; killed when dropped.
+async fn http_test_server(env: &[(&str, &str)]) -> (tokio::process::Child, String) {
+    let port = free_port();
+    let server = tokio::process::Command::new("node")
+        .arg(repo_root().join("tests/mcp/test-server.mjs"))
+        .arg("http")
+        .env("PORT", port.to_string())
+        .env("MCP_NODE_MODULES", prefix().join("node_modules"))
+        .envs(env.iter().copied())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    wait_for_port(port).await;
+    (server, format!("http://127.0.0.1:{port}/mcp"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_error_statuses_are_told_with_the_start_of_the_body() {
+    let harness = Harness::new();
+    let (_server, url) = http_test_server(&[("FAIL_INITIALIZE", "1")]).await;
+    let session = harness.session(vec![ServerConfig::http("broken", url.as_str())]);
+    assert!(session.tools().await.is_empty());
+    let ServerState::Failed(reason) = &session.status()[0].state else { panic!("{:?}", session.status()) };
+    assert_eq!(
+        *reason,
+        format!(r#"cannot connect to {url}: HTTP 500 Internal Server Error: {{"error":"database is down"}}"#)
+    );
+
+    // On a call, the model reads it, and the server is still there for the next call.
+    let (_server, url) = http_test_server(&[]).await;
+    let session = harness.session(vec![ServerConfig::http("t", url)]);
+    let tools = session.tools().await;
+    let error = call(&find(&tools, "mcp__t__http500"), json!({})).await.unwrap_err();
+    assert_eq!(
+        error.0,
+        r#"the MCP server `t` answered the call with HTTP 500 Internal Server Error: {"error":"database is down"}"#
+    );
+    assert_eq!(super_call(&tools, "mcp__t__echo", json!({"text": "still"})).await, "echo: still");
+    session.own().stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_gets_only_the_environment_it_is_given() {
     let harness = Harness::new();
@@ -121,8 +191,10 @@ async fn a_server_gets_only_the_environment_it_is_given() {
     let env: serde_json::Value = serde_json::from_str(&text(&output)).unwrap();
     let mut names: Vec<&str> = env.as_object().unwrap().keys().map(String::as_str).collect();
     names.sort();
-    // PATH and MCP_NODE_MODULES are the base environment; the rest is the server's own.
+    // PATH is the only ordinary variable of the base environment; the rest is the server's own.
+    // DATABASE_URL and STRIPE_SK hold secrets and are not passed.
     assert_eq!(names, ["MCP_NODE_MODULES", "PATH", "RECORD_FILE", "TOKEN"]);
+    assert!(!env.to_string().contains("hunter2"), "{env}");
     assert_eq!(env["TOKEN"], "from-config");
     session.own().stop().await;
 }
@@ -147,6 +219,12 @@ async fn odd_answers_junk_on_stdout_and_is_error() {
     let error = call(&find(&tools, "mcp__t__fail"), json!({})).await.unwrap_err();
     assert_eq!(error.0, "it went wrong on purpose");
 
+    // Arguments are checked against the tool's inputSchema before the server sees them.
+    let error = call(&find(&tools, "mcp__t__echo"), json!({})).await.unwrap_err();
+    assert_eq!(error.0, r#"invalid arguments: "text" is a required property"#);
+    let error = call(&find(&tools, "mcp__t__echo"), json!({"text": 5})).await.unwrap_err();
+    assert_eq!(error.0, r#"invalid arguments: text: 5 is not of type "string""#);
+
     let error = call(&find(&tools, "mcp__t__echo"), json!([1, 2])).await.unwrap_err();
     assert_eq!(error.0, "invalid arguments: expected a JSON object matching the tool's schema, found an array");
     session.own().stop().await;
@@ -154,25 +232,34 @@ async fn odd_answers_junk_on_stdout_and_is_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tools_list_changed_refreshes_the_tools_for_the_next_turn() {
-    let harness = Harness::new();
     let record = tempfile::NamedTempFile::new().unwrap();
-    let session = harness.session(vec![test_server("t", record.path())]);
+    check_tools_list_changed(test_server("t", record.path())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_list_changed_over_http_refreshes_the_tools_for_the_next_turn() {
+    // The server sends the notification on its own event stream, in no order with the answer.
+    let (_server, url) = http_test_server(&[]).await;
+    check_tools_list_changed(ServerConfig::http("t", url)).await;
+}
+
+async fn check_tools_list_changed(config: ServerConfig) {
+    let harness = Harness::new();
+    let session = harness.session(vec![config]);
     let before = session.tools().await;
     assert!(!names(&before).contains(&"mcp__t__late".to_string()));
     // The same tools, the same objects, while nothing changes.
     let again = session.tools().await;
     assert!(before.iter().zip(&again).all(|(a, b)| Arc::ptr_eq(a, b)));
 
-    call(&find(&before, "mcp__t__add_tool"), json!({"name": "late"})).await.unwrap();
-    let mut after = Vec::new();
-    for _ in 0..100 {
-        after = session.tools().await;
-        if names(&after).contains(&"mcp__t__late".to_string()) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    // The server announces the change before it answers: the very next list has the tool, every
+    // time (rmcp handles the notification on a task of its own, which used to lose the race).
+    for round in 0..30 {
+        let name = format!("late{round}");
+        call(&find(&before, "mcp__t__add_tool"), json!({"name": name})).await.unwrap();
+        let after = session.tools().await;
+        assert!(names(&after).contains(&format!("mcp__t__{name}")), "round {round}: {:?}", names(&after));
     }
-    assert!(names(&after).contains(&"mcp__t__late".to_string()), "{:?}", names(&after));
     session.own().stop().await;
 }
 
@@ -353,7 +440,7 @@ async fn stopping_kills_the_whole_process_group_and_so_does_dropping() {
             "sh",
             vec!["-c".into(), format!("node '{}' stdio; echo exited", script.display())],
         );
-        set_env(&mut config, &[("RECORD_FILE", &record.path().display().to_string())]);
+        set_env(&mut config, &test_env(record.path()));
         config
     };
 

@@ -48,9 +48,23 @@ impl Default for ApprovalPolicy {
 }
 
 impl ApprovalPolicy {
-    /// Approves everything (`reins run --yes`).
+    /// Approves everything, with no policy at all (a harness that runs no model, as for a
+    /// checkout). `--yes` is [`Self::with_asks_approved`]: it keeps the user's `deny`.
     pub fn approve_all() -> Self {
         Self { per_tool: HashMap::new(), globs: Vec::new() }
+    }
+
+    /// The policy with every `ask` made `auto` (`reins run --yes`). A `deny` stays: it means
+    /// never, whatever the command line says.
+    pub fn with_asks_approved(mut self) -> Self {
+        let approve = |policy: &mut Policy| {
+            if *policy == Policy::Ask {
+                *policy = Policy::Auto;
+            }
+        };
+        self.per_tool.values_mut().for_each(approve);
+        self.globs.iter_mut().for_each(|(_, policy)| approve(policy));
+        self
     }
 
     /// Sets the policy of a tool, or of the tools a glob matches. A glob that does not parse is
@@ -242,8 +256,8 @@ mod tests {
         policy.set("mcp__docs__*", Policy::Deny);
         assert_eq!(check(&policy, "mcp__docs__delete_draft", false, true), "ask");
         assert!(check(&policy, "mcp__docs__search", false, true).starts_with("block"));
-        // `--yes` approves them too; a pattern that does not parse is an error for the config.
-        assert_eq!(check(&ApprovalPolicy::approve_all(), "mcp__docs__search", false, true), "allow");
+        // `--yes` approves them too (but not a denied one); a pattern that does not parse is an error for the config.
+        assert_eq!(check(&ApprovalPolicy::default().with_asks_approved(), "mcp__docs__search", false, true), "allow");
         assert_eq!(
             ToolPattern::new("mcp__[").unwrap_err(),
             "`mcp__[` is not a valid pattern: unclosed character class; missing ']'"
@@ -262,6 +276,24 @@ mod tests {
         assert_eq!(check(&policy, "edit", true, true), "allow");
         // A deny set after the user allowed the tool for the session wins.
         assert!(check(&policy, "bash", true, true).starts_with("block"));
+    }
+
+    #[test]
+    fn yes_turns_ask_into_auto_and_nothing_else() {
+        let mut policy = ApprovalPolicy::default();
+        policy.set("bash", Policy::Deny);
+        policy.set("mcp__docs__*", Policy::Deny);
+        policy.set("mcp__docs__search", Policy::Ask);
+        let policy = policy.with_asks_approved();
+        let answers = ["edit", "apply_patch", "write", "read", "mcp__github__create_issue", "mcp__docs__search"]
+            .map(|tool| check(&policy, tool, false, true));
+        assert_eq!(answers, ["allow"; 6]);
+        for tool in ["bash", "mcp__docs__delete_page"] {
+            assert_eq!(
+                check(&policy, tool, false, true),
+                format!("block: the user's settings do not allow the `{tool}` tool; do not try it again")
+            );
+        }
     }
 
     #[test]

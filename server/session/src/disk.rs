@@ -13,10 +13,15 @@ use crate::error::SessionError;
 /// about 40 MB), far below what would exhaust memory.
 pub const MAX_SESSION_BYTES: u64 = 1 << 30;
 
+/// The longest line (one entry) a session may hold: far above a message with a large image or
+/// tool output, far below what would make one entry cost gigabytes to read and send. A longer
+/// line is skipped with a warning, as a line that cannot be read is.
+pub const MAX_ENTRY_BYTES: usize = 32 << 20;
+
 /// Opens `path` with `options`, without blocking, and checks through the open handle (so the
 /// answer cannot change between the check and the read) that it is a regular file of at most
 /// [`MAX_SESSION_BYTES`].
-pub(crate) fn open_regular(path: &Path, options: &mut OpenOptions) -> Result<File, SessionError> {
+pub fn open_regular(path: &Path, options: &mut OpenOptions) -> Result<File, SessionError> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;

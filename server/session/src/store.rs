@@ -103,6 +103,13 @@ impl SessionStore {
         if std::fs::symlink_metadata(as_path).is_ok_and(|meta| !meta.is_dir()) {
             return Ok(as_path.to_path_buf());
         }
+        self.find_id(id_or_path, cwd)
+    }
+
+    /// The session file of an id or id prefix, among the store's files only (never a path):
+    /// `cwd`'s sessions first, then every workspace's.
+    pub fn find_id(&self, id: &str, cwd: &Path) -> Result<PathBuf, SessionError> {
+        let id_or_path = id;
         let mut dirs = vec![self.dir_for(cwd)];
         if let Ok(read) = std::fs::read_dir(&self.sessions_dir) {
             dirs.extend(read.filter_map(Result::ok).map(|entry| entry.path()).filter(|path| path.is_dir()));

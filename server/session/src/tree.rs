@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::disk::read_session_file;
+use crate::disk::{MAX_ENTRY_BYTES, read_session_file};
 use crate::error::SessionError;
 use crate::format::{CURRENT_VERSION, ContextLine, Entry, EntryKind, EntryTag, Envelope, Header};
 use crate::migrate::migrate;
@@ -137,6 +137,15 @@ impl SessionTree {
             }
             // Every indexed line is UTF-8, so reading one in full later cannot fail on that.
             let envelope = match std::str::from_utf8(line) {
+                // One entry of gigabytes would cost gigabytes in every view and request: skipped,
+                // with its ids read in place so that its children keep their place.
+                _ if line.len() > MAX_ENTRY_BYTES => {
+                    let ids = serde_json::from_slice::<Envelope>(line).ok().and_then(|envelope| {
+                        Some((envelope.id?.into_owned(), envelope.parent_id.map(|parent| parent.into_owned())))
+                    });
+                    let megabytes = line.len() >> 20;
+                    Err((format!("its line is {megabytes} MB, over the limit of {} MB", MAX_ENTRY_BYTES >> 20), ids))
+                }
                 Ok(text) => serde_json::from_str::<Envelope>(text).map_err(|error| (error.to_string(), None)),
                 Err(_) => {
                     let lossy = String::from_utf8_lossy(line);
@@ -476,6 +485,12 @@ impl SessionTree {
     /// Every entry in file order.
     pub fn iter(&self) -> impl Iterator<Item = EntryRef<'_>> {
         (0..self.nodes.len() as u32).map(|index| self.entry_ref(index))
+    }
+
+    /// Every entry in file order, parsed in full, beside what the index knows of it: each line
+    /// its own, also where a crafted file repeats an id.
+    pub fn entries(&self) -> impl Iterator<Item = (EntryRef<'_>, Result<Entry, SessionError>)> {
+        (0..self.nodes.len() as u32).map(|index| (self.entry_ref(index), self.parse_entry(index)))
     }
 
     /// The direct children of `id`, in file order (`None`: the roots).

@@ -156,6 +156,33 @@ fn a_line_that_is_not_utf8_is_skipped_alone() {
 }
 
 #[test]
+fn a_line_over_the_entry_limit_is_skipped_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, path) = store_with_a_good_session(dir.path());
+    let leaf = SessionTree::load(&path).unwrap().leaf().unwrap().to_string();
+    let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+    // A user message one byte over the limit, then an answer to it.
+    let huge = "x".repeat(reins_session::MAX_ENTRY_BYTES);
+    writeln!(
+        file,
+        r#"{{"type":"message","id":"big00001","parentId":"{leaf}","timestamp":"2025-01-01T00:00:00.000Z","message":{{"role":"user","content":"{huge}"}}}}"#
+    )
+    .unwrap();
+    writeln!(
+        file,
+        r#"{{"type":"message","id":"after001","parentId":"big00001","timestamp":"2025-01-01T00:00:01.000Z","message":{{"role":"assistant","content":[{{"type":"text","text":"later"}}],"stopReason":"stop"}}}}"#
+    )
+    .unwrap();
+    drop(file);
+
+    let tree = within_10s("indexing a huge line", move || SessionTree::load(&path).unwrap());
+    assert!(!tree.contains("big00001"));
+    assert_eq!(tree.get("after001").unwrap().parent_id, Some(leaf.as_str()));
+    let texts: Vec<String> = tree.context().unwrap().messages.iter().map(text_of).collect();
+    assert_eq!(texts, ["hello", "hi", "later"]);
+}
+
+#[test]
 fn a_parent_cycle_is_broken_at_its_first_entry_and_nothing_repeats() {
     let header = r#"{"type":"session","version":3,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}"#;
     let line = |id: &str, parent: &str, role: &str, text: &str| {

@@ -1,14 +1,16 @@
 //! `bash`: runs a shell command in the working directory and reports its output and exit code.
 //!
-//! The command runs in its own process group, so a timeout or a cancelled run kills everything it
-//! started, grandchildren included. stdout and stderr share one pipe, which keeps their lines in
+//! The command runs enclosed (`namespace.rs`): in namespaces of its own where the kernel allows,
+//! under an init that ends everything it started, grandchildren included, when the tool lets go
+//! of its control socket — at a timeout, a cancelled run, when the tool goes, or when reins ends.
+//! Background processes it leaves may run on until then; the result says so. stdout and stderr share one pipe, which keeps their lines in
 //! the order they were written. The result keeps the tail of the output (errors and summaries come
 //! last); the full output of a long command is kept in a file whose path the result gives, up to a
 //! cap. Those files live in a directory of the tool's own, deleted with the tool (when its
 //! session ends), or by the next reins to start after a crash.
 
 use std::io::{self, Write};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
@@ -16,7 +18,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use nix::sys::signal::{Signal, killpg};
+use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use reins_agent::{CommandProposal, Proposal, ToolContext, ToolError, ToolOutput, TypedTool};
 use schemars::JsonSchema;
@@ -25,7 +27,7 @@ use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command};
 
 use crate::exec::{DEFAULT_TIMEOUT_SECS, ExecPolicy, SandboxMode};
-use crate::sandbox::{Confinement, sandbox_support};
+use crate::sandbox::sandbox_support;
 use crate::truncate::{MAX_BYTES, MAX_LINES, format_size, truncate_tail};
 use crate::{Terminal, Workspace};
 
@@ -39,6 +41,9 @@ const UPDATE_INTERVAL: Duration = Duration::from_millis(200);
 /// Bytes of output kept in memory once the full output has gone to a file: enough for the tail
 /// that is shown, with room to find a line start.
 const TAIL_KEEP: usize = 2 * MAX_BYTES;
+/// How long the command's supervisor may take to leave once the shell ended; longer, and the
+/// shell left processes running in the background.
+const LINGER_CHECK: Duration = Duration::from_millis(200);
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct BashInput {
@@ -53,6 +58,16 @@ pub struct BashTool {
     policy: ExecPolicy,
     /// Where full output goes, made at the first long output and deleted with the tool.
     output_dir: Arc<Mutex<Option<tempfile::TempDir>>>,
+    /// Commands whose shell ended but whose background processes run on: they end when this
+    /// goes (the tool, with its session) or reins ends.
+    lingering: Arc<Mutex<Vec<Lingering>>>,
+}
+
+/// A command still running in the background: its supervisor, and the control socket whose
+/// closing ends it.
+struct Lingering {
+    supervisor: Child,
+    _control: tokio::net::UnixStream,
 }
 
 impl BashTool {
@@ -62,7 +77,7 @@ impl BashTool {
     }
 
     pub fn with_policy(workspace: Arc<dyn Workspace>, policy: ExecPolicy) -> Self {
-        Self { workspace, policy, output_dir: Arc::default() }
+        Self { workspace, policy, output_dir: Arc::default(), lingering: Arc::default() }
     }
 
     /// The sandbox in a sentence for the model, or nothing when commands are not sandboxed.
@@ -76,7 +91,26 @@ impl BashTool {
             _ => "only inside the workspace and the temporary directory",
         };
         let network = if sandbox.network { "" } else { "; there is no network access" };
-        format!(" Sandbox: commands read files but write {writes}{network}.")
+        let kept = if crate::namespace_support().is_ok() {
+            "; .git, .mcp.json and .reins/ are read-only; a command sees only its own processes"
+        } else {
+            ""
+        };
+        format!(" Sandbox: commands read files but write {writes}{kept}{network}.")
+    }
+
+    /// The layers of the sandbox in force here, named for the model and the user.
+    fn enforced_by(&self) -> String {
+        let layers: Vec<&str> = crate::protections(&self.policy.sandbox)
+            .into_iter()
+            .filter(|(in_force, _)| *in_force)
+            .map(|(_, line)| match line.split(':').next() {
+                Some("namespaces") => "namespaces",
+                Some("landlock") => "Landlock",
+                _ => "seccomp",
+            })
+            .collect();
+        layers.join(", ")
     }
 
     /// Whether commands actually run sandboxed.
@@ -99,10 +133,12 @@ impl BashTool {
         writable.push(std::env::temp_dir().display().to_string());
         let network = if sandbox.network { "" } else { " and the network is off" };
         Some(format!(
-            "[The command ran in reins's `{}` sandbox: it may write only under {}; secrets such as ~/.ssh \
-             cannot be read{network}. If the error above is such a denial, work inside those directories \
-             instead; only the user can widen the sandbox ([sandbox] in reins's config.toml).]",
+            "[The command ran in reins's `{}` sandbox ({}): it may write only under {}, not in .git, .mcp.json \
+             or .reins/; secrets such as ~/.ssh cannot be read{network}. If the error above is such a denial, \
+             work inside those directories instead; only the user can widen the sandbox ([sandbox] in reins's \
+             config.toml).]",
             sandbox.mode.as_str(),
+            self.enforced_by(),
             writable.join(", ")
         ))
     }
@@ -120,11 +156,13 @@ enum Interrupted {
     Cancelled,
 }
 
-/// Kills the command's process group when dropped (the run was aborted while the command ran)
-/// unless disarmed. It is disarmed once the shell is reaped: the group id may only be reused after
-/// that, and a finished shell's background jobs are left alone.
+/// Ends the command, whole, when dropped (the run was aborted while the command ran) unless
+/// disarmed: shuts its control socket, on which its supervisor ends it (the init its namespace;
+/// without namespaces, the subreaper its children, then its group). Nothing is killed from here:
+/// killing the supervisor first would orphan what the subreaper would have caught. It is
+/// disarmed once the shell ended: a finished shell's background jobs are left alone.
 struct GroupKiller {
-    group: Option<Pid>,
+    control: Option<RawFd>,
 }
 
 /// The command's output: all of it in memory while it is short; once it passes the limits, all of
@@ -234,9 +272,10 @@ impl BashTool {
 
     async fn run(&self, proposal: &CommandProposal, cx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
         let roots = self.workspace.roots();
-        let (mut child, mut output_pipe) = spawn(&proposal.command, &proposal.cwd, &self.policy, &roots)
-            .map_err(|err| ToolError::new(format!("could not start the command: {err}")))?;
-        let mut killer = GroupKiller { group: child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw) };
+        let (mut child, mut output_pipe, mut control) =
+            spawn(&proposal.command, &proposal.cwd, &self.policy, &roots)
+                .map_err(|err| ToolError::new(format!("could not start the command: {err}")))?;
+        let mut killer = GroupKiller { control: Some(control.as_raw_fd()) };
         let mut log = OutputLog::new(self.output_dir.clone(), self.policy.max_output_file_bytes);
         let mut buf = vec![0u8; 16 * 1024];
         let mut last_update: Option<Instant> = None;
@@ -246,6 +285,7 @@ impl BashTool {
 
         // Until the shell exits: read its output, and stop it on timeout or cancellation.
         let mut pipe_open = true;
+        let mut shell_status = Box::pin(shell_status(&mut control));
         let status = loop {
             tokio::select! {
                 read = output_pipe.read(&mut buf), if pipe_open => match read {
@@ -262,7 +302,7 @@ impl BashTool {
                         pipe_open = false;
                     }
                 },
-                status = child.wait() => break status,
+                status = &mut shell_status => break status,
                 () = &mut deadline, if interrupted.is_none() => {
                     interrupted = Some(Interrupted::TimedOut);
                     killer.kill();
@@ -273,6 +313,7 @@ impl BashTool {
                 }
             }
         };
+        drop(shell_status);
         killer.disarm();
 
         // Then what is left in the pipe, unless a background process keeps it open.
@@ -297,6 +338,19 @@ impl BashTool {
 
         let status = status.map_err(|err| ToolError::new(format!("waiting for the command failed: {err}")))?;
         let (mut text, full_output) = log.finish();
+        // The supervisor leaves at once unless the shell left processes behind: they run on.
+        let lingers = interrupted.is_none() && tokio::time::timeout(LINGER_CHECK, child.wait()).await.is_err();
+        if lingers {
+            let mut lingering = self.lingering.lock().unwrap_or_else(PoisonError::into_inner);
+            lingering.retain_mut(|lingering| matches!(lingering.supervisor.try_wait(), Ok(None)));
+            lingering.push(Lingering { supervisor: child, _control: control });
+            if !held_open {
+                text = with_notice(
+                    text,
+                    "[Processes the command started still run in the background; they end when reins ends.]",
+                );
+            }
+        }
         if held_open && interrupted.is_none() {
             text = with_notice(
                 text,
@@ -336,26 +390,40 @@ fn with_notice(text: String, notice: &str) -> String {
     text
 }
 
-/// Starts `bash -c command` (or `sh -c` where there is no bash) in its own process group, with
-/// stdout and stderr on one pipe whose read end is returned.
+/// Starts `bash -c command` (or `sh -c` where there is no bash) enclosed, in its own process
+/// group, with stdout and stderr on one pipe whose read end is returned, with the command's
+/// control socket.
 fn spawn(
     command: &str,
     cwd: &Path,
     policy: &ExecPolicy,
     roots: &[PathBuf],
-) -> io::Result<(Child, tokio::net::unix::pipe::Receiver)> {
+) -> io::Result<(Child, tokio::net::unix::pipe::Receiver, tokio::net::UnixStream)> {
     let (sender, receiver) = tokio::net::unix::pipe::pipe()?;
     let writer = sender.into_blocking_fd()?;
-    let child = match spawn_shell("bash", command, cwd, policy, roots, &writer) {
+    let (child, control) = match spawn_shell("bash", command, cwd, policy, roots, &writer) {
         Err(err) if err.kind() == io::ErrorKind::NotFound => spawn_shell("sh", command, cwd, policy, roots, &writer)?,
         other => other?,
     };
     // Our copy of the write end goes now, so the pipe ends when the command's processes close it.
     drop(writer);
-    Ok((child, receiver))
+    control.set_nonblocking(true)?;
+    Ok((child, receiver, tokio::net::UnixStream::from_std(control)?))
 }
 
-/// Starts one shell, confined to the policy's sandbox, with only the policy's environment.
+/// The shell's wait status, which the command's init writes on the control socket when the
+/// shell ends; a socket closed without it means the command was killed whole.
+async fn shell_status(control: &mut tokio::net::UnixStream) -> io::Result<ExitStatus> {
+    let mut status = [0u8; 4];
+    match control.read_exact(&mut status).await {
+        Ok(_) => Ok(ExitStatus::from_raw(i32::from_ne_bytes(status))),
+        Err(err) if err.kind() == io::ErrorKind::UnexpectedEof => Ok(ExitStatus::from_raw(nix::libc::SIGKILL)),
+        Err(err) => Err(err),
+    }
+}
+
+/// Starts one shell, enclosed and confined to the policy's sandbox, with only the policy's
+/// environment.
 fn spawn_shell(
     shell: &str,
     command: &str,
@@ -363,7 +431,7 @@ fn spawn_shell(
     policy: &ExecPolicy,
     roots: &[PathBuf],
     writer: &OwnedFd,
-) -> io::Result<Child> {
+) -> io::Result<(Child, std::os::unix::net::UnixStream)> {
     // `Command` holds its copies of the write end until it is dropped at the end of this function.
     let mut child = Command::new(shell);
     child
@@ -377,14 +445,8 @@ fn spawn_shell(
     if let Some(env) = &policy.env {
         child.env_clear().envs(env.iter().map(|(name, value)| (name, value)));
     }
-    if let Some(mut confinement) = Confinement::new(&policy.sandbox, roots)? {
-        // SAFETY: `apply` only makes system calls on what was built before the fork; it does not
-        // allocate or lock.
-        unsafe {
-            child.pre_exec(move || confinement.apply());
-        }
-    }
-    child.spawn()
+    let control = crate::namespace::enclose(child.as_std_mut(), &policy.sandbox, roots)?;
+    Ok((child.spawn()?, control))
 }
 
 fn describe_signal(status: ExitStatus) -> String {
@@ -396,16 +458,14 @@ fn describe_signal(status: ExitStatus) -> String {
 
 impl GroupKiller {
     fn kill(&mut self) {
-        if let Some(group) = self.group {
-            // ESRCH (the group is already gone) is the expected failure.
-            if let Err(err) = killpg(group, Signal::SIGKILL) {
-                tracing::debug!("bash: killing process group {group} failed: {err}");
-            }
+        if let Some(control) = self.control {
+            // SAFETY: the socket is open while the killer is armed (the run owns both).
+            unsafe { nix::libc::shutdown(control, nix::libc::SHUT_WR) };
         }
     }
 
     fn disarm(&mut self) {
-        self.group = None;
+        self.control = None;
     }
 }
 
@@ -503,7 +563,10 @@ impl OutputLog {
         }
         // The file stays until the tool's directory goes (see `BashTool::output_dir`).
         let full_output = full.and_then(|file| match file.keep() {
-            Ok((_, path)) => Some(path),
+            Ok((_, path)) => {
+                crate::output_files::keep(path.clone());
+                Some(path)
+            }
             Err(err) => {
                 tracing::warn!("bash: keeping the full output failed: {err}");
                 None
@@ -546,6 +609,12 @@ fn full_output_file(output_dir: &Mutex<Option<tempfile::TempDir>>) -> io::Result
     }
     let dir = dir.as_ref().map(|dir| dir.path().to_path_buf()).unwrap_or_default();
     tempfile::Builder::new().prefix("bash-").suffix(".log").tempfile_in(dir)
+}
+
+/// Removes the output directories that reins processes which are gone (crashed, killed) left in
+/// the temporary directory: a long-running reins calls it at start.
+pub fn remove_abandoned_output() {
+    remove_abandoned_output_dirs(&std::env::temp_dir());
 }
 
 /// Removes the output directories that reins processes which are gone (crashed, killed) left

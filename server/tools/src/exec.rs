@@ -24,8 +24,8 @@ pub struct ExecPolicy {
     pub max_output_file_bytes: u64,
 }
 
-/// What a command may touch. Enforced by the kernel (Landlock and seccomp) in the command's own
-/// process, before it starts; see `sandbox.rs`.
+/// What a command may touch. Enforced by the kernel in the command's own process, before it
+/// starts: namespaces of its own (`namespace.rs`), then Landlock and seccomp (`sandbox.rs`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Sandbox {
     pub mode: SandboxMode,
@@ -36,6 +36,10 @@ pub struct Sandbox {
     pub writable: Vec<PathBuf>,
     /// Files and directories a command may not read (nor write): `~/.ssh`, reins's auth file…
     pub deny_read: Vec<PathBuf>,
+    /// Files and directories that stay read-only inside the writable ones, besides each root's
+    /// `.git`, `.mcp.json` and `.reins/`: reins's own configuration (`trusted-workspaces`…).
+    /// Held where commands get namespaces of their own.
+    pub read_only: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -11,7 +11,7 @@ use std::path::{Component, Path, PathBuf};
 use async_trait::async_trait;
 use reins_agent::FileChange;
 
-use crate::workspace::{TextFile, Workspace, WorkspaceError};
+use crate::workspace::{TextFile, Workspace, WorkspaceError, in_git_dir};
 
 /// Symlink hops followed while resolving one path, as the kernel's own limit does (ELOOP).
 const MAX_SYMLINK_HOPS: usize = 40;
@@ -91,6 +91,9 @@ impl Workspace for FsWorkspace {
     async fn apply(&self, change: &FileChange) -> Result<(), WorkspaceError> {
         // The gate may have rewritten the change, so its paths are checked again.
         let path = self.resolve_path(&change.path)?;
+        if in_git_dir(&path, &self.roots) {
+            return Err(WorkspaceError::GitDir(path));
+        }
         let current = read_file(&path).await?;
         let unchanged = match (&change.before, &current) {
             (Some(before), Some(current)) => before.as_bytes() == current.as_slice(),
@@ -103,6 +106,9 @@ impl Workspace for FsWorkspace {
         let target = match &change.moved_to {
             Some(to) => {
                 let to = self.resolve_path(to)?;
+                if in_git_dir(&to, &self.roots) {
+                    return Err(WorkspaceError::GitDir(to));
+                }
                 if read_file(&to).await?.is_some() {
                     return Err(WorkspaceError::Stale { path: to, expected: None, actual: None });
                 }

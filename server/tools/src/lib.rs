@@ -10,6 +10,8 @@ mod find;
 mod fs;
 mod grep;
 mod ls;
+mod namespace;
+mod output_files;
 mod patch;
 mod read;
 mod sandbox;
@@ -23,7 +25,7 @@ use std::sync::Arc;
 
 use reins_agent::{Tool, ToolError};
 
-pub use bash::BashTool;
+pub use bash::{BashTool, remove_abandoned_output};
 pub use diagnostics::{Diagnostic, DiagnosticSource, DiagnosticsTool, FileDiagnostics, Severity, parse_problems};
 pub use edit::{Applied, Edit, EditTool, apply_edits};
 pub use exec::{
@@ -34,11 +36,13 @@ pub use find::FindTool;
 pub use fs::FsWorkspace;
 pub use grep::GrepTool;
 pub use ls::LsTool;
+pub use namespace::{PROTECTED_NAMES, namespace_support, protected_paths, run_enclosed};
+pub use output_files::MAX_TOTAL_OUTPUT_BYTES;
 pub use patch::{ApplyPatchInput, ApplyPatchTool, Patched, apply_patch_to, patch_paths};
 pub use read::ReadTool;
-pub use sandbox::{confine_self, sandbox_support};
+pub use sandbox::{protections, sandbox_support};
 pub use terminal::{Terminal, TerminalRun};
-pub use workspace::{TextFile, Workspace, WorkspaceError, apply_each};
+pub use workspace::{TextFile, Workspace, WorkspaceError, apply_each, in_git_dir};
 pub use write::WriteTool;
 
 /// How the model edits files: one dialect is offered, never both, so the model is not torn

@@ -1,5 +1,6 @@
-//! The kernel's side of a [`Sandbox`]: a Landlock ruleset (files, TCP) and a seccomp filter (the
-//! sockets Landlock cannot see), both built here in reins and applied by the command's own
+//! The kernel's side of a [`Sandbox`] inside the command's namespaces (`namespace.rs`): a Landlock
+//! ruleset (files, TCP) where the kernel has Landlock, and a seccomp filter (every socket but a
+//! Unix one) when the network is off, both built here in reins and applied by the command's own
 //! process between fork and exec, so that the command and everything it starts are held to them
 //! and reins itself is not.
 //!
@@ -33,8 +34,61 @@ pub(crate) struct Confinement {
     seccomp: Option<BpfProgram>,
 }
 
-/// Whether this kernel can hold commands to a sandbox; the error says why not.
+/// Whether this kernel can hold commands to a sandbox's files: with namespaces of their own (see
+/// `namespace.rs`) or with Landlock; the error says why neither.
 pub fn sandbox_support() -> Result<(), String> {
+    match (crate::namespace_support(), landlock_support()) {
+        (Err(namespaces), Err(landlock)) => Err(format!("{namespaces}; and {landlock}")),
+        _ => Ok(()),
+    }
+}
+
+/// What holds commands here, a protection a line, for `reins config check` and the model: each
+/// layer that is in force and each that is not, with why.
+pub fn protections(sandbox: &Sandbox) -> Vec<(bool, String)> {
+    let off = sandbox.mode == SandboxMode::Off;
+    let mut lines = Vec::new();
+    match crate::namespace_support() {
+        Ok(()) if off => lines.push((
+            true,
+            "namespaces: each command sees only its own processes in /proc and ends with reins; files are not \
+             restricted (sandbox.mode = \"off\")"
+                .to_string(),
+        )),
+        Ok(()) => lines.push((
+            true,
+            "namespaces: each command sees only its own processes in /proc and ends with reins; the filesystem \
+             is read-only but for the writable directories, .git, .mcp.json and .reins/ stay read-only, denied \
+             paths are hidden"
+                .to_string(),
+        )),
+        Err(reason) => lines.push((
+            false,
+            format!("namespaces: {reason}; commands can see other processes, and a subreaper ends them with reins"),
+        )),
+    }
+    match landlock_support() {
+        Ok(()) if off => lines.push((false, "landlock: not used (sandbox.mode = \"off\")".to_string())),
+        Ok(()) => lines.push((true, "landlock: file access and TCP are held by the kernel's Landlock".to_string())),
+        Err(reason) => lines.push((false, format!("landlock: {reason}"))),
+    }
+    if off {
+        lines.push((false, "seccomp: not used (sandbox.mode = \"off\")".to_string()));
+    } else if sandbox.network {
+        lines.push((false, "seccomp: not used (sandbox.network = true)".to_string()));
+    } else {
+        lines.push((true, "seccomp: commands may open only Unix sockets (no IP, netlink, vsock or raw)".to_string()));
+    }
+    lines
+}
+
+/// Where every command may write, whatever the mode.
+pub(crate) fn temporary_dirs() -> Vec<PathBuf> {
+    vec![std::env::temp_dir(), PathBuf::from("/tmp"), PathBuf::from("/var/tmp"), PathBuf::from("/dev/shm")]
+}
+
+/// Whether this kernel has Landlock; the error says why not.
+fn landlock_support() -> Result<(), String> {
     // A ruleset is created (not applied) only to learn whether the kernel has Landlock.
     let created = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
@@ -46,27 +100,19 @@ pub fn sandbox_support() -> Result<(), String> {
     }
 }
 
-/// Confines this process (and what it executes next) to `sandbox` with `roots` as the workspace,
-/// for a command started elsewhere — in an editor's terminal, through `reins sandbox-exec`.
-/// Answers false, changing nothing, when the mode is off or the kernel cannot sandbox. Landlock
-/// holds the calling thread: call it from the thread that then executes the command.
-pub fn confine_self(sandbox: &Sandbox, roots: &[PathBuf]) -> io::Result<bool> {
-    match Confinement::new(sandbox, roots)? {
-        Some(mut confinement) => confinement.apply().map(|()| true),
-        None => Ok(false),
-    }
-}
-
 impl Confinement {
     /// Builds, in this process, what the command's process will apply: `None` when the mode is
-    /// off or the kernel cannot sandbox (the harness said so when the settings loaded).
+    /// off. Landlock where the kernel has it; the socket filter whenever the network is off.
     pub(crate) fn new(sandbox: &Sandbox, roots: &[PathBuf]) -> io::Result<Option<Self>> {
-        if sandbox.mode == SandboxMode::Off || sandbox_support().is_err() {
+        if sandbox.mode == SandboxMode::Off {
             return Ok(None);
         }
-        let ruleset = ruleset(sandbox, roots).map_err(io::Error::other)?;
+        let ruleset = match landlock_support() {
+            Ok(()) => Some(ruleset(sandbox, roots).map_err(io::Error::other)?),
+            Err(_) => None,
+        };
         let seccomp = if sandbox.network { None } else { Some(network_filter().map_err(io::Error::other)?) };
-        Ok(Some(Self { ruleset: Some(ruleset), seccomp }))
+        Ok(Some(Self { ruleset, seccomp }))
     }
 
     /// Applies the confinement to the calling process. Runs between fork and exec: it must not
@@ -132,8 +178,7 @@ fn ruleset(sandbox: &Sandbox, roots: &[PathBuf]) -> Result<RulesetCreated, landl
     let all = AccessFs::from_all(ABI_USED);
     let deny: Vec<PathBuf> = sandbox.deny_read.iter().filter_map(|path| path.canonicalize().ok()).collect();
 
-    let mut writable: Vec<PathBuf> =
-        vec![std::env::temp_dir(), PathBuf::from("/tmp"), PathBuf::from("/var/tmp"), PathBuf::from("/dev/shm")];
+    let mut writable: Vec<PathBuf> = temporary_dirs();
     if sandbox.mode == SandboxMode::WorkspaceWrite {
         writable.extend(roots.iter().cloned());
         writable.extend(sandbox.writable.iter().cloned());
@@ -189,17 +234,21 @@ fn grant(
     }
 }
 
-/// Refuses, with EPERM, new IP and raw sockets, and io_uring (whose own socket operations would
-/// get past the filter). Unix sockets stay: local tools need them.
+/// Refuses, with EPERM, every socket but a Unix one (IP, raw, netlink, which changes interfaces
+/// as root, vsock, which reaches the host of a virtual machine), and io_uring (whose own socket
+/// operations would get past the filter). Unix sockets stay: local tools need them.
 fn network_filter() -> Result<BpfProgram, seccompiler::BackendError> {
-    let domain = |family: i32| -> Result<SeccompRule, seccompiler::BackendError> {
-        SeccompRule::new(vec![SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, family as u64)?])
+    let not_unix = || -> Result<SeccompRule, seccompiler::BackendError> {
+        SeccompRule::new(vec![SeccompCondition::new(
+            0,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Ne,
+            nix::libc::AF_UNIX as u64,
+        )?])
     };
     let mut rules = BTreeMap::new();
-    rules.insert(
-        nix::libc::SYS_socket,
-        vec![domain(nix::libc::AF_INET)?, domain(nix::libc::AF_INET6)?, domain(nix::libc::AF_PACKET)?],
-    );
+    rules.insert(nix::libc::SYS_socket, vec![not_unix()?]);
+    rules.insert(nix::libc::SYS_socketpair, vec![not_unix()?]);
     rules.insert(nix::libc::SYS_io_uring_setup, Vec::new());
     let arch = std::env::consts::ARCH
         .try_into()

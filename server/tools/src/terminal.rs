@@ -2,7 +2,7 @@
 //! an editor's, which the workspace offers ([`crate::Workspace::terminal`]) — an ACP client's
 //! `terminal/*`, for instance. The terminal is handed the command's [`ExecPolicy`] and must keep
 //! it: the environment without secrets and the sandbox, which the process the terminal starts
-//! applies to itself ([`confine_self`](crate::confine_self)) before it runs the command.
+//! runs the command in ([`run_enclosed`](crate::run_enclosed)).
 
 use async_trait::async_trait;
 use std::path::PathBuf;

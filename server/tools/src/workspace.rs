@@ -34,6 +34,12 @@ pub enum WorkspaceError {
     Stale { path: PathBuf, expected: Option<i32>, actual: Option<i32> },
     #[error("the change to {path} was not applied: {reason}")]
     Rejected { path: PathBuf, reason: String },
+    /// Git's own directory: a hook or config written there runs, unconfined, at the next `git`.
+    #[error(
+        "{0} is inside .git, which only git and the user change (a hook or config written there would run \
+         outside the sandbox); tools do not write there"
+    )]
+    GitDir(PathBuf),
 }
 
 #[async_trait]
@@ -51,6 +57,15 @@ pub trait Workspace: Send + Sync {
     /// path inside the roots. Refuses `..` escapes and symlinks that lead out. The path need not
     /// exist (a file about to be written).
     fn resolve(&self, path: &str) -> Result<PathBuf, WorkspaceError>;
+
+    /// [`Workspace::resolve`] for a path a tool is about to write: never inside a root's `.git`.
+    fn resolve_writable(&self, path: &str) -> Result<PathBuf, WorkspaceError> {
+        let real = self.resolve(path)?;
+        if in_git_dir(&real, &self.roots()) {
+            return Err(WorkspaceError::GitDir(real));
+        }
+        Ok(real)
+    }
 
     /// Whether `path` (absolute), with its symlinks followed, lies inside the roots: a walk
     /// (`grep`, `find`, `ls`) asks this of every symlink it meets, so no tool reads or shows
@@ -109,4 +124,12 @@ pub async fn apply_each<W: Workspace + ?Sized>(workspace: &W, changes: &[FileCha
         }
     }
     Ok(())
+}
+
+/// Whether `path` (real, absolute) lies in a `.git` below one of `roots`: the repository's own
+/// or a nested one's.
+pub fn in_git_dir(path: &Path, roots: &[PathBuf]) -> bool {
+    roots
+        .iter()
+        .any(|root| path.strip_prefix(root).is_ok_and(|rest| rest.components().any(|part| part.as_os_str() == ".git")))
 }

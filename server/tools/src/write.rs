@@ -37,7 +37,7 @@ impl TypedTool for WriteTool {
     }
 
     async fn prepare(&self, input: &WriteInput) -> Result<Option<Proposal>, ToolError> {
-        let path = self.workspace.resolve(&input.path).map_err(workspace_error)?;
+        let path = self.workspace.resolve_writable(&input.path).map_err(workspace_error)?;
         let (before, version) = match self.workspace.read_text(&path).await {
             Ok(file) => (Some(file.text), file.version),
             Err(WorkspaceError::NotFound(_)) => (None, None),

@@ -29,6 +29,29 @@ fn has_ended(pid: i32) -> bool {
     }
 }
 
+#[tokio::test]
+async fn background_processes_run_on_while_the_tool_lives_and_end_with_it() {
+    let fixture = Fixture::new(&[]);
+    let tool = BashTool::new(fixture.workspace.clone());
+    let command = "sleep 30.4 > /dev/null 2>&1 & nohup sleep 30.5 > /dev/null 2>&1 & \
+                   setsid sleep 30.6 > /dev/null 2>&1 & (setsid sh -c 'sleep 30.7 & :' > /dev/null 2>&1 &); echo started";
+    let arguments = serde_json::json!({ "command": command }).to_string();
+    expect![[r#"
+        started
+
+        [Processes the command started still run in the background; they end when reins ends.]"#]]
+    .assert_eq(&outcome(run(&tool, &arguments).await));
+    let lines = ["sleep 30.4", "sleep 30.5", "sleep 30.6", "sleep 30.7"];
+    let pids: Vec<i32> = lines.iter().map(|line| running(line).unwrap_or_else(|| panic!("{line} ended"))).collect();
+    // Another command does not end them.
+    assert_eq!(outcome(run(&tool, r#"{"command": "echo again"}"#).await), "again\n");
+    assert!(pids.iter().all(|&pid| !has_ended(pid)));
+    drop(tool);
+    for (pid, line) in pids.iter().zip(lines) {
+        assert!(wait_until_ended(*pid).await, "{line} outlived the tool");
+    }
+}
+
 /// Waits up to two seconds for `pid` to end.
 async fn wait_until_ended(pid: i32) -> bool {
     for _ in 0..40 {
@@ -40,8 +63,19 @@ async fn wait_until_ended(pid: i32) -> bool {
     false
 }
 
-fn read_pid(fixture: &Fixture) -> i32 {
-    fixture.read("pid").trim().parse().unwrap()
+/// The process running exactly `command line` (its words joined by spaces), as this test sees
+/// it: a command's own `$!` is a pid of its namespace.
+fn running(command_line: &str) -> Option<i32> {
+    std::fs::read_dir("/proc").unwrap().flatten().find_map(|entry| {
+        let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
+        let words = std::fs::read(entry.path().join("cmdline")).ok()?;
+        let words: Vec<String> = words
+            .split(|&byte| byte == 0)
+            .filter(|word| !word.is_empty())
+            .map(|w| String::from_utf8_lossy(w).into())
+            .collect();
+        (words.join(" ") == command_line && !has_ended(pid)).then_some(pid)
+    })
 }
 
 #[tokio::test]
@@ -102,7 +136,7 @@ async fn timeout_kills_grandchildren_and_returns_promptly() {
     let started = Instant::now();
     // The background sleep holds the output pipe open and would keep a naive reader waiting.
     let answer =
-        outcome(run(&tool, r#"{"command": "sleep 30 & echo $! > pid; echo waiting; sleep 30", "timeout": 1}"#).await);
+        outcome(run(&tool, r#"{"command": "sleep 30.1 & echo $! > pid; echo waiting; sleep 30", "timeout": 1}"#).await);
     let elapsed = started.elapsed();
     expect![[r#"
         error: waiting
@@ -110,7 +144,7 @@ async fn timeout_kills_grandchildren_and_returns_promptly() {
         Command timed out after 1 s and was killed, with the processes it started."#]]
     .assert_eq(&answer);
     assert!(elapsed < Duration::from_secs(10), "took {elapsed:?}");
-    assert!(wait_until_ended(read_pid(&fixture)).await, "the background sleep survived the timeout");
+    assert!(running("sleep 30.1").is_none(), "the background sleep survived the timeout");
 }
 
 #[tokio::test]
@@ -129,7 +163,7 @@ async fn cancel_kills_the_command_and_its_children() {
     });
     let started = Instant::now();
     let answer = outcome(
-        run_with(&tool, r#"{"command": "(sleep 30; echo late) & echo $! > pid; sleep 30"}"#, cancel, &|_| {}).await,
+        run_with(&tool, r#"{"command": "(sleep 30.2; echo late) & echo $! > pid; sleep 30"}"#, cancel, &|_| {}).await,
     );
     assert!(started.elapsed() < Duration::from_secs(10));
     expect![[r#"
@@ -137,7 +171,15 @@ async fn cancel_kills_the_command_and_its_children() {
 
         Command was cancelled and killed."#]]
     .assert_eq(&answer);
-    assert!(wait_until_ended(read_pid(&fixture)).await, "the background subshell survived cancellation");
+    let mut survivor = running("sleep 30.2");
+    for _ in 0..40 {
+        if survivor.is_none() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        survivor = running("sleep 30.2");
+    }
+    assert_eq!(survivor, None, "the background subshell survived cancellation");
 }
 
 #[tokio::test]
@@ -145,12 +187,12 @@ async fn a_background_process_holding_the_output_does_not_block_the_result() {
     let fixture = Fixture::new(&[]);
     let tool = BashTool::new(fixture.workspace.clone());
     let started = Instant::now();
-    let answer = outcome(run(&tool, r#"{"command": "sleep 30 & echo $! > pid; echo started"}"#).await);
+    let answer = outcome(run(&tool, r#"{"command": "sleep 30.3 & echo $! > pid; echo started"}"#).await);
     assert!(started.elapsed() < Duration::from_secs(10));
-    let pid = read_pid(&fixture);
-    // It was left running; the test stops it.
-    assert!(!has_ended(pid));
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL).unwrap();
+    // It was left running; it ends with the tool.
+    let pid = running("sleep 30.3").expect("the background sleep runs on");
+    drop(tool);
+    assert!(wait_until_ended(pid).await, "the background sleep outlived the tool");
     expect![[r#"
         started
 

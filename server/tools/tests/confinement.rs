@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use expect_test::{Expect, expect};
 use reins_agent::Tool;
-use reins_tools::{FindTool, FsWorkspace, GrepTool, LsTool, ReadTool, Workspace, WriteTool};
+use reins_tools::{ApplyPatchTool, EditTool, FindTool, FsWorkspace, GrepTool, LsTool, ReadTool, Workspace, WriteTool};
+use serde_json::json;
 use support::{Fixture, outcome, run};
 
 /// The fixture's escape hatches: `link-file` → a file outside, `link-dir` → a directory outside,
@@ -215,5 +216,92 @@ fn ls_names_a_symlink_that_leads_out_without_following_it() {
         link-dir -> (outside the workspace)
         link-file -> (outside the workspace)
         sub/"#]],
+    );
+}
+
+/// Runs `write`, `edit` and `apply_patch` on `path` in a git workspace (with a nested repository
+/// in `vendor/lib` and `gitlink` → `.git`) and shows what each answered.
+fn check_git_write(path: &str, expected: Expect) {
+    let fixture = Fixture::new(&[
+        (".git/config", "[core]\n"),
+        (".git/hooks/pre-commit.sample", "#!/bin/sh\n"),
+        ("vendor/lib/.git/config", "[core]\n"),
+        ("notes.git", "not git's\n"),
+    ]);
+    fixture.symlink(&fixture.path(".git"), "gitlink");
+    let workspace: Arc<dyn Workspace> = fixture.workspace.clone();
+    let patch = format!("*** Begin Patch\n*** Add File: {path}\n+x\n*** End Patch");
+    let tools: [(&str, Box<dyn Tool>, String); 3] = [
+        ("write", Box::new(WriteTool::new(workspace.clone())), json!({"path": path, "content": "x"}).to_string()),
+        (
+            "edit",
+            Box::new(EditTool::new(workspace.clone())),
+            json!({"path": path, "edits": [{"oldText": "[core]", "newText": "[core]\nfsmonitor = x"}]}).to_string(),
+        ),
+        ("apply_patch", Box::new(ApplyPatchTool::new(workspace)), json!({"input": patch}).to_string()),
+    ];
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let mut report = String::new();
+    for (name, tool, arguments) in tools {
+        let answer = outcome(runtime.block_on(run(tool.as_ref(), &arguments)));
+        report.push_str(&format!("{name}: {}\n", fixture.redact(&answer)));
+    }
+    expected.assert_eq(&report);
+    assert_eq!(fixture.read(".git/config"), "[core]\n");
+    assert!(!fixture.path(".git/hooks/pre-commit").exists());
+}
+
+#[test]
+fn git_metadata_is_never_written() {
+    check_git_write(
+        ".git/config",
+        expect![[r#"
+            write: error: $ROOT/.git/config is inside .git, which only git and the user change (a hook or config written there would run outside the sandbox); tools do not write there
+            edit: error: $ROOT/.git/config is inside .git, which only git and the user change (a hook or config written there would run outside the sandbox); tools do not write there
+            apply_patch: error: $ROOT/.git/config is inside .git, which only git and the user change (a hook or config written there would run outside the sandbox); tools do not write there (line 2 of the patch). Nothing was changed.
+        "#]],
+    );
+    check_git_write(
+        ".git/hooks/pre-commit",
+        expect![[r#"
+            write: error: $ROOT/.git/hooks/pre-commit is inside .git, which only git and the user change (a hook or config written there would run outside the sandbox); tools do not write there
+            edit: error: $ROOT/.git/hooks/pre-commit is inside .git, which only git and the user change (a hook or config written there would run outside the sandbox); tools do not write there
+            apply_patch: error: $ROOT/.git/hooks/pre-commit is inside .git, which only git and the user change (a hook or config written there would run outside the sandbox); tools do not write there (line 2 of the patch). Nothing was changed.
+        "#]],
+    );
+    check_git_write(
+        "gitlink/config",
+        expect![[r#"
+            write: error: $ROOT/.git/config is inside .git, which only git and the user change (a hook or config written there would run outside the sandbox); tools do not write there
+            edit: error: $ROOT/.git/config is inside .git, which only git and the user change (a hook or config written there would run outside the sandbox); tools do not write there
+            apply_patch: error: $ROOT/.git/config is inside .git, which only git and the user change (a hook or config written there would run outside the sandbox); tools do not write there (line 2 of the patch). Nothing was changed.
+        "#]],
+    );
+    check_git_write(
+        "vendor/lib/.git/config",
+        expect![[r#"
+            write: error: $ROOT/vendor/lib/.git/config is inside .git, which only git and the user change (a hook or config written there would run outside the sandbox); tools do not write there
+            edit: error: $ROOT/vendor/lib/.git/config is inside .git, which only git and the user change (a hook or config written there would run outside the sandbox); tools do not write there
+            apply_patch: error: $ROOT/vendor/lib/.git/config is inside .git, which only git and the user change (a hook or config written there would run outside the sandbox); tools do not write there (line 2 of the patch). Nothing was changed.
+        "#]],
+    );
+}
+
+#[test]
+fn a_name_that_merely_ends_in_git_is_written() {
+    check_git_write(
+        "notes.git",
+        expect![[r#"
+            write: Wrote 1 byte to notes.git
+            edit: error: could not find oldText in notes.git. The most similar part of the file is line 1 (though not very similar), shown with line numbers, which are not part of the file:
+                1 | x
+            What differs (- your oldText, + the file):
+            - [core]
+            + x
+
+            Read notes.git again and copy oldText exactly as it is now, including whitespace and indentation.
+            apply_patch: error: notes.git already exists; *** Add File only creates files. Use *** Update File: notes.git to change it
+            Nothing was changed.
+        "#]],
     );
 }

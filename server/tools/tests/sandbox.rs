@@ -1,6 +1,8 @@
-//! The bash sandbox, enforced by this machine's kernel (Landlock and seccomp): writes only where
-//! allowed, reads everywhere but the denied paths, no network unless allowed, and a denial the
-//! model can act on. Where the kernel has no Landlock, the tests check that this is reported.
+//! The bash sandbox, enforced by this machine's kernel (namespaces, Landlock, seccomp): writes
+//! only where allowed, `.git` and trusted config read-only, reads everywhere but the denied
+//! paths, no other process in sight, only Unix sockets unless the network is allowed, and a
+//! denial the model can act on. Where the kernel can do none of it, the tests check that this is
+//! reported. The answers shown are those of the namespaces, which this machine has.
 
 mod support;
 
@@ -37,14 +39,20 @@ fn fixture_base() -> PathBuf {
 }
 
 fn sandbox(fixture: &Fixture, mode: SandboxMode, network: bool) -> Sandbox {
-    Sandbox { mode, network, writable: Vec::new(), deny_read: vec![fixture.outside.join("hidden")] }
+    Sandbox {
+        mode,
+        network,
+        writable: Vec::new(),
+        deny_read: vec![fixture.outside.join("hidden")],
+        read_only: vec![fixture.root.join("kept")],
+    }
 }
 
 /// Runs `command` under `sandbox` and shows the answer with the fixture's paths and the
 /// temporary directory redacted. `None` where the kernel cannot sandbox.
 async fn sandboxed(fixture: &Fixture, sandbox: Sandbox, command: &str) -> Option<String> {
     if let Err(reason) = sandbox_support() {
-        assert!(reason.contains("Landlock"), "{reason}");
+        assert!(reason.contains("Landlock") && reason.contains("namespace"), "{reason}");
         eprintln!("skipped: {reason}");
         return None;
     }
@@ -90,11 +98,11 @@ async fn a_write_outside_is_denied_with_a_notice_the_model_can_act_on() {
     };
     expect![[r#"
         error: secret
-        bash: line 1: $OUTSIDE/new.txt: Permission denied
+        bash: line 1: $OUTSIDE/new.txt: Read-only file system
 
         Command exited with code 1
 
-        [The command ran in reins's `workspace-write` sandbox: it may write only under $ROOT, $TMP; secrets such as ~/.ssh cannot be read and the network is off. If the error above is such a denial, work inside those directories instead; only the user can widen the sandbox ([sandbox] in reins's config.toml).]"#]]
+        [The command ran in reins's `workspace-write` sandbox (namespaces, Landlock, seccomp): it may write only under $ROOT, $TMP, not in .git, .mcp.json or .reins/; secrets such as ~/.ssh cannot be read and the network is off. If the error above is such a denial, work inside those directories instead; only the user can widen the sandbox ([sandbox] in reins's config.toml).]"#]]
     .assert_eq(&answer);
     assert!(!fixture.outside.join("new.txt").exists());
 }
@@ -108,11 +116,11 @@ async fn read_only_writes_nowhere_but_temp() {
         expect![[r#"
             error: inside
             temp ok
-            bash: line 1: inside.txt: Permission denied
+            bash: line 1: inside.txt: Read-only file system
 
             Command exited with code 1
 
-            [The command ran in reins's `read-only` sandbox: it may write only under $TMP; secrets such as ~/.ssh cannot be read and the network is off. If the error above is such a denial, work inside those directories instead; only the user can widen the sandbox ([sandbox] in reins's config.toml).]"#]],
+            [The command ran in reins's `read-only` sandbox (namespaces, Landlock, seccomp): it may write only under $TMP, not in .git, .mcp.json or .reins/; secrets such as ~/.ssh cannot be read and the network is off. If the error above is such a denial, work inside those directories instead; only the user can widen the sandbox ([sandbox] in reins's config.toml).]"#]],
     )
     .await;
 }
@@ -124,7 +132,7 @@ async fn denied_paths_cannot_be_read_though_their_directory_lists() {
         true,
         "cat $OUTSIDE/hidden/key.txt; ls $OUTSIDE; cat $OUTSIDE/secret.txt",
         expect![[r#"
-            cat: $OUTSIDE/hidden/key.txt: Permission denied
+            cat: $OUTSIDE/hidden/key.txt: No such file or directory
             hidden
             secret.txt
             secret
@@ -177,4 +185,161 @@ async fn off_runs_with_the_users_rights() {
     let arguments = serde_json::json!({ "command": command }).to_string();
     assert_eq!(outcome(run(&tool, &arguments).await), "key\n");
     let _: PathBuf = fixture.root.clone();
+}
+
+/// `git` run in `dir`, which must succeed.
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let status = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"])
+        .args(args)
+        .current_dir(dir)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "git {args:?}");
+}
+
+/// Whether the sandbox's own namespaces are at work here; where not, say why and skip.
+fn namespaces() -> bool {
+    match reins_tools::namespace_support() {
+        Ok(()) => true,
+        Err(reason) => {
+            eprintln!("skipped: {reason}");
+            false
+        }
+    }
+}
+
+#[tokio::test]
+async fn git_metadata_and_trusted_config_are_read_only_in_a_writable_workspace() {
+    if !namespaces() {
+        return;
+    }
+    let fixture = fixture();
+    git(&fixture.root, &["init", "-q"]);
+    std::fs::write(fixture.root.join(".mcp.json"), "{}\n").unwrap();
+    std::fs::create_dir_all(fixture.root.join(".reins")).unwrap();
+    std::fs::write(fixture.root.join(".reins/config.toml"), "").unwrap();
+    let command = "git config core.fsmonitor 'touch pwned'; \
+                   echo 'touch pwned' > .git/hooks/pre-commit; \
+                   echo '{\"mcpServers\": {}}' > .mcp.json; echo x > .reins/config.toml; echo x > .reins/new.toml; \
+                   mv .git .git-old; mount -o remount,rw .git 2>&1 | head -c 0; umount .git 2>&1 | head -c 0; \
+                   echo 'touch pwned' > .git/hooks/post-checkout; \
+                   echo still writable > inside.txt && cat inside.txt";
+    let answer = sandboxed(&fixture, sandbox(&fixture, SandboxMode::WorkspaceWrite, false), command).await.unwrap();
+    expect![[r#"
+        error: could not lock config file .git/config: Read-only file system
+        bash: line 1: .git/hooks/pre-commit: Read-only file system
+        bash: line 1: .mcp.json: Read-only file system
+        bash: line 1: .reins/config.toml: Read-only file system
+        bash: line 1: .reins/new.toml: Read-only file system
+        mv: cannot move '.git' to '.git-old': Device or resource busy
+        bash: line 1: .git/hooks/post-checkout: Read-only file system
+        still writable
+    "#]]
+    .assert_eq(&answer);
+    let config = std::fs::read_to_string(fixture.root.join(".git/config")).unwrap();
+    assert!(!config.contains("fsmonitor"), "{config}");
+    assert!(!fixture.root.join(".git/hooks/pre-commit").exists());
+    assert_eq!(std::fs::read_to_string(fixture.root.join(".mcp.json")).unwrap(), "{}\n");
+}
+
+#[tokio::test]
+async fn a_worktrees_git_directory_is_read_only_too() {
+    if !namespaces() {
+        return;
+    }
+    // The main repository in the temporary directory, writable to commands; the worktree is
+    // the workspace, its `.git` a file naming the real git directory.
+    let main = tempfile::tempdir().unwrap();
+    git(main.path(), &["init", "-q"]);
+    git(main.path(), &["commit", "-q", "--allow-empty", "-m", "first"]);
+    let fixture = fixture();
+    std::fs::remove_dir_all(&fixture.root).unwrap();
+    git(main.path(), &["worktree", "add", "-q", &fixture.root.display().to_string()]);
+    let command = "{ git config core.fsmonitor 'touch pwned'; \
+                   echo x > \"$(git rev-parse --git-common-dir)/hooks/pre-commit\"; \
+                   echo x > \"$(git rev-parse --git-dir)/HEAD\"; } 2>&1 | sed 's|/[^:]*/||'";
+    let answer = sandboxed(&fixture, sandbox(&fixture, SandboxMode::WorkspaceWrite, false), command).await.unwrap();
+    expect![[r#"
+        error: could not lock config file config: Read-only file system
+        bash: line 1: pre-commit: Read-only file system
+        bash: line 1: HEAD: Read-only file system
+    "#]]
+    .assert_eq(&answer);
+    let config = std::fs::read_to_string(main.path().join(".git/config")).unwrap();
+    assert!(!config.contains("fsmonitor"), "{config}");
+}
+
+#[tokio::test]
+async fn other_processes_are_out_of_sight_and_their_keys_with_them() {
+    if !namespaces() {
+        return;
+    }
+    // A process outside the command, of the same user, with a key in its environment: as the
+    // shell or the editor that started reins would be.
+    let mut holder =
+        std::process::Command::new("sleep").arg("60.8").env("REINS_TEST_KEY", "sk-canary-proc").spawn().unwrap();
+    let command = format!(
+        "cat /proc/{}/environ 2>&1 | sed 's/^cat: .*: /cat: /'; cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' \
+         | grep -c sk-canary-proc; ls /proc | grep -c '^[0-9]'; echo $$",
+        holder.id()
+    );
+    for mode in [SandboxMode::WorkspaceWrite, SandboxMode::Off] {
+        let fixture = fixture();
+        let answer = sandboxed(&fixture, sandbox(&fixture, mode, false), &command).await.unwrap();
+        // No such process; no canary; the shell, its pipeline and the init; the shell is 2.
+        assert!(answer.starts_with("cat: No such file or directory\n0\n"), "{mode:?}: {answer}");
+        let lines: Vec<&str> = answer.lines().collect();
+        assert!(lines[2].parse::<u32>().unwrap() <= 6, "{mode:?}: {answer}");
+        assert_eq!(lines[3], "2", "{mode:?}: {answer}");
+    }
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+}
+
+#[tokio::test]
+async fn with_the_network_off_only_unix_sockets_open() {
+    let probe = |family: &str| {
+        format!(
+            "python3 -c 'import socket\ntry:\n socket.socket(socket.{family}, socket.SOCK_DGRAM if \"{family}\" != \
+             \"AF_VSOCK\" else socket.SOCK_STREAM); print(\"{family} open\")\nexcept OSError as e: print(\"{family} \
+             refused\", e.errno)'"
+        )
+    };
+    let command = ["AF_UNIX", "AF_INET", "AF_INET6", "AF_NETLINK", "AF_VSOCK", "AF_PACKET"].map(probe).join("; ");
+    check(
+        SandboxMode::WorkspaceWrite,
+        false,
+        &command,
+        expect![[r#"
+            AF_UNIX open
+            AF_INET refused 1
+            AF_INET6 refused 1
+            AF_NETLINK refused 1
+            AF_VSOCK refused 1
+            AF_PACKET refused 1
+        "#]],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn reins_own_configuration_stays_read_only_inside_a_writable_directory() {
+    if !namespaces() {
+        return;
+    }
+    let fixture = fixture();
+    std::fs::create_dir_all(fixture.root.join("kept")).unwrap();
+    std::fs::write(fixture.root.join("kept/trusted-workspaces"), "/home/u/work\n").unwrap();
+    let command =
+        "echo / >> kept/trusted-workspaces; echo x > kept/trusted-files; echo ok > beside.txt && cat beside.txt";
+    let answer = sandboxed(&fixture, sandbox(&fixture, SandboxMode::WorkspaceWrite, false), command).await.unwrap();
+    expect![[r#"
+        bash: line 1: kept/trusted-workspaces: Read-only file system
+        bash: line 1: kept/trusted-files: Read-only file system
+        ok
+    "#]]
+    .assert_eq(&answer);
+    assert_eq!(std::fs::read_to_string(fixture.root.join("kept/trusted-workspaces")).unwrap(), "/home/u/work\n");
 }

@@ -126,7 +126,11 @@ pub fn bench_large_session(dir: &Path) -> Result<BenchFigures, String> {
 /// Writes a linear session of `entries` entries shaped like a coding run (user asks, assistant
 /// calls `read`, the result comes back, assistant answers), with a compaction every
 /// `compaction_every` entries keeping the last ~1,000 entries before it, and returns its path.
-fn write_large_session(dir: &Path, entries: usize, compaction_every: Option<usize>) -> std::io::Result<PathBuf> {
+pub(crate) fn write_large_session(
+    dir: &Path,
+    entries: usize,
+    compaction_every: Option<usize>,
+) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
     let start_ms = JANUARY_2025_MS;
     let header =

@@ -5,6 +5,7 @@
 //! A tiny JSON-RPC client lives here (the bench crate does not depend on the test client):
 //! requests go out one at a time, and server notifications and requests are read past.
 
+use std::collections::HashSet;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -28,6 +29,8 @@ pub(crate) struct Client {
     next_id: i64,
     /// Text deltas seen (in coalesced notifications), for the achieved rate.
     delta_chars: usize,
+    /// The runs whose `agent_end` was read.
+    pub(crate) ended: HashSet<String>,
 }
 
 /// Runs the LSP measurements and prints them; true when a target was missed.
@@ -126,8 +129,19 @@ async fn run(reins: &Path) -> Result<bool, String> {
 
 impl Client {
     pub(crate) fn spawn(reins: &Path, workspace: &Path, base_url: &str) -> Result<Self, String> {
+        Self::spawn_with(reins, workspace, base_url, &[])
+    }
+
+    /// [`Client::spawn`] with `env` set on top.
+    pub(crate) fn spawn_with(
+        reins: &Path,
+        workspace: &Path,
+        base_url: &str,
+        env: &[(&str, &Path)],
+    ) -> Result<Self, String> {
         let mut child = tokio::process::Command::new(reins)
             .arg("lsp")
+            .envs(env.iter().copied())
             .current_dir(workspace)
             .env("OPENAI_BASE_URL", base_url)
             .env("REINS_HOME", workspace.join(".reins-home"))
@@ -141,7 +155,7 @@ impl Client {
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err("no stdio".into());
         };
-        Ok(Self { child, stdin, stdout: BufReader::new(stdout), next_id: 1, delta_chars: 0 })
+        Ok(Self { child, stdin, stdout: BufReader::new(stdout), next_id: 1, delta_chars: 0, ended: HashSet::new() })
     }
 
     pub(crate) async fn initialize(&mut self, root: &Path) -> Result<Value, String> {
@@ -170,12 +184,7 @@ impl Client {
                 .await
                 .map_err(|_| format!("no answer to {method}"))??;
             if message.get("method").is_some() {
-                if let Some(server_id) = message.get("id") {
-                    self.write(&json!({"jsonrpc": "2.0", "id": server_id, "result": null})).await?;
-                } else if message["params"]["event"]["type"] == "message_update" {
-                    self.delta_chars +=
-                        message["params"]["event"]["delta"]["delta"].as_str().map_or(0, |d| d.chars().count());
-                }
+                self.read_past(&message).await?;
                 continue;
             }
             if message["id"] == id {
@@ -185,6 +194,35 @@ impl Client {
                 };
             }
         }
+    }
+
+    /// Reads until the `agent_end` of `run_id` (or finds it read already).
+    pub(crate) async fn wait_for_end(&mut self, run_id: &str) -> Result<(), String> {
+        while !self.ended.contains(run_id) {
+            let message = tokio::time::timeout(Duration::from_secs(30), self.read())
+                .await
+                .map_err(|_| format!("run {run_id} did not end"))??;
+            if message.get("method").is_some() {
+                self.read_past(&message).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Answers a server request; counts a notification's text deltas and notes its run's end.
+    async fn read_past(&mut self, message: &Value) -> Result<(), String> {
+        if let Some(server_id) = message.get("id") {
+            return self.write(&json!({"jsonrpc": "2.0", "id": server_id, "result": null})).await;
+        }
+        let event = &message["params"]["event"];
+        if event["type"] == "message_update" {
+            self.delta_chars += event["delta"]["delta"].as_str().map_or(0, |d| d.chars().count());
+        } else if event["type"] == "agent_end"
+            && let Some(run_id) = message["params"]["runId"].as_str()
+        {
+            self.ended.insert(run_id.to_string());
+        }
+        Ok(())
     }
 
     pub(crate) async fn write(&mut self, message: &Value) -> Result<(), String> {

@@ -11,6 +11,7 @@
 #![allow(clippy::print_stdout)]
 
 mod acp;
+mod big_sessions;
 mod checkpoints;
 mod diagnostics;
 mod edit_corpus;
@@ -21,6 +22,7 @@ mod peer;
 mod pi16;
 mod review;
 mod sessions;
+mod soak;
 mod tokens;
 
 use std::ffi::OsString;
@@ -101,6 +103,24 @@ fn main() {
         let failed = runtime.block_on(diagnostics::measure(&reins));
         std::process::exit(i32::from(failed && std::env::var_os("BENCH_STRICT").is_some()));
     }
+    // `reins-bench soak`: only the all-day soak (the release binary, thousands of turns).
+    if args.first().is_some_and(|first| first == "soak") {
+        let Some(reins) = reins_binary() else {
+            eprintln!("bench: build the release binary first: cargo build --release -p reins (or use scripts/bench)");
+            std::process::exit(1);
+        };
+        let failed = runtime.block_on(soak::measure(&reins));
+        std::process::exit(i32::from(failed && std::env::var_os("BENCH_STRICT").is_some()));
+    }
+    // `reins-bench big-sessions`: only the big and crafted session figures (the release binary).
+    if args.first().is_some_and(|first| first == "big-sessions") {
+        let Some(reins) = reins_binary() else {
+            eprintln!("bench: build the release binary first: cargo build --release -p reins (or use scripts/bench)");
+            std::process::exit(1);
+        };
+        let failed = runtime.block_on(big_sessions::measure(&reins));
+        std::process::exit(i32::from(failed && std::env::var_os("BENCH_STRICT").is_some()));
+    }
     // `reins-bench tokens`: only the token figures (first request, prompt cache), reins and pi 1.6.
     if args.first().is_some_and(|first| first == "tokens") {
         std::process::exit(runtime.block_on(tokens_only()));
@@ -160,6 +180,7 @@ async fn run() -> i32 {
     failed |= checkpoints::measure(&reins);
     failed |= acp::measure(&reins).await;
     failed |= diagnostics::measure(&reins).await;
+    failed |= big_sessions::measure(&reins).await;
     print_load(&load_before);
     if std::env::var_os("BENCH_STRICT").is_none() {
         failed = false;

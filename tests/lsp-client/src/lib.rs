@@ -114,6 +114,11 @@ impl LspClient {
         Self { writer, shared, next_id: AtomicI64::new(1), child: None, reader }
     }
 
+    /// The server's process id, when this client spawned it.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().and_then(Child::id)
+    }
+
     /// Sends a request and waits for its answer.
     pub async fn request(&self, method: &str, params: Value) -> Answer {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);

@@ -59,14 +59,18 @@ impl<'a> Assembler<'a> {
 
     fn on_wire_event(&mut self, event: WireEvent) -> Step {
         match event {
-            WireEvent::MessageStart { message } => self.add_usage(message.usage),
+            // Counts without content, like pings, do not hold off the idle timeout: a server
+            // that sent usage every second would otherwise keep a run waiting for ever.
+            WireEvent::MessageStart { message } => {
+                self.add_usage(message.usage);
+                return Step::KeepAlive;
+            }
             WireEvent::ContentBlockStart { index, content_block } => self.start_block(index, content_block),
             WireEvent::ContentBlockDelta { index, delta } => self.on_delta(index, delta),
             WireEvent::MessageDelta { delta, usage } => {
                 self.add_usage(usage);
-                if let Some(reason) = delta.stop_reason {
-                    self.stop_reason = Some(reason);
-                }
+                let Some(reason) = delta.stop_reason else { return Step::KeepAlive };
+                self.stop_reason = Some(reason);
             }
             WireEvent::MessageStop {} => {
                 self.stopped = true;

@@ -93,14 +93,15 @@ impl<'a> Assembler<'a> {
         })
     }
 
-    /// Takes one chunk; returns whether it carried anything (content, usage, a finish reason).
+    /// Takes one chunk; returns whether it carried the answer forward (content or a finish
+    /// reason). Usage alone does not: a server that sent a count every second (`"choices": []`)
+    /// would otherwise hold off the idle timeout for ever.
     fn on_chunk(&mut self, chunk: ChatChunk) -> bool {
         let mut carried = false;
         if let Some(usage) = chunk.usage
             && usage != WireUsage::default()
         {
             self.usage = Some(usage);
-            carried = true;
         }
         // With `n = 1` (the default) there is one choice; others are ignored.
         let Some(choice) = chunk.choices.and_then(|choices| choices.into_iter().next()) else { return carried };

@@ -123,8 +123,11 @@ fn arguments_text(arguments: &Value) -> Cow<'_, str> {
     }
 }
 
+/// A `tool` message carries one string: the result's text blocks (an MCP server's several
+/// paragraphs, with its images between them) are joined with a blank line, so they do not run
+/// together.
 fn tool_message(result: &ToolResultMessage) -> WireMessage<'_> {
-    WireMessage::Tool { tool_call_id: &result.tool_call_id, content: joined_text(&result.content) }
+    WireMessage::Tool { tool_call_id: &result.tool_call_id, content: joined_with(&result.content, "\n\n") }
 }
 
 fn images_message(images: Vec<ContentPart<'_>>) -> WireMessage<'_> {
@@ -144,6 +147,10 @@ fn image_part(block: &Content) -> Option<ContentPart<'_>> {
 
 /// The text blocks as one string: borrowed when there is one (the usual case), joined otherwise.
 fn joined_text(content: &[Content]) -> Cow<'_, str> {
+    joined_with(content, "")
+}
+
+fn joined_with<'a>(content: &'a [Content], separator: &str) -> Cow<'a, str> {
     let mut texts = content.iter().filter_map(|block| match block {
         Content::Text { text } => Some(text.as_str()),
         _ => None,
@@ -152,8 +159,11 @@ fn joined_text(content: &[Content]) -> Cow<'_, str> {
         (None, _) => Cow::Borrowed(""),
         (Some(only), None) => Cow::Borrowed(only),
         (Some(first), Some(second)) => {
-            let mut joined = format!("{first}{second}");
-            texts.for_each(|text| joined.push_str(text));
+            let mut joined = format!("{first}{separator}{second}");
+            texts.for_each(|text| {
+                joined.push_str(separator);
+                joined.push_str(text);
+            });
             Cow::Owned(joined)
         }
     }
@@ -320,7 +330,8 @@ mod tests {
                     name: "read".into(),
                     arguments: json!({}),
                 })]),
-                tool_result("c1", vec![Content::text("an image"), image]),
+                // A tool's text blocks are paragraphs: a blank line between them.
+                tool_result("c1", vec![Content::text("A tiny image:"), image, Content::text("The image above.")]),
                 assistant(vec![]), // an empty failed answer is left out
             ],
             tools: Vec::new(),
@@ -328,7 +339,7 @@ mod tests {
             thinking: None,
         };
         let value: Value = serde_json::from_str(&body(&request)).unwrap();
-        expect![[r#"[{"role":"user","content":[{"type":"text","text":"what is this?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"read","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"an image"},{"role":"user","content":[{"type":"text","text":"Images from the tool results above:"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]}]"#]]
+        expect![[r#"[{"role":"user","content":[{"type":"text","text":"what is this?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"read","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"A tiny image:\n\nThe image above."},{"role":"user","content":[{"type":"text","text":"Images from the tool results above:"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]}]"#]]
         .assert_eq(&value["messages"].to_string());
         assert!(value.get("tools").is_none());
         // Without a limit of its own, the request takes the model's.

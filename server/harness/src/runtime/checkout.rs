@@ -126,8 +126,9 @@ impl Harness {
         journal: Journal,
     ) -> Result<Vec<(reins_checkpoints::JournalFile, Written)>, HarnessError> {
         let workspace = self.options.workspace.clone();
-        let inside =
-            move |path: &Path| path.to_str().is_some_and(|text| workspace.resolve(text).is_ok_and(|real| real == path));
+        let inside = move |path: &Path| {
+            path.to_str().is_some_and(|text| workspace.resolve_writable(text).is_ok_and(|real| real == path))
+        };
         let written = journal.apply(&inside);
         let file = session.file()?.clone();
         let context = {
@@ -203,8 +204,9 @@ impl Harness {
     fn resolve_recorded(&self, cwd: &Path, recorded: &str) -> Result<PathBuf, String> {
         let full = cwd.join(recorded);
         let full = full.to_str().ok_or_else(|| "its path is not UTF-8".to_string())?;
-        self.options.workspace.resolve(full).map_err(|err| match err {
+        self.options.workspace.resolve_writable(full).map_err(|err| match err {
             WorkspaceError::OutsideRoots { .. } => "it is outside the workspace".to_string(),
+            WorkspaceError::GitDir(_) => "it is inside .git, which only git and the user change".to_string(),
             other => other.to_string(),
         })
     }

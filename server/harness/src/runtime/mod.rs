@@ -6,6 +6,7 @@
 mod checkout;
 mod choices;
 mod landing;
+mod release;
 mod runs;
 mod sessions;
 mod tools;
@@ -41,6 +42,7 @@ use crate::settings::Settings;
 use crate::tool_set::ToolSet;
 use choices::Choices;
 pub use choices::{SessionUsage, ThinkingSet, ToolsSet};
+use release::Released;
 use tools::ConfiguredServers;
 pub(crate) use tools::SessionTools;
 
@@ -99,6 +101,10 @@ pub struct Harness {
     router: Option<Arc<LiveRouter>>,
     store: SessionStore,
     sessions: Mutex<HashMap<SessionId, Arc<LiveSession>>>,
+    /// Sessions released to save their memory and file descriptor (see [`release`]), reopened
+    /// from their files on demand.
+    released: Mutex<HashMap<SessionId, Released>>,
+    reopening: Mutex<()>,
     listing: Mutex<SessionListing>,
     counter: AtomicU64,
     /// The configured MCP servers, which every session joins (see [`tools`]).
@@ -132,6 +138,12 @@ struct LiveSession {
     tool_env: ToolEnv,
     /// The built-in tools the agent's system prompt was written for.
     prompted: Mutex<Vec<String>>,
+    /// The tools the user allowed for the rest of the session (shared with the approval gate);
+    /// kept when the session is released.
+    allowed: Arc<Mutex<HashSet<String>>>,
+    /// When the session was last used, on the harness's counter: the least recently used idle
+    /// sessions are released first.
+    last_used: AtomicU64,
 }
 
 /// What a session's tools work through: the workspace, recording the file changes that land when
@@ -175,6 +187,8 @@ impl Harness {
             router,
             store,
             sessions: Mutex::new(HashMap::new()),
+            released: Mutex::default(),
+            reopening: Mutex::default(),
             listing: Mutex::default(),
             counter: AtomicU64::new(0),
             mcp: Mutex::new(ConfiguredServers { servers: mcp, roots: options_roots }),
@@ -230,7 +244,13 @@ impl Harness {
         self.options.workspace.cwd()
     }
 
-    fn go_live_from_file(&self, mut file: SessionFile) -> SessionId {
+    fn go_live_from_file(&self, file: SessionFile) -> SessionId {
+        self.go_live_from_file_with(file, Arc::default())
+    }
+
+    /// Like [`Harness::go_live_from_file`], with the tools the user already allowed in the
+    /// session (one that was released and comes back).
+    fn go_live_from_file_with(&self, mut file: SessionFile, allowed: Arc<Mutex<HashSet<String>>>) -> SessionId {
         file.set_durability(Durability::Write);
         let context = file.context().unwrap_or_default();
         let settings = self.settings();
@@ -241,7 +261,7 @@ impl Harness {
         let id = file.id().to_string();
         let mut choices = Choices::default();
         choices.adopt(&context);
-        self.go_live(id, Some(file), model, context.messages, choices)
+        self.go_live(id, Some(file), model, context.messages, choices, allowed)
     }
 
     /// `choices`: what the session chose for itself (its file records them); the tools offered
@@ -253,6 +273,7 @@ impl Harness {
         model: Model,
         messages: Vec<Message>,
         choices: Choices,
+        allowed: Arc<Mutex<HashSet<String>>>,
     ) -> SessionId {
         let file = file.map(|file| Arc::new(Mutex::new(file)));
         // A session kept on disk records the file changes of its tools on its path.
@@ -266,7 +287,7 @@ impl Harness {
         let gate = ApprovalGate {
             session_id: id.clone(),
             running: running.clone(),
-            allowed: Arc::new(Mutex::new(HashSet::new())),
+            allowed: allowed.clone(),
             settings: self.settings.clone(),
             approver: self.options.approver.clone(),
         };
@@ -285,8 +306,12 @@ impl Harness {
             cancel,
             tool_env,
             prompted,
+            allowed,
+            last_used: AtomicU64::new(self.next()),
         });
+        lock(&self.released).remove(&id);
         lock(&self.sessions).insert(id.clone(), session);
+        self.release_idle();
         id
     }
 
@@ -393,10 +418,22 @@ impl Harness {
         Emitter { emit, held, sink }
     }
 
+    /// A session by id, reopened from its file when it was released.
     fn session(&self, session_id: &str) -> Result<Arc<LiveSession>, HarnessError> {
-        lock(&self.sessions).get(session_id).cloned().ok_or_else(|| {
+        if let Some(session) = self.live(session_id) {
+            return Ok(session);
+        }
+        self.reopen(session_id)?;
+        self.live(session_id).ok_or_else(|| {
             HarnessError::InvalidArgument(format!("no session {session_id:?} is open; open it or start a new one"))
         })
+    }
+
+    /// A session that is open now, marked used.
+    fn live(&self, session_id: &str) -> Option<Arc<LiveSession>> {
+        let session = lock(&self.sessions).get(session_id).cloned()?;
+        session.last_used.store(self.next(), Ordering::Relaxed);
+        Some(session)
     }
 
     /// Marks an idle session busy for an operation that awaits the model (navigating with a

@@ -57,6 +57,9 @@ impl Harness {
                 }
             };
             emitter.finish();
+            drop(task_session);
+            // The session is idle now: it may be the one too many kept open.
+            harness.release_idle();
             if let Some(outcome) = outcome {
                 let _ = done_tx.send(outcome);
             }
@@ -166,7 +169,7 @@ impl Harness {
 
     /// Cancels the running run, if any; true when there was one.
     pub fn cancel(&self, session_id: &str) -> Result<bool, HarnessError> {
-        let session = self.session(session_id)?;
+        let Some(session) = self.live(session_id) else { return self.released_or_unknown(session_id) };
         let running = lock(&session.running).is_some();
         if running {
             session.agent.abort();
@@ -177,7 +180,18 @@ impl Harness {
 
     /// Whether a run is going in the session.
     pub fn is_running(&self, session_id: &str) -> Result<bool, HarnessError> {
-        Ok(lock(&self.session(session_id)?.running).is_some())
+        match self.live(session_id) {
+            Some(session) => Ok(lock(&session.running).is_some()),
+            None => self.released_or_unknown(session_id),
+        }
+    }
+
+    /// `false` (nothing runs) for a released session, the error of an unknown one.
+    fn released_or_unknown(&self, session_id: &str) -> Result<bool, HarnessError> {
+        if lock(&self.released).contains_key(session_id) {
+            return Ok(false);
+        }
+        self.session(session_id).map(|session| lock(&session.running).is_some())
     }
 }
 

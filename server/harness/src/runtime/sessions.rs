@@ -1,6 +1,8 @@
 //! The session side of the harness: starting, opening, listing, forking, navigating, labelling,
 //! renaming and compacting sessions, a session's model, and its conversation.
 
+use std::path::PathBuf;
+
 use reins_ai::{Message, Model, now_ms};
 use reins_checkpoints::{FILE_CHANGE, FileChangeRecord};
 use reins_session::{Durability, EntryKind, SessionError, SessionFile};
@@ -18,7 +20,7 @@ impl Harness {
         let model = self.settings().resolve_model(model.filter(|model| !model.trim().is_empty()));
         if !self.options.persist {
             let id = format!("mem-{}-{:x}", self.next(), now_ms());
-            return Ok(self.go_live(id, None, model, Vec::new(), Default::default()));
+            return Ok(self.go_live(id, None, model, Vec::new(), Default::default(), Default::default()));
         }
         let mut file = self.store.create(&self.cwd(), None).map_err(session_error)?;
         file.set_durability(Durability::Write);
@@ -29,21 +31,37 @@ impl Harness {
         }
         file.flush().map_err(session_error)?;
         let id = file.id().to_string();
-        Ok(self.go_live(id, Some(file), model, Vec::new(), Default::default()))
+        Ok(self.go_live(id, Some(file), model, Vec::new(), Default::default(), Default::default()))
     }
 
     /// Opens a session by id (or unique prefix) or path, and continues from its leaf.
     pub fn open_session(&self, id_or_path: &str) -> Result<SessionId, HarnessError> {
-        if let Some(live) = lock(&self.sessions).get(id_or_path) {
+        if let Some(live) = self.live(id_or_path) {
             return Ok(live.id.clone());
         }
         self.require_persist()?;
+        if lock(&self.released).contains_key(id_or_path) {
+            return self.session(id_or_path).map(|live| live.id.clone());
+        }
         let path = self.store.find(id_or_path, &self.cwd()).map_err(session_error)?;
-        if let Some(live) = lock(&self.sessions).values().find(|live| live.has_path(&path)) {
-            return Ok(live.id.clone());
+        if let Some(id) = self.open_at(&path)? {
+            return Ok(id);
         }
         let file = SessionFile::open(&path).map_err(session_error)?;
         Ok(self.go_live_from_file(file))
+    }
+
+    /// Opens a session of the store by id, never by path (for clients that name sessions by id
+    /// alone, such as ACP's `session/load`), and gives the working directory its file records.
+    pub fn open_stored_session(&self, id: &str) -> Result<(SessionId, PathBuf), HarnessError> {
+        self.require_persist()?;
+        let path = self.store.find_id(id, &self.cwd()).map_err(session_error)?;
+        let file = SessionFile::open(&path).map_err(session_error)?;
+        let cwd = PathBuf::from(&file.tree().header().cwd);
+        if let Some(live) = lock(&self.sessions).values().find(|live| live.has_path(&path)) {
+            return Ok((live.id.clone(), cwd));
+        }
+        Ok((self.go_live_from_file(file), cwd))
     }
 
     /// Opens the most recent session of this workspace, if there is one; an error when that one
@@ -51,14 +69,23 @@ impl Harness {
     pub fn continue_recent(&self) -> Result<Option<SessionId>, HarnessError> {
         self.require_persist()?;
         let Some(path) = self.store.most_recent(&self.cwd()).map_err(session_error)? else { return Ok(None) };
-        if let Some(live) = lock(&self.sessions).values().find(|live| live.has_path(&path)) {
-            return Ok(Some(live.id.clone()));
+        if let Some(id) = self.open_at(&path)? {
+            return Ok(Some(id));
         }
         // The newest file is the one the user means; when it cannot be read, say so rather than
         // continue an older one or start over.
         let file =
             SessionFile::open(&path).map_err(|error| session_error(SessionError::NotContinued(Box::new(error))))?;
         Ok(Some(self.go_live_from_file(file)))
+    }
+
+    /// The session at `path` when it is open or released (then opened again), else `None`.
+    fn open_at(&self, path: &std::path::Path) -> Result<Option<SessionId>, HarnessError> {
+        let live = lock(&self.sessions).values().find(|live| live.has_path(path)).map(|live| live.id.clone());
+        match live.or_else(|| self.released_at(path)) {
+            Some(id) => self.session(&id).map(|live| Some(live.id.clone())),
+            None => Ok(None),
+        }
     }
 
     /// The sessions of this workspace, newest first.

@@ -191,8 +191,10 @@ impl Harness {
     }
 }
 
+/// Stops `servers` unless another harness or session shares them (they stop when the last
+/// holder lets go).
 fn stop_in_background(servers: Arc<Servers>) {
-    if servers.is_empty() {
+    if servers.is_empty() || crate::mcp_pool::held_elsewhere(&servers) {
         return;
     }
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {

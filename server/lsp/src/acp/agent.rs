@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -30,6 +30,9 @@ use crate::lsp::lock;
 
 /// How long a cancelled run has to end (and save its session) when the client goes away.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// Idle sessions kept open besides those prompting; the others are released (see
+/// [`State::release_idle`]).
+const KEEP_IDLE_SESSIONS: usize = 8;
 
 /// What the handlers share.
 pub struct State {
@@ -37,6 +40,35 @@ pub struct State {
     /// What the client said it can do (`initialize`).
     client: Mutex<ClientCapabilities>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// Sessions released to free their memory, file and MCP servers, by id: what reopens them
+    /// when the client names them again.
+    released: Mutex<HashMap<String, Released>>,
+    /// Orders the sessions' uses: the least recently used idle ones are released first.
+    uses: AtomicU64,
+}
+
+/// Where a released session works and the MCP servers its client gave it.
+struct Released {
+    cwd: PathBuf,
+    servers: Vec<reins_mcp::ServerConfig>,
+}
+
+/// Refuses the root and the user's home directory itself as a session's `cwd`: the session may
+/// write anywhere in its workspace, and there that is everything (or every project) the user has.
+fn refuse_too_broad(cwd: &Path) -> Result<(), Error> {
+    let canonical = |path: &Path| path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let cwd = canonical(cwd);
+    let home = std::env::var_os("HOME").filter(|home| !home.is_empty()).map(|home| canonical(Path::new(&home)));
+    let what = match () {
+        _ if cwd.parent().is_none() => "the root directory",
+        _ if home.as_deref() == Some(cwd.as_path()) => "your home directory",
+        _ => return Ok(()),
+    };
+    Err(to_proto::invalid_params(format!(
+        "cwd {} is {what}: a session could write anywhere in it; open a folder inside it instead, such as {}",
+        cwd.display(),
+        cwd.join("my-project").display()
+    )))
 }
 
 /// One ACP session: a harness of its own, over the session's `cwd`.
@@ -47,6 +79,10 @@ pub struct Session {
     pub workspace: Arc<AcpWorkspace>,
     /// A prompt turn is going (from `session/prompt` until its answer is sent).
     pub prompting: Arc<AtomicBool>,
+    /// The MCP servers the client gave the session, to give them again when it reopens.
+    servers: Vec<reins_mcp::ServerConfig>,
+    /// When the session was last used, on [`State::uses`].
+    last_used: AtomicU64,
 }
 
 /// Serves one client on `input`/`output` until the input ends; running turns are then
@@ -57,7 +93,13 @@ pub async fn serve(
 ) -> Result<(), String> {
     let (sink, lines, writer) = transport::connect(input, output);
     let (events, inputs) = Events::channel();
-    let state = Arc::new(State { events, client: Mutex::default(), sessions: Mutex::default() });
+    let state = Arc::new(State {
+        events,
+        client: Mutex::default(),
+        sessions: Mutex::default(),
+        released: Mutex::default(),
+        uses: AtomicU64::new(0),
+    });
     let served = builder(state.clone())
         .connect_with(Lines::new(sink, lines), async |cx: ConnectionTo<Client>| {
             let pump = Pump::new(cx.clone());
@@ -105,8 +147,8 @@ fn builder(
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |request: PromptRequest, responder, _cx| {
-                prompt.prompt(request, responder);
+            async move |request: PromptRequest, responder, cx| {
+                prompt.prompt(request, responder, cx);
                 Ok(())
             },
             agent_client_protocol::on_receive_request!(),
@@ -151,6 +193,7 @@ impl State {
                 to_proto::quoted(&cwd.display().to_string())
             )));
         }
+        refuse_too_broad(cwd)?;
         let disk =
             FsWorkspace::new(vec![cwd.to_path_buf()]).map_err(|err| to_proto::invalid_params(err.to_string()))?;
         let can = {
@@ -197,15 +240,80 @@ impl State {
         Ok((harness, workspace))
     }
 
-    /// Puts a session the harness has open in the map and tells the event task about it.
-    fn register(&self, id: &str, cwd: &Path, harness: Arc<Harness>, workspace: Arc<AcpWorkspace>) -> Arc<Session> {
+    /// Puts a session the harness has open in the map and tells the event task about it; then
+    /// releases the sessions too many.
+    fn register(
+        &self,
+        id: &str,
+        cwd: &Path,
+        harness: Arc<Harness>,
+        workspace: Arc<AcpWorkspace>,
+        servers: Vec<reins_mcp::ServerConfig>,
+    ) -> Arc<Session> {
         workspace.set_session(id);
         let settings = LiveSettings::new((*harness.settings()).clone());
         self.events.send(Input::Session { session_id: id.to_string(), cwd: cwd.to_path_buf(), settings });
         let prompting = Arc::default();
-        let session = Arc::new(Session { id: id.to_string(), cwd: cwd.to_path_buf(), harness, workspace, prompting });
+        let last_used = AtomicU64::new(self.uses.fetch_add(1, Ordering::Relaxed));
+        let session = Arc::new(Session {
+            id: id.to_string(),
+            cwd: cwd.to_path_buf(),
+            harness,
+            workspace,
+            prompting,
+            servers,
+            last_used,
+        });
+        lock(&self.released).remove(id);
         lock(&self.sessions).insert(id.to_string(), session.clone());
+        self.release_idle();
         session
+    }
+
+    /// Releases the idle sessions beyond the [`KEEP_IDLE_SESSIONS`] used last: each session has
+    /// a harness of its own, with its file, conversation and MCP servers (stopped when no other
+    /// session shares them). A session is idle when no prompt turn goes on in it and nothing
+    /// else holds it; a released one reopens from its file when the client names it again.
+    fn release_idle(&self) {
+        let released: Vec<Arc<Session>> = {
+            let mut sessions = lock(&self.sessions);
+            let mut idle: Vec<(u64, String)> = sessions
+                .values()
+                .filter(|session| Arc::strong_count(session) == 1 && !session.prompting.load(Ordering::SeqCst))
+                .filter(|session| !session.harness.is_running(&session.id).unwrap_or(true))
+                .map(|session| (session.last_used.load(Ordering::Relaxed), session.id.clone()))
+                .collect();
+            if idle.len() <= KEEP_IDLE_SESSIONS {
+                return;
+            }
+            idle.sort_unstable_by_key(|(used, _)| std::cmp::Reverse(*used));
+            idle.split_off(KEEP_IDLE_SESSIONS).into_iter().filter_map(|(_, id)| sessions.remove(&id)).collect()
+        };
+        let mut stash = lock(&self.released);
+        for session in &released {
+            stash.insert(session.id.clone(), Released { cwd: session.cwd.clone(), servers: session.servers.clone() });
+            self.events.send(Input::Released { session_id: session.id.clone() });
+        }
+    }
+
+    /// Opens a released session again, as `session/load` would without the replay.
+    fn reopen(&self, id: &str, cx: ConnectionTo<Client>) -> Result<Arc<Session>, Error> {
+        let Some(released) = lock(&self.released).remove(id) else { return Err(not_open(id)) };
+        let reopened = self.harness(&released.cwd, cx).and_then(|(harness, workspace)| {
+            harness.open_session(id).map_err(to_proto::harness_error)?;
+            workspace.set_session(id);
+            if !released.servers.is_empty() {
+                harness.set_session_servers(id, released.servers.clone()).map_err(to_proto::harness_error)?;
+            }
+            Ok((harness, workspace))
+        });
+        match reopened {
+            Ok((harness, workspace)) => Ok(self.register(id, &released.cwd, harness, workspace, released.servers)),
+            Err(err) => {
+                lock(&self.released).insert(id.to_string(), released);
+                Err(err)
+            }
+        }
     }
 
     fn new_session(&self, request: NewSessionRequest, cx: ConnectionTo<Client>) -> Result<NewSessionResponse, Error> {
@@ -215,9 +323,9 @@ impl State {
         // Known before the servers start, so that a server failing at once is told in the session.
         workspace.set_session(&id);
         if !servers.is_empty() {
-            harness.set_session_servers(&id, servers).map_err(to_proto::harness_error)?;
+            harness.set_session_servers(&id, servers.clone()).map_err(to_proto::harness_error)?;
         }
-        self.register(&id, &request.cwd, harness, workspace);
+        self.register(&id, &request.cwd, harness, workspace, servers);
         Ok(NewSessionResponse::new(SessionId::new(id.as_str())))
     }
 
@@ -250,22 +358,41 @@ impl State {
             )));
         }
         let servers = mcp_servers(request.mcp_servers);
+        // An id from session/list or session/new, never a path: a file anywhere whose header
+        // names its own path as its id is not a session of the store.
+        if id.is_empty() || id.starts_with('.') || id.contains(['/', '\\']) {
+            return Err(to_proto::invalid_params(format!(
+                "{} is not a session id (session/list gives them)",
+                to_proto::quoted(&id)
+            )));
+        }
         let (harness, workspace) = self.harness(&request.cwd, cx)?;
-        let opened = harness.open_session(&id).map_err(to_proto::harness_error)?;
+        let (opened, recorded_cwd) = harness.open_stored_session(&id).map_err(to_proto::harness_error)?;
         if opened != id {
             return Err(to_proto::invalid_params(format!(
                 "{} is not the full id of a session (it is {opened})",
                 to_proto::quoted(&id)
             )));
         }
+        // Edits of the loaded session would go to `cwd` while its file says it works elsewhere.
+        let canonical = |path: &Path| path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        if canonical(&recorded_cwd) != canonical(&request.cwd) {
+            return Err(to_proto::invalid_params(format!(
+                "session {} works in {}, not in {}: load it with cwd {}",
+                to_proto::quoted(&id),
+                recorded_cwd.display(),
+                request.cwd.display(),
+                recorded_cwd.display()
+            )));
+        }
         workspace.set_session(&id);
         if !servers.is_empty() {
-            harness.set_session_servers(&id, servers).map_err(to_proto::harness_error)?;
+            harness.set_session_servers(&id, servers.clone()).map_err(to_proto::harness_error)?;
         }
         let messages = harness.messages(&id).map_err(to_proto::harness_error)?;
         // A session without its records (not kept on disk) replays its edits as text results.
         let records = harness.file_changes(&id).unwrap_or_default();
-        let session = self.register(&id, &request.cwd, harness, workspace);
+        let session = self.register(&id, &request.cwd, harness, workspace, servers);
         let replay = to_proto::replay(
             &messages,
             &to_proto::recorded_changes(&records, &session.cwd.canonicalize().unwrap_or_else(|_| session.cwd.clone())),
@@ -302,18 +429,26 @@ impl State {
         Ok(ListSessionsResponse::new(sessions.iter().map(|info| to_proto::session_info(info, &cwd)).collect()))
     }
 
-    fn session(&self, id: &str) -> Result<Arc<Session>, Error> {
-        lock(&self.sessions).get(id).cloned().ok_or_else(|| {
-            to_proto::invalid_params(format!(
-                "no session {} is open; create it with session/new or session/load",
-                to_proto::quoted(id)
-            ))
-        })
+    /// An open session, marked used; a released one is opened again.
+    fn session(&self, id: &str, cx: ConnectionTo<Client>) -> Result<Arc<Session>, Error> {
+        let open = lock(&self.sessions).get(id).cloned();
+        match open {
+            Some(session) => {
+                session.last_used.store(self.uses.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
+                Ok(session)
+            }
+            None => self.reopen(id, cx),
+        }
     }
 
     /// Starts the turn; the event task answers when its run ends.
-    fn prompt(&self, request: PromptRequest, responder: Responder<agent_client_protocol::v1::schema::PromptResponse>) {
-        let session = match self.session(&request.session_id.0) {
+    fn prompt(
+        &self,
+        request: PromptRequest,
+        responder: Responder<agent_client_protocol::v1::schema::PromptResponse>,
+        cx: ConnectionTo<Client>,
+    ) {
+        let session = match self.session(&request.session_id.0, cx) {
             Ok(session) => session,
             Err(err) => {
                 let _ = responder.respond_with_error(err);
@@ -379,6 +514,13 @@ impl State {
             session.harness.shutdown().await;
         }
     }
+}
+
+fn not_open(id: &str) -> Error {
+    to_proto::invalid_params(format!(
+        "no session {} is open; create it with session/new or session/load",
+        to_proto::quoted(id)
+    ))
 }
 
 /// The MCP servers of `session/new` or `session/load`; those left out are logged.

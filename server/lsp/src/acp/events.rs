@@ -30,6 +30,8 @@ pub enum Input {
     Event { event: Box<HarnessEvent>, changes: Vec<FileChange>, terminal: Option<String> },
     /// A session is open: where it works, and the settings its harness has in force.
     Session { session_id: String, cwd: PathBuf, settings: LiveSettings },
+    /// A session was released: what the task knows of it goes (it comes back with `Session`).
+    Released { session_id: String },
     /// The user allowed `tool` for the rest of the session.
     Allowed { session_id: String, tool: String },
     /// A session's prompt turn started: answer `responder` when its run ends, clearing `busy`
@@ -108,6 +110,10 @@ impl Pump {
             Input::Event { event, changes, terminal } => self.event(*event, changes, terminal),
             Input::Session { session_id, cwd, settings } => {
                 self.sessions.insert(session_id, SessionState { cwd, settings, allowed: HashSet::new() });
+            }
+            Input::Released { session_id } => {
+                self.sessions.remove(&session_id);
+                self.notices.remove(&session_id);
             }
             Input::Allowed { session_id, tool } => {
                 if let Some(state) = self.sessions.get_mut(&session_id) {

@@ -670,6 +670,7 @@ fn provider_error(error: &ProviderError) -> WireProviderError<'_> {
         ProviderErrorKind::Auth => "auth",
         ProviderErrorKind::ContextOverflow => "context_overflow",
         ProviderErrorKind::Connection => "connection",
+        ProviderErrorKind::OpenFiles => "open_files",
         ProviderErrorKind::Timeout => "timeout",
         ProviderErrorKind::Stream => "stream",
         ProviderErrorKind::Protocol => "protocol",

@@ -39,6 +39,12 @@ pub fn everything(name: &str) -> ServerConfig {
     ServerConfig::stdio(name, "node", vec![everything_js().display().to_string(), "stdio".into()])
 }
 
+/// The reference filesystem server over stdio, allowed into `root`.
+pub fn filesystem(name: &str, root: &Path) -> ServerConfig {
+    let js = prefix().join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    ServerConfig::stdio(name, "node", vec![js.display().to_string(), root.display().to_string()])
+}
+
 /// The test server over stdio; cancellations it sees are appended to `record`.
 pub fn test_server(name: &str, record: &Path) -> ServerConfig {
     let mut config = ServerConfig::stdio(
@@ -46,13 +52,21 @@ pub fn test_server(name: &str, record: &Path) -> ServerConfig {
         "node",
         vec![repo_root().join("tests/mcp/test-server.mjs").display().to_string(), "stdio".into()],
     );
-    set_env(&mut config, &[("RECORD_FILE", &record.display().to_string())]);
+    set_env(&mut config, &test_env(record));
     config
 }
 
-pub fn set_env(config: &mut ServerConfig, vars: &[(&str, &str)]) {
+/// What the test server needs from its config: where the SDK is, where to record.
+pub fn test_env(record: &Path) -> [(&'static str, String); 2] {
+    [
+        ("MCP_NODE_MODULES", prefix().join("node_modules").display().to_string()),
+        ("RECORD_FILE", record.display().to_string()),
+    ]
+}
+
+pub fn set_env(config: &mut ServerConfig, vars: &[(&str, impl AsRef<str>)]) {
     if let Transport::Stdio { env, .. } = &mut config.transport {
-        env.extend(vars.iter().map(|(name, value)| (name.to_string(), value.to_string())));
+        env.extend(vars.iter().map(|(name, value)| (name.to_string(), value.as_ref().to_string())));
     }
 }
 
@@ -66,13 +80,15 @@ impl Harness {
         Self { notices: Arc::default() }
     }
 
-    /// PATH (to find node) and where the SDK is: all a server gets besides its own `env`.
+    /// reins's environment as the harness hands it over (provider keys taken out): PATH (to find
+    /// node), and secrets whose names do not look secret, which no server may see.
     pub fn options(&self) -> Options {
         let notices = self.notices.clone();
         Options {
             base_env: vec![
                 ("PATH".into(), std::env::var_os("PATH").unwrap_or_default()),
-                ("MCP_NODE_MODULES".into(), prefix().join("node_modules").into_os_string()),
+                ("DATABASE_URL".into(), "postgres://app:hunter2@db/app".into()),
+                ("STRIPE_SK".into(), "sk_live_hunter2".into()),
             ],
             roots: vec![std::env::temp_dir()],
             notify: Arc::new(move |notice| notices.lock().unwrap().push(notice)),

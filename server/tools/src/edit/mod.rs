@@ -84,7 +84,7 @@ impl TypedTool for EditTool {
     }
 
     async fn prepare(&self, input: &EditInput) -> Result<Option<Proposal>, ToolError> {
-        let path = self.workspace.resolve(&input.path).map_err(workspace_error)?;
+        let path = self.workspace.resolve_writable(&input.path).map_err(workspace_error)?;
         let shown = display_path(&path, &self.workspace.cwd());
         let file = self.workspace.read_text(&path).await.map_err(|err| match err {
             WorkspaceError::NotFound(_) => ToolError::new(format!(

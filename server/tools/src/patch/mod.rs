@@ -115,7 +115,7 @@ impl ApplyPatchTool {
                 if targets.contains_key(raw) {
                     continue;
                 }
-                let path = self.workspace.resolve(raw).map_err(|err| {
+                let path = self.workspace.resolve_writable(raw).map_err(|err| {
                     ToolError::new(format!("{err} (line {} of the patch). Nothing was changed.", op.line()))
                 })?;
                 let shown = display_path(&path, &self.workspace.cwd());

@@ -1,0 +1,211 @@
+//! A small index of one workspace's sessions, so that a listing need not read every session
+//! file: what a listing shows of each file (id, name, first message, entry count, times, usage),
+//! stamped with the file's modification time and length. The files stay the truth — pi writes
+//! sessions too, and so may another reins — so an entry whose stamp no longer matches its file is
+//! read again from the file, one for a file that is gone is dropped, and an index that is
+//! missing, unreadable or of another version is rebuilt. It lives beside the session files as
+//! `reins-index.json` (pi lists only `*.jsonl`), written whole to a temporary file and renamed
+//! into place, so a reader never sees half of one.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use reins_ai::{Cost, Usage};
+use serde::{Deserialize, Serialize};
+
+use crate::store::{SessionSummary, summarize};
+
+/// The index's file name, in a workspace's session directory.
+pub const INDEX_FILE: &str = "reins-index.json";
+const VERSION: u32 = 1;
+/// The most characters of a first message the index keeps: more than any listing shows.
+const FIRST_MESSAGE_CHARS: usize = 1000;
+
+/// The index of one session directory, as read and kept up to date by listings.
+#[derive(Debug, Default)]
+pub struct SessionIndex {
+    dir: PathBuf,
+    entries: HashMap<String, IndexEntry>,
+    /// Entries changed since the index was read or written.
+    changed: bool,
+}
+
+/// The index file: its version and an entry per session file, by file name.
+#[derive(Debug, Serialize, Deserialize)]
+struct IndexFile {
+    version: u32,
+    sessions: HashMap<String, IndexEntry>,
+}
+
+/// What a listing shows of one file, and the stamp of the file it was read from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct IndexEntry {
+    /// Nanoseconds since the Unix epoch.
+    modified_ns: u64,
+    len: u64,
+    id: String,
+    cwd: String,
+    name: Option<String>,
+    first_user_message: Option<String>,
+    entry_count: usize,
+    parent_session: Option<String>,
+    usage: UsageRecord,
+}
+
+/// [`Usage`] as the index stores it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct UsageRecord {
+    input: u64,
+    output: u64,
+    cache_read: u64,
+    cache_write: u64,
+    total_tokens: u64,
+    cost_input: f64,
+    cost_output: f64,
+    cost_cache_read: f64,
+    cost_cache_write: f64,
+    cost_total: f64,
+}
+
+impl SessionIndex {
+    /// The index of the session directory `dir`, empty when it has none yet or it cannot be read.
+    pub fn load(dir: &Path) -> SessionIndex {
+        let path = dir.join(INDEX_FILE);
+        let entries = match std::fs::read(&path) {
+            Ok(bytes) => match serde_json::from_slice::<IndexFile>(&bytes) {
+                Ok(file) if file.version == VERSION => file.sessions,
+                Ok(_) => HashMap::new(),
+                Err(err) => {
+                    tracing::info!("{}: {err}; rebuilding the index from the session files", path.display());
+                    HashMap::new()
+                }
+            },
+            Err(_) => HashMap::new(),
+        };
+        SessionIndex { dir: dir.to_path_buf(), entries, changed: false }
+    }
+
+    /// The directory this index is of.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The summaries of `files` (session files of this directory), from the index where an
+    /// entry's stamp matches its file and from the file where it does not; entries of other
+    /// files are dropped. A file that cannot be read is left out, with a warning.
+    pub fn summaries(&mut self, files: &[PathBuf]) -> Vec<SessionSummary> {
+        let mut seen: HashMap<String, IndexEntry> = HashMap::with_capacity(files.len());
+        let mut summaries = Vec::with_capacity(files.len());
+        for path in files {
+            let Some(name) = path.file_name().and_then(|name| name.to_str()) else { continue };
+            let Ok(meta) = std::fs::metadata(path) else { continue };
+            let modified = meta.modified().unwrap_or(UNIX_EPOCH);
+            let stamp = (nanos(modified), meta.len());
+            let entry = match self.entries.remove(name) {
+                Some(entry) if (entry.modified_ns, entry.len) == stamp => entry,
+                _ => match summarize(path) {
+                    Ok(summary) => {
+                        self.changed = true;
+                        IndexEntry::of(&summary, stamp)
+                    }
+                    Err(err) => {
+                        tracing::warn!("{err}; the session is left out of the list");
+                        continue;
+                    }
+                },
+            };
+            summaries.push(entry.summary(path.clone(), modified));
+            seen.insert(name.to_string(), entry);
+        }
+        self.changed |= !self.entries.is_empty();
+        self.entries = seen;
+        summaries
+    }
+
+    /// Writes the index when it changed since it was read or last written. A failure is only
+    /// logged: the next listing reads the files again.
+    pub fn save(&mut self) {
+        if !self.changed || !self.dir.is_dir() {
+            return;
+        }
+        let file = IndexFile { version: VERSION, sessions: self.entries.clone() };
+        let path = self.dir.join(INDEX_FILE);
+        let written = serde_json::to_vec(&file).map_err(std::io::Error::other).and_then(|bytes| {
+            let temp = self.dir.join(format!(".{INDEX_FILE}.{}", std::process::id()));
+            std::fs::write(&temp, bytes).and_then(|()| std::fs::rename(&temp, &path)).inspect_err(|_| {
+                let _ = std::fs::remove_file(&temp);
+            })
+        });
+        match written {
+            Ok(()) => self.changed = false,
+            Err(err) => tracing::warn!("could not write the session index {}: {err}", path.display()),
+        }
+    }
+}
+
+impl IndexEntry {
+    fn of(summary: &SessionSummary, (modified_ns, len): (u64, u64)) -> IndexEntry {
+        let usage = &summary.usage;
+        IndexEntry {
+            modified_ns,
+            len,
+            id: summary.id.clone(),
+            cwd: summary.cwd.clone(),
+            name: summary.name.clone(),
+            first_user_message: summary
+                .first_user_message
+                .as_ref()
+                .map(|text| text.chars().take(FIRST_MESSAGE_CHARS).collect()),
+            entry_count: summary.entry_count,
+            parent_session: summary.parent_session.clone(),
+            usage: UsageRecord {
+                input: usage.input,
+                output: usage.output,
+                cache_read: usage.cache_read,
+                cache_write: usage.cache_write,
+                total_tokens: usage.total_tokens,
+                cost_input: usage.cost.input,
+                cost_output: usage.cost.output,
+                cost_cache_read: usage.cost.cache_read,
+                cost_cache_write: usage.cost.cache_write,
+                cost_total: usage.cost.total,
+            },
+        }
+    }
+
+    fn summary(&self, path: PathBuf, modified: SystemTime) -> SessionSummary {
+        let usage = &self.usage;
+        SessionSummary {
+            id: self.id.clone(),
+            path,
+            cwd: self.cwd.clone(),
+            name: self.name.clone(),
+            first_user_message: self.first_user_message.clone(),
+            entry_count: self.entry_count,
+            modified,
+            parent_session: self.parent_session.clone(),
+            usage: Usage {
+                input: usage.input,
+                output: usage.output,
+                cache_read: usage.cache_read,
+                cache_write: usage.cache_write,
+                total_tokens: usage.total_tokens,
+                cost: Cost {
+                    input: usage.cost_input,
+                    output: usage.cost_output,
+                    cache_read: usage.cost_cache_read,
+                    cache_write: usage.cost_cache_write,
+                    total: usage.cost_total,
+                },
+            },
+        }
+    }
+}
+
+fn nanos(time: SystemTime) -> u64 {
+    let since = time.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
+    u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,87 @@
+//! Big and crafted sessions through the release binary (issue 24, items 9 and 11): the text of
+//! `reins sessions tree` on a 1,000,000-entry session, which must stay linear (it was quadratic:
+//! 40,000 entries took 45 s), beside `--json`; and the peak memory of reading such a session,
+//! against a ceiling of about twice the file.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use crate::large_session::write_large_session;
+
+/// Entries of the session the figures are taken on.
+const ENTRIES: usize = 1_000_000;
+
+/// Prints the figures and their targets; true when a target is missed.
+pub async fn measure(reins: &Path) -> bool {
+    let dir = match tempfile::tempdir() {
+        Ok(dir) => dir,
+        Err(err) => {
+            println!("\nbig sessions not measured: {err}");
+            return true;
+        }
+    };
+    let path = match write_large_session(&dir.path().join("big"), ENTRIES, None) {
+        Ok(path) => path,
+        Err(err) => {
+            println!("\nbig sessions not measured: {err}");
+            return true;
+        }
+    };
+    let file_bytes = std::fs::metadata(&path).map_or(0, |meta| meta.len());
+    let mb = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
+    println!("\nbig sessions ({ENTRIES} entries, {:.1} MB file)", mb(file_bytes));
+    let path = path.display().to_string();
+    let mut checks = Vec::new();
+    for (what, args) in [
+        ("sessions tree", vec!["sessions", "tree", &path]),
+        ("sessions tree --json", vec!["sessions", "tree", "--json", &path]),
+    ] {
+        let command = reins_command(reins, dir.path(), &args);
+        let started = Instant::now();
+        let peak = crate::peak_rss_kib_of(&command).await;
+        let seconds = started.elapsed().as_secs_f64();
+        match peak {
+            Ok(kib) => {
+                let bytes = kib * 1024;
+                println!(
+                    "  {what:<22} {seconds:>7.1} s   peak RSS {:>7.1} MB ({:.2}x the file)",
+                    mb(bytes),
+                    bytes as f64 / file_bytes as f64
+                );
+                if what == "sessions tree" {
+                    checks.push(("sessions tree of 1M entries under 10 s", seconds < 10.0));
+                }
+                checks.push((
+                    if what == "sessions tree" {
+                        "sessions tree peak RSS at most 2x the file"
+                    } else {
+                        "sessions tree --json peak RSS at most 2x the file"
+                    },
+                    bytes <= 2 * file_bytes,
+                ));
+            }
+            Err(why) => {
+                println!("  {what:<22} failed: {why}");
+                checks.push(("sessions tree runs", false));
+            }
+        }
+    }
+    println!("\nbig session targets:");
+    for (name, ok) in &checks {
+        println!("  [{}] {name}", if *ok { "ok" } else { "MISSED" });
+    }
+    checks.iter().any(|(_, ok)| !ok)
+}
+
+/// `reins ARGS` in `dir` with its own `REINS_HOME`, output thrown away.
+fn reins_command(reins: &Path, dir: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(reins);
+    command
+        .args(args)
+        .current_dir(dir)
+        .env("REINS_HOME", dir.join("reins-home"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    command
+}

@@ -115,6 +115,12 @@ async fn checkout_moves_the_files_with_the_leaf_and_keeps_the_users_edits() {
     // Before the first run: every change undone; the user's lines stay; the command's file too.
     let back = checkout(root, &start, &["--yes", "--json"]).await;
     assert_eq!(back.code, Some(0), "stderr: {}", back.stderr);
+    // At the user's own message the checkout lands just before it, and gives the message back.
+    assert!(back.stderr.contains("checked out before your message \"first\""), "{}", back.stderr);
+    let tree = json_of(&reins(None, root, &["sessions", "tree", "--json"]).await);
+    let asked = tree["nodes"].as_array().unwrap().iter().find(|node| node["id"] == start.as_str()).unwrap();
+    assert_eq!(tree["leaf"], asked["parentId"]);
+    let start = asked["parentId"].as_str().unwrap().to_string();
     let report = json_of(&back);
     assert_eq!(report["leftBehind"], 0);
     assert_eq!(report["commands"][0]["command"], "echo untracked > untracked.txt");
@@ -256,7 +262,10 @@ async fn a_killed_checkout_leaves_each_file_before_or_after_and_finishes_when_ru
     let server = ScriptedServer::start(vec![reply, Reply::text("wrote them")]).await;
     let run = reins_run(&server, root, &["--yes", "write them"]).await;
     assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
-    let start = entry(root, |node| node["role"] == "user").await;
+    // Before the prompt: where a checkout at the user's message lands.
+    let tree = json_of(&reins(None, root, &["sessions", "tree", "--json"]).await);
+    let asked = tree["nodes"].as_array().unwrap().iter().find(|node| node["role"] == "user").unwrap();
+    let start = asked["parentId"].as_str().unwrap().to_string();
     let end = entry(root, |node| node["preview"] == "wrote them").await;
     let written: BTreeMap<String, String> = (0..count).map(|n| (format!("f{n:02}.txt"), body(n))).collect();
 
@@ -390,8 +399,10 @@ async fn at_a_terminal_it_shows_each_file_and_asks_and_takes_another_session() {
         &[("README.md", README), ("src/lib.rs", LIB), ("untracked.txt", "untracked\n")],
         "after yes at the terminal",
     );
+    // At the user's message the checkout lands just before it.
     let tree = json_of(&reins(None, root, &["sessions", "tree", "--json", prefix]).await);
-    assert_eq!(tree["leaf"], start.as_str());
+    let asked = tree["nodes"].as_array().unwrap().iter().find(|node| node["id"] == start.as_str()).unwrap();
+    assert_eq!(tree["leaf"], asked["parentId"]);
 }
 
 /// `apply_patch` deletes and moves files: both are recorded, undone whole and redone.

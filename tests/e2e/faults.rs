@@ -38,6 +38,8 @@ fn configure(dir: &Path, settings: &str) {
 /// `reins ARGS` against `server` in the API's way, failed when it takes longer than [`BOUND`].
 async fn run(api: Api, server: &ScriptedServer, dir: &Path, args: &[&str]) -> (support::Run, Duration) {
     let mut command = reins_command(Some(&server.base_url()), dir, args);
+    // Retries are logged (at info, as `--json` and the editor carry them as events): shown here.
+    command.env("REINS_LOG", "warn,reins_ai::transport=info");
     if let Api::Anthropic = api {
         command
             .env("REINS_MODEL", "anthropic/scripted-claude")
@@ -76,7 +78,7 @@ async fn play(api: Api, settings: &str, replies: Vec<Reply>) -> String {
         .unwrap_or_else(|| "none".into());
     // Each retry is announced (a warning), and a failure ends in one line.
     let (retries, rest): (Vec<&str>, Vec<&str>) =
-        first.stderr.lines().partition(|line| line.contains("WARN model call failed, retrying: "));
+        first.stderr.lines().partition(|line| line.contains("INFO model call failed, retrying: "));
     let mut lines = vec![format!("exit {:?} after {requests} requests, stop {stop}", first.code.unwrap_or(-1))];
     lines.extend(retries.iter().map(|line| retry_notice(line)));
     lines.extend(rest.iter().map(|line| format!("stderr {:?}", redact(line))));
@@ -311,7 +313,7 @@ async fn a_cut_mid_stream_keeps_the_text_and_is_not_retried() {
         },
         expect![[r#"
             exit 1 after 1 requests, stop error
-            stderr "reins: provider error: the stream from http://127.0.0.1:PORT/v1/chat/completions broke: error decoding response body: error reading a body from connection: unexpected EOF during chunk size line"
+            stderr "reins: the model server stopped mid-answer (what arrived is kept); check that it is still running, then send again (the stream from http://127.0.0.1:PORT/v1/chat/completions broke: error decoding response body)"
             session: user, assistant (error, 8 bytes of text)
             continued with:
               user: "first question"

@@ -213,6 +213,37 @@ async fn send_streams_events_to_agent_end_with_progress() {
     assert_eq!(lsp.client.shutdown().await, Some(0));
 }
 
+/// The model server dies mid-answer: `agent_end` says so in one line with what to do. A client
+/// that shows it in a chat (`capabilities.chat`) gets no `window/showMessage` repeating it;
+/// another client does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_answer_is_one_line_shown_once() {
+    for chat in [true, false] {
+        let cut =
+            Reply::text("The first part arrives, then the server dies").with_chunk_chars(5).with_cut_after_chunks(4);
+        let lsp = start(&[], vec![cut, Reply::text("back")], json!({"capabilities": {"chat": chat}})).await;
+        let failed = lsp.client.command("reins.chat.send", json!({"text": "talk"})).await.unwrap();
+        let events = lsp.run_events(failed["runId"].as_str().unwrap()).await;
+        let error = events.last().unwrap()["error"].as_str().unwrap().to_string();
+        assert!(error.contains("stopped mid-answer") && error.ends_with(')') && !error.contains('\n'), "{error}");
+        assert!(error.contains("check that it is still running, then send again"), "{error}");
+        // Events go out in order: once the next run ended, the failure's message would have come.
+        let session = json!({"text": "again", "sessionId": failed["sessionId"]});
+        let next = lsp.client.command("reins.chat.send", session).await.unwrap();
+        lsp.run_events(next["runId"].as_str().unwrap()).await;
+        let shown: Vec<Value> = lsp
+            .client
+            .notifications()
+            .into_iter()
+            .filter(|n| n["method"] == "window/showMessage" && n["params"]["type"] == 1)
+            .collect();
+        assert_eq!(shown.len(), usize::from(!chat), "chat {chat}: {shown:?}");
+        if let Some(shown) = shown.first() {
+            assert_eq!(shown["params"]["message"], format!("reins: {error}"));
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn text_deltas_are_coalesced_without_losing_a_character() {
     let answer: String = (0..300).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
@@ -462,6 +493,54 @@ async fn sessions_list_fork_navigate_and_messages_round_trip() {
     assert_eq!(names, ["\"numbers\" true", "null false"]);
     let opened = command("reins.session.open", json!({"sessionId": session})).await;
     assert_eq!(opened["sessionId"], session);
+}
+
+/// Issue 28, item 4: a fork or a move to one of the user's messages lands before it and gives its
+/// text back to edit (as pi does), so the next message takes its place: the model never gets two
+/// user messages in a row. Any other entry is itself, with nothing given back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fork_or_navigate_at_a_user_message_gives_it_back_to_edit() {
+    let replies = vec![Reply::text("Tidied."), Reply::text("Smaller."), Reply::text("Smaller still.")];
+    let lsp = start(&[], replies, json!({})).await;
+    let command = |name: &'static str, argument: Value| {
+        let client = &lsp.client;
+        async move { client.command(name, argument).await.unwrap_or_else(|err| panic!("{name}: {err}")) }
+    };
+    // The roles of the conversation the model got last, its system prompt left out.
+    let roles = || -> Vec<String> {
+        let requests = lsp.server.chat_requests();
+        let messages = requests.last().unwrap().body["messages"].as_array().unwrap().clone();
+        messages.iter().map(|m| m["role"].as_str().unwrap().to_string()).filter(|role| role != "system").collect()
+    };
+    let run = |started: Value| {
+        let lsp = &lsp;
+        async move { lsp.run_events(started["runId"].as_str().unwrap()).await }
+    };
+
+    let first = command("reins.chat.send", json!({"text": "Tidy up calc.py"})).await;
+    let session = first["sessionId"].clone();
+    run(first).await;
+    let tree = command("reins.session.tree", json!({"sessionId": session})).await;
+    let node = |role: &str| tree["nodes"].as_array().unwrap().iter().find(|n| n["role"] == role).unwrap()["id"].clone();
+    let (asked, answered) = (node("user"), node("assistant"));
+
+    let fork = command("reins.session.fork", json!({"sessionId": session, "entryId": asked})).await;
+    assert_eq!(fork["prompt"], "Tidy up calc.py", "{fork}");
+    let forked = command("reins.session.messages", json!({"sessionId": fork["sessionId"]})).await;
+    assert_eq!(forked["messages"], json!([]));
+    run(command("reins.chat.send", json!({"text": "try again but smaller", "sessionId": fork["sessionId"]})).await)
+        .await;
+    assert_eq!(roles(), ["user"]);
+
+    let navigated = command("reins.session.navigate", json!({"sessionId": session, "entryId": asked})).await;
+    assert_eq!(navigated, json!({"prompt": "Tidy up calc.py"}));
+    run(command("reins.chat.send", json!({"text": "smaller still", "sessionId": session})).await).await;
+    assert_eq!(roles(), ["user"]);
+
+    let at_answer = command("reins.session.fork", json!({"sessionId": session, "entryId": answered})).await;
+    assert_eq!(at_answer.get("prompt"), None, "{at_answer}");
+    let kept = command("reins.session.messages", json!({"sessionId": at_answer["sessionId"]})).await;
+    assert_eq!(kept["messages"].as_array().unwrap().len(), 2, "{kept}");
 }
 
 /// Issue 11, item 17: a session open in the editor is not locked; the terminal continues it, and

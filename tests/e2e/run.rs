@@ -9,7 +9,8 @@ use serde_json::json;
 use std::path::Path;
 
 use support::{
-    CANARY_KEY, reins_command, reins_home, reins_run, reins_run_in_terminal, reins_run_with, transcript, workspace,
+    CANARY_KEY, CTRL_BACKSLASH, CTRL_C, reins_command, reins_home, reins_in_terminal, reins_run, reins_run_in_terminal,
+    reins_run_with, transcript, workspace,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -135,6 +136,10 @@ async fn rate_limit_then_ok_is_retried() {
     assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
     assert_eq!(run.stdout, "hello\n");
     assert_eq!(server.chat_requests().len(), 2);
+    // The retry is one line of progress for a person, no log line.
+    let retrying = run.stderr.lines().find(|line| line.contains("retrying")).unwrap_or_default();
+    assert!(retrying.starts_with("  retrying 1/3 in 0.0 s: "), "{}", run.stderr);
+    assert!(!run.stderr.contains("WARN"), "{}", run.stderr);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -147,8 +152,15 @@ async fn a_cut_stream_keeps_what_arrived_and_fails_with_one_line() {
     let run = reins_run(&server, dir.path(), &["--json", "talk"]).await;
     assert_eq!(run.code, Some(1));
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
-    assert!(run.stderr.starts_with("reins: provider error"), "{}", run.stderr);
+    assert!(
+        run.stderr.starts_with("reins: the model server stopped mid-answer (what arrived is kept)"),
+        "{}",
+        run.stderr
+    );
     let events = run.events();
+    // The run's end carries the same line, for surfaces that show it.
+    let told = events.last().unwrap()["error"].as_str().unwrap().to_string();
+    assert_eq!(format!("reins: {told}\n"), run.stderr);
     let end = events.iter().rev().find(|e| e["type"] == "message_end").unwrap();
     assert_eq!(end["message"]["stopReason"], "error");
     let text = end["message"]["content"][0]["text"].as_str().unwrap();
@@ -209,9 +221,12 @@ async fn unreachable_default_endpoint_says_how_to_configure() {
     assert_eq!(run.code, Some(1));
     assert!(run.stderr.contains(&url), "{}", run.stderr);
 
+    // Nothing listens at the default local endpoint here: one line saying what to do, without
+    // retries (nothing starts a server in the seconds they wait) or log lines before it.
     let unconfigured = reins_run_with(None, dir.path(), &["hi"]).await;
     assert_ne!(unconfigured.code, Some(0));
     assert!(unconfigured.stderr.contains("OPENAI_BASE_URL"), "{}", unconfigured.stderr);
+    assert_eq!(unconfigured.stderr.lines().count(), 1, "{}", unconfigured.stderr);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -428,8 +443,44 @@ async fn the_terminal_asks_hunk_by_hunk_and_the_reason_for_a_skipped_one_reaches
     assert_eq!(now, text.replace("line 11\n", "line eleven\n"));
     let requests = server.chat_requests();
     let tool_result = requests[1].body["messages"][3]["content"].to_string();
-    assert!(tool_result.contains("The user applied hunk 1 and did not apply hunk 0"), "{tool_result}");
-    assert!(tool_result.contains("The user's reason for not applying hunk 0: keep line 2"), "{tool_result}");
+    assert!(tool_result.contains("The user applied hunk 2 and did not apply hunk 1"), "{tool_result}");
+    assert!(tool_result.contains("The user's reason for not applying hunk 1: keep line 2"), "{tool_result}");
+}
+
+/// Ctrl-C at a hunk's prompt cancels the run and reins exits with 130 at once: no further
+/// prompt, nothing applied, no further model call. (Before, the blocking read of the terminal
+/// kept reins alive until every remaining prompt was answered; the helper fails when the
+/// terminal goes quiet without reins exiting.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_at_a_hunk_prompt_cancels_the_run_and_exits() {
+    let (text, edit) = twelve_lines_and_two_edits();
+    let dir = workspace(&[("a.txt", &text)]);
+    let server = ScriptedServer::start(vec![edit, Reply::text("Done.")]).await;
+    let args = ["run", "rename them"];
+    let (screen, status) = reins_in_terminal(Some(&server.base_url()), dir.path(), &args, &[CTRL_C]).await;
+    assert_eq!(status, Some(130), "{screen}");
+    assert_eq!(screen.matches("Apply this hunk? [y,n,a,d,?]").count(), 1, "{screen}");
+    assert!(screen.contains("reins: cancelled"), "{screen}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), text);
+    assert_eq!(server.chat_requests().len(), 1);
+}
+
+/// A signal at a command's `Run it? [y/N]` (here SIGQUIT, from Ctrl-\) stops reins with its
+/// status, the command not run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_at_a_command_prompt_stops_the_run_and_exits() {
+    let dir = workspace(&[]);
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("c1", "bash", json!({"command": "touch ran"})),
+        Reply::text("Done."),
+    ])
+    .await;
+    let args = ["run", "make a file"];
+    let (screen, status) = reins_in_terminal(Some(&server.base_url()), dir.path(), &args, &[CTRL_BACKSLASH]).await;
+    assert_eq!(status, Some(131), "{screen}");
+    assert_eq!(screen.matches("Run it? [y/N]").count(), 1, "{screen}");
+    assert!(!dir.path().join("ran").exists());
+    assert_eq!(server.chat_requests().len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

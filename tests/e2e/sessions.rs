@@ -111,6 +111,30 @@ async fn fork_starts_from_an_earlier_entry_and_keeps_the_original() {
     assert_eq!(leaf_node["preview"], "A2");
 }
 
+/// Issue 28, item 4: `--fork` at one of the user's messages starts before it, the prompt taking
+/// its place (never two user messages in a row), and says so with the message's text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fork_at_a_user_message_redoes_it() {
+    let dir = workspace(&[]);
+    let server = ScriptedServer::start(vec![Reply::text("A1"), Reply::text("A2"), Reply::text("smaller")]).await;
+    assert_eq!(reins_run(&server, dir.path(), &["Q1"]).await.code, Some(0));
+    assert_eq!(reins_run(&server, dir.path(), &["--continue", "Tidy up calc.py"]).await.code, Some(0));
+    let tree = sessions_json(&reins(None, dir.path(), &["sessions", "tree", "--json"]).await);
+    let nodes = tree["nodes"].as_array().unwrap();
+    let asked = nodes.iter().find(|n| n["role"] == "user" && n["preview"] == "Tidy up calc.py").unwrap();
+
+    let forked =
+        reins_run(&server, dir.path(), &["--fork", asked["id"].as_str().unwrap(), "try again but smaller"]).await;
+    assert_eq!(forked.code, Some(0), "stderr: {}", forked.stderr);
+    expect_test::expect![[r#"
+        system: <system prompt>
+        user: "Q1"
+        assistant: "A1"
+        user: "try again but smaller""#]]
+    .assert_eq(&transcript(&server.chat_requests()[2].body));
+    assert!(forked.stderr.contains("forked before your message \"Tidy up calc.py\""), "{}", forked.stderr);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_session_keeps_nothing_and_a_locked_session_is_refused() {
     let dir = workspace(&[]);

@@ -237,3 +237,30 @@ T.test("moving up while an answer streams stops following and marks new output b
   chat.render()
   T.ok(at_end(win), "and the window follows again")
 end)
+
+T.test("a fork at one of your messages starts before it and puts the message back in the prompt", function()
+  local chat = require("reins.chat")
+  local tree
+  require("reins.client").exec("reins.session.tree", { sessionId = chat.session_id }, function(_, result)
+    tree = result
+  end)
+  T.wait_for(function()
+    return tree ~= nil
+  end, "the tree")
+  local asked
+  for _, node in ipairs(tree.nodes) do
+    if node.role == "user" and node.preview == "Stream something long." then
+      asked = node
+    end
+  end
+  local before = chat.session_id
+  require("reins.sessions").fork(before, asked.id)
+  T.wait_for(function()
+    return chat.session_id ~= before
+  end, "the fork")
+  local _, pbuf = chat.buffers()
+  T.wait_for(function()
+    return H.buf_text(pbuf) == "Stream something long."
+  end, "the message back in the prompt")
+  T.ok(not H.chat_text():find("Streaming slowly", 1, true), "the fork ends before the message")
+end)

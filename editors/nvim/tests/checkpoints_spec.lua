@@ -74,9 +74,15 @@ T.test("R on the first prompt proposes both files back; accepting restores them,
   T.wait_for(function()
     return #review.order == 2
   end, "one proposal per file")
+  -- At the user's own message the leaf lands just before it, the message back in the prompt.
   T.wait_for(function()
-    return H.buf_text(vim.fn.bufnr("reins://tree")):find("● you    Swap the operands.", 1, true)
-  end, "the leaf moved to the first prompt")
+    local text = H.buf_text(vim.fn.bufnr("reins://tree"))
+    local leaf, asked = text:find("●", 1, true), text:find("you    Swap the operands.", 1, true)
+    return leaf and asked and leaf < asked
+  end, "the leaf moved to just before the first prompt")
+  T.wait_for(function()
+    return H.buf_text(select(2, require("reins.chat").buffers())) == "Swap the operands."
+  end, "the first prompt back in the prompt")
   local tools = {}
   for _, id in ipairs(vim.deepcopy(review.order)) do
     table.insert(tools, review.pending[id].edit.tool)

@@ -182,7 +182,7 @@ T.test("the reason for rejecting hunk 2 after accepting hunk 1 reaches the model
       told = block.result
     end
   end
-  T.contains(told or "", "The user's reason for not applying hunk 1: sub needs no comment")
+  T.contains(told or "", "The user's reason for not applying hunk 2: sub needs no comment")
 end)
 
 T.test(":ReinsPending lists nothing once every proposal is decided", function()

@@ -36,6 +36,10 @@ pub struct ClientOptions {
     pub base_delay: Duration,
     /// Caps every retry delay, including one asked for by `Retry-After`.
     pub max_delay: Duration,
+    /// Base URLs where a refused connection is final, not retried: the default local endpoint,
+    /// where nothing listening means no server was installed or started, which the seconds of
+    /// the retries do not change.
+    pub final_refusal_urls: Vec<String>,
 }
 
 /// An HTTP client with its key and options; one per provider instance, shared by all calls.
@@ -152,6 +156,7 @@ impl Default for ClientOptions {
             max_retries: 3,
             base_delay: Duration::from_millis(500),
             max_delay: Duration::from_secs(30),
+            final_refusal_urls: Vec::new(),
         }
     }
 }
@@ -233,7 +238,8 @@ impl Transport {
                 false => None,
             };
             let Some(delay) = delay else { return Err(failure.error) };
-            tracing::warn!(
+            // Said to the user through the retry event; a log line would say it twice.
+            tracing::info!(
                 url = call.url,
                 attempt,
                 status = failure.error.status,
@@ -340,7 +346,12 @@ impl Transport {
             }
             Ok(Err(error)) => {
                 let message = format!("could not reach {url}: {}", error_chain(&error));
-                return Err(Failure::retryable(ProviderError::new(ProviderErrorKind::Connection, message), None));
+                let failed = ProviderError::new(ProviderErrorKind::Connection, message);
+                let final_refusal = self.options.final_refusal_urls.iter().any(|base| url.starts_with(base.as_str()));
+                return Err(match final_refusal && is_refused(&error) {
+                    true => Failure::fatal(failed),
+                    false => Failure::retryable(failed, None),
+                });
             }
             Ok(Ok(response)) => response,
         };
@@ -570,6 +581,18 @@ mod libc_errno {
 }
 
 /// The error and its causes, `: `-joined: reqwest's own message alone rarely says what failed.
+/// Whether a connection failed because nothing listens at the address.
+fn is_refused(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(error);
+    while let Some(error) = cause {
+        if error.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused) {
+            return true;
+        }
+        cause = error.source();
+    }
+    false
+}
+
 fn error_chain(error: &dyn std::error::Error) -> String {
     let mut message = error.to_string();
     let mut source = error.source();

@@ -50,6 +50,7 @@ fn fast_options() -> ClientOptions {
         max_retries: 2,
         base_delay: Duration::from_millis(1),
         max_delay: Duration::from_millis(20),
+        final_refusal_urls: Vec::new(),
     }
 }
 

@@ -37,6 +37,7 @@ async fn a_process_out_of_file_descriptors_says_so() {
         max_retries: 2,
         base_delay: Duration::from_millis(1),
         max_delay: Duration::from_millis(20),
+        final_refusal_urls: Vec::new(),
     };
     let provider = OpenAiCompatible::new(ApiKey::new("sk-test"), options);
     let request = request(&base_url);

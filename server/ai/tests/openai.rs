@@ -50,6 +50,7 @@ fn fast_options() -> ClientOptions {
         max_retries: 2,
         base_delay: Duration::from_millis(1),
         max_delay: Duration::from_millis(20),
+        final_refusal_urls: Vec::new(),
     }
 }
 
@@ -333,6 +334,26 @@ async fn a_refused_connection_is_retried_until_the_server_is_up() {
     let server = starting.await.unwrap();
     assert_eq!(message.text(), "up now", "{:?}", message.error);
     assert_eq!(server.chat_requests().len(), 1);
+}
+
+/// Where the options say a refusal is final (the default local endpoint), it is not retried;
+/// elsewhere it is.
+#[tokio::test]
+async fn a_refused_connection_at_a_final_refusal_url_is_not_retried() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let base_url = format!("http://127.0.0.1:{port}/v1");
+    let retries = |options: ClientOptions| {
+        let request = request(&base_url);
+        async move {
+            let (message, events) = stream_with(&provider(options), &request, &CancellationToken::new()).await;
+            assert_eq!(message.error.map(|error| error.kind), Some(reins_ai::ProviderErrorKind::Connection));
+            events.iter().filter(|event| matches!(event, StreamEvent::Retry { .. })).count()
+        }
+    };
+    let final_here = ClientOptions { final_refusal_urls: vec![base_url.clone()], ..fast_options() };
+    assert_eq!(retries(final_here).await, 0);
+    let elsewhere = ClientOptions { final_refusal_urls: vec!["http://127.0.0.1:11434/v1".into()], ..fast_options() };
+    assert_eq!(retries(elsewhere).await, 2);
 }
 
 #[tokio::test]

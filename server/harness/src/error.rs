@@ -54,6 +54,16 @@ impl HarnessError {
                 "{error}. Start the model server there, or set the right address (baseUrl in the \
                  editor's settings, OPENAI_BASE_URL, or base_url in config.toml)."
             )),
+            // The server died or broke off mid-answer: what to do first, then the cause without
+            // the rest of its chain (the log has it whole).
+            ProviderErrorKind::Stream if error.message.starts_with("the stream from ") => {
+                let cause: Vec<&str> = error.message.splitn(3, ": ").take(2).collect();
+                HarnessError::Provider(format!(
+                    "the model server stopped mid-answer (what arrived is kept); check that it is still \
+                     running, then send again ({})",
+                    cause.join(": ")
+                ))
+            }
             _ => HarnessError::Provider(error.to_string()),
         }
     }

@@ -406,10 +406,14 @@ impl Settings {
         }
     }
 
-    /// How model calls are made under these settings: the stream idle timeout; the rest are the
-    /// client's defaults.
+    /// How model calls are made under these settings: the stream idle timeout, and no retries
+    /// when the default local endpoint refuses the connection; the rest are the client's defaults.
     pub fn client_options(&self) -> ClientOptions {
-        ClientOptions { idle_timeout: Duration::from_secs(self.stream_idle_timeout_secs), ..ClientOptions::default() }
+        ClientOptions {
+            idle_timeout: Duration::from_secs(self.stream_idle_timeout_secs),
+            final_refusal_urls: vec![DEFAULT_BASE_URL.to_string()],
+            ..ClientOptions::default()
+        }
     }
 
     /// The loop's limits these settings set (the turn limit); the rest are the agent's defaults.

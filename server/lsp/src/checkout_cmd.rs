@@ -64,6 +64,9 @@ async fn run(request: &CheckoutRequest) -> Result<ExitCode, String> {
     };
     let tree = harness.tree(&session).map_err(|e| e.to_string())?;
     let entry = find_entry(&tree, &request.entry)?;
+    // At one of the user's messages the checkout lands before it; its text is given back.
+    let landing = harness.landing(&session, &entry).map_err(|e| e.to_string())?;
+    let entry = landing.entry_id;
 
     let mut asked = Asked::NotNeeded;
     let confirm = |checkout: &Checkout| {
@@ -89,6 +92,10 @@ async fn run(request: &CheckoutRequest) -> Result<ExitCode, String> {
     };
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(text.as_bytes()).and_then(|_| stdout.flush());
+    if let Some(prompt) = &landing.prompt {
+        let quoted = format!("\"{}\"", reins_ai::visible_line(&reins_ai::shorten(prompt.trim(), 200)));
+        eprintln!("reins: checked out before your message {quoted}; edit it and send it again with reins run -c");
+    }
     Ok(match done.left_behind() {
         0 => ExitCode::SUCCESS,
         _ => ExitCode::from(LEFT_BEHIND),

@@ -52,7 +52,8 @@ pub struct RunArgs {
     /// Continue a session by id, id prefix or path
     #[arg(long, short = 's', value_name = "ID", value_parser = cli::non_empty, conflicts_with = "no_session")]
     pub session: Option<String>,
-    /// Start a new session from ENTRY of --session (or of the most recent session)
+    /// Start a new session from ENTRY of --session (or of the most recent session); at one of
+    /// your messages, from before it, the prompt taking its place
     #[arg(long, value_name = "ENTRY", value_parser = cli::non_empty, conflicts_with = "no_session")]
     pub fork: Option<String>,
     /// Keep nothing on disk
@@ -103,7 +104,11 @@ pub fn main(args: RunArgs) -> ExitCode {
         Ok(runtime) => runtime,
         Err(err) => return fail(&format!("cannot start the async runtime: {err}")),
     };
-    runtime.block_on(run(args))
+    let code = runtime.block_on(run(args));
+    // A prompt cancelled with the run may still be blocked reading the terminal on a thread of
+    // its own; dropping the runtime would wait for that read (for the user to press Enter).
+    runtime.shutdown_background();
+    code
 }
 
 async fn run(args: RunArgs) -> ExitCode {
@@ -281,7 +286,13 @@ fn choose_session(harness: &Harness, choice: &SessionChoice, model: Option<&str>
                     HarnessError::InvalidArgument("--fork needs a session: there is none in this workspace".into())
                 })?,
             };
-            harness.fork(&source, entry_id)?
+            // At one of the user's messages the fork starts before it: the prompt takes its place.
+            let landing = harness.landing(&source, entry_id)?;
+            if let Some(text) = &landing.prompt {
+                let quoted = format!("\"{}\"", reins_ai::visible_line(&reins_ai::shorten(text.trim(), 80)));
+                eprintln!("reins: forked before your message {quoted}; the prompt takes its place");
+            }
+            harness.fork(&source, &landing.entry_id)?
         }
     };
     if let Some(model) = model {

@@ -49,7 +49,8 @@ pub enum SessionsCommand {
     /// The changes recorded after ENTRY are undone and those on its path redone, each merged
     /// with the files as they are, so your own edits stay. A file where your edits and the
     /// agent's change overlap is left as it is and named. Changes made by commands (bash) are
-    /// not tracked: a warning names them. At a terminal it shows each file and asks first.
+    /// not tracked: a warning names them. At a terminal it shows each file and asks first. At one
+    /// of your messages it moves to just before it and prints the message, to send again.
     /// Exit status: 0 when every file came along, 3 when some were left as they are, 1 when
     /// nothing was changed.
     Checkout {

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
 
-use reins_agent::AgentEvent;
+use reins_agent::{AgentEvent, TurnEndReason};
 use reins_ai::{StreamEvent, first_line, shorten, visible, visible_line};
 use serde_json::Value;
 
@@ -80,6 +80,16 @@ impl HumanOutput {
                 state.thinking = true;
                 write!(err, "{}", self.paint(&visible(delta), "2"))?;
             }
+            // One line of progress for a failed model call that is tried again.
+            AgentEvent::MessageUpdate { delta: StreamEvent::Retry { attempt, max_retries, delay_ms, reason } } => {
+                end_line(state, out)?;
+                let seconds = *delay_ms as f64 / 1000.0;
+                let line = format!(
+                    "retrying {attempt}/{max_retries} in {seconds:.1} s: {}",
+                    visible_line(&first_line(reason, 120))
+                );
+                writeln!(err, "  {}", self.paint(&line, "2"))?;
+            }
             AgentEvent::ToolExecutionStart { tool_name, args, .. } => {
                 end_line(state, out)?;
                 let name = visible_line(tool_name);
@@ -110,6 +120,13 @@ impl HumanOutput {
                 } else {
                     writeln!(err, "  {}", self.paint(&format!("✓ {} lines", text.lines().count()), "2"))?;
                 }
+            }
+            // A run that failed before the model took a token has nothing to count: the failure's
+            // line comes alone.
+            AgentEvent::AgentEnd { reason: TurnEndReason::Error, usage, .. }
+                if usage.input + usage.cache_read + usage.output == 0 =>
+            {
+                end_line(state, out)?;
             }
             AgentEvent::AgentEnd { usage, .. } => {
                 end_line(state, out)?;
@@ -219,6 +236,17 @@ mod tests {
         let unchecked = HumanOutput { color: false, check: None, state: Default::default() };
         let [start, end] = edit("c1", "Edited src/lib.rs");
         assert!(!shown(&unchecked, &[start, end]).contains("checked"));
+    }
+
+    #[test]
+    fn a_retry_is_one_line_of_progress() {
+        let output = HumanOutput { color: false, check: None, state: Default::default() };
+        let reason = "HTTP 503 from http://gpu:8000/v1/chat/completions: busy\nretry later".to_string();
+        let retry = StreamEvent::Retry { attempt: 2, max_retries: 3, delay_ms: 1500, reason };
+        assert_eq!(
+            shown(&output, &[AgentEvent::MessageUpdate { delta: retry }]),
+            "  retrying 2/3 in 1.5 s: HTTP 503 from http://gpu:8000/v1/chat/completions: busy\n"
+        );
     }
 
     #[test]

@@ -95,6 +95,10 @@ impl TerminalApprover {
 impl Approver for TerminalApprover {
     async fn decide(&self, request: ApprovalRequest<'_>, cancel: &CancellationToken) -> Verdict {
         let tool = request.call.name.clone();
+        // A run cancelled at an earlier prompt asks nothing more.
+        if cancel.is_cancelled() {
+            return Verdict::Reject { reason: "cancelled".into() };
+        }
         let plain = match request.proposal {
             Proposal::Command(command) => Some((render_command(command, self.color), "Run it? [y/N] ")),
             Proposal::ServerCall(call) => Some((render_server_call(call, self.color), "Call it? [y/N] ")),
@@ -103,8 +107,9 @@ impl Approver for TerminalApprover {
         if let Some((question, prompt)) = plain {
             let ask = tokio::task::spawn_blocking(move || ask_yes_no(&question, prompt));
             let answer = tokio::select! {
-                answer = ask => answer.unwrap_or_else(|_| Err("the approval prompt failed".into())),
+                biased;
                 _ = cancel.cancelled() => return Verdict::Reject { reason: "cancelled".into() },
+                answer = ask => answer.unwrap_or_else(|_| Err("the approval prompt failed".into())),
             };
             return match answer {
                 Ok(None) => Verdict::Accept { changed: None, allow_for_session: false },
@@ -124,7 +129,9 @@ impl Approver for TerminalApprover {
         tokio::pin!(decided, asked);
         let mut asking = true;
         loop {
+            // The verdict first: once the run is cancelled, no further prompt is started.
             tokio::select! {
+                biased;
                 verdict = &mut decided => return verdict,
                 () = &mut asked, if asking => asking = false,
             }

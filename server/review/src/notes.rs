@@ -11,9 +11,10 @@ use crate::merge::Conflict;
 /// Lines shown before and after a changed place in what the model reads.
 const EXCERPT_CONTEXT: usize = 2;
 
-/// "hunk 0" or "hunks 0, 2".
+/// "hunk 1" or "hunks 1, 3" for the hunk indexes 0 and 2: numbered from 1, as every surface shows
+/// hunks to the user ("hunk 1 of 3"), so the model names the hunk the user means.
 fn hunk_list(indexes: &[usize]) -> String {
-    let numbers: Vec<String> = indexes.iter().map(usize::to_string).collect();
+    let numbers: Vec<String> = indexes.iter().map(|index| (index + 1).to_string()).collect();
     match numbers.len() {
         1 => format!("hunk {}", numbers[0]),
         _ => format!("hunks {}", numbers.join(", ")),
@@ -43,12 +44,18 @@ pub fn partial_note(shown: &str, hunks: &[Hunk], chosen: &[usize], result: &str,
         Some(reason) => format!("The user's reason for not applying {}: {reason}\n", hunk_list(&skipped)),
         None => String::new(),
     };
+    // Hunks are numbered across the files of a proposal, so a later file's start past 1.
+    let count = match (hunks.first(), hunks.last()) {
+        (Some(first), Some(last)) if first.index > 0 => {
+            format!("of the {} hunks numbered {} to {}", hunks.len(), first.index + 1, last.index + 1)
+        }
+        _ => format!("of {} hunks", hunks.len()),
+    };
     format!(
-        "The user applied {} and did not apply {} (of {} hunks) of this change to {shown}. \
+        "The user applied {} and did not apply {} ({count}) of this change to {shown}. \
          {why}{shown} now reads, around the changes:\n{}",
         hunk_list(&applied),
         hunk_list(&skipped),
-        hunks.len(),
         excerpt(result, &windows)
     )
 }
@@ -147,7 +154,7 @@ mod tests {
         let old = "a\nb\nc\nd\ne\nf\ng\nh\ni\nj\n";
         let new = "a\nB\nB2\nc\nd\ne\nf\ng\nh\nI\nj\n";
         expect![[r#"
-            The user applied hunk 1 and did not apply hunk 0 (of 2 hunks) of this change to a.rs. a.rs now reads, around the changes:
+            The user applied hunk 2 and did not apply hunk 1 (of 2 hunks) of this change to a.rs. a.rs now reads, around the changes:
                 1 | a
                 2 | b
                 3 | c
@@ -165,7 +172,7 @@ mod tests {
         let old = "a\nb\nc\nd\ne\nf\ng\nh\ni\nj\n";
         let new = "A\nb\nc\nd\ne\nf\ng\nh\ni\nJ\n";
         expect![[r#"
-            The user applied hunk 0 and did not apply hunk 1 (of 2 hunks) of this change to a.rs. The user's reason for not applying hunk 1: j stays lowercase
+            The user applied hunk 1 and did not apply hunk 2 (of 2 hunks) of this change to a.rs. The user's reason for not applying hunk 2: j stays lowercase
             a.rs now reads, around the changes:
                 1 | A
                 2 | b

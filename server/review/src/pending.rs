@@ -735,7 +735,7 @@ fn check_hunks(id: &str, chosen: &[usize], subject: &Subject) -> Result<(), Revi
     let count = subject.hunk_count();
     if let Some(missing) = chosen.iter().find(|index| **index >= count) {
         return Err(ReviewError::BadHunks(format!(
-            "{id} has no hunk {missing}; its hunks are 0 to {}",
+            "{id} has no hunk index {missing}; its hunk indexes are 0 to {}",
             count.saturating_sub(1)
         )));
     }
@@ -893,7 +893,7 @@ mod tests {
             expect![[r#"
                 partially_applied [1] Some("keep one")
                 accept "one\ntwo\nthree\nfour\nFIVE\n" true
-                note: The user applied hunk 1 and did not apply hunk 0 (of 2 hunks) of this change to a.txt. The user's reason for not applying hunk 0: keep one
+                note: The user applied hunk 2 and did not apply hunk 1 (of 2 hunks) of this change to a.txt. The user's reason for not applying hunk 1: keep one
                 a.txt now reads, around the changes:
                     1 | one
                     2 | two
@@ -949,7 +949,7 @@ mod tests {
             FIVE,
             choice(vec![2]),
             expect![[r#"
-                error invalid_argument: e1 has no hunk 2; its hunks are 0 to 1
+                error invalid_argument: e1 has no hunk index 2; its hunk indexes are 0 to 1
                 no verdict
                 proposed e1 s1/r1 edit (2 hunks)
                 waiting on /w/a.txt ["e1"]"#]],
@@ -1058,7 +1058,7 @@ mod tests {
         assert_eq!((accepted.outcome, accepted.hunks.clone()), (Outcome::PartiallyApplied, vec![2]));
         expect![[r#"
             accept "b\nc\nD\n" false
-            note: The user applied hunk 2 and did not apply hunk 1 (of 2 hunks) of this change to b.txt. b.txt now reads, around the changes:
+            note: The user applied hunk 3 and did not apply hunk 2 (of the 2 hunks numbered 2 to 3) of this change to b.txt. b.txt now reads, around the changes:
                 1 | b
                 2 | c
                 3 | D"#]]

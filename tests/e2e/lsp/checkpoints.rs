@@ -155,8 +155,11 @@ async fn navigate_and_fork_with_files_propose_each_file_and_name_the_conflicts()
         .rfind(|example| example.kind == "result" && example.name == "reins.session.navigate")
         .unwrap();
     super::docs::same_shape(&documented.json, &answer, "navigate with files").unwrap();
+    // At the user's own message the move lands just before it, the message given back.
+    assert_eq!(answer["prompt"], "first");
     let tree = lsp.client.command("reins.session.tree", json!({"sessionId": session_id})).await.unwrap();
-    assert_eq!(tree["leaf"], start_entry.as_str(), "the leaf moved at once");
+    let asked = tree["nodes"].as_array().unwrap().iter().find(|node| node["id"] == start_entry.as_str()).unwrap();
+    assert_eq!(tree["leaf"], asked["parentId"], "the leaf moved at once");
     assert!(root.join("notes.md").exists(), "the files wait for the user");
 
     // Each is a pending edit like any proposal: the lib's hunks undo both runs' changes.

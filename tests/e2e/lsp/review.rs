@@ -187,7 +187,7 @@ async fn accepting_one_hunk_applies_only_it_and_tells_the_model_which() {
         review_events(&events),
         ["edit_proposed \"edit\"", "edit_resolved \"partially_applied\" hunks=[0] reason=null"]
     );
-    // Only hunk 0 went to the editor, against the version the user saw.
+    // Only the first hunk went to the editor, against the version the user saw.
     expect![[r#"
         [
             "{\"documentChanges\":[{\"textDocument\":{\"uri\":\"file:///ROOT/src/lib.rs\",\"version\":1},\"edits\":[{\"range\":{\"start\":{\"line\":1,\"character\":4},\"end\":{\"line\":1,\"character\":5}},\"newText\":\"10\"}]}]}",
@@ -203,7 +203,7 @@ async fn accepting_one_hunk_applies_only_it_and_tells_the_model_which() {
         +    10
          }
          // b
-        The user applied hunk 0 and did not apply hunk 1 (of 2 hunks) of this change to src/lib.rs. src/lib.rs now reads, around the changes:
+        The user applied hunk 1 and did not apply hunk 2 (of 2 hunks) of this change to src/lib.rs. src/lib.rs now reads, around the changes:
             1 | fn a() -> u32 {
             2 |     10
             3 | }
@@ -238,8 +238,8 @@ async fn the_reason_for_the_hunks_left_out_of_a_partial_accept_reaches_the_model
     let told = tool_result(&lsp, 1);
     assert!(
         told.contains(
-            "The user applied hunk 1 and did not apply hunk 0 (of 2 hunks) of this change to src/lib.rs. \
-             The user's reason for not applying hunk 0: a must stay 1\n"
+            "The user applied hunk 2 and did not apply hunk 1 (of 2 hunks) of this change to src/lib.rs. \
+             The user's reason for not applying hunk 1: a must stay 1\n"
         ),
         "{told}"
     );
@@ -663,7 +663,7 @@ async fn a_patch_is_reviewed_file_by_file_and_what_was_accepted_lands_together()
         +    return 10
 
 
-        The user applied hunk 0 and did not apply hunk 1 (of 2 hunks) of this change to src/a.py. The user's reason for not applying hunk 1: two stays
+        The user applied hunk 1 and did not apply hunk 2 (of 2 hunks) of this change to src/a.py. The user's reason for not applying hunk 2: two stays
         src/a.py now reads, around the changes:
             1 | def one():
             2 |     return 10

@@ -153,6 +153,11 @@ pub fn files_containing(dir: &Path, needle: &str) -> Vec<String> {
     found
 }
 
+/// Ctrl-C typed at a terminal: its line discipline sends SIGINT to the program in front.
+pub const CTRL_C: &str = "\x03";
+/// Ctrl-\\ typed at a terminal: SIGQUIT.
+pub const CTRL_BACKSLASH: &str = "\x1c";
+
 /// Runs `reins run PROMPT` under a pseudo-terminal, typing `answers` as [`reins_in_terminal`].
 pub async fn reins_run_in_terminal(
     server: &ScriptedServer,
@@ -164,7 +169,8 @@ pub async fn reins_run_in_terminal(
 }
 
 /// Runs `reins ARGS` under a pseudo-terminal (`script` from util-linux), typing `answers` a line
-/// at a time once each question (`? [y/N]`, a hunk's `? [y,n,a,d,?]`, a reason) shows, as a person at the terminal would.
+/// at a time once each question (`? [y/N]`, a hunk's `? [y,n,a,d,?]`, a reason) shows, as a person at the terminal would;
+/// an answer that is one control character ([`CTRL_C`]) is typed as it is, without Enter.
 /// What the terminal showed, and the exit status.
 pub async fn reins_in_terminal(
     base_url: Option<&str>,
@@ -174,7 +180,9 @@ pub async fn reins_in_terminal(
 ) -> (String, Option<i32>) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let quoted: Vec<String> = args.iter().map(|arg| format!("'{}'", arg.replace('\'', ""))).collect();
-    let command_line = format!("{} {}", env!("CARGO_BIN_EXE_reins"), quoted.join(" "));
+    // `exec`: reins itself is the program in front, which a signal typed at the terminal reaches
+    // (not a shell that would die of it first).
+    let command_line = format!("exec {} {}", env!("CARGO_BIN_EXE_reins"), quoted.join(" "));
     let mut command = tokio::process::Command::new("script");
     command
         .args(["-qec", &command_line, "/dev/null"])
@@ -214,7 +222,11 @@ pub async fn reins_in_terminal(
         while asked < questions {
             asked += 1;
             if let Some(answer) = answers.next() {
-                stdin.write_all(format!("{answer}\n").as_bytes()).await.unwrap();
+                let typed = match answer.chars().all(char::is_control) {
+                    true => answer.to_string(),
+                    false => format!("{answer}\n"),
+                };
+                stdin.write_all(typed.as_bytes()).await.unwrap();
             }
         }
     }

@@ -577,6 +577,15 @@ function M.focus_prompt()
   end
 end
 
+--- Puts `text` in the prompt to edit and send again (a message given back by a fork or a move
+--- to it), replacing what was there, and opens the panel; the cursor stays where it is.
+function M.set_prompt(text)
+  M.open(false)
+  if valid_buf(state.pbuf) then
+    vim.api.nvim_buf_set_lines(state.pbuf, 0, -1, false, vim.split(text, "\n", { plain = true }))
+  end
+end
+
 client.on_event(function(params)
   local changed = conversation.apply(params.sessionId, params.event)
   if changed and (params.sessionId == M.session_id or M.session_id == nil) then

@@ -127,10 +127,11 @@ function M.command()
 end
 
 --- The initializationOptions: the user's settings, and what the plugin can do besides LSP
---- (it answers `reins/diagnostics` from vim.diagnostic).
+--- (it answers `reins/diagnostics` from vim.diagnostic, and shows a failed run in the chat, so
+--- the server sends no `window/showMessage` saying it again).
 local function init_options()
   local options = vim.deepcopy(config.options.init_options or {})
-  options.capabilities = vim.tbl_extend("force", options.capabilities or {}, { diagnostics = true })
+  options.capabilities = vim.tbl_extend("force", options.capabilities or {}, { diagnostics = true, chat = true })
   local connect = config.options.connect
   if connect and not connect.path then
     options.token = M.listen_token()

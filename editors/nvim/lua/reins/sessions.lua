@@ -68,6 +68,14 @@ local function rename(s)
   end)
 end
 
+--- After a fork or a move to one of the user's messages, which lands before it, the message's
+--- text comes back (`prompt`) to edit and send again: it goes in the chat's prompt.
+local function give_back(result)
+  if type(result) == "table" and type(result.prompt) == "string" then
+    require("reins.chat").set_prompt(result.prompt)
+  end
+end
+
 --- Forks `session_id` at `entry_id` (its leaf when nil) and resumes the fork.
 function M.fork(session_id, entry_id, done)
   local function fork_at(entry)
@@ -75,7 +83,12 @@ function M.fork(session_id, entry_id, done)
       if err then
         return fail("fork", err)
       end
-      M.resume(forked.sessionId, nil, done)
+      M.resume(forked.sessionId, nil, function(sid)
+        give_back(forked)
+        if done then
+          done(sid)
+        end
+      end)
     end)
   end
   if entry_id then
@@ -278,12 +291,13 @@ function M.tree()
         if not node then
           return
         end
-        client.exec("reins.session.navigate", { sessionId = tree_state.session_id, entryId = node.id }, function(err)
+        client.exec("reins.session.navigate", { sessionId = tree_state.session_id, entryId = node.id }, function(err, result)
           if err then
             return fail("navigate", err)
           end
           M.resume(tree_state.session_id, chat.title, function()
             M.refresh_tree()
+            give_back(result)
           end)
         end)
       end,
@@ -300,6 +314,7 @@ function M.tree()
           M.resume(tree_state.session_id, chat.title, function()
             M.refresh_tree()
             M.report_restore(result)
+            give_back(result)
           end)
         end)
       end,

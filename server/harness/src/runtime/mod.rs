@@ -5,12 +5,14 @@
 
 mod checkout;
 mod choices;
+mod landing;
 mod release;
 mod runs;
 mod sessions;
 mod tools;
 
 pub use checkout::{CheckedOut, Checkout, Resumed};
+pub use landing::Landing;
 pub use runs::LateContent;
 
 use std::collections::{HashMap, HashSet};
@@ -391,7 +393,14 @@ impl Harness {
         let held: Arc<Mutex<Option<HarnessEvent>>> = Arc::default();
         let holder = held.clone();
         let forward = sink.clone();
-        let emit: reins_agent::EventSink = Arc::new(move |event: AgentEvent| {
+        let settings = self.settings.clone();
+        let emit: reins_agent::EventSink = Arc::new(move |mut event: AgentEvent| {
+            // A failed run's end says, in one line, what failed and what to do: every surface
+            // shows this line, so none has to work it out (or show the raw error chain).
+            if let AgentEvent::AgentEnd { reason: reins_agent::TurnEndReason::Error, messages, error, .. } = &mut event
+            {
+                *error = Some(settings.get().run_failure(messages, error.as_deref()));
+            }
             if let Some(recorder) = &recorder {
                 recorder.record(&event);
             }

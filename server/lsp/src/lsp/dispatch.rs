@@ -44,6 +44,14 @@ where
 /// Session operations read and write files with blocking I/O (a fork copies a whole path, a
 /// listing reads every changed file): they run on the blocking pool, not on the workers that
 /// serve requests.
+/// `answer` with the text of the user message a fork or a move landed before, when it did.
+fn given_back(mut answer: Value, prompt: Option<String>) -> Value {
+    if let (Some(prompt), Some(fields)) = (prompt, answer.as_object_mut()) {
+        fields.insert("prompt".to_string(), json!(prompt));
+    }
+    answer
+}
+
 async fn on_disk<T: Send + 'static>(
     harness: &Arc<Harness>,
     work: impl FnOnce(&Harness) -> std::result::Result<T, HarnessError> + Send + 'static,
@@ -92,26 +100,35 @@ pub async fn execute(state: &State, command: Command) -> Result<Value> {
             let tree = on_disk(harness, move |harness| harness.tree(&session.session_id)).await?;
             Ok(to_proto::session_tree(&tree))
         }
+        // At one of the user's messages, a fork or a move lands before it and the answer gives
+        // its text back (`prompt`) for the user to edit and send again.
         Command::SessionFork(fork) if fork.files => {
+            let landing = harness.landing(&fork.session_id, &fork.entry_id).map_err(to_proto::harness_error)?;
             let (session_id, checkout) =
-                harness.fork_with_files(&fork.session_id, &fork.entry_id).await.map_err(to_proto::harness_error)?;
+                harness.fork_with_files(&fork.session_id, &landing.entry_id).await.map_err(to_proto::harness_error)?;
             let mut answer = checkout::propose(state, &checkout);
             answer["sessionId"] = json!(session_id);
-            Ok(answer)
+            Ok(given_back(answer, landing.prompt))
         }
         Command::SessionFork(fork) => {
-            let session_id = on_disk(harness, move |harness| harness.fork(&fork.session_id, &fork.entry_id)).await?;
-            Ok(json!({ "sessionId": session_id }))
+            let (session_id, prompt) = on_disk(harness, move |harness| {
+                let landing = harness.landing(&fork.session_id, &fork.entry_id)?;
+                Ok((harness.fork(&fork.session_id, &landing.entry_id)?, landing.prompt))
+            })
+            .await?;
+            Ok(given_back(json!({ "sessionId": session_id }), prompt))
         }
         Command::SessionNavigate(navigate) => {
+            let landing = harness.landing(&navigate.session_id, &navigate.entry_id).map_err(to_proto::harness_error)?;
             let checkout = harness
-                .navigate(&navigate.session_id, &navigate.entry_id, navigate.summarize, navigate.files)
+                .navigate(&navigate.session_id, &landing.entry_id, navigate.summarize, navigate.files)
                 .await
                 .map_err(to_proto::harness_error)?;
-            match checkout {
-                Some(checkout) => Ok(checkout::propose(state, &checkout)),
-                None => empty(),
-            }
+            let answer = match checkout {
+                Some(checkout) => checkout::propose(state, &checkout),
+                None => json!({}),
+            };
+            Ok(given_back(answer, landing.prompt))
         }
         Command::SessionLabel(label) => {
             on_disk(harness, move |harness| harness.label(&label.session_id, &label.entry_id, label.label.as_deref()))

@@ -68,6 +68,8 @@ pub enum Input {
 #[derive(Clone)]
 pub struct Events {
     tx: mpsc::UnboundedSender<Input>,
+    /// The client shows a run's failure in a chat of its own (see [`Events::initialize`]).
+    chat: Arc<AtomicBool>,
 }
 
 type RunKey = (String, String);
@@ -97,6 +99,7 @@ struct Pump {
     /// The harness's settings in force, read for what a failure message says to do.
     settings: LiveSettings,
     work_done_progress: Arc<AtomicBool>,
+    chat: Arc<AtomicBool>,
     seq: u64,
     pending: HashMap<RunKey, PendingDelta>,
     last_delta_sent: HashMap<RunKey, Instant>,
@@ -110,10 +113,12 @@ impl Events {
     /// (known after `initialize`).
     pub fn start(client: Client, settings: LiveSettings, work_done_progress: Arc<AtomicBool>) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
+        let chat = Arc::new(AtomicBool::new(false));
         let pump = Pump {
             client,
             settings,
             work_done_progress,
+            chat: chat.clone(),
             seq: 0,
             pending: HashMap::new(),
             last_delta_sent: HashMap::new(),
@@ -122,7 +127,16 @@ impl Events {
             ended: HashSet::new(),
         };
         tokio::spawn(pump.run(rx));
-        Self { tx }
+        Self { tx, chat }
+    }
+
+    /// What the client said at `initialize`: `capabilities.chat` in its `initializationOptions`
+    /// (or in their `reins` section) says it shows a failed run's `agent_end` error in a chat, so
+    /// a `window/showMessage` would say it a second time (in Neovim, behind a hit-enter prompt).
+    pub fn initialize(&self, options: &Value) {
+        let said = |options: &Value| options.pointer("/capabilities/chat").and_then(Value::as_bool);
+        let chat = said(options).or_else(|| options.get("reins").and_then(said)).unwrap_or(false);
+        self.chat.store(chat, Ordering::Relaxed);
     }
 
     /// The harness's event sink: never blocks.
@@ -268,7 +282,8 @@ impl Pump {
                 self.step(key, ProgressStep::End(outcome.clone()));
                 self.progress.remove(key);
                 self.begun.remove(key);
-                if !matches!(reason, TurnEndReason::FinalAnswer | TurnEndReason::Aborted) {
+                let shown_in_chat = self.chat.load(Ordering::Relaxed);
+                if !shown_in_chat && !matches!(reason, TurnEndReason::FinalAnswer | TurnEndReason::Aborted) {
                     self.client.show_message(MessageType::ERROR, format!("reins: {outcome}")).await;
                 }
             }

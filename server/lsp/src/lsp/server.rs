@@ -263,6 +263,7 @@ impl State {
 
         let options = params.initialization_options.as_ref().unwrap_or(&Value::Null);
         self.diagnostics.initialize(options);
+        self.events.initialize(options);
         let loaded = config::load(env_var, roots.first().map(PathBuf::as_path));
         self.workspace.set_roots(roots);
         let editor = self.editor_settings.initialize(options);

@@ -61,6 +61,8 @@ async fn check(face: Face, ending: Ending, mark: u32) {
     let subcommand = if face == Face::Lsp { "lsp" } else { "acp" };
     let args: &[&str] = if face == Face::Lsp { &["lsp", "--stdio"] } else { &["acp"] };
     let mut child = reins_command(Some(&server.base_url()), dir.path(), args)
+        // The workspace is the session's cwd, which `reins acp` refuses as the home directory itself.
+        .env("HOME", dir.path().join(".home"))
         .stdin(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

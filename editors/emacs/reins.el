@@ -275,7 +275,15 @@ The fixed one queues them (`jsonrpc-mqueue') and needs no help."
   (equal (plist-get (eglot--server-info server) :name) "reins"))
 
 (cl-defmethod eglot-handle-request :around (server (_method (eql workspace/applyEdit)) &rest _)
-  "Apply reins's edits without asking again: reins sends one only after you accepted it."
+  "Apply reins's edits without asking again: reins sends one only after you accepted it.
+Typing not yet sent to reins is sent first.  Emacs 30's eglot counts a buffer's version only
+when it sends a change, so without this an edit made for the text before the unsent typing
+would pass its version check and land at old offsets; sent, the edit is refused as stale and
+reins re-bases it onto what was typed."
+  (when (reins--server-p server)
+    (dolist (buffer (eglot--managed-buffers server))
+      (when (buffer-live-p buffer)
+        (with-current-buffer buffer (eglot--signal-textDocument/didChange)))))
   (let ((eglot-confirm-server-initiated-edits
          (and (not (reins--server-p server)) eglot-confirm-server-initiated-edits)))
     (cl-call-next-method)))

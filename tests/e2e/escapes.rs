@@ -5,9 +5,11 @@
 
 mod support;
 
+use support::processes::{child_of, wait_for, wait_until_gone};
+
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use scripted_llm::{Reply, ScriptedServer};
 use serde_json::{Value, json};
@@ -237,7 +239,7 @@ async fn check_signal_ends_the_commands(signal: nix::sys::signal::Signal, mark: 
         ScriptedServer::start(vec![Reply::tool_call("c1", "bash", json!({"command": script})), Reply::text("never")])
             .await;
     let mut child = command(&server, dir.path(), &home, &[]).stdout(Stdio::null()).spawn().unwrap();
-    let pids = wait_for_sleeps(&sleeps).await;
+    let pids = wait_for(&sleeps).await;
     // `setsid` execs reins when it may start a session itself, else runs it as its child.
     let id = child.id().unwrap() as i32;
     let comm = std::fs::read_to_string(format!("/proc/{id}/comm")).unwrap_or_default();
@@ -252,52 +254,6 @@ async fn check_signal_ends_the_commands(signal: nix::sys::signal::Signal, mark: 
 /// Four `sleep`s no other test starts.
 fn sleeps(mark: u32) -> Vec<String> {
     (1..=4).map(|n| format!("sleep 400.{mark}{n}")).collect()
-}
-
-/// Waits until every one of `command_lines` runs, and gives their pids as this test sees them.
-async fn wait_for_sleeps(command_lines: &[String]) -> Vec<i32> {
-    let started = Instant::now();
-    loop {
-        let pids: Vec<Option<i32>> = command_lines.iter().map(|line| running(line)).collect();
-        if pids.iter().all(Option::is_some) {
-            return pids.into_iter().flatten().collect();
-        }
-        assert!(started.elapsed() < Duration::from_secs(20), "the commands never started: {pids:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// The process running exactly `command_line` (its words joined by spaces), as this test sees
-/// it: a command's own `$!` is a pid of its namespace.
-fn running(command_line: &str) -> Option<i32> {
-    std::fs::read_dir("/proc").ok()?.flatten().find_map(|entry| {
-        let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
-        let words = std::fs::read(entry.path().join("cmdline")).ok()?;
-        let words: Vec<String> = words
-            .split(|&byte| byte == 0)
-            .filter(|word| !word.is_empty())
-            .map(|word| String::from_utf8_lossy(word).into_owned())
-            .collect();
-        (words.join(" ") == command_line).then_some(pid)
-    })
-}
-
-/// The first child of `pid`.
-fn child_of(pid: i32) -> Option<i32> {
-    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).ok()?;
-    children.split_whitespace().next()?.parse().ok()
-}
-
-/// Waits up to five seconds for `pid` to end (or linger only as a zombie).
-async fn wait_until_gone(pid: i32) -> bool {
-    for _ in 0..100 {
-        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-            Err(_) => return true,
-            Ok(stat) if stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z')) => return true,
-            Ok(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-        }
-    }
-    false
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -332,7 +288,7 @@ async fn background_processes_end_when_reins_run_finishes() {
     .await;
     let child = command(&server, dir.path(), &home, &[]).spawn().unwrap();
     // They run on while reins does.
-    let pids = wait_for_sleeps(&sleeps).await;
+    let pids = wait_for(&sleeps).await;
     let output = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output()).await.unwrap().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     // And the model was told so.

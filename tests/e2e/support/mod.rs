@@ -2,6 +2,8 @@
 //! temp workspace, and read what it printed and what the server received.
 #![allow(dead_code)]
 
+pub mod processes;
+
 use std::path::Path;
 use std::process::Stdio;
 

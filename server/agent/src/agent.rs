@@ -2,7 +2,7 @@
 //! through [`run`](crate::run), and queues the steering and follow-up messages a user sends while
 //! a run is going.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use reins_ai::{Message, Model, Provider, ThinkingLevel, ToolCall, ToolResultMessage};
@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::context::{AgentContext, Limits};
 use crate::event::EventSink;
 use crate::hooks::{Gate, Hooks};
+use crate::lock::lock;
 use crate::run::{RunOutcome, run};
 use crate::tool::{Proposal, Tool};
 
@@ -203,9 +204,4 @@ impl Hooks for QueuedHooks<'_> {
         messages.append(&mut lock(&self.queues.follow_up));
         messages
     }
-}
-
-/// Locks `mutex`; a panic elsewhere while it was held leaves data that is still usable here.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }

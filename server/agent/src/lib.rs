@@ -8,6 +8,7 @@ mod context;
 mod event;
 mod exec;
 mod hooks;
+mod lock;
 mod policy;
 mod repair;
 mod run;
@@ -17,6 +18,7 @@ pub use agent::{Agent, AgentError};
 pub use context::{AgentContext, Limits};
 pub use event::{AgentEvent, EventSink, TurnEndReason};
 pub use hooks::{Gate, Hooks, NoHooks};
+pub use lock::lock;
 pub use repair::repair_arguments;
 pub use run::{RunOutcome, run};
 pub use tool::{

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use reins::{PositionEncoding, text_edits};
+use reins_lsp::{PositionEncoding, text_edits};
 
 const FILE_LINES: usize = 20_000;
 const EDITS: usize = 10;

@@ -121,7 +121,7 @@ function M.command()
     return { on_path, "lsp" }, "reins on PATH"
   end
   return nil,
-    ("no reins binary: build it (cargo build --release -p reins in %s), install it (cargo install --path server/lsp), or set cmd in setup()"):format(
+    ("no reins binary: build it (cargo build --release -p reins in %s), install it (cargo install --path server/cli), or set cmd in setup()"):format(
       M.checkout
     )
 end

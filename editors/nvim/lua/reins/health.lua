@@ -63,7 +63,7 @@ function M.check()
     health.ok("connecting to a running `reins lsp --listen`: " .. source)
   elseif path == "" then
     health.error(("`%s` is not executable (from %s)"):format(cmd[1], source), {
-      "Build it (cargo build --release -p reins), install it (cargo install --path server/lsp), or fix cmd in setup{}",
+      "Build it (cargo build --release -p reins), install it (cargo install --path server/cli), or fix cmd in setup{}",
     })
   else
     health.ok(("using %s (%s)"):format(path, source))

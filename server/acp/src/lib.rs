@@ -1,0 +1,86 @@
+//! `reins acp`: the Agent Client Protocol (v1) on stdin/stdout, for Zed, JetBrains IDEs, Emacs
+//! agent-shell, CodeCompanion, avante.nvim and other ACP clients.
+//!
+//! A thin translation, as the LSP layer is: the official SDK (`agent-client-protocol`) decodes
+//! and encodes, [`to_proto`] and [`from_proto`] turn the harness's values into the schema's and
+//! back, and the harness does the work. Each ACP session gets a harness of its own, built for
+//! the session's `cwd` (settings, trust, workspace roots), so that the requests reins sends back
+//! to the client — `fs/*`, `terminal/*`, `session/request_permission`, all of which name the
+//! session — come from a workspace, approver and events sink that know it. The sessions live in
+//! the same store, in the same files, as those of `reins lsp` and `reins run`.
+//!
+//! stdout carries only protocol lines ([`transport`]); logs go to stderr, which ACP clients keep
+//! as the agent's log.
+
+mod agent;
+mod approver;
+mod events;
+mod from_proto;
+mod terminal;
+mod to_proto;
+mod transport;
+mod workspace;
+
+use std::process::ExitCode;
+
+/// The arguments of `reins acp` (see the `reins` binary's `cli::Command::Acp`).
+#[derive(Debug, Default, PartialEq, clap::Args)]
+pub struct AcpArgs {}
+
+/// What `reins acp --help` says after the options: how to add reins to the usual clients.
+pub const SETUP_HELP: &str = r#"Setup in Zed (settings.json):
+  "agent_servers": {
+    "reins": {
+      "type": "custom",
+      "command": "reins",
+      "args": ["acp"],
+      "env": { "REINS_MODEL": "openai/gpt-4.1" }
+    }
+  }
+then open the agent panel, + → reins. Keys come from the environment and reins's config, as
+for `reins lsp` (no `authenticate` step).
+
+Setup in CodeCompanion (Neovim):
+  require("codecompanion").setup({
+    adapters = { acp = {
+      reins = function()
+        return require("codecompanion.adapters").extend("claude_code", {
+          name = "reins",
+          formatted_name = "reins",
+          commands = { default = { "reins", "acp" } },
+          defaults = { mcpServers = {}, timeout = 20000 },
+          env = {},
+        })
+      end,
+    } },
+    strategies = { chat = { adapter = "reins" } },
+  })
+
+Other clients (JetBrains AI Assistant, Emacs agent-shell, avante.nvim): run `reins acp` as a
+custom ACP agent over stdio.
+
+What reins does for the client: sessions are reins sessions (`reins sessions list` shows them,
+`reins run --session ID` continues them); edits, writes, commands and MCP calls ask through the
+client's permission dialog (allow once/always, reject once/always) unless config's [approval]
+says otherwise; with the client's fs capability the agent reads unsaved buffers and writes through
+the editor, and with its terminal capability commands run in the editor's terminal."#;
+
+pub fn main(_args: AcpArgs) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("reins: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let served = runtime.block_on(agent::serve(tokio::io::stdin(), tokio::io::stdout()));
+    // Runs still going have been cancelled and their sessions saved; nothing else is waited for.
+    runtime.shutdown_background();
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("reins: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}

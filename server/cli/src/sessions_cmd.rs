@@ -1,0 +1,316 @@
+//! `reins sessions list|tree`: the workspace's sessions and a session's tree, for people or as
+//! JSON. (`reins sessions checkout` is in `checkout_cmd`.) What a session file says (titles,
+//! ids, previews, labels) is shown through `reins_ai::visible_line`: a crafted file cannot steer
+//! the terminal.
+
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use reins_ai::visible_line;
+use reins_harness::{Harness, HarnessOptions, LiveSettings, SessionInfo, SessionTreeView, Warn};
+use reins_tools::FsWorkspace;
+
+use serde_json::Value;
+
+use crate::checkout_cmd::CheckoutRequest;
+use crate::cli;
+use crate::terminal_review::TerminalApprover;
+use reins_wire as to_proto;
+
+/// The arguments of the subcommand (see `crate::cli::Command`).
+#[derive(Debug, clap::Args)]
+pub struct SessionsArgs {
+    #[command(subcommand)]
+    pub command: SessionsCommand,
+    /// Print JSON instead of text: for list and tree the shapes of reins.session.list and
+    /// reins.session.tree, for checkout a report of every file, conflict and untracked command
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// The workspace root (default: the current directory)
+    #[arg(long, short = 'C', value_name = "DIR", value_parser = cli::directory, global = true)]
+    pub cwd: Option<PathBuf>,
+}
+
+#[derive(Debug, PartialEq, clap::Subcommand)]
+pub enum SessionsCommand {
+    /// The workspace's sessions, newest first, with tokens and cost
+    List,
+    /// A session's tree; * marks the current position
+    Tree {
+        /// Id, id prefix or file path (default: the workspace's most recent session)
+        #[arg(value_parser = cli::non_empty)]
+        session: Option<String>,
+    },
+    /// Move a session to an earlier (or another) entry, and the files the agent changed with it
+    ///
+    /// The changes recorded after ENTRY are undone and those on its path redone, each merged
+    /// with the files as they are, so your own edits stay. A file where your edits and the
+    /// agent's change overlap is left as it is and named. Changes made by commands (bash) are
+    /// not tracked: a warning names them. At a terminal it shows each file and asks first. At one
+    /// of your messages it moves to just before it and prints the message, to send again.
+    /// Exit status: 0 when every file came along, 3 when some were left as they are, 1 when
+    /// nothing was changed.
+    Checkout {
+        /// The entry: an id from `reins sessions tree`, an unambiguous start of one, or a label
+        #[arg(value_parser = cli::non_empty)]
+        entry: String,
+        /// Id, id prefix or file path (default: the workspace's most recent session)
+        #[arg(long, short = 's', value_name = "ID", value_parser = cli::non_empty)]
+        session: Option<String>,
+        /// Change the files without asking
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+}
+
+pub fn main(args: SessionsArgs) -> ExitCode {
+    if let SessionsCommand::Checkout { entry, session, yes } = args.command {
+        let request = CheckoutRequest { entry, session, yes, json: args.json, cwd: args.cwd };
+        return crate::checkout_cmd::main(request);
+    }
+    match run(&args) {
+        Ok(text) => {
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(text.as_bytes()).and_then(|_| stdout.flush());
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            eprintln!("reins: {}", reins_ai::visible(&message));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A harness over `cwd` (else the current directory) with no model: what `reins sessions` and
+/// `reins sessions checkout` read and move sessions and files with.
+pub(crate) fn offline_harness(cwd: Option<&PathBuf>, warn: Warn) -> Result<Arc<Harness>, String> {
+    let root = match cwd {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?,
+    };
+    let settings = crate::run::load_settings(&root);
+    let workspace = FsWorkspace::new(vec![root.clone()]).map_err(|e| e.to_string())?;
+    Ok(Harness::new(HarnessOptions {
+        settings: LiveSettings::new(settings),
+        workspace: Arc::new(workspace),
+        provider: None,
+        approver: Arc::new(TerminalApprover::new(root)),
+        diagnostics: None,
+        events: Arc::new(|_| {}),
+        date: String::new(),
+        persist: true,
+        warn,
+    }))
+}
+
+fn run(args: &SessionsArgs) -> Result<String, String> {
+    let harness = offline_harness(args.cwd.as_ref(), Arc::new(|_| {}))?;
+    let to_json = |value: serde_json::Result<String>| value.map(|text| text + "\n").map_err(|e| e.to_string());
+    match &args.command {
+        SessionsCommand::List => {
+            let list = harness.list_sessions().map_err(|e| e.to_string())?;
+            let json = || Value::Array(list.iter().map(to_proto::session_info).collect());
+            if args.json { to_json(serde_json::to_string_pretty(&json())) } else { Ok(render_list(&list)) }
+        }
+        SessionsCommand::Tree { session } => {
+            let tree = harness.peek_tree(session.as_deref()).map_err(|e| e.to_string())?;
+            let json = || to_proto::session_tree(&tree);
+            if args.json { to_json(serde_json::to_string_pretty(&json())) } else { Ok(render_tree(&tree)) }
+        }
+        SessionsCommand::Checkout { .. } => Err("checkout is handled by checkout_cmd".into()),
+    }
+}
+
+fn render_list(list: &[SessionInfo]) -> String {
+    if list.is_empty() {
+        return "no sessions in this workspace yet\n".into();
+    }
+    let mut out = String::from("ID        MODIFIED (UTC)     ENTRIES     TOKENS      COST  NAME / FIRST MESSAGE\n");
+    for session in list {
+        let modified = humantime::format_rfc3339_seconds(
+            std::time::UNIX_EPOCH + std::time::Duration::from_millis(session.modified),
+        )
+        .to_string();
+        let modified = modified.get(..16).unwrap_or(&modified).replace('T', " ");
+        let title = session.name.clone().or_else(|| session.first_message.clone()).unwrap_or_default();
+        let title = visible_line(&title);
+        let id = visible_line(&session.id);
+        let id: String = id.chars().take(8).collect();
+        let usage = &session.usage;
+        let tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
+        let cost = format!("${:.4}", usage.cost.total);
+        out.push_str(&format!(
+            "{id:<8}  {modified:<17}  {:>7}  {tokens:>9}  {cost:>8}  {title}\n",
+            session.entry_count
+        ));
+    }
+    out
+}
+
+/// How deep the tree's text indents at most: deeper branches start at this depth, so the text
+/// stays about as long as the file however the branches nest.
+const MAX_INDENT: usize = 32;
+
+/// The tree with children indented under their parent; `*` marks the leaf. Linear in the
+/// entries, and each entry is shown once: a crafted file's duplicated id, or an entry named as
+/// its own parent, cannot make it loop or repeat.
+fn render_tree(tree: &SessionTreeView) -> String {
+    let mut out = match &tree.name {
+        Some(name) => format!("{} ({})\n", visible_line(&tree.session_id), visible_line(name)),
+        None => format!("{}\n", visible_line(&tree.session_id)),
+    };
+    let ids: HashSet<&str> = tree.nodes.iter().map(|node| node.id.as_str()).collect();
+    let mut children: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut roots = Vec::new();
+    for (index, node) in tree.nodes.iter().enumerate() {
+        match node.parent_id.as_deref().filter(|parent| ids.contains(parent)) {
+            Some(parent) => children.entry(parent).or_default().push(index),
+            None => roots.push(index),
+        }
+    }
+    let mut shown = vec![false; tree.nodes.len()];
+    let mut stack: Vec<(usize, usize)> = roots.into_iter().rev().map(|index| (index, 0)).collect();
+    // Entries no root leads to (a cycle through duplicated ids) are shown after, as roots.
+    let mut unshown = 0..tree.nodes.len();
+    while let Some((index, depth)) =
+        stack.pop().or_else(|| unshown.find(|&index| !shown[index]).map(|index| (index, 0)))
+    {
+        if std::mem::replace(&mut shown[index], true) {
+            continue;
+        }
+        let node = &tree.nodes[index];
+        let marker = if tree.leaf.as_deref() == Some(node.id.as_str()) { "*" } else { " " };
+        let what = visible_line(node.role.as_deref().unwrap_or(&node.kind));
+        let label = node.label.as_deref().map(|label| format!(" [{}]", visible_line(label))).unwrap_or_default();
+        let (id, preview) = (visible_line(&node.id), visible_line(&node.preview));
+        let indent = "  ".repeat(depth.min(MAX_INDENT));
+        out.push_str(&format!("{marker} {indent}{id} {what}: {preview}{label}\n"));
+        // Taken, not borrowed: a second entry of the same id finds its children shown.
+        let children: Vec<usize> = children.remove(node.id.as_str()).unwrap_or_default();
+        let children: Vec<usize> = children.into_iter().filter(|&child| !shown[child]).collect();
+        // A chain (one child) stays at the same depth, so long conversations do not drift right.
+        let child_depth = if children.len() > 1 { depth + 1 } else { depth };
+        stack.extend(children.into_iter().rev().map(|child| (child, child_depth)));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use expect_test::expect;
+    use reins_harness::TreeNode;
+
+    use super::*;
+
+    fn node(id: &str, parent: Option<&str>, role: &str, preview: &str) -> TreeNode {
+        TreeNode {
+            id: id.into(),
+            parent_id: parent.map(str::to_string),
+            kind: "message".into(),
+            role: Some(role.into()),
+            preview: preview.into(),
+            label: None,
+            timestamp: String::new(),
+        }
+    }
+
+    #[test]
+    fn tree_indents_branches_and_marks_the_leaf() {
+        let mut nodes = vec![
+            node("a1", None, "user", "hello"),
+            node("b2", Some("a1"), "assistant", "hi"),
+            node("c3", Some("b2"), "user", "first try"),
+            node("d4", Some("b2"), "user", "second try"),
+            node("e5", Some("d4"), "assistant", "ok"),
+        ];
+        nodes[2].label = Some("old".into());
+        let tree =
+            SessionTreeView { session_id: "s1".into(), name: Some("demo".into()), leaf: Some("e5".into()), nodes };
+        expect![[r#"
+            s1 (demo)
+              a1 user: hello
+              b2 assistant: hi
+                c3 user: first try [old]
+                d4 user: second try
+            *   e5 assistant: ok
+        "#]]
+        .assert_eq(&render_tree(&tree));
+    }
+
+    #[test]
+    fn each_entry_shows_once_whatever_its_ids_say() {
+        let nodes = vec![
+            node("a1", None, "user", "hello"),
+            node("b2", Some("a1"), "assistant", "hi"),
+            // A duplicated id naming itself as parent, and a cycle no root leads to.
+            node("a1", Some("a1"), "user", "again"),
+            node("c3", Some("d4"), "user", "c"),
+            node("d4", Some("c3"), "user", "d"),
+        ];
+        let tree = SessionTreeView { session_id: "s1".into(), name: None, leaf: Some("b2".into()), nodes };
+        expect![[r#"
+            s1
+              a1 user: hello
+            *   b2 assistant: hi
+                a1 user: again
+              c3 user: c
+              d4 user: d
+        "#]]
+        .assert_eq(&render_tree(&tree));
+    }
+
+    #[test]
+    fn list_shows_tokens_and_cost() {
+        let mut usage = reins_ai::Usage { input: 1200, output: 80, cache_read: 300, ..Default::default() };
+        usage.cost.total = 0.01234;
+        let session = SessionInfo {
+            id: "0123456789abcdef".into(),
+            path: "/s.jsonl".into(),
+            name: None,
+            first_message: Some("hello".into()),
+            entry_count: 4,
+            modified: 0,
+            parent_session: None,
+            usage,
+        };
+        expect![[r#"
+            ID        MODIFIED (UTC)     ENTRIES     TOKENS      COST  NAME / FIRST MESSAGE
+            01234567  1970-01-01 00:00         4       1580   $0.0123  hello
+        "#]]
+        .assert_eq(&render_list(&[session]));
+    }
+
+    #[test]
+    fn parses_subcommands() {
+        use clap::Parser;
+
+        use crate::cli::{Cli, Command};
+        let parse = |args: &[&str]| {
+            let args = ["reins", "sessions"].into_iter().chain(args.iter().copied());
+            match Cli::try_parse_from(args).map(|cli| cli.command) {
+                Ok(Command::Sessions(args)) => Ok((args.command, args.json)),
+                Ok(other) => panic!("not sessions: {other:?}"),
+                Err(error) => Err(error.kind()),
+            }
+        };
+        assert_eq!(parse(&["list", "--json"]).unwrap(), (SessionsCommand::List, true));
+        assert_eq!(parse(&["--json", "list"]).unwrap(), (SessionsCommand::List, true));
+        assert_eq!(parse(&["tree", "ab"]).unwrap().0, SessionsCommand::Tree { session: Some("ab".into()) });
+        assert_eq!(parse(&["tree"]).unwrap().0, SessionsCommand::Tree { session: None });
+        assert!(parse(&["frob"]).is_err());
+    }
+
+    #[test]
+    fn the_json_flag_says_what_each_subcommand_prints() {
+        use clap::CommandFactory;
+
+        let mut cli = crate::cli::Cli::command();
+        cli.build();
+        let checkout = cli.find_subcommand_mut("sessions").unwrap().find_subcommand_mut("checkout").unwrap();
+        let help = checkout.render_long_help().to_string();
+        assert!(help.contains("for checkout a report of every file, conflict and untracked command"), "{help}");
+    }
+}

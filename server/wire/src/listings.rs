@@ -1,0 +1,212 @@
+//! The JSON of what reins lists and reports outside a run — models, sessions and their trees and
+//! usage, checkouts, MCP servers — as the language server answers `reins.*` commands and the CLI
+//! prints with `--json`: one function per shape, so the two cannot drift apart.
+
+use reins_ai::{Model, Prices};
+use reins_harness::{
+    CommandRan, Compacted, FileOutcome, ListedModel, SessionInfo, SessionTreeView, SessionUsage, Settings, Status,
+    ToolsSet, TreeNode, UNTRACKED_WARNING, Written,
+};
+use reins_mcp::{ServerState, ServerStatus};
+use serde_json::{Value, json};
+
+use crate::events::usage;
+
+/// The answer of `reins.model.list`: the models [`Settings::list_models`] lists, each addressed
+/// `provider/id`, with whether a key is there for it — never the key — and which one is the
+/// default of new sessions.
+pub fn model_list(settings: &Settings) -> Value {
+    let models: Vec<Value> = settings.list_models().iter().map(listed_model).collect();
+    json!({ "models": models })
+}
+
+fn listed_model(model: &ListedModel) -> Value {
+    let entry = &model.entry;
+    json!({
+        "id": model.address(),
+        "provider": entry.provider,
+        "name": entry.id,
+        "contextWindow": entry.context_window,
+        "maxOutput": entry.max_output,
+        "reasoning": entry.reasoning,
+        "prices": prices(&entry.prices),
+        "keyAvailable": model.key.available(),
+        "current": model.current,
+    })
+}
+
+/// A model as reins resolved it (`reins.model.set`).
+pub fn model(model: &Model) -> Value {
+    let mut value = json!({
+        "id": model.id,
+        "provider": model.provider,
+        "baseUrl": model.base_url,
+        "contextWindow": model.context_window,
+        "maxOutput": model.max_output,
+        "prices": prices(&model.prices),
+        "reasoning": model.reasoning,
+    });
+    if !model.compat.is_plain() {
+        value["compat"] = json!({
+            "developerRole": model.compat.developer_role,
+            "maxCompletionTokens": model.compat.max_completion_tokens,
+        });
+    }
+    value
+}
+
+/// $ per million tokens.
+pub fn prices(prices: &Prices) -> Value {
+    json!({
+        "input": prices.input,
+        "output": prices.output,
+        "cacheRead": prices.cache_read,
+        "cacheWrite": prices.cache_write,
+    })
+}
+
+/// One session of `reins.session.list` (and `reins sessions list --json`).
+pub fn session_info(session: &SessionInfo) -> Value {
+    json!({
+        "id": session.id,
+        "path": session.path,
+        "name": session.name,
+        "firstMessage": session.first_message,
+        "entryCount": session.entry_count,
+        "modified": session.modified,
+        "parentSession": session.parent_session,
+        "usage": usage(&session.usage),
+    })
+}
+
+/// The answer of `reins.session.setTools`: the set as it is recorded, and the built-in tools it
+/// offers the session's model.
+pub fn tools_set(set: &ToolsSet) -> Value {
+    json!({ "tools": set.tools, "offered": set.offered })
+}
+
+/// The answer of `reins.session.usage`: the model calls of the current branch, then the total of
+/// every call the session records.
+pub fn session_usage(usage: &SessionUsage) -> Value {
+    let calls: Vec<Value> = usage
+        .calls
+        .iter()
+        .map(|call| {
+            json!({
+                "entryId": call.entry_id,
+                "timestamp": call.timestamp,
+                "kind": call.kind,
+                "provider": call.provider,
+                "model": call.model,
+                "usage": self::usage(&call.usage),
+            })
+        })
+        .collect();
+    json!({ "calls": calls, "total": self::usage(&usage.total) })
+}
+
+/// The answer of `reins.session.compact`.
+pub fn compacted(compacted: &Compacted) -> Value {
+    json!({ "tokensBefore": compacted.tokens_before, "tokensAfter": compacted.tokens_after })
+}
+
+/// The answer of `reins.session.tree` (and `reins sessions tree --json`).
+pub fn session_tree(tree: &SessionTreeView) -> Value {
+    let nodes: Vec<Value> = tree.nodes.iter().map(tree_node).collect();
+    json!({ "sessionId": tree.session_id, "name": tree.name, "leaf": tree.leaf, "nodes": nodes })
+}
+
+/// One file of a checkout, as `reins sessions checkout --json` prints it: what is done to it
+/// (`restore`, `merge`, `create`, `delete`, `keep`, `conflict`, `refused`), how many recorded
+/// changes it took, how writing it went, and the conflict that kept it as it is.
+pub fn checkout_file(file: &FileOutcome, written: Option<&Written>) -> Value {
+    let conflict = match &file.status {
+        Status::Conflict(info) => json!({
+            "entryId": info.entry_id,
+            "lines": info.lines.as_ref().map(|lines| json!({"start": lines.start, "end": lines.end})),
+            "reason": info.reason,
+            "change": info.change,
+        }),
+        Status::Refused(reason) => json!({"entryId": null, "lines": null, "reason": reason, "change": null}),
+        _ => Value::Null,
+    };
+    json!({
+        "path": file.shown,
+        "action": file.action(),
+        "changes": file.changes,
+        "written": written.map(written_name),
+        "conflict": conflict,
+    })
+}
+
+/// How writing a file of a checkout went, in a word (`done`, `already_done`, `changed_meanwhile`,
+/// `failed: …`).
+pub fn written_name(written: &Written) -> String {
+    match written {
+        Written::Done => "done".to_string(),
+        Written::AlreadyDone => "already_done".to_string(),
+        Written::ChangedMeanwhile => "changed_meanwhile".to_string(),
+        Written::Failed(reason) => format!("failed: {reason}"),
+    }
+}
+
+/// Commands on the way of a checkout, each with the warning that their effects on files were
+/// not tracked.
+pub fn checkout_commands(commands: &[CommandRan]) -> Value {
+    let commands: Vec<Value> = commands
+        .iter()
+        .map(|command| {
+            json!({
+                "entryId": command.entry_id,
+                "tool": command.tool,
+                "command": command.command,
+                "warning": UNTRACKED_WARNING,
+            })
+        })
+        .collect();
+    Value::Array(commands)
+}
+
+fn tree_node(node: &TreeNode) -> Value {
+    json!({
+        "id": node.id,
+        "parentId": node.parent_id,
+        "kind": node.kind,
+        "role": node.role,
+        "preview": node.preview,
+        "label": node.label,
+        "timestamp": node.timestamp,
+    })
+}
+
+/// The result of `reins.mcp.list` (and of `reins mcp list --json`): each server, where it was
+/// configured, how it is reached, its state, and its tools.
+pub fn mcp_servers(statuses: &[ServerStatus]) -> Value {
+    let servers: Vec<Value> = statuses
+        .iter()
+        .map(|status| {
+            let (state, reason) = match &status.state {
+                ServerState::Idle => ("idle", None),
+                ServerState::Starting => ("starting", None),
+                ServerState::Ready => ("ready", None),
+                ServerState::Exited(reason) => ("exited", Some(reason)),
+                ServerState::Failed(reason) => ("failed", Some(reason)),
+                ServerState::Stopped => ("stopped", None),
+            };
+            let tools: Vec<Value> = status
+                .tools
+                .iter()
+                .map(|tool| json!({"name": tool.name, "tool": tool.tool, "description": tool.description}))
+                .collect();
+            json!({
+                "name": status.name,
+                "origin": status.origin,
+                "transport": status.transport,
+                "state": state,
+                "reason": reason,
+                "tools": tools,
+            })
+        })
+        .collect();
+    json!({ "servers": servers })
+}

@@ -14,6 +14,7 @@ mod mcp_cmd;
 mod models_cmd;
 mod run;
 mod sandbox_cmd;
+mod sandbox_policy;
 mod sessions_cmd;
 mod terminal;
 mod terminal_review;

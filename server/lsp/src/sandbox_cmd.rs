@@ -2,8 +2,8 @@
 //! program started it with — an ACP client's terminal, which runs what `bash` asks for in the
 //! user's sight. It keeps only the named variables of its environment and runs the command
 //! enclosed as `bash` runs its own (namespaces, Landlock and seccomp where they apply), until it
-//! ends; what the command left in the background ends with it. The arguments are what [`args`]
-//! makes of a tool's exec policy.
+//! ends; what the command left in the background ends with it. Its policy is what
+//! [`invocation`] makes of a tool's exec policy (one variable, [`POLICY_VAR`]), or the flags below.
 
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
@@ -12,12 +12,15 @@ use std::process::ExitCode;
 
 use reins_tools::{ExecPolicy, Sandbox, SandboxMode};
 
+use crate::sandbox_policy::{POLICY_VAR, SandboxPolicy};
+
 /// The arguments of `reins sandbox-exec` (see `crate::cli::Command::SandboxExec`).
 #[derive(Debug, clap::Args)]
 pub struct SandboxExecArgs {
-    /// off, workspace-write or read-only
+    /// off, workspace-write or read-only; without it, the whole policy comes from the
+    /// REINS_SANDBOX_POLICY variable (see `sandbox_policy`)
     #[arg(long)]
-    pub mode: String,
+    pub mode: Option<String>,
     /// Allow network connections
     #[arg(long)]
     pub network: bool,
@@ -41,46 +44,25 @@ pub struct SandboxExecArgs {
     pub command: Vec<OsString>,
 }
 
-/// The arguments that make `reins sandbox-exec` run `command` under `policy`, for `roots`.
-pub fn args(policy: &ExecPolicy, roots: &[PathBuf], command: &[&str]) -> Vec<String> {
-    let sandbox = &policy.sandbox;
-    let mut args = vec!["sandbox-exec".to_string(), "--mode".to_string(), sandbox.mode.as_str().to_string()];
-    if sandbox.network {
-        args.push("--network".to_string());
-    }
-    let mut paths = |flag: &str, paths: &[PathBuf]| {
-        for path in paths {
-            args.push(format!("--{flag}={}", path.display()));
-        }
-    };
-    paths("root", roots);
-    paths("writable", &sandbox.writable);
-    paths("deny-read", &sandbox.deny_read);
-    paths("read-only", &sandbox.read_only);
-    // Names only: the values are the terminal's own.
-    if let Some(env) = &policy.env {
-        args.extend(env.iter().map(|(name, _)| format!("--keep={}", name.to_string_lossy())));
-    }
-    args.push("--".to_string());
+/// The arguments and the one variable that make `reins sandbox-exec` run `command` under
+/// `policy`, for `roots`: the arguments are the command, so a client shows it as it is.
+pub fn invocation(policy: &ExecPolicy, roots: &[PathBuf], command: &[&str]) -> (Vec<String>, (String, String)) {
+    let mut args = vec!["sandbox-exec".to_string(), "--".to_string()];
     args.extend(command.iter().map(|word| word.to_string()));
-    args
+    (args, (POLICY_VAR.to_string(), SandboxPolicy::new(policy, roots).to_value()))
 }
 
 pub fn main(args: SandboxExecArgs) -> ExitCode {
-    let Some(mode) = SandboxMode::parse(&args.mode) else {
-        eprintln!("reins: sandbox-exec: unknown mode {:?}", args.mode);
-        return ExitCode::from(2);
+    let (sandbox, roots, keep) = match policy(&args) {
+        Ok(policy) => policy,
+        Err(message) => {
+            eprintln!("reins: sandbox-exec: {message}");
+            return ExitCode::from(2);
+        }
     };
-    let sandbox = Sandbox {
-        mode,
-        network: args.network,
-        writable: args.writable,
-        deny_read: args.deny_read,
-        read_only: args.read_only,
-    };
-    let env: Vec<(OsString, OsString)> = std::env::vars_os().filter(|(name, _)| args.keep.contains(name)).collect();
+    let env: Vec<(OsString, OsString)> = std::env::vars_os().filter(|(name, _)| keep.contains(name)).collect();
     let Some((program, rest)) = args.command.split_first() else { return ExitCode::from(2) };
-    match reins_tools::run_enclosed(&sandbox, &args.roots, program, rest, &env) {
+    match reins_tools::run_enclosed(&sandbox, &roots, program, rest, &env) {
         Ok(status) => match (status.code(), status.signal()) {
             (Some(code), _) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
             (None, Some(signal)) => ExitCode::from(u8::try_from(128 + signal).unwrap_or(1)),
@@ -95,4 +77,23 @@ pub fn main(args: SandboxExecArgs) -> ExitCode {
             ExitCode::from(126)
         }
     }
+}
+
+/// The sandbox, roots and variables to keep: from the flags when `--mode` is given, else from
+/// [`POLICY_VAR`]; with neither, nothing runs.
+fn policy(args: &SandboxExecArgs) -> Result<(Sandbox, Vec<PathBuf>, Vec<OsString>), String> {
+    let Some(mode) = &args.mode else {
+        let value = std::env::var(POLICY_VAR)
+            .map_err(|_| format!("no sandbox policy: give --mode and its flags, or {POLICY_VAR}"))?;
+        return SandboxPolicy::parse(&value)?.into_parts();
+    };
+    let mode = SandboxMode::parse(mode).ok_or_else(|| format!("unknown mode {mode:?}"))?;
+    let sandbox = Sandbox {
+        mode,
+        network: args.network,
+        writable: args.writable.clone(),
+        deny_read: args.deny_read.clone(),
+        read_only: args.read_only.clone(),
+    };
+    Ok((sandbox, args.roots.clone(), args.keep.clone()))
 }

@@ -19,9 +19,9 @@ use agent_client_protocol::v1::schema::{
     ListSessionsRequest, LoadSessionRequest, McpServer, McpServerHttp, McpServerStdio, NewSessionRequest,
     PermissionOptionId, PromptRequest, PromptResponse, ReadTextFileRequest, ReadTextFileResponse,
     ReleaseTerminalRequest, ReleaseTerminalResponse, RequestPermissionOutcome, RequestPermissionRequest,
-    RequestPermissionResponse, SelectedPermissionOutcome, SessionNotification, TerminalExitStatus,
-    TerminalOutputRequest, TerminalOutputResponse, TextContent, WaitForTerminalExitRequest,
-    WaitForTerminalExitResponse, WriteTextFileRequest, WriteTextFileResponse,
+    RequestPermissionResponse, SelectedPermissionOutcome, SessionNotification, SetSessionConfigOptionRequest,
+    SetSessionModeRequest, TerminalExitStatus, TerminalOutputRequest, TerminalOutputResponse, TextContent,
+    WaitForTerminalExitRequest, WaitForTerminalExitResponse, WriteTextFileRequest, WriteTextFileResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Lines};
@@ -66,6 +66,7 @@ impl Term {
     fn start(request: &CreateTerminalRequest) -> Term {
         let mut child = tokio::process::Command::new(&request.command)
             .args(&request.args)
+            .envs(request.env.iter().map(|var| (&var.name, &var.value)))
             .current_dir(request.cwd.clone().unwrap_or_else(|| PathBuf::from("/")))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -108,10 +109,11 @@ impl Term {
 struct Recorded {
     /// `terminal/*` requests, as `method command-or-id` lines.
     terminal_calls: Vec<String>,
-    /// The arguments of each `terminal/create`.
+    /// The arguments and the environment of each `terminal/create`.
     terminal_args: Vec<Vec<String>>,
+    terminal_env: Vec<Vec<(String, String)>>,
     terminals: HashMap<String, Term>,
-    /// `session/update` params, in order.
+    /// `session/update` params, in order, as on the wire.
     updates: Vec<Value>,
     permissions: Vec<Value>,
     reads: Vec<PathBuf>,
@@ -145,9 +147,12 @@ fn spawn_reins_with(server: &ScriptedServer, dir: &Path, model: &str) -> tokio::
         .expect("start reins acp")
 }
 
-/// The SDK's line transport over a child's stdin and stdout.
+/// The SDK's line transport over a child's stdin and stdout. The `session/update` params are
+/// recorded as they came on the wire (the SDK's types leave out fields at their default, such as
+/// a `pending` status, when written again).
 fn transport(
     child: &mut tokio::process::Child,
+    shared: Shared,
 ) -> Lines<
     impl futures::Sink<String, Error = std::io::Error> + Send + 'static,
     impl futures::Stream<Item = std::io::Result<String>> + Send + 'static,
@@ -159,11 +164,21 @@ fn transport(
         stdin.flush().await?;
         Ok::<_, std::io::Error>(stdin)
     });
-    let lines = futures::stream::unfold(BufReader::new(stdout).lines(), |mut lines| async move {
-        match lines.next_line().await {
-            Ok(Some(line)) => Some((Ok(line), lines)),
-            Ok(None) => None,
-            Err(err) => Some((Err(err), lines)),
+    let lines = futures::stream::unfold(BufReader::new(stdout).lines(), move |mut lines| {
+        let shared = shared.clone();
+        async move {
+            match lines.next_line().await {
+                Ok(Some(line)) => {
+                    if let Ok(message) = serde_json::from_str::<Value>(&line)
+                        && message["method"] == "session/update"
+                    {
+                        lock(&shared).updates.push(message["params"].clone());
+                    }
+                    Some((Ok(line), lines))
+                }
+                Ok(None) => None,
+                Err(err) => Some((Err(err), lines)),
+            }
         }
     });
     Lines::new(sink, lines)
@@ -180,8 +195,8 @@ async fn with_client<T: Send + 'static>(
 ) -> (T, String) {
     let mut child = spawn_reins(server, dir);
     let mut stderr = child.stderr.take().unwrap();
-    let transport = transport(&mut child);
-    let (reads, writes, asks, updates) = (shared.clone(), shared.clone(), shared.clone(), shared.clone());
+    let transport = transport(&mut child, shared.clone());
+    let (reads, writes, asks) = (shared.clone(), shared.clone(), shared.clone());
     let (creates, waits, outputs, kills, releases) =
         (shared.clone(), shared.clone(), shared.clone(), shared.clone(), shared.clone());
     let result = Client
@@ -251,6 +266,9 @@ async fn with_client<T: Send + 'static>(
                     &request.args[after..]
                 ));
                 recorded.terminal_args.push(request.args.clone());
+                recorded
+                    .terminal_env
+                    .push(request.env.iter().map(|var| (var.name.clone(), var.value.clone())).collect());
                 recorded.terminals.insert(id.clone(), Term::start(&request));
                 responder.respond(CreateTerminalResponse::new(id))
             },
@@ -316,8 +334,8 @@ async fn with_client<T: Send + 'static>(
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_notification(
-            async move |notification: SessionNotification, _cx| {
-                lock(&updates).updates.push(serde_json::to_value(&notification).unwrap());
+            async move |_notification: SessionNotification, _cx| {
+                // Recorded by the transport as sent; here only decoded, as a client would.
                 Ok(())
             },
             agent_client_protocol::on_receive_notification!(),
@@ -458,7 +476,7 @@ async fn the_agent_reads_the_unsaved_buffer_and_writes_an_allowed_edit_through_t
     expect![[r#"
         tool_call: {"rawInput":{"path":"notes.txt"},"toolCallId":"c1","title":"Read notes.txt","kind":"read","status":"in_progress","locations":[{"path":"$W/notes.txt"}]}
         tool_call_update: {"rawOutput":{"output":"unsaved text\n","isError":false},"toolCallId":"c1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"unsaved text\n"}}]}
-        tool_call: {"rawInput":{"path":"notes.txt","edits":[{"oldText":"unsaved","newText":"edited"}]},"toolCallId":"c2","title":"Edit notes.txt","kind":"edit","locations":[{"path":"$W/notes.txt"}]}
+        tool_call: {"status":"pending","toolCallId":"c2","title":"Edit notes.txt","kind":"edit","locations":[{"path":"$W/notes.txt"}],"rawInput":{"path":"notes.txt","edits":[{"oldText":"unsaved","newText":"edited"}]}}
         tool_call_update: {"status":"in_progress","toolCallId":"c2"}
         tool_call_update: {"rawOutput":{"output":"Edited notes.txt: 1 replacement\n\n@@ -1 +1 @@\n-unsaved text\n+edited text","isError":false,"details":{"path":"notes.txt","replacements":1,"notes":[],"diff":"--- notes.txt\n+++ notes.txt\n@@ -1 +1 @@\n-unsaved text\n+edited text\n"}},"toolCallId":"c2","status":"completed","content":[{"type":"diff","path":"$W/notes.txt","oldText":"unsaved text\n","newText":"edited text\n"},{"type":"content","content":{"type":"text","text":"Edited notes.txt: 1 replacement\n\n@@ -1 +1 @@\n-unsaved text\n+edited text"}}]}
         agent_message_chunk: Done.
@@ -591,9 +609,11 @@ async fn a_session_loads_in_a_new_process_with_its_conversation_replayed_and_is_
     assert_eq!(listed.sessions[0].title.as_deref(), Some("what does a.txt say?"));
     expect![[r#"
         user_message_chunk: what does a.txt say?
-        tool_call: {"rawInput":{"path":"a.txt"},"toolCallId":"c1","title":"Read a.txt","kind":"read","locations":[{"path":"$W/a.txt"}]}
+        tool_call: {"status":"pending","toolCallId":"c1","title":"Read a.txt","kind":"read","locations":[{"path":"$W/a.txt"}],"rawInput":{"path":"a.txt"}}
         tool_call_update: {"rawOutput":{"output":"alpha\n","isError":false},"toolCallId":"c1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"alpha\n"}}]}
-        agent_message_chunk: It says alpha.Still alpha.
+        agent_message_chunk: It says alpha.
+        usage_update: size 128000
+        agent_message_chunk: Still alpha.
         usage_update: size 128000"#]]
     .assert_eq(&render(&updates(&second), dir.path()));
     // The third model call had the whole conversation.
@@ -921,10 +941,19 @@ async fn a_command_runs_in_the_client_terminal_which_the_tool_call_shows() {
         ]
     "#]]
     .assert_debug_eq(&recorded.terminal_calls);
-    // The terminal's command keeps reins's sandbox and an environment without the keys.
+    // What the client shows is the command; the sandbox and the variables to keep (names only,
+    // never the keys) go in one variable of the terminal's environment.
     let args = &recorded.terminal_args[0];
-    assert!(args.contains(&"--mode".to_string()) && args.contains(&"--keep=PATH".to_string()), "{args:?}");
-    assert!(!args.iter().any(|arg| arg.contains("OPENAI_API_KEY") || arg.contains(CANARY_KEY)), "{args:?}");
+    assert_eq!(args, &["sandbox-exec", "--", "bash", "-c", "echo hello from bash; exit 3"]);
+    let env = &recorded.terminal_env[0];
+    assert_eq!(env.len(), 1, "{env:?}");
+    assert_eq!(env[0].0, "REINS_SANDBOX_POLICY");
+    let policy: Value = serde_json::from_str(&env[0].1).unwrap();
+    assert_eq!(policy["mode"], "workspace-write", "{policy}");
+    assert!(policy["keep"].as_array().unwrap().contains(&json!("PATH")), "{policy}");
+    assert_eq!(policy["roots"], json!([dir.path()]), "{policy}");
+    assert!(policy["denyRead"].to_string().contains(".ssh"), "{policy}");
+    assert!(!env[0].1.contains("OPENAI_API_KEY") && !env[0].1.contains(CANARY_KEY), "{policy}");
     drop(recorded);
     let result = server.chat_requests()[1].body["messages"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(result["content"], "hello from bash\n\nCommand exited with code 3");
@@ -1131,4 +1160,209 @@ async fn a_refused_answer_ends_the_prompt_with_refusal_and_stays_out_of_the_next
         (&entry["message"]["stopReason"], &entry["message"]["rawStopReason"], &entry["message"]["errorMessage"]),
         (&json!("error"), &json!("refusal"), &json!("The model refused to answer."))
     );
+}
+
+/// The `used` figure of each `usage_update`, in order.
+fn used(shared: &Shared) -> Vec<u64> {
+    updates(shared)
+        .iter()
+        .filter(|params| params["update"]["sessionUpdate"] == "usage_update")
+        .map(|params| params["update"]["used"].as_u64().unwrap())
+        .collect()
+}
+
+/// What clients saw go wrong with a session that had a cancelled turn, a failed one and an
+/// attached file: replayed, the cancelled turn shows its partial answer, the failed one what
+/// failed, no two user messages come back to back, the attachment comes back as the link the
+/// user sent (not the copy the model read), and the context's size never drops to 0.
+#[tokio::test]
+async fn a_session_with_a_cancelled_and_a_failed_turn_replays_as_it_happened_and_keeps_its_usage() {
+    let dir = workspace(&[("hello.py", "print('hello')\n")]);
+    let server = ScriptedServer::start(vec![
+        Reply::text("Hello there.").with_usage(1000, 20, 0),
+        Reply::text("Once upon a time there was a very long story").with_chunk_chars(5).with_chunk_delay_ms(300),
+        Reply::http_error(400, "the request was refused"),
+        Reply::text("It prints hello.").with_usage(1500, 30, 0),
+    ])
+    .await;
+    let first = Shared::default();
+    let watched = first.clone();
+    let (session, _) = with_client(&server, dir.path(), first.clone(), NOTHING, async |cx| {
+        let session = new_session(&cx, dir.path(), Vec::new()).await;
+        prompt(&cx, &session, "say hello").await;
+        let turn = cx.send_request(PromptRequest::new(session.clone(), vec![text("tell a long story")])).block_task();
+        let cancelling = async {
+            while !render(&updates(&watched), dir.path()).contains("Once ") {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            cx.send_notification(CancelNotification::new(session.clone())).unwrap();
+        };
+        let (cancelled, ()) = tokio::join!(turn, cancelling);
+        assert_eq!(serde_json::to_value(cancelled.unwrap().stop_reason).unwrap(), "cancelled");
+        let failed = cx.send_request(PromptRequest::new(session.clone(), vec![text("again")])).block_task().await;
+        assert!(failed.is_err(), "{failed:?}");
+        // What CodeCompanion sends after a failed turn: nothing to do, no error.
+        let empty = cx.send_request(PromptRequest::new(session.clone(), Vec::new())).block_task().await.unwrap();
+        assert_eq!(serde_json::to_value(empty.stop_reason).unwrap(), "end_turn");
+        let link = ContentBlock::ResourceLink(agent_client_protocol::v1::schema::ResourceLink::new(
+            "hello.py",
+            format!("file://{}", dir.path().join("hello.py").display()),
+        ));
+        let request = PromptRequest::new(session.clone(), vec![text("what does it print?"), link]);
+        tokio::time::timeout(WAIT, cx.send_request(request).block_task()).await.unwrap().unwrap();
+        session
+    })
+    .await;
+    assert_eq!(server.chat_requests().len(), 4, "the empty prompt called no model");
+    // After the cancel and the failure the context is what it was (plus the prompts), not 0.
+    let live = used(&first);
+    assert_eq!(live.len(), 4, "a usage_update after every turn: {live:?}");
+    assert_eq!(live[0], 1020);
+    assert!(live[1] > 1020 && live[2] > live[1] && live[2] < 1100, "{live:?}");
+    assert_eq!(live[3], 1530);
+
+    let second = Shared::default();
+    with_client(&server, dir.path(), second.clone(), NOTHING, async |cx| {
+        cx.send_request(LoadSessionRequest::new(session.clone(), dir.path())).block_task().await.unwrap();
+    })
+    .await;
+    let uri = format!("file://{}", dir.path().canonicalize().unwrap().join("hello.py").display());
+    let replayed: Vec<Value> = updates(&second).into_iter().map(|params| params["update"].clone()).collect();
+    let links: Vec<&Value> = replayed.iter().filter(|update| update["content"]["type"] == "resource_link").collect();
+    assert_eq!(links.len(), 1, "{replayed:#?}");
+    assert_eq!((&links[0]["content"]["name"], &links[0]["content"]["uri"]), (&json!("hello.py"), &json!(uri)));
+    expect![[r#"
+        user_message_chunk: say hello
+        agent_message_chunk: Hello there.
+        user_message_chunk: tell a long story
+        agent_message_chunk: Once 
+        user_message_chunk: again
+        agent_message_chunk: (the answer failed: provider error: the request was refused)
+        user_message_chunk: what does it print?
+        agent_message_chunk: It prints hello.
+        usage_update: size 128000"#]]
+    .assert_eq(&render(&updates(&second), dir.path()));
+    assert_eq!(used(&second), [1530], "the loaded session's context");
+}
+
+/// `session/list` shows only sessions with a prompt: every chat a client opens starts a session,
+/// and the empty ones are nothing to go back to.
+#[tokio::test]
+async fn sessions_never_prompted_are_not_listed() {
+    let dir = workspace(&[]);
+    let server = ScriptedServer::start(vec![Reply::text("Hi.")]).await;
+    let shared = Shared::default();
+    let ((prompted, listed), _) = with_client(&server, dir.path(), shared.clone(), NOTHING, async |cx| {
+        let prompted = new_session(&cx, dir.path(), Vec::new()).await;
+        prompt(&cx, &prompted, "hello").await;
+        new_session(&cx, dir.path(), Vec::new()).await;
+        let listed =
+            cx.send_request(ListSessionsRequest::new().cwd(dir.path().to_path_buf())).block_task().await.unwrap();
+        (prompted, listed)
+    })
+    .await;
+    let ids: Vec<String> = listed.sessions.iter().map(|info| info.session_id.0.to_string()).collect();
+    assert_eq!(ids, [prompted]);
+}
+
+/// A terminal that lost the policy variable (a client that drops `env`) runs nothing: the
+/// sandbox never falls open.
+#[tokio::test]
+async fn sandbox_exec_without_a_policy_runs_nothing() {
+    let dir = workspace(&[]);
+    let ran = support::reins(None, dir.path(), &["sandbox-exec", "--", "touch", "ran"]).await;
+    assert_eq!(ran.code, Some(2), "{}", ran.stderr);
+    expect!["reins: sandbox-exec: no sandbox policy: give --mode and its flags, or REINS_SANDBOX_POLICY\n"]
+        .assert_eq(&ran.stderr);
+    assert!(!dir.path().join("ran").exists());
+}
+
+/// The option `id` of a `configOptions` list: its current value and the values offered.
+fn option(options: &Value, id: &str) -> (String, Vec<String>) {
+    let option = options.as_array().unwrap().iter().find(|option| option["id"] == id);
+    let Some(option) = option else { return ("(none)".into(), Vec::new()) };
+    let values = option["options"].as_array().unwrap().iter().map(|o| o["value"].as_str().unwrap().to_string());
+    (option["currentValue"].as_str().unwrap().to_string(), values.collect())
+}
+
+/// The client offers the model (those with a key), the thinking levels of a model that thinks
+/// and the approval modes; a change applies from the next turn, is recorded in the session, and
+/// a loaded session comes back with it.
+#[tokio::test]
+async fn the_model_thinking_level_and_mode_are_offered_switched_recorded_and_kept() {
+    let dir = workspace(&[("a.txt", "one\n")]);
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("c1", "write", json!({"path": "a.txt", "content": "two\n"})),
+        Reply::text("Written."),
+        Reply::text("Read only now."),
+    ])
+    .await;
+    let shared = Shared::default();
+    let ((session, created, set), _) = with_client(&server, dir.path(), shared.clone(), NOTHING, async |cx| {
+        let created = cx.send_request(NewSessionRequest::new(dir.path())).block_task().await.unwrap();
+        let session = created.session_id.0.to_string();
+        let set = |id: &str, value: &str| {
+            cx.send_request(SetSessionConfigOptionRequest::new(session.clone(), id.to_string(), value)).block_task()
+        };
+        set("model", "openai/o3").await.unwrap();
+        let set = set("thinking", "high").await.unwrap();
+        let refused = cx
+            .send_request(SetSessionConfigOptionRequest::new(session.clone(), "model", "anthropic/claude-opus-4-1"))
+            .block_task()
+            .await;
+        assert!(refused.unwrap_err().message.contains("is not a value of model"), "a model without a key");
+        cx.send_request(SetSessionModeRequest::new(session.clone(), "auto-edit")).block_task().await.unwrap();
+        // Auto-edit: the write applies without asking.
+        prompt(&cx, &session, "write a.txt").await;
+        cx.send_request(SetSessionModeRequest::new(session.clone(), "read-only")).block_task().await.unwrap();
+        prompt(&cx, &session, "look only").await;
+        (session, serde_json::to_value(created).unwrap(), serde_json::to_value(set).unwrap())
+    })
+    .await;
+    let (model, models) = option(&created["configOptions"], "model");
+    assert_eq!(model, "openai-compatible/scripted-model");
+    assert!(
+        models.contains(&"openai/o3".to_string()) && !models.iter().any(|m| m.starts_with("anthropic/")),
+        "{models:?}"
+    );
+    assert_eq!(option(&created["configOptions"], "thinking").0, "(none)", "the scripted model does not think");
+    assert_eq!(
+        option(&created["configOptions"], "mode"),
+        ("ask".into(), vec!["ask".into(), "auto-edit".into(), "read-only".into()])
+    );
+    assert_eq!(created["modes"]["currentModeId"], "ask");
+    assert_eq!(option(&set["configOptions"], "model").0, "openai/o3");
+    assert_eq!(option(&set["configOptions"], "thinking").0, "high");
+    assert!(lock(&shared).permissions.is_empty(), "auto-edit asked: {:?}", lock(&shared).permissions);
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "two\n");
+    let requests = server.chat_requests();
+    assert_eq!((&requests[0].body["model"], &requests[0].body["reasoning_effort"]), (&json!("o3"), &json!("high")));
+    let tools = |body: &Value| -> Vec<String> {
+        body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|tool| tool["function"]["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(tools(&requests[0].body).contains(&"write".to_string()));
+    assert_eq!(tools(&requests[2].body), ["read", "ls", "grep", "find"], "read-only offers the reading tools");
+    let modes: Vec<Value> = updates(&shared)
+        .iter()
+        .filter(|params| params["update"]["sessionUpdate"] == "current_mode_update")
+        .map(|params| params["update"]["currentModeId"].clone())
+        .collect();
+    assert_eq!(modes, [json!("ask"), json!("ask"), json!("auto-edit"), json!("read-only")]);
+
+    // Another process loads it: the same model, level and mode.
+    let second = Shared::default();
+    let (loaded, _) = with_client(&server, dir.path(), second.clone(), NOTHING, async |cx| {
+        cx.send_request(LoadSessionRequest::new(session.clone(), dir.path())).block_task().await.unwrap()
+    })
+    .await;
+    let loaded = serde_json::to_value(loaded).unwrap();
+    assert_eq!(option(&loaded["configOptions"], "model").0, "openai/o3");
+    assert_eq!(option(&loaded["configOptions"], "thinking").0, "high");
+    assert_eq!(option(&loaded["configOptions"], "mode").0, "read-only");
+    assert_eq!(loaded["modes"]["currentModeId"], "read-only");
 }

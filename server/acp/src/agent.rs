@@ -11,21 +11,23 @@ use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, CancelNotification, ClientCapabilities, Implementation, InitializeRequest, InitializeResponse,
-    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities,
-    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, SessionCapabilities, SessionId,
-    SessionListCapabilities, SessionUpdate,
+    AgentCapabilities, CancelNotification, ClientCapabilities, ConfigOptionUpdate, CurrentModeUpdate, Implementation,
+    InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
+    LoadSessionResponse, McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
+    PromptResponse, SessionCapabilities, SessionId, SessionListCapabilities, SessionUpdate,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
+    StopReason, UsageUpdate,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Error, Lines};
-use reins_harness::{Harness, HarnessEvent, HarnessOptions, LiveSettings, Settings};
+use reins_harness::{ApprovalPolicy, Harness, HarnessEvent, HarnessOptions, LiveSettings, Settings};
 use reins_tools::FsWorkspace;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::approver::AcpApprover;
 use crate::events::{Events, Input, Pump};
 use crate::workspace::{AcpWorkspace, ClientTools};
-use crate::{from_proto, to_proto, transport};
+use crate::{from_proto, options, to_proto, transport};
 use reins_agent::lock;
 
 /// How long a cancelled run has to end (and save its session) when the client goes away.
@@ -58,7 +60,7 @@ struct Released {
 fn refuse_too_broad(cwd: &Path) -> Result<(), Error> {
     let canonical = |path: &Path| path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
     let cwd = canonical(cwd);
-    let home = std::env::var_os("HOME").filter(|home| !home.is_empty()).map(|home| canonical(Path::new(&home)));
+    let home = Some(canonical(&reins_harness::user_home(|name| std::env::var(name).ok())));
     let what = match () {
         _ if cwd.parent().is_none() => "the root directory",
         _ if home.as_deref() == Some(cwd.as_path()) => "your home directory",
@@ -83,6 +85,8 @@ pub struct Session {
     servers: Vec<reins_mcp::ServerConfig>,
     /// When the session was last used, on [`State::uses`].
     last_used: AtomicU64,
+    /// The approval policy of the settings, which the ask mode keeps (see [`options::Mode`]).
+    configured: ApprovalPolicy,
 }
 
 /// Serves one client on `input`/`output` until the input ends; running turns are then
@@ -119,7 +123,8 @@ fn builder(
     state: Arc<State>,
 ) -> agent_client_protocol::v1::Builder<Agent, impl agent_client_protocol::HandleDispatchFrom<Client>> {
     let (initialize, new, load, list, prompt, cancel) =
-        (state.clone(), state.clone(), state.clone(), state.clone(), state.clone(), state);
+        (state.clone(), state.clone(), state.clone(), state.clone(), state.clone(), state.clone());
+    let (set_mode, set_option) = (state.clone(), state);
     Agent
         .v1()
         .name("reins")
@@ -150,6 +155,18 @@ fn builder(
             async move |request: PromptRequest, responder, cx| {
                 prompt.prompt(request, responder, cx);
                 Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionModeRequest, responder, cx| {
+                responder.respond_with_result(set_mode.set_mode(request, cx))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionConfigOptionRequest, responder, cx| {
+                responder.respond_with_result(set_option.set_config_option(request, cx))
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -251,6 +268,8 @@ impl State {
         servers: Vec<reins_mcp::ServerConfig>,
     ) -> Arc<Session> {
         workspace.set_session(id);
+        let configured = harness.settings().approval.clone();
+        options::restore(&harness, id, &configured);
         let settings = LiveSettings::new((*harness.settings()).clone());
         self.events.send(Input::Session { session_id: id.to_string(), cwd: cwd.to_path_buf(), settings });
         let prompting = Arc::default();
@@ -263,6 +282,7 @@ impl State {
             prompting,
             servers,
             last_used,
+            configured,
         });
         lock(&self.released).remove(id);
         lock(&self.sessions).insert(id.to_string(), session.clone());
@@ -325,8 +345,10 @@ impl State {
         if !servers.is_empty() {
             harness.set_session_servers(&id, servers.clone()).map_err(to_proto::harness_error)?;
         }
-        self.register(&id, &request.cwd, harness, workspace, servers);
-        Ok(NewSessionResponse::new(SessionId::new(id.as_str())))
+        let session = self.register(&id, &request.cwd, harness, workspace, servers);
+        Ok(NewSessionResponse::new(SessionId::new(id.as_str()))
+            .modes(options::modes(&session.harness, &id))
+            .config_options(options::config_options(&session.harness, &id)))
     }
 
     /// Opens the session; the event task replays its conversation, then answers.
@@ -337,7 +359,9 @@ impl State {
         cx: ConnectionTo<Client>,
     ) {
         match self.open(request, cx) {
-            Ok((id, replay)) => self.events.send(Input::Loaded { session_id: id, replay, responder }),
+            Ok((id, replay, response)) => {
+                self.events.send(Input::Loaded { session_id: id, replay, response: Box::new(response), responder })
+            }
             Err(err) => {
                 let _ = responder.respond_with_error(err);
             }
@@ -349,7 +373,7 @@ impl State {
         &self,
         request: LoadSessionRequest,
         cx: ConnectionTo<Client>,
-    ) -> Result<(String, Vec<SessionUpdate>), Error> {
+    ) -> Result<(String, Vec<SessionUpdate>, LoadSessionResponse), Error> {
         let id = request.session_id.0.to_string();
         if lock(&self.sessions).contains_key(&id) {
             return Err(to_proto::invalid_params(format!(
@@ -389,16 +413,20 @@ impl State {
         if !servers.is_empty() {
             harness.set_session_servers(&id, servers.clone()).map_err(to_proto::harness_error)?;
         }
-        let messages = harness.messages(&id).map_err(to_proto::harness_error)?;
+        let messages = harness.transcript(&id).map_err(to_proto::harness_error)?;
         // A session without its records (not kept on disk) replays its edits as text results.
         let records = harness.file_changes(&id).unwrap_or_default();
         let session = self.register(&id, &request.cwd, harness, workspace, servers);
-        let replay = to_proto::replay(
+        let mut replay = to_proto::replay(
             &messages,
             &to_proto::recorded_changes(&records, &session.cwd.canonicalize().unwrap_or_else(|_| session.cwd.clone())),
             &session.cwd,
         );
-        Ok((id, replay))
+        replay.extend(usage(&session.harness, &id).map(SessionUpdate::UsageUpdate));
+        let response = LoadSessionResponse::new()
+            .modes(options::modes(&session.harness, &id))
+            .config_options(options::config_options(&session.harness, &id));
+        Ok((id, replay, response))
     }
 
     fn list_sessions(&self, request: ListSessionsRequest) -> Result<ListSessionsResponse, Error> {
@@ -426,7 +454,9 @@ impl State {
             warn: Arc::new(|_: &str| {}),
         });
         let sessions = lister.list_sessions().map_err(to_proto::harness_error)?;
-        Ok(ListSessionsResponse::new(sessions.iter().map(|info| to_proto::session_info(info, &cwd)).collect()))
+        // A session never prompted (every chat a client opens starts one) is nothing to go back to.
+        let prompted = sessions.iter().filter(|info| info.first_message.is_some());
+        Ok(ListSessionsResponse::new(prompted.map(|info| to_proto::session_info(info, &cwd)).collect()))
     }
 
     /// An open session, marked used; a released one is opened again.
@@ -442,12 +472,7 @@ impl State {
     }
 
     /// Starts the turn; the event task answers when its run ends.
-    fn prompt(
-        &self,
-        request: PromptRequest,
-        responder: Responder<agent_client_protocol::v1::schema::PromptResponse>,
-        cx: ConnectionTo<Client>,
-    ) {
+    fn prompt(&self, request: PromptRequest, responder: Responder<PromptResponse>, cx: ConnectionTo<Client>) {
         let session = match self.session(&request.session_id.0, cx) {
             Ok(session) => session,
             Err(err) => {
@@ -463,6 +488,11 @@ impl State {
                 return;
             }
         };
+        if prompt.is_empty() {
+            // Nothing to do (CodeCompanion sends `[]` after a failed turn): the turn ends at once.
+            let _ = responder.respond(PromptResponse::new(StopReason::EndTurn));
+            return;
+        }
         // One turn at a time: the flag is cleared as the turn's answer goes out.
         if session.prompting.swap(true, Ordering::SeqCst) {
             let message = "a prompt is already running in this session; cancel it (session/cancel) or wait";
@@ -485,11 +515,66 @@ impl State {
                         failed(to_proto::run_failed(
                             "the run stopped unexpectedly (an internal error; see the log)".into(),
                         ));
+                        return;
                     }
+                    let usage = usage(&session.harness, &session.id);
+                    events.send(Input::Finished { session_id: session.id.clone(), usage });
                 }
                 Err(err) => failed(to_proto::harness_error(err)),
             }
         });
+    }
+
+    /// `session/set_mode`: the approval mode, from the next tool call.
+    fn set_mode(
+        &self,
+        request: SetSessionModeRequest,
+        cx: ConnectionTo<Client>,
+    ) -> Result<SetSessionModeResponse, Error> {
+        let session = self.session(&request.session_id.0, cx)?;
+        let Some(mode) = options::Mode::parse(&request.mode_id.0) else {
+            let modes: Vec<&str> = options::Mode::ALL.iter().map(|mode| mode.id()).collect();
+            return Err(to_proto::invalid_params(format!(
+                "no mode {}; the modes are {}",
+                to_proto::quoted(&request.mode_id.0),
+                modes.join(", ")
+            )));
+        };
+        options::set_mode(&session.harness, &session.id, mode, &session.configured)?;
+        self.changed(&session);
+        Ok(SetSessionModeResponse::new())
+    }
+
+    /// `session/set_config_option`: the model or thinking level from the next turn, the mode
+    /// from the next tool call; answers every option as it is now.
+    fn set_config_option(
+        &self,
+        request: SetSessionConfigOptionRequest,
+        cx: ConnectionTo<Client>,
+    ) -> Result<SetSessionConfigOptionResponse, Error> {
+        let session = self.session(&request.session_id.0, cx)?;
+        options::set(&session.harness, &session.id, &request.config_id.0, &request.value, &session.configured)?;
+        self.changed(&session);
+        Ok(SetSessionConfigOptionResponse::new(options::config_options(&session.harness, &session.id)))
+    }
+
+    /// A choice of the session changed: the event task takes its settings in force, and the
+    /// client hears the mode and the options as they are now (a client that knows only one of
+    /// the two keeps up).
+    fn changed(&self, session: &Session) {
+        let settings = LiveSettings::new((*session.harness.settings()).clone());
+        self.events.send(Input::Session { session_id: session.id.clone(), cwd: session.cwd.clone(), settings });
+        let mode = options::mode(&session.harness, &session.id);
+        self.events.updates(
+            &session.id,
+            vec![
+                SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(mode.id())),
+                SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(options::config_options(
+                    &session.harness,
+                    &session.id,
+                ))),
+            ],
+        );
     }
 
     fn cancel(&self, session_id: &str) {
@@ -514,6 +599,14 @@ impl State {
             session.harness.shutdown().await;
         }
     }
+}
+
+/// How much of its model's window the session's context takes, and what it cost so far.
+fn usage(harness: &Harness, session_id: &str) -> Option<UsageUpdate> {
+    let used = harness.context_tokens(session_id).ok()?;
+    let model = harness.session_model(session_id).ok()?;
+    let spent = harness.usage(session_id).map(|usage| usage.total).unwrap_or_default();
+    Some(to_proto::usage(used, &model, &spent))
 }
 
 fn not_open(id: &str) -> Error {

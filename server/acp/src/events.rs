@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use agent_client_protocol::v1::schema::{
     LoadSessionResponse, PromptResponse, RequestPermissionRequest, RequestPermissionResponse, SessionUpdate,
-    ToolCallStatus,
+    ToolCallStatus, UsageUpdate,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error};
@@ -28,7 +28,8 @@ pub enum Input {
     /// An agent event, with the file changes that landed during the call, and the client's
     /// terminal it ran in, when it ends one.
     Event { event: Box<HarnessEvent>, changes: Vec<FileChange>, terminal: Option<String> },
-    /// A session is open: where it works, and the settings its harness has in force.
+    /// A session is open, or its settings changed: where it works, and the settings its harness
+    /// has in force.
     Session { session_id: String, cwd: PathBuf, settings: LiveSettings },
     /// A session was released: what the task knows of it goes (it comes back with `Session`).
     Released { session_id: String },
@@ -39,11 +40,19 @@ pub enum Input {
     Prompt { session_id: String, responder: Responder<PromptResponse>, busy: Arc<AtomicBool> },
     /// The run could not start, or its task ended without an outcome (a panic).
     RunFailed { session_id: String, error: Error },
+    /// A session's run ended and its session was saved: send how much of the window its
+    /// context takes now, then the answer its `agent_end` made.
+    Finished { session_id: String, usage: Option<UsageUpdate> },
     /// Notifications to send now, in order (an update of the approver).
     Updates { session_id: String, updates: Vec<SessionUpdate> },
     /// A loaded session's conversation, to replay before `responder` answers `session/load`
     /// (the spec: the whole replay, then the answer).
-    Loaded { session_id: String, replay: Vec<SessionUpdate>, responder: Responder<LoadSessionResponse> },
+    Loaded {
+        session_id: String,
+        replay: Vec<SessionUpdate>,
+        response: Box<LoadSessionResponse>,
+        responder: Responder<LoadSessionResponse>,
+    },
     /// Something the user should know about the session (an MCP server that could not start):
     /// shown in its running turn, else at the start of its next one.
     Notice { session_id: String, message: String },
@@ -71,6 +80,8 @@ struct SessionState {
 pub struct Pump {
     cx: ConnectionTo<Client>,
     prompts: HashMap<String, (Responder<PromptResponse>, Arc<AtomicBool>)>,
+    /// The answers of runs that ended, until their session is saved ([`Input::Finished`]).
+    ended: HashMap<String, Result<PromptResponse, Error>>,
     sessions: HashMap<String, SessionState>,
     /// Notices waiting for their session's next turn.
     notices: HashMap<String, Vec<String>>,
@@ -96,7 +107,14 @@ impl Events {
 
 impl Pump {
     pub fn new(cx: ConnectionTo<Client>) -> Self {
-        Self { cx, prompts: HashMap::new(), sessions: HashMap::new(), notices: HashMap::new(), told: 0 }
+        Self {
+            cx,
+            prompts: HashMap::new(),
+            ended: HashMap::new(),
+            sessions: HashMap::new(),
+            notices: HashMap::new(),
+            told: 0,
+        }
     }
 
     pub async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Input>) {
@@ -108,9 +126,13 @@ impl Pump {
     fn input(&mut self, input: Input) {
         match input {
             Input::Event { event, changes, terminal } => self.event(*event, changes, terminal),
-            Input::Session { session_id, cwd, settings } => {
-                self.sessions.insert(session_id, SessionState { cwd, settings, allowed: HashSet::new() });
-            }
+            Input::Session { session_id, cwd, settings } => match self.sessions.get_mut(&session_id) {
+                // Its settings changed (a mode): what the user allowed stays allowed.
+                Some(state) => state.settings = settings,
+                None => {
+                    self.sessions.insert(session_id, SessionState { cwd, settings, allowed: HashSet::new() });
+                }
+            },
             Input::Released { session_id } => {
                 self.sessions.remove(&session_id);
                 self.notices.remove(&session_id);
@@ -134,9 +156,25 @@ impl Pump {
                 }
             }
             Input::RunFailed { session_id, error } => {
+                self.ended.remove(&session_id);
                 if let Some((responder, busy)) = self.prompts.remove(&session_id) {
                     busy.store(false, Ordering::SeqCst);
                     let _ = responder.respond_with_error(error);
+                }
+            }
+            Input::Finished { session_id, usage } => {
+                if let Some(usage) = usage {
+                    self.notify(&session_id, SessionUpdate::UsageUpdate(usage));
+                }
+                let ended = self.ended.remove(&session_id).unwrap_or_else(|| {
+                    Err(to_proto::run_failed("the run ended without saying how (see the log)".into()))
+                });
+                if let Some((responder, busy)) = self.prompts.remove(&session_id) {
+                    busy.store(false, Ordering::SeqCst);
+                    let _ = match ended {
+                        Ok(response) => responder.respond(response),
+                        Err(error) => responder.respond_with_error(error),
+                    };
                 }
             }
             Input::Updates { session_id, updates } => {
@@ -144,11 +182,11 @@ impl Pump {
                     self.notify(&session_id, update);
                 }
             }
-            Input::Loaded { session_id, replay, responder } => {
+            Input::Loaded { session_id, replay, response, responder } => {
                 for update in replay {
                     self.notify(&session_id, update);
                 }
-                let _ = responder.respond(LoadSessionResponse::new());
+                let _ = responder.respond(*response);
             }
             Input::Permission { request, answer } => {
                 let sent = self.cx.send_request(*request);
@@ -160,7 +198,9 @@ impl Pump {
     }
 
     fn notify(&self, session_id: &str, update: SessionUpdate) {
-        if let Err(err) = self.cx.send_notification(to_proto::notification(session_id, update)) {
+        let sent = to_proto::wire_notification(session_id, update)
+            .and_then(|notification| self.cx.send_notification(notification));
+        if let Err(err) = sent {
             tracing::debug!("a session/update was not sent: {err}");
         }
     }
@@ -209,27 +249,18 @@ impl Pump {
                     self.notify(session_id, SessionUpdate::Plan(plan));
                 }
             }
-            AgentEvent::AgentEnd { reason, messages, usage, error } => {
-                let Some((responder, busy)) = self.prompts.remove(session_id) else { return };
-                busy.store(false, Ordering::SeqCst);
-                let Some(settings) = self.sessions.get(session_id).map(|state| state.settings.get()) else { return };
-                let last = messages.iter().rev().find_map(|message| match message {
-                    Message::Assistant(assistant) => Some(assistant),
-                    _ => None,
-                });
-                if let Some(last) = last {
-                    let model = settings.resolve_recorded(&last.provider, &last.model);
-                    self.notify(
-                        session_id,
-                        SessionUpdate::UsageUpdate(to_proto::usage(Some(&last.usage), usage, &model)),
-                    );
-                }
-                if *reason == TurnEndReason::Error {
-                    let message = settings.run_failure(messages, error.as_deref());
-                    let _ = responder.respond_with_error(to_proto::run_failed(message));
+            AgentEvent::AgentEnd { reason, messages, error, .. } => {
+                if !self.prompts.contains_key(session_id) {
                     return;
                 }
-                let _ = responder.respond(PromptResponse::new(to_proto::stop_reason(*reason, messages)));
+                let Some(settings) = self.sessions.get(session_id).map(|state| state.settings.get()) else { return };
+                // Answered once the run's task has saved the session (`Input::Finished`).
+                let answer = if *reason == TurnEndReason::Error {
+                    Err(to_proto::run_failed(settings.run_failure(messages, error.as_deref())))
+                } else {
+                    Ok(PromptResponse::new(to_proto::stop_reason(*reason, messages)))
+                };
+                self.ended.insert(session_id.to_string(), answer);
             }
             _ => {}
         }

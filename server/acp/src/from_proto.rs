@@ -62,19 +62,17 @@ pub fn prompt(blocks: Vec<ContentBlock>, cwd: &std::path::Path, images: bool) ->
 }
 
 impl Prompt {
-    /// The user message: the text, each attached file quoted after it, then the images.
+    /// Nothing to do: no text, image or attachment (clients send `[]` after a failed turn).
+    pub fn is_empty(&self) -> bool {
+        self.text.trim().is_empty() && self.images.is_empty() && self.attachments.is_empty() && self.links.is_empty()
+    }
+
+    /// The user message: the text, each attached file quoted after it in a block of its own (so
+    /// that a replay gives the client back what it sent, see [`unquote`]), then the images.
     pub fn into_content(self) -> Vec<Content> {
-        let mut text = self.text.trim().to_string();
-        for attachment in &self.attachments {
-            if !text.is_empty() {
-                text.push_str("\n\n");
-            }
-            text.push_str(&quote(attachment));
-        }
-        let mut content = Vec::new();
-        if !text.is_empty() {
-            content.push(Content::text(text));
-        }
+        let text = self.text.trim();
+        let mut content: Vec<Content> = (!text.is_empty()).then(|| Content::text(text)).into_iter().collect();
+        content.extend(self.attachments.iter().map(|attachment| Content::text(quote(attachment))));
         content.extend(self.images);
         content
     }
@@ -89,6 +87,33 @@ pub fn quote(attachment: &Attachment) -> String {
     let fence = "`".repeat(longest.max(2) + 1);
     let newline = if text.ends_with('\n') { "" } else { "\n" };
     format!("Attached file: {}\n{fence}\n{text}{newline}{fence}", attachment.name)
+}
+
+/// The name of the attachment a text block quotes ([`quote`]'s output), or `None` when the
+/// block is the user's own text.
+pub fn unquote(text: &str) -> Option<&str> {
+    if let Some(rest) = text.strip_prefix("Attached: ") {
+        return rest.strip_suffix(" (not text; its content is not included)").filter(|name| !name.contains('\n'));
+    }
+    let rest = text.strip_prefix("Attached file: ")?;
+    let (name, body) = rest.split_once('\n')?;
+    let fence_len = body.len() - body.trim_start_matches('`').len();
+    let fence = &body[..fence_len];
+    let closed = fence_len >= 3 && body[fence_len..].starts_with('\n') && body.ends_with(&format!("\n{fence}"));
+    closed.then_some(name)
+}
+
+/// A `file://` URI of an absolute path, percent-encoding what a URI path cannot hold as is.
+pub fn file_uri(path: &std::path::Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut uri = String::from("file://");
+    for &byte in path.as_os_str().as_bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'.' | b'_' | b'~' => uri.push(byte as char),
+            _ => uri.push_str(&format!("%{byte:02X}")),
+        }
+    }
+    uri
 }
 
 /// A URI as the model reads it: a path relative to the working directory when inside it.
@@ -193,15 +218,28 @@ mod tests {
             ..Prompt::default()
         };
         let content = prompt.into_content();
-        let Content::Text { text } = &content[0] else { panic!() };
+        let texts: Vec<&str> = content
+            .iter()
+            .map(|block| match block {
+                Content::Text { text } => text.as_str(),
+                _ => "?",
+            })
+            .collect();
         expect_test::expect![[r#"
-            what does this do?
-
-            Attached file: src/a.rs
-            ```
-            fn a() {}
-            ```"#]]
-        .assert_eq(text);
+            [
+                "what does this do?",
+                "Attached file: src/a.rs\n```\nfn a() {}\n```",
+            ]
+        "#]]
+        .assert_debug_eq(&texts);
+        // Each quote names its attachment again; the user's text is no quote.
+        let names: Vec<Option<&str>> = texts.iter().map(|text| unquote(text)).collect();
+        assert_eq!(names, [None, Some("src/a.rs")]);
+        let unread = quote(&Attachment { name: "x.png".into(), text: None });
+        assert_eq!(unquote(&unread), Some("x.png"));
+        assert_eq!(unquote("Attached file: a.rs\n```\nnot closed"), None);
+        assert_eq!(file_uri(std::path::Path::new("/w/a b#.rs")), "file:///w/a%20b%23.rs");
+        assert_eq!(file_path(&file_uri(std::path::Path::new("/w/a b#.rs"))), Some(PathBuf::from("/w/a b#.rs")));
     }
 
     #[test]

@@ -16,6 +16,7 @@ mod agent;
 mod approver;
 mod events;
 mod from_proto;
+mod options;
 mod terminal;
 mod to_proto;
 mod transport;

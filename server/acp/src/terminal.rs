@@ -2,8 +2,9 @@
 //! command through `terminal/create`, the tool call shows the terminal (a `terminal` content
 //! block), and reins waits with `terminal/wait_for_exit`, kills on timeout or cancel with
 //! `terminal/kill`, reads `terminal/output` and ends with `terminal/release`. The terminal runs
-//! `reins sandbox-exec … -- bash -c COMMAND`, so the command keeps the sandbox and the
-//! secret-free environment it would have had in reins's own pipe.
+//! `reins sandbox-exec -- bash -c COMMAND`, its policy in a variable of the terminal's
+//! environment, so the command keeps the sandbox and the secret-free environment it would have
+//! had in reins's own pipe, and the client shows the command as the model wrote it.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -12,7 +13,7 @@ use std::time::Duration;
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    CreateTerminalRequest, KillTerminalRequest, ReleaseTerminalRequest, SessionId, SessionUpdate,
+    CreateTerminalRequest, EnvVariable, KillTerminalRequest, ReleaseTerminalRequest, SessionId, SessionUpdate,
     Terminal as TerminalContent, TerminalExitStatus, TerminalId, TerminalOutputRequest, ToolCallContent, ToolCallId,
     ToolCallUpdate, ToolCallUpdateFields, WaitForTerminalExitRequest,
 };
@@ -57,9 +58,11 @@ impl Terminal for AcpTerminal {
     ) -> Result<TerminalRun, String> {
         let session = SessionId::new(self.session_id.get().ok_or("the session is not ready")?.as_str());
         let reins = std::env::current_exe().map_err(|err| format!("cannot find the reins program: {err}"))?;
-        let args = reins_tools::sandbox_exec_args(policy, roots, &["bash", "-c", &command.command]);
+        let (args, (name, value)) =
+            reins_tools::sandbox_exec_invocation(policy, roots, &["bash", "-c", &command.command]);
         let create = CreateTerminalRequest::new(session.clone(), reins.display().to_string())
             .args(args)
+            .env(vec![EnvVariable::new(name, value)])
             .cwd(command.cwd.clone())
             .output_byte_limit(OUTPUT_BYTE_LIMIT);
         let created = answer(self.cx.send_request(create).block_task()).await?;

@@ -11,12 +11,16 @@ use agent_client_protocol::v1::schema::{
     SessionInfo, SessionNotification, SessionUpdate, StopReason, TextContent, ToolCall, ToolCallContent, ToolCallId,
     ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
-use agent_client_protocol::{Error, ErrorCode};
+use agent_client_protocol::{Error, ErrorCode, UntypedMessage};
 use reins_agent::{FileChange, TurnEndReason};
 use reins_ai::{Content, Message, Model, StopReason as ModelStop, ToolResultMessage, Usage};
 use reins_harness::{FileChangeRecord, HarnessError};
 use serde_json::{Value, json};
 
+/// What a replay shows for a turn cancelled before the model said anything.
+const CANCELLED: &str = "(cancelled)";
+/// What a replay shows between two user messages with no answer recorded between them.
+const NO_ANSWER: &str = "(no answer)";
 /// Longest command shown in a tool call's title.
 const TITLE_COMMAND_CHARS: usize = 80;
 /// Longest title of a notice (its whole text is the content).
@@ -31,6 +35,20 @@ pub fn notification(session_id: &str, update: SessionUpdate) -> SessionNotificat
     SessionNotification::new(SessionId::new(session_id), update)
 }
 
+/// A `session/update` notification as it goes on the wire: a `tool_call` always says its
+/// status, `pending` included, which the schema's types leave out as the default (avante.nvim
+/// shows its Allow/Reject buttons only for a call that says `pending`).
+pub fn wire_notification(session_id: &str, update: SessionUpdate) -> Result<UntypedMessage, Error> {
+    let mut params = serde_json::to_value(notification(session_id, update))?;
+    if let Some(update) = params.get_mut("update").and_then(Value::as_object_mut)
+        && update.get("sessionUpdate").and_then(Value::as_str) == Some("tool_call")
+        && !update.contains_key("status")
+    {
+        update.insert("status".to_string(), json!("pending"));
+    }
+    UntypedMessage::new("session/update", params)
+}
+
 pub fn text(text: impl Into<String>) -> ContentBlock {
     ContentBlock::Text(TextContent::new(text))
 }
@@ -43,12 +61,25 @@ pub fn agent_thought(delta: &str) -> SessionUpdate {
     SessionUpdate::AgentThoughtChunk(ContentChunk::new(text(delta)))
 }
 
-/// A user message's blocks, as `user_message_chunk`s (a replayed conversation).
-fn user_chunks(content: &[Content]) -> Vec<SessionUpdate> {
+/// A user message's blocks, as `user_message_chunk`s (a replayed conversation): what the user
+/// sent, so an attached file is its link again, not the copy the model read.
+fn user_chunks(content: &[Content], cwd: &Path) -> Vec<SessionUpdate> {
     content
         .iter()
         .filter_map(|block| match block {
-            Content::Text { text: body } => Some(text(body.clone())),
+            Content::Text { text: body } => Some(match crate::from_proto::unquote(body) {
+                Some(name) => {
+                    // A path relative to the working directory, an absolute one, or a URI.
+                    let uri = if name.contains("://") {
+                        name.to_string()
+                    } else {
+                        crate::from_proto::file_uri(&cwd.join(name))
+                    };
+                    let shown = Path::new(name).file_name().map_or(name.to_string(), |n| n.to_string_lossy().into());
+                    ContentBlock::ResourceLink(agent_client_protocol::v1::schema::ResourceLink::new(shown, uri))
+                }
+                None => text(body.clone()),
+            }),
             Content::Image { data, mime_type } => Some(ContentBlock::Image(
                 agent_client_protocol::v1::schema::ImageContent::new(data.clone(), mime_type.clone()),
             )),
@@ -230,12 +261,11 @@ pub fn stop_reason(reason: TurnEndReason, messages: &[Message]) -> StopReason {
     }
 }
 
-/// The context used and the run's cost: the last model call's prompt and answer against the
-/// window.
-pub fn usage(last: Option<&Usage>, run: &Usage, model: &Model) -> UsageUpdate {
-    let used = last.map_or(0, |usage| usage.input + usage.cache_read + usage.cache_write + usage.output);
+/// The tokens the session's context takes against the model's window, and what the session
+/// cost so far.
+pub fn usage(used: u64, model: &Model, session: &Usage) -> UsageUpdate {
     let update = UsageUpdate::new(used, model.context_window);
-    if run.cost.total > 0.0 { update.cost(Cost::new(run.cost.total, "USD")) } else { update }
+    if session.cost.total > 0.0 { update.cost(Cost::new(session.cost.total, "USD")) } else { update }
 }
 
 /// The plan in an answer that keeps a checklist (`- [ ] step`, `- [x] done`), if it has one of
@@ -264,12 +294,21 @@ pub fn plan(answer: &str) -> Option<Plan> {
 /// A conversation as the updates that show it again (`session/load`): the user's messages, the
 /// agent's thoughts and answers, and each tool call with its final status and content — an edit
 /// with the diff blocks of the live run, from `changes` (by tool call id).
+///
+/// A turn cut short shows what arrived of its answer, and a user message never follows another
+/// without something of the agent between them (clients merge the two into one).
 pub fn replay(messages: &[Message], changes: &HashMap<String, Vec<FileChange>>, cwd: &Path) -> Vec<SessionUpdate> {
-    let mut updates = Vec::new();
+    let mut updates: Vec<SessionUpdate> = Vec::new();
     for message in messages {
         match message {
-            Message::User(user) => updates.extend(user_chunks(&user.content)),
+            Message::User(user) => {
+                if matches!(updates.last(), Some(SessionUpdate::UserMessageChunk(_))) {
+                    updates.push(agent_text(NO_ANSWER));
+                }
+                updates.extend(user_chunks(&user.content, cwd));
+            }
             Message::Assistant(assistant) => {
+                let before = updates.len();
                 for block in &assistant.content {
                     match block {
                         Content::Thinking { thinking, .. } if !thinking.is_empty() => {
@@ -285,6 +324,15 @@ pub fn replay(messages: &[Message], changes: &HashMap<String, Vec<FileChange>>, 
                         ))),
                         _ => {}
                     }
+                }
+                let said_nothing = updates.len() == before;
+                match assistant.stop_reason {
+                    ModelStop::Aborted if said_nothing => updates.push(agent_text(CANCELLED)),
+                    ModelStop::Error if said_nothing => updates.push(agent_text(&match &assistant.error {
+                        Some(error) => format!("(the answer failed: {error})"),
+                        None => "(the answer failed)".to_string(),
+                    })),
+                    _ => {}
                 }
             }
             Message::ToolResult(result) => {

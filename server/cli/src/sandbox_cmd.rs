@@ -2,22 +2,23 @@
 //! program started it with — an ACP client's terminal, which runs what `bash` asks for in the
 //! user's sight. It keeps only the named variables of its environment and runs the command
 //! enclosed as `bash` runs its own (namespaces, Landlock and seccomp where they apply), until it
-//! ends; what the command left in the background ends with it. The arguments are what
-//! `reins_tools::sandbox_exec_args` makes of a tool's exec policy.
+//! ends; what the command left in the background ends with it. Its policy is what
+//! `reins_tools::sandbox_exec_invocation` makes of a tool's exec policy (one variable, [`POLICY_VAR`]), or the flags below.
 
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use reins_tools::{Sandbox, SandboxMode};
+use reins_tools::{POLICY_VAR, Sandbox, SandboxMode, SandboxPolicy};
 
 /// The arguments of `reins sandbox-exec` (see `crate::cli::Command::SandboxExec`).
 #[derive(Debug, clap::Args)]
 pub struct SandboxExecArgs {
-    /// off, workspace-write or read-only
+    /// off, workspace-write or read-only; without it, the whole policy comes from the
+    /// REINS_SANDBOX_POLICY variable (see `sandbox_policy`)
     #[arg(long)]
-    pub mode: String,
+    pub mode: Option<String>,
     /// Allow network connections
     #[arg(long)]
     pub network: bool,
@@ -42,20 +43,16 @@ pub struct SandboxExecArgs {
 }
 
 pub fn main(args: SandboxExecArgs) -> ExitCode {
-    let Some(mode) = SandboxMode::parse(&args.mode) else {
-        eprintln!("reins: sandbox-exec: unknown mode {:?}", args.mode);
-        return ExitCode::from(2);
+    let (sandbox, roots, keep) = match policy(&args) {
+        Ok(policy) => policy,
+        Err(message) => {
+            eprintln!("reins: sandbox-exec: {message}");
+            return ExitCode::from(2);
+        }
     };
-    let sandbox = Sandbox {
-        mode,
-        network: args.network,
-        writable: args.writable,
-        deny_read: args.deny_read,
-        read_only: args.read_only,
-    };
-    let env: Vec<(OsString, OsString)> = std::env::vars_os().filter(|(name, _)| args.keep.contains(name)).collect();
+    let env: Vec<(OsString, OsString)> = std::env::vars_os().filter(|(name, _)| keep.contains(name)).collect();
     let Some((program, rest)) = args.command.split_first() else { return ExitCode::from(2) };
-    match reins_tools::run_enclosed(&sandbox, &args.roots, program, rest, &env) {
+    match reins_tools::run_enclosed(&sandbox, &roots, program, rest, &env) {
         Ok(status) => match (status.code(), status.signal()) {
             (Some(code), _) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
             (None, Some(signal)) => ExitCode::from(u8::try_from(128 + signal).unwrap_or(1)),
@@ -72,42 +69,21 @@ pub fn main(args: SandboxExecArgs) -> ExitCode {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use std::path::PathBuf;
-
-    use clap::Parser;
-    use reins_tools::{ExecPolicy, Sandbox, SandboxMode};
-
-    use crate::cli::{Cli, Command};
-
-    #[test]
-    fn the_command_line_a_terminal_runs_parses_back_into_the_policy() {
-        let policy = ExecPolicy {
-            env: Some(vec![("PATH".into(), "/secret/bin".into())]),
-            sandbox: Sandbox {
-                mode: SandboxMode::WorkspaceWrite,
-                network: true,
-                writable: vec![PathBuf::from("/home/u/.cargo")],
-                deny_read: vec![PathBuf::from("/home/u/.ssh")],
-                read_only: vec![PathBuf::from("/w/.reins")],
-            },
-            ..ExecPolicy::default()
-        };
-        let args = reins_tools::sandbox_exec_args(&policy, &[PathBuf::from("/w")], &["bash", "-c", "ls --all"]);
-        assert!(!args.iter().any(|arg| arg.contains("/secret/bin")), "a variable's value is the terminal's own");
-        let Ok(Cli { command: Command::SandboxExec(parsed) }) =
-            Cli::try_parse_from(["reins"].into_iter().chain(args.iter().map(String::as_str)))
-        else {
-            panic!("sandbox-exec does not parse {args:?}");
-        };
-        assert_eq!(SandboxMode::parse(&parsed.mode), Some(SandboxMode::WorkspaceWrite));
-        assert!(parsed.network);
-        assert_eq!(parsed.roots, [PathBuf::from("/w")]);
-        assert_eq!(parsed.writable, policy.sandbox.writable);
-        assert_eq!(parsed.deny_read, policy.sandbox.deny_read);
-        assert_eq!(parsed.read_only, policy.sandbox.read_only);
-        assert_eq!(parsed.keep, ["PATH"]);
-        assert_eq!(parsed.command, ["bash", "-c", "ls --all"]);
-    }
+/// The sandbox, roots and variables to keep: from the flags when `--mode` is given, else from
+/// [`POLICY_VAR`]; with neither, nothing runs.
+fn policy(args: &SandboxExecArgs) -> Result<(Sandbox, Vec<PathBuf>, Vec<OsString>), String> {
+    let Some(mode) = &args.mode else {
+        let value = std::env::var(POLICY_VAR)
+            .map_err(|_| format!("no sandbox policy: give --mode and its flags, or {POLICY_VAR}"))?;
+        return SandboxPolicy::parse(&value)?.into_parts();
+    };
+    let mode = SandboxMode::parse(mode).ok_or_else(|| format!("unknown mode {mode:?}"))?;
+    let sandbox = Sandbox {
+        mode,
+        network: args.network,
+        writable: args.writable.clone(),
+        deny_read: args.deny_read.clone(),
+        read_only: args.read_only.clone(),
+    };
+    Ok((sandbox, args.roots.clone(), args.keep.clone()))
 }

@@ -10,6 +10,7 @@ mod config;
 mod date;
 mod diagnostics;
 mod error;
+mod home;
 mod live_settings;
 mod mcp;
 mod mcp_pool;
@@ -32,6 +33,7 @@ pub use config::{ConfigDiagnostic, ConfigLayer, EditFormatChoice, LayerKind, Sou
 pub use date::today;
 pub use diagnostics::{FeedbackSettings, MAX_TOLD, NEW_PROBLEMS};
 pub use error::HarnessError;
+pub use home::user_home;
 pub use live_settings::LiveSettings;
 pub use mcp::{Warn, configured_servers};
 pub use models::{KeyState, ListedModel};

@@ -160,7 +160,7 @@ impl Settings {
     /// trusted (an untrusted project's config is ignored entirely).
     pub fn load(var: impl Fn(&str) -> Option<String>, project: Option<&Path>) -> Self {
         let non_empty = |name: &str| var(name).filter(|v| !v.trim().is_empty());
-        let home = non_empty("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/tmp"));
+        let home = crate::home::user_home(&var);
         let (config_dir, data_dir) = match non_empty("REINS_HOME") {
             Some(home) => (PathBuf::from(&home), PathBuf::from(home)),
             None => {

@@ -135,7 +135,11 @@ impl SessionIndex {
         let path = self.dir.join(INDEX_FILE);
         let written = serde_json::to_vec(&file).map_err(std::io::Error::other).and_then(|bytes| {
             let temp = self.dir.join(format!(".{INDEX_FILE}.{}", std::process::id()));
-            std::fs::write(&temp, bytes).and_then(|()| std::fs::rename(&temp, &path)).inspect_err(|_| {
+            let write = |bytes: &[u8]| {
+                use std::io::Write;
+                crate::private::options().write(true).create(true).truncate(true).open(&temp)?.write_all(bytes)
+            };
+            write(&bytes).and_then(|()| std::fs::rename(&temp, &path)).inspect_err(|_| {
                 let _ = std::fs::remove_file(&temp);
             })
         });

@@ -14,6 +14,7 @@ pub mod format;
 mod index;
 mod message;
 mod migrate;
+mod private;
 mod session_file;
 mod store;
 mod time;

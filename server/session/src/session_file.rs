@@ -185,7 +185,7 @@ impl SessionFile {
     pub(crate) fn write_new(tree: SessionTree, durability: Durability) -> Result<SessionFile, SessionError> {
         let path = tree.path().to_path_buf();
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        std::fs::create_dir_all(&dir).map_err(|error| SessionError::io(&dir, error))?;
+        crate::private::create_dir(&dir).map_err(|error| SessionError::io(&dir, error))?;
         let mut header_line = tree.header().to_line().into_bytes();
         header_line.push(b'\n');
         // Nobody else knows the new file yet: it needs no lock.
@@ -373,7 +373,7 @@ impl std::fmt::Debug for SessionFile {
 fn rewrite(path: &Path, text: &str) -> Result<File, SessionError> {
     let temporary: PathBuf = path.with_extension("jsonl.migrating");
     let write = || -> std::io::Result<()> {
-        let mut file = File::create(&temporary)?;
+        let mut file = crate::private::options().write(true).create(true).truncate(true).open(&temporary)?;
         file.write_all(text.as_bytes())?;
         file.sync_all()?;
         std::fs::rename(&temporary, path)

@@ -224,8 +224,11 @@ pub fn summarize(path: &Path) -> Result<SessionSummary, SessionError> {
 }
 
 /// Opens `path` for appending (and reading), without locking it.
+/// A new file is made 0600, and an old one readable to others is made so (see [`crate::private`]).
 pub(crate) fn open_for_append(path: &Path, create_new: bool) -> Result<File, SessionError> {
-    open_regular(path, OpenOptions::new().read(true).append(true).create_new(create_new))
+    let file = open_regular(path, crate::private::options().read(true).append(true).create_new(create_new))?;
+    crate::private::close_file(&file);
+    Ok(file)
 }
 
 /// Takes the writer lock of an open session file, or says that another process holds it.

@@ -42,7 +42,7 @@ pub use output_files::MAX_TOTAL_OUTPUT_BYTES;
 pub use patch::{ApplyPatchInput, ApplyPatchTool, Patched, apply_patch_to, patch_paths};
 pub use read::ReadTool;
 pub use sandbox::{protections, sandbox_support};
-pub use sandbox_exec::sandbox_exec_args;
+pub use sandbox_exec::{POLICY_VAR, SandboxPolicy, sandbox_exec_invocation};
 pub use terminal::{Terminal, TerminalRun};
 pub use workspace::{TextFile, Workspace, WorkspaceError, apply_each, in_git_dir};
 pub use write::WriteTool;

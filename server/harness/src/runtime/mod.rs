@@ -6,10 +6,12 @@
 mod checkout;
 mod choices;
 mod landing;
+mod marks;
 mod release;
 mod runs;
 mod sessions;
 mod tools;
+mod transcript;
 
 pub use checkout::{CheckedOut, Checkout, Resumed};
 pub use landing::Landing;

@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use reins_ai::{Cost, Usage};
 use serde::{Deserialize, Serialize};
 
-use crate::store::{SessionSummary, summarize};
+use crate::summary::{SessionSummary, summarize};
 
 /// The index's file name, in a workspace's session directory.
 pub const INDEX_FILE: &str = "reins-index.json";

@@ -17,6 +17,7 @@ mod migrate;
 mod private;
 mod session_file;
 mod store;
+mod summary;
 mod time;
 mod tree;
 mod usage;
@@ -32,6 +33,7 @@ pub use message::{
     ContentField, MessageRecord,
 };
 pub use session_file::{Durability, SessionFile};
-pub use store::{SessionStore, SessionSummary, encode_cwd, summarize};
+pub use store::{SessionStore, encode_cwd};
+pub use summary::{SessionSummary, summarize};
 pub use tree::{EntryRef, SessionTree};
 pub use usage::CallUsage;

@@ -8,35 +8,17 @@ use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use reins_ai::Usage;
-
 use crate::disk::open_regular;
 use crate::error::SessionError;
-use crate::format::{EntryTag, Header};
+use crate::format::Header;
 use crate::session_file::{Durability, SessionFile};
+use crate::summary::{SessionSummary, summarize};
 use crate::time::{new_session_id, now_iso};
-use crate::tree::SessionTree;
 
 /// The sessions of all workspaces, under one directory.
 #[derive(Debug, Clone)]
 pub struct SessionStore {
     sessions_dir: PathBuf,
-}
-
-/// One session as a listing shows it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SessionSummary {
-    pub id: String,
-    pub path: PathBuf,
-    pub cwd: String,
-    pub name: Option<String>,
-    /// The text of the first user message, if there is one.
-    pub first_user_message: Option<String>,
-    pub entry_count: usize,
-    pub modified: SystemTime,
-    pub parent_session: Option<String>,
-    /// Tokens and cost of every model call in the file, on every branch: what the session cost.
-    pub usage: Usage,
 }
 
 impl SessionStore {
@@ -194,33 +176,6 @@ fn session_files(dir: &Path) -> Result<Vec<PathBuf>, SessionError> {
         .collect();
     files.sort();
     Ok(files)
-}
-
-fn modified(path: &Path) -> Result<SystemTime, SessionError> {
-    std::fs::metadata(path).and_then(|meta| meta.modified()).map_err(|error| SessionError::io(path, error))
-}
-
-/// Reads a session for a listing (without locking it).
-pub fn summarize(path: &Path) -> Result<SessionSummary, SessionError> {
-    let tree = SessionTree::load(path)?;
-    let first_user_message = tree
-        .iter()
-        .filter(|entry| entry.tag == EntryTag::Message)
-        .filter_map(|entry| tree.entry(entry.id).ok()?.message())
-        .find(|record| record.role == "user" && !record.plain_text().is_empty())
-        .map(|record| record.plain_text());
-    let header = tree.header();
-    Ok(SessionSummary {
-        id: header.id.clone(),
-        path: path.to_path_buf(),
-        cwd: header.cwd.clone(),
-        name: tree.name().map(str::to_string),
-        first_user_message,
-        entry_count: tree.len(),
-        modified: modified(path)?,
-        parent_session: header.parent_session.clone(),
-        usage: tree.total_usage(),
-    })
 }
 
 /// Opens `path` for appending (and reading), without locking it.

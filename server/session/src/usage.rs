@@ -72,29 +72,35 @@ impl SessionTree {
     }
 
     fn call_usage(&self, index: u32) -> Option<CallUsage> {
-        let tag = self.tag(index);
-        if !matches!(tag, EntryTag::Message | EntryTag::Compaction | EntryTag::BranchSummary | EntryTag::Usage) {
-            return None;
-        }
-        let line = serde_json::from_slice::<UsageLine>(self.line_bytes(index)).ok()?;
-        let (kind, usage, provider, model) = match (tag, line.message) {
-            // A tool result's usage is the model work the tool did itself (pi 1.6).
-            (EntryTag::Message, Some(message)) if matches!(message.role.as_str(), "assistant" | "toolResult") => {
-                let kind = if message.role == "assistant" { "assistant" } else { "tool" };
-                (kind.to_string(), message.usage?, message.provider, message.model)
-            }
-            (EntryTag::Message, _) => return None,
-            (EntryTag::Compaction, _) => ("compaction".to_string(), line.usage?, line.provider, line.model),
-            (EntryTag::BranchSummary, _) => ("branch_summary".to_string(), line.usage?, line.provider, line.model),
-            _ => (line.kind.unwrap_or_else(|| "usage".into()), line.usage?, line.provider, line.model),
-        };
-        Some(CallUsage {
-            entry_id: self.id_at(index).to_string(),
-            timestamp: line.timestamp,
-            kind,
-            provider,
-            model,
-            usage: Usage::from(&usage),
-        })
+        let call = line_call(self.tag(index), self.line_bytes(index))?;
+        Some(CallUsage { entry_id: self.id_at(index).to_string(), ..call })
     }
+}
+
+/// The model call the line of an entry of kind `tag` records, its `entry_id` left empty for the
+/// caller; `None` for a line that records none or cannot be read.
+pub(crate) fn line_call(tag: EntryTag, line: &[u8]) -> Option<CallUsage> {
+    if !matches!(tag, EntryTag::Message | EntryTag::Compaction | EntryTag::BranchSummary | EntryTag::Usage) {
+        return None;
+    }
+    let line = serde_json::from_slice::<UsageLine>(line).ok()?;
+    let (kind, usage, provider, model) = match (tag, line.message) {
+        // A tool result's usage is the model work the tool did itself (pi 1.6).
+        (EntryTag::Message, Some(message)) if matches!(message.role.as_str(), "assistant" | "toolResult") => {
+            let kind = if message.role == "assistant" { "assistant" } else { "tool" };
+            (kind.to_string(), message.usage?, message.provider, message.model)
+        }
+        (EntryTag::Message, _) => return None,
+        (EntryTag::Compaction, _) => ("compaction".to_string(), line.usage?, line.provider, line.model),
+        (EntryTag::BranchSummary, _) => ("branch_summary".to_string(), line.usage?, line.provider, line.model),
+        _ => (line.kind.unwrap_or_else(|| "usage".into()), line.usage?, line.provider, line.model),
+    };
+    Some(CallUsage {
+        entry_id: String::new(),
+        timestamp: line.timestamp,
+        kind,
+        provider,
+        model,
+        usage: Usage::from(&usage),
+    })
 }

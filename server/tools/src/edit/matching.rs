@@ -197,6 +197,11 @@ fn find_normalised(haystack: &str, needle: &str, normalisation: Normalisation) -
 /// `span` extended over the whitespace that ends its last line, when only whitespace follows it
 /// there: that whitespace is what the match overlooked, so the splice sees the whole file line.
 fn through_trailing_whitespace(haystack: &str, span: Range<usize>) -> Range<usize> {
+    // A span that ends with its line break has no whitespace left on its line: what follows is
+    // the next line's, a blank line of spaces the model did not quote.
+    if haystack[..span.end].ends_with('\n') {
+        return span;
+    }
     let rest = &haystack[span.end..];
     let line_rest = &rest[..rest.find('\n').unwrap_or(rest.len())];
     if !line_rest.is_empty() && line_rest.trim().is_empty() { span.start..span.end + line_rest.len() } else { span }

@@ -1,7 +1,8 @@
 //! The promise behind every loose match of `edit`, as a property: for random files and random
 //! `oldText`/`newText` pairs written the way models garble them (ASCII for typographic quotes,
-//! trailing whitespace dropped or added, other indentation, line-number prefixes, literal escapes,
-//! blank lines left out, a stale context line), every line the model did not change keeps the
+//! trailing whitespace dropped or added, both at once, other indentation, line-number prefixes,
+//! literal escapes, blank lines left out, a stale context line), with and without a final line
+//! break on either side, every line the model did not change keeps the
 //! file's bytes — line endings, BOM and all — and only the changed lines differ. The same
 //! changes go through `edit` and, as one hunk of a patch, through `apply_patch`.
 
@@ -17,6 +18,8 @@ enum Garble {
     None,
     TrailingWhitespace,
     Typography,
+    /// Both at once: ASCII quotes and dropped trailing whitespace.
+    TypographyAndTrailingWhitespace,
     LineNumbers,
     Escapes,
     Indentation,
@@ -24,10 +27,11 @@ enum Garble {
     StaleContext,
 }
 
-const GARBLES: [Garble; 8] = [
+const GARBLES: [Garble; 9] = [
     Garble::None,
     Garble::TrailingWhitespace,
     Garble::Typography,
+    Garble::TypographyAndTrailingWhitespace,
     Garble::LineNumbers,
     Garble::Escapes,
     Garble::Indentation,
@@ -224,6 +228,7 @@ impl Params {
             let quoted = match self.garble {
                 Garble::TrailingWhitespace => content.trim_end().to_string(),
                 Garble::Typography => content.chars().map(ascii).collect(),
+                Garble::TypographyAndTrailingWhitespace => content.trim_end().chars().map(ascii).collect(),
                 Garble::LineNumbers => format!("{:>6}\t{content}", index + 1),
                 Garble::Indentation if !line.blank => {
                     let body = content.trim_start_matches([' ', '\t']);

@@ -277,3 +277,96 @@ fn check_file(path: &Path) -> FileCheck {
     }
     check
 }
+
+/// A checkout writes its files in batches (all written, all synced, then renamed): killed
+/// (SIGKILL) once the batch's temporary files are there, before any has taken its file's place,
+/// every file is before or after, the journal is there, and the same command run again finishes
+/// the job, leaving no temporary file behind. (Kills at random moments, renames included, are
+/// in tests/e2e/checkpoints.rs.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checkout_killed_inside_its_batch_of_writes_finishes_when_run_again() {
+    const ATTEMPTS: usize = 8;
+    let dir = workspace(&[]);
+    let root = dir.path();
+    // As many as one reply may write (a model's output is bounded), in one batch.
+    let count = 50;
+    let body = |n: usize| format!("file {n}\n{}", "content that takes a while to write\n".repeat(100));
+    let mut reply = Reply::text("");
+    for n in 0..count {
+        reply =
+            reply.with_tool_call(format!("w{n}"), "write", json!({"path": format!("f{n:02}.txt"), "content": body(n)}));
+    }
+    let server = ScriptedServer::start(vec![reply, Reply::text("wrote them")]).await;
+    let run = reins_run(&server, root, &["--yes", "write them"]).await;
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    let tree = tree_of(root).await;
+    let nodes = tree["nodes"].as_array().unwrap();
+    let start = nodes.iter().find(|node| node["role"] == "user").unwrap()["parentId"].as_str().unwrap().to_string();
+    let end = nodes.iter().find(|node| node["preview"] == "wrote them").unwrap()["id"].as_str().unwrap().to_string();
+    let written: std::collections::BTreeMap<String, String> =
+        (0..count).map(|n| (format!("f{n:02}.txt"), body(n))).collect();
+    let journal = session_file(root).with_extension("checkout");
+
+    let mut midway = 0;
+    for attempt in 0..ATTEMPTS {
+        // Back to before the files, then forward again under the kill: the forward checkout writes.
+        checkout_files(root, &start).await;
+        assert!(workspace_files(root).is_empty());
+        let mut child = reins_command(None, root, &["sessions", "checkout", &end, "--yes"]).spawn().unwrap();
+        let began = Instant::now();
+        let staged = loop {
+            // Names only, as fast as it can: a temporary file is there for a few milliseconds.
+            let staged = std::fs::read_dir(root)
+                .unwrap()
+                .flatten()
+                .any(|entry| entry.file_name().to_string_lossy().starts_with(".reins-checkout-"));
+            if staged || began.elapsed() > Duration::from_secs(20) || child.try_wait().ok().flatten().is_some() {
+                break staged;
+            }
+            std::thread::yield_now();
+        };
+        if let Some(pid) = child.id() {
+            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
+        }
+        let _ = child.wait().await;
+        let now = workspace_files(root);
+        for (path, text) in now.iter().filter(|(path, _)| !path.starts_with(".reins-checkout-")) {
+            assert_eq!(written.get(path), Some(text), "attempt {attempt}: {path} is neither before nor after");
+        }
+        if staged && now.keys().filter(|path| path.starts_with('f')).count() < count {
+            assert!(journal.is_dir(), "attempt {attempt}: the kill came midway, so the journal is there");
+            midway += 1;
+        }
+        checkout_files(root, &end).await;
+        assert_eq!(workspace_files(root), written, "attempt {attempt}: run again, the checkout finished");
+        assert!(!journal.exists(), "attempt {attempt}: the finished checkout removed its journal");
+        assert_eq!(tree_of(root).await["leaf"], end.as_str(), "attempt {attempt}");
+    }
+    eprintln!("batched checkout kills midway: {midway} of {ATTEMPTS}");
+    assert!(midway > 0, "no kill landed inside the batch in {ATTEMPTS} attempts");
+}
+
+/// `reins sessions tree --json`.
+async fn tree_of(root: &Path) -> Value {
+    let run = support::reins(None, root, &["sessions", "tree", "--json"]).await;
+    serde_json::from_str(&run.stdout).unwrap_or_else(|err| panic!("not JSON ({err}): {}", run.stdout))
+}
+
+/// `reins sessions checkout ENTRY --yes`, which must succeed.
+async fn checkout_files(root: &Path, entry: &str) {
+    let run = support::reins(None, root, &["sessions", "checkout", entry, "--yes"]).await;
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+}
+
+/// The workspace's top-level files (the reins home left out), name → text.
+fn workspace_files(root: &Path) -> std::collections::BTreeMap<String, String> {
+    std::fs::read_dir(root)
+        .unwrap()
+        .flatten()
+        .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_file()))
+        .map(|entry| {
+            let text = String::from_utf8_lossy(&std::fs::read(entry.path()).unwrap_or_default()).into_owned();
+            (entry.file_name().to_string_lossy().into_owned(), text)
+        })
+        .collect()
+}

@@ -8,6 +8,12 @@
 //! moves the session's leaf and saves it. (4) The journal is removed. A journal found when a
 //! checkout starts is one that was interrupted: it is finished first (steps 2 to 4 again, each
 //! file skipped if it already holds its new content).
+//!
+//! Step 2 goes in batches: every temporary file of a batch is written, then all are synced, then
+//! renamed, then each directory is synced once. Syncing one file right after writing it made
+//! each sync its own commit of the filesystem's journal (50 files: 50 commits, 6–47× git's
+//! time); synced after all are written, the first commit carries every file's data and the
+//! others find nothing left to do. Every temporary file is still durable before its rename.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -22,6 +28,9 @@ const CONTENTS_FILE: &str = "contents";
 /// Names the temporary files a checkout writes next to the files it changes.
 const TEMP_PREFIX: &str = ".reins-checkout-";
 const VERSION: u32 = 1;
+/// Temporary files open at once while a checkout writes: a bound on descriptors, far above a
+/// usual checkout.
+const BATCH: usize = 256;
 
 /// A checkout in progress: what each file is to become.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -95,11 +104,13 @@ impl Journal {
                 content,
             });
         }
-        contents.into_inner().map_err(|err| err.into_error())?.sync_all()?;
+        let contents = contents.into_inner().map_err(|err| err.into_error())?;
         let journal =
             Journal { version: VERSION, target: target.to_string(), files, dir: dir.clone(), interrupted: false };
         let mut file = std::fs::File::create(staging.path().join(JOURNAL_FILE))?;
         file.write_all(serde_json::to_string(&journal).map_err(io::Error::other)?.as_bytes())?;
+        // Both written before either is synced: one commit of the filesystem's journal for both.
+        contents.sync_all()?;
         file.sync_all()?;
         sync_dir(staging.path());
         // The rename commits the journal: before it, nothing was changed.
@@ -145,11 +156,23 @@ impl Journal {
             Ok(contents) => contents,
             Err(err) => return self.files.iter().map(|_| Written::Failed(err.to_string())).collect(),
         };
-        let written = self
-            .files
-            .iter()
-            .map(|file| self.apply_one(file, &contents, inside).unwrap_or_else(|err| Written::Failed(err.to_string())));
-        let written: Vec<Written> = written.collect();
+        let mut written = Vec::with_capacity(self.files.len());
+        for batch in self.files.chunks(BATCH) {
+            let staged: Vec<io::Result<Staged>> =
+                batch.iter().map(|file| self.stage(file, &contents, inside)).collect();
+            // Every temporary file durable before any takes its file's place.
+            let synced: Vec<io::Result<Staged>> = staged
+                .into_iter()
+                .map(|staged| match staged? {
+                    Staged::Write(temp, path) => temp.as_file().sync_all().map(|()| Staged::Write(temp, path)),
+                    other => Ok(other),
+                })
+                .collect();
+            for (file, staged) in batch.iter().zip(synced) {
+                let outcome = staged.and_then(|staged| finish(staged, file, inside));
+                written.push(outcome.unwrap_or_else(|err| Written::Failed(err.to_string())));
+            }
+        }
         // The renames and deletions made durable, once per directory.
         let mut dirs: Vec<&Path> = self.files.iter().filter_map(|file| file.path.parent()).collect();
         dirs.sort();
@@ -158,44 +181,37 @@ impl Journal {
         written
     }
 
-    fn apply_one(
+    /// Decides what becomes of one file and, when it is to be written, writes its new content
+    /// to a temporary file beside it (not yet synced).
+    fn stage(
         &self,
         file: &JournalFile,
         contents: &std::fs::File,
         inside: &dyn Fn(&Path) -> bool,
-    ) -> io::Result<Written> {
+    ) -> io::Result<Staged> {
         if !inside(&file.path) {
-            return Ok(Written::Failed("it is outside the workspace".to_string()));
+            return Ok(Staged::Settled(Written::Failed("it is outside the workspace".to_string())));
         }
         let now = read(&file.path)?.map(|bytes| sha256_hex(&bytes));
         if now == file.to {
             if file.to.is_none() {
                 remove_emptied_dirs(&file.path, inside);
             }
-            return Ok(Written::AlreadyDone);
+            return Ok(Staged::Settled(Written::AlreadyDone));
         }
         if now != file.from {
-            return Ok(Written::ChangedMeanwhile);
+            return Ok(Staged::Settled(Written::ChangedMeanwhile));
         }
-        match file.content {
-            Some((offset, len)) => {
-                use std::os::unix::fs::FileExt;
-                let mut bytes = vec![0; usize::try_from(len).map_err(io::Error::other)?];
-                contents.read_exact_at(&mut bytes, offset)?;
-                if file.to.as_deref() != Some(sha256_hex(&bytes).as_str()) {
-                    return Ok(Written::Failed("the journal's copy of its new content is damaged".to_string()));
-                }
-                write_atomically(&file.path, &bytes)?;
-            }
-            None => {
-                match std::fs::remove_file(&file.path) {
-                    Err(err) if err.kind() != io::ErrorKind::NotFound => return Err(err),
-                    _ => {}
-                }
-                remove_emptied_dirs(&file.path, inside);
-            }
+        let Some((offset, len)) = file.content else { return Ok(Staged::Delete) };
+        use std::os::unix::fs::FileExt;
+        let mut bytes = vec![0; usize::try_from(len).map_err(io::Error::other)?];
+        contents.read_exact_at(&mut bytes, offset)?;
+        if file.to.as_deref() != Some(sha256_hex(&bytes).as_str()) {
+            return Ok(Staged::Settled(Written::Failed(
+                "the journal's copy of its new content is damaged".to_string(),
+            )));
         }
-        Ok(Written::Done)
+        Ok(Staged::Write(write_temporary(&file.path, &bytes)?, file.path.clone()))
     }
 
     /// Removes the temporary files a killed checkout left next to the files it was writing.
@@ -218,6 +234,33 @@ impl Journal {
     pub fn remove(self) -> io::Result<()> {
         std::fs::remove_dir_all(&self.dir)
     }
+}
+
+/// What is left to do for one file once its batch's temporary files are written.
+enum Staged {
+    /// Nothing: already done, changed meanwhile, or refused.
+    Settled(Written),
+    /// The temporary file holding its new content takes its place.
+    Write(tempfile::NamedTempFile, PathBuf),
+    Delete,
+}
+
+/// Renames a staged file into place or deletes it.
+fn finish(staged: Staged, file: &JournalFile, inside: &dyn Fn(&Path) -> bool) -> io::Result<Written> {
+    match staged {
+        Staged::Settled(written) => return Ok(written),
+        Staged::Write(temp, path) => {
+            temp.persist(&path).map_err(|err| err.error)?;
+        }
+        Staged::Delete => {
+            match std::fs::remove_file(&file.path) {
+                Err(err) if err.kind() != io::ErrorKind::NotFound => return Err(err),
+                _ => {}
+            }
+            remove_emptied_dirs(&file.path, inside);
+        }
+    }
+    Ok(Written::Done)
 }
 
 /// Removes the directories above a deleted file that it leaves empty (as the agent's creation of
@@ -244,9 +287,10 @@ pub fn read(path: &Path) -> io::Result<Option<Vec<u8>>> {
     }
 }
 
-/// Writes through a temporary file in the same directory and a rename, so the file is either as
-/// it was or as it is to be; an existing file keeps its permissions.
-fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+/// Writes `bytes` to a temporary file in `path`'s directory, with the permissions `path` has (if
+/// it exists), for a rename to put in its place: the file is then either as it was or as it is
+/// to be. The caller syncs it before the rename.
+fn write_temporary(path: &Path, bytes: &[u8]) -> io::Result<tempfile::NamedTempFile> {
     use std::os::unix::fs::PermissionsExt;
     let parent = path.parent().ok_or_else(|| io::Error::other("has no parent directory"))?;
     std::fs::create_dir_all(parent)?;
@@ -256,12 +300,10 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .permissions(std::fs::Permissions::from_mode(0o666))
         .tempfile_in(parent)?;
     temp.write_all(bytes)?;
-    temp.as_file().sync_all()?;
     if let Some(permissions) = permissions {
         temp.as_file().set_permissions(permissions)?;
     }
-    temp.persist(path).map_err(|err| err.error)?;
-    Ok(())
+    Ok(temp)
 }
 
 /// Makes a rename in `dir` durable; best effort.

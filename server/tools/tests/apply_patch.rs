@@ -81,6 +81,51 @@ fn context_lines_keep_the_files_bytes_under_the_same_normalisations_as_edit() {
 }
 
 #[test]
+fn context_with_ascii_quotes_and_without_trailing_spaces_together_lands_keeping_the_files_bytes() {
+    // Every context line differs from the file in both ways at once (curly quotes written as
+    // ASCII, trailing spaces dropped), which neither normalisation alone nor stale context covers.
+    check_patch(
+        &[("a.md", "# “Intro”  \nHe said “yes” — twice.  \nShe left.\nThe end.  \n")],
+        "*** Begin Patch\n*** Update File: a.md\n@@\n # \"Intro\"\n He said \"yes\" - twice.\n-She left.\n+She stayed.\n The end.\n*** End Patch\n",
+        expect![[r##"
+            change a.md: "# “Intro”  \nHe said “yes” — twice.  \nShe stayed.\nThe end.  \n"
+              note: a.md (line 3 of the patch): matched after ignoring trailing whitespace and treating typographic quotes, dashes and Unicode spaces as their ASCII forms"##]],
+    );
+}
+
+#[test]
+fn typography_and_trailing_whitespace_together_land_only_where_they_are_the_only_differences() {
+    // Twice in the file: refused, with both places.
+    check_refusal(
+        &[("a.md", "He said “yes”.  \nOK.  \nHe said “yes”. \nOK.\t\n")],
+        "*** Begin Patch\n*** Update File: a.md\n@@\n He said \"yes\".\n-OK.\n+Fine.\n*** End Patch\n",
+        expect![
+            "a.md (line 3 of the patch): the hunk's lines match 2 places in a.md when ignoring trailing whitespace and treating typographic quotes, dashes and Unicode spaces as their ASCII forms (none match exactly), at lines 1, 3; add context lines, or an @@ line naming the function or class it is in, so it matches one:"
+        ],
+    );
+    // Other indentation as well: a third kind of difference, refused.
+    check_refusal(
+        &[("a.md", "  He said “yes”.  \n  She said “no”.  \n  OK.\n")],
+        "*** Begin Patch\n*** Update File: a.md\n@@\n He said \"yes\".\n She said \"no\".\n-OK.\n+Fine.\n*** End Patch\n",
+        expect![
+            "a.md (line 3 of the patch): could not find the hunk's context and '-' lines in a.md. The most similar part of the file is lines 1-3 (no other region comes close), shown with line numbers, which are not part of the file:"
+        ],
+    );
+}
+
+/// Like [`check_patch`] for a patch that must be refused: the first line of the error.
+fn check_refusal(files: &[(&str, &str)], patch: &str, expect: Expect) {
+    let fixture = Fixture::new(files);
+    let tool = ApplyPatchTool::new(fixture.workspace.clone());
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let error = match runtime.block_on(Tool::prepare(&tool, &json!({ "input": patch }))) {
+        Err(err) => fixture.redact(&err.0),
+        Ok(prepared) => panic!("apply_patch landed {:?}", prepared.proposal),
+    };
+    expect.assert_eq(error.lines().next().unwrap_or_default());
+}
+
+#[test]
 fn the_at_line_picks_the_place_among_several() {
     let file = "def a():\n    x = 1\n    return x\n\ndef b():\n    x = 1\n    return x\n";
     check_patch(

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use expect_test::{Expect, expect};
 use reins_agent::{FileChange, Proposal, Tool, ToolContext};
 use reins_ai::Content;
-use reins_tools::{EditTool, TextFile, Workspace, WorkspaceError};
+use reins_tools::{Edit, EditTool, TextFile, Workspace, WorkspaceError, apply_edits};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -415,6 +415,68 @@ fn lines_written_back_in_another_spelling_keep_the_files_bytes() {
             note: matched after treating typographic quotes, dashes and Unicode spaces as their ASCII forms
         "#]],
     );
+}
+
+#[test]
+fn lines_appended_after_a_quote_without_a_final_newline_keep_its_last_line() {
+    // The quote's last line has no line break and newText repeats it before new lines: it is not
+    // a change, so it keeps the file's quotes, with or without a final newline in newText.
+    check_edit(
+        "title = “Hello”\nrest = 1\n",
+        r#"{"path": "a.py", "edits": [{"oldText": "title = \"Hello\"", "newText": "title = \"Hello\"\nsub = 2"}]}"#,
+        expect![[r#"
+            title = “Hello”
+            sub = 2
+            rest = 1
+            note: matched after treating typographic quotes, dashes and Unicode spaces as their ASCII forms
+        "#]],
+    );
+    check_edit(
+        "intro\r\ntitle = “Hello”\r\nrest = 1\r\n",
+        r#"{"path": "a.py", "edits": [{"oldText": "intro\ntitle = \"Hello\"", "newText": "intro\ntitle = \"Hello\"\nsub = 2\n"}]}"#,
+        expect![[r#"
+            intro\r
+            title = “Hello”\r
+            sub = 2\r
+            \r
+            rest = 1\r
+            note: matched after treating typographic quotes, dashes and Unicode spaces as their ASCII forms
+        "#]],
+    );
+}
+
+#[test]
+fn deleting_the_last_line_of_a_quote_without_a_final_newline_keeps_the_line_before() {
+    check_edit(
+        "a = ‘x’\nb = 1\nc = 2\n",
+        r#"{"path": "a.py", "edits": [{"oldText": "a = 'x'\nb = 1", "newText": "a = 'x'"}]}"#,
+        expect![[r#"
+            a = ‘x’
+            c = 2
+            note: matched after treating typographic quotes, dashes and Unicode spaces as their ASCII forms
+        "#]],
+    );
+}
+
+#[test]
+fn a_line_break_the_model_removes_goes_and_the_line_keeps_its_bytes() {
+    check_edit(
+        "a = ‘x’\nb = 1\n",
+        r#"{"path": "a.py", "edits": [{"oldText": "a = 'x'\n", "newText": "a = 'x'"}]}"#,
+        expect![[r#"
+            a = ‘x’b = 1
+            note: matched after treating typographic quotes, dashes and Unicode spaces as their ASCII forms
+        "#]],
+    );
+}
+
+#[test]
+fn trailing_whitespace_stays_on_the_line_a_quote_without_a_final_newline_ends_on() {
+    // oldText matches "a = 1" exactly, short of the line's trailing spaces (a Markdown hard
+    // break); the line appended after it does not take them away from it.
+    let edit = Edit { old_text: "a = 1".to_string(), new_text: "a = 1\nb = 2".to_string() };
+    let applied = apply_edits("a = 1  \nc = 3\n", &[edit], false, "a.md").unwrap();
+    assert_eq!(applied.text, "a = 1  \nb = 2\nc = 3\n");
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! The promise behind every loose match of `edit`, as a property: for random files and random
 //! `oldText`/`newText` pairs written the way models garble them (ASCII for typographic quotes,
-//! trailing whitespace dropped or added, other indentation, line-number prefixes, literal escapes,
-//! blank lines left out, a stale context line), every line the model did not change keeps the
+//! trailing whitespace dropped or added, both at once, other indentation, line-number prefixes,
+//! literal escapes, blank lines left out, a stale context line), with and without a final line
+//! break on either side, every line the model did not change keeps the
 //! file's bytes — line endings, BOM and all — and only the changed lines differ. The same
 //! changes go through `edit` and, as one hunk of a patch, through `apply_patch`.
 
@@ -17,6 +18,8 @@ enum Garble {
     None,
     TrailingWhitespace,
     Typography,
+    /// Both at once: ASCII quotes and dropped trailing whitespace.
+    TypographyAndTrailingWhitespace,
     LineNumbers,
     Escapes,
     Indentation,
@@ -24,10 +27,11 @@ enum Garble {
     StaleContext,
 }
 
-const GARBLES: [Garble; 8] = [
+const GARBLES: [Garble; 9] = [
     Garble::None,
     Garble::TrailingWhitespace,
     Garble::Typography,
+    Garble::TypographyAndTrailingWhitespace,
     Garble::LineNumbers,
     Garble::Escapes,
     Garble::Indentation,
@@ -81,6 +85,8 @@ struct Params {
     window_len: usize,
     changes: Vec<Change>,
     old_ends_with_newline: bool,
+    /// Whether newText ends with a line break, independently of oldText.
+    new_ends_with_newline: bool,
 }
 
 fn params() -> impl Strategy<Value = Params> {
@@ -98,10 +104,21 @@ fn params() -> impl Strategy<Value = Params> {
         0..14usize,
         1..8usize,
         changes,
-        any::<bool>(),
+        (any::<bool>(), any::<bool>()),
     )
         .prop_map(
-            |(lines, tabs, bom, endings, final_newline, garble, window_start, window_len, changes, old_nl)| Params {
+            |(
+                lines,
+                tabs,
+                bom,
+                endings,
+                final_newline,
+                garble,
+                window_start,
+                window_len,
+                changes,
+                (old_nl, new_nl),
+            )| Params {
                 window_start: window_start % lines.len(),
                 lines,
                 tabs,
@@ -112,6 +129,7 @@ fn params() -> impl Strategy<Value = Params> {
                 window_len,
                 changes,
                 old_ends_with_newline: old_nl,
+                new_ends_with_newline: new_nl,
             },
         )
 }
@@ -129,6 +147,14 @@ struct Case {
     kept: Vec<String>,
     /// How many lines of the result are the model's (replacements and insertions).
     new_lines: usize,
+    /// newText ends with a line break where oldText, stopping at the end of a line, did not,
+    /// which asks for one more: an empty line among the kept ones (where, the diff of the
+    /// model's lines decides when it wrote other empty lines).
+    extra_blank: bool,
+    /// newText stops without the line break oldText ended with, which joins its last line to
+    /// what follows: that line's text (a kept line's bytes, or the model's line without its
+    /// indentation) and the break it had in the file.
+    join: Option<(String, String)>,
 }
 
 impl Params {
@@ -191,6 +217,8 @@ impl Params {
         let mut new_lines: Vec<String> = Vec::new();
         let mut kept = Vec::new();
         let mut new_count = 0;
+        // The last line newText writes: its text as the result has it, and its line break.
+        let mut last_written: Option<(String, String)> = None;
         let mut kept_before_window: Vec<String> = file_lines[..window.start].to_vec();
         kept.append(&mut kept_before_window);
         for (offset, index) in window.clone().enumerate() {
@@ -200,6 +228,7 @@ impl Params {
             let quoted = match self.garble {
                 Garble::TrailingWhitespace => content.trim_end().to_string(),
                 Garble::Typography => content.chars().map(ascii).collect(),
+                Garble::TypographyAndTrailingWhitespace => content.trim_end().chars().map(ascii).collect(),
                 Garble::LineNumbers => format!("{:>6}\t{content}", index + 1),
                 Garble::Indentation if !line.blank => {
                     let body = content.trim_start_matches([' ', '\t']);
@@ -215,10 +244,9 @@ impl Params {
             }
             // A quote's last line without its line break matches the file's line exactly even
             // when the line goes on with trailing spaces: then a respelling is a change.
-            let open_end = index == last_quoted && !old_ends_with_newline;
             let respellable = match self.garble {
                 Garble::Typography => quoted != *content && !line.blank,
-                Garble::TrailingWhitespace => quoted != *content && !line.blank && !open_end,
+                Garble::TrailingWhitespace => quoted != *content && !line.blank,
                 _ => false,
             };
             let mut change = self.changes[offset];
@@ -229,13 +257,19 @@ impl Params {
             if line.blank && matches!(change, Change::Replace | Change::Delete) {
                 change = Change::Keep;
             }
-            // Without a final newline in the quote, deleting or appending to its last line
-            // moves the line break before it, which is what was asked but not this property.
-            if open_end && matches!(change, Change::Delete | Change::InsertAfter) {
+            // An escaped quote ending without a line break may match as it is written (one line
+            // and no quotes), and then newText's escapes stay literal, rightly; a blank last line
+            // quoted without a break reads as the line break before it.
+            let open_end = index == last_quoted && !old_ends_with_newline;
+            if open_end
+                && (self.garble == Garble::Escapes || line.blank)
+                && matches!(change, Change::Delete | Change::InsertAfter)
+            {
                 change = Change::Keep;
             }
-            // Appending to a last line without a line break gives it one: a change, rightly.
-            if index == last && !self.final_newline && change == Change::InsertAfter {
+            // Appending to a last line without a line break gives it one, and deleting it takes
+            // the break of the line before: a change of that line, rightly.
+            if index == last && !self.final_newline && matches!(change, Change::InsertAfter | Change::Delete) {
                 change = Change::Keep;
             }
             let marker = || {
@@ -247,11 +281,13 @@ impl Params {
                 }
             };
             old_lines.push(quoted.clone());
+            let file_line = (file_lines[index].trim_end_matches(['\r', '\n']).to_string(), ending(line).to_string());
             match change {
                 Change::Keep => {
                     hunk.push(format!(" {quoted}"));
                     new_lines.push(quoted);
                     kept.push(file_lines[index].clone());
+                    last_written = Some(file_line);
                 }
                 Change::Respell => {
                     let respelled = match self.garble {
@@ -261,11 +297,13 @@ impl Params {
                     hunk.extend([format!("-{quoted}"), format!("+{respelled}")]);
                     new_lines.push(respelled);
                     kept.push(file_lines[index].clone());
+                    last_written = Some(file_line);
                 }
                 Change::Replace => {
                     hunk.extend([format!("-{quoted}"), format!("+{}", marker())]);
                     new_lines.push(marker());
                     new_count += 1;
+                    last_written = Some((format!("zz{index:02} = 0"), "\n".to_string()));
                 }
                 Change::Delete => hunk.push(format!("-{quoted}")),
                 Change::InsertAfter => {
@@ -278,24 +316,44 @@ impl Params {
                     kept.push(file_lines[index].clone());
                     new_lines.push(inserted);
                     new_count += 1;
+                    last_written = Some((format!("zz{index:02}b = 1"), "\n".to_string()));
                 }
             }
         }
         kept.extend(file_lines[window.end..].iter().cloned());
 
-        let join = |lines: &[String]| {
+        // newText ends with a line break or not, whatever oldText does; but not where the quote
+        // ends the file without one (a break there changes the file's last line), nor after a
+        // blank line (which, quoted last, reads as a final line break), nor when escaped (a
+        // literal `\n` of newText stays literal when oldText matches as it is).
+        let quote_ends_line = (last_quoted < last || self.final_newline)
+            && !self.lines[last_quoted].blank
+            && self.garble != Garble::Escapes;
+        let mut new_ends_with_newline =
+            if quote_ends_line { self.new_ends_with_newline } else { old_ends_with_newline };
+        let extra_blank = new_ends_with_newline && !old_ends_with_newline && !new_lines.is_empty();
+        let mut join = None;
+        if old_ends_with_newline && !new_ends_with_newline {
+            // A line that says where it is: not blank, and no unquoted blank line after it.
+            join = last_written
+                .filter(|(text, _)| !text.trim().is_empty() && self.garble != Garble::BlankLines)
+                .filter(|_| !new_lines.is_empty());
+            new_ends_with_newline = join.is_none();
+        }
+        let text_of = |lines: &[String], final_newline: bool| {
             let mut text = lines.join("\n");
-            if old_ends_with_newline && !lines.is_empty() {
+            if final_newline && !lines.is_empty() {
                 text.push('\n');
             }
             text
         };
-        let (mut old, mut new) = (join(&old_lines), join(&new_lines));
+        let (mut old, mut new) =
+            (text_of(&old_lines, old_ends_with_newline), text_of(&new_lines, new_ends_with_newline));
         let mut patch = format!("*** Begin Patch\n*** Update File: a.py\n@@\n{}\n*** End Patch", hunk.join("\n"));
         if self.garble == Garble::Escapes {
             (old, new, patch) = (escape(&old), escape(&new), escape(&patch));
         }
-        Case { file, old, new, patch, kept, new_lines: new_count }
+        Case { file, old, new, patch, kept, new_lines: new_count, extra_blank, join }
     }
 }
 
@@ -338,9 +396,38 @@ fn check(case: &Case, dialect: Dialect) -> Result<bool, TestCaseError> {
     let had_bom = case.file.starts_with('\u{feff}');
     prop_assert_eq!(text.starts_with('\u{feff}'), had_bom, "the BOM must stay as it was");
     let body = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let Some((line, ending)) = case.join.as_ref().filter(|_| matches!(dialect, Dialect::Edit)) else {
+        return check_lines(case, dialect, body);
+    };
+    // The model's last line runs on into what follows, as it asked: split them again, after
+    // any trailing whitespace the changed line took from the lines it replaced.
+    let at = body.find(line.as_str()).map(|at| at + line.len());
+    prop_assert!(at.is_some(), "{line:?} must be in the result");
+    let at = at.unwrap_or_default();
+    let spaces = body[at..].len() - body[at..].trim_start_matches([' ', '\t']).len();
+    let mut failure = None;
+    for split in at..=at + spaces {
+        let mut split_body = body.to_string();
+        split_body.insert_str(split, ending);
+        match check_lines(case, dialect, &split_body) {
+            Ok(landed) => return Ok(landed),
+            Err(err) => failure = failure.or(Some(err)),
+        }
+    }
+    Err(failure.unwrap_or_else(|| TestCaseError::fail("no place to split")))
+}
+
+/// The result's lines, BOM taken off: the kept ones must be the file's, the others the model's.
+fn check_lines(case: &Case, dialect: Dialect, body: &str) -> Result<bool, TestCaseError> {
     let lines: Vec<&str> = body.split_inclusive('\n').collect();
-    let (model, file): (Vec<&str>, Vec<&str>) = lines.iter().partition(|line| line.contains("zz"));
+    let (model, mut file): (Vec<&str>, Vec<&str>) = lines.iter().partition(|line| line.contains("zz"));
     let kept: Vec<&str> = case.kept.iter().map(String::as_str).filter(|line| !line.is_empty()).collect();
+    if let (Dialect::Edit, true) = (dialect, case.extra_blank) {
+        let extra = (0..file.len())
+            .find(|&at| matches!(file[at], "\n" | "\r\n") && file[..at].iter().chain(&file[at + 1..]).eq(kept.iter()));
+        prop_assert!(extra.is_some(), "newText's extra line break must make one empty line: {file:?}");
+        file.remove(extra.unwrap_or_default());
+    }
     prop_assert_eq!(file, kept, "lines the model did not change must keep their bytes");
     prop_assert_eq!(model.len(), case.new_lines, "every new line must land once");
     Ok(true)
@@ -371,6 +458,7 @@ fn regressions() -> Vec<Params> {
             window_len: 2,
             changes: changes.clone(),
             old_ends_with_newline: true,
+            new_ends_with_newline: true,
         },
         // Blank context matched at lines 3-4 exactly, but that place overlaps an earlier match
         // not at a line start, which hid it: the hunk went on to land one line lower.
@@ -385,6 +473,22 @@ fn regressions() -> Vec<Params> {
             window_len: 2,
             changes,
             old_ends_with_newline: true,
+            new_ends_with_newline: true,
+        },
+        // Lines appended after a quote whose last line, with the file's curly quotes written as
+        // ASCII, had no line break: that line was taken as changed and written in ASCII.
+        Params {
+            lines: vec![Line { pieces: vec![4], ..line(false, 0) }, Line { pieces: vec![4], ..line(false, 0) }],
+            tabs: false,
+            bom: false,
+            endings: 0,
+            final_newline: true,
+            garble: Garble::Typography,
+            window_start: 0,
+            window_len: 1,
+            changes: vec![Change::InsertAfter; 12],
+            old_ends_with_newline: false,
+            new_ends_with_newline: false,
         },
     ]
 }

@@ -63,6 +63,29 @@ pub fn apply_edits(original: &str, edits: &[Edit], replace_all: bool, display_pa
         if found.spans.len() > 1 && !replace_all {
             return Err(fail(hint::ambiguous(&view.text, &found, &label, display_path)));
         }
+        if !found.old.ends_with('\n') {
+            // A quote that stops short of its line's trailing whitespace takes it along, so that
+            // lines appended after it do not carry it away from the line it ends.
+            for span in &mut found.spans {
+                span.end = through_trailing_whitespace(&view.text, span.end);
+            }
+            // And the line break after it, on both sides: lines appended or deleted at its end
+            // then leave the lines before with their own endings, as a quote with a final newline.
+            // Whole lines deleted take their break along rather than leave an empty line.
+            if found.spans.iter().all(|span| view.text[span.end..].starts_with('\n')) {
+                let whole_lines = found.spans.iter().all(|span| {
+                    let line_start = view.text[..span.start].rfind('\n').map_or(0, |lf| lf + 1);
+                    view.text[line_start..span.start].bytes().all(|byte| byte == b' ' || byte == b'\t')
+                });
+                for span in &mut found.spans {
+                    span.end += 1;
+                }
+                found.old.to_mut().push('\n');
+                if !(found.new.is_empty() && whole_lines) {
+                    found.new.to_mut().push('\n');
+                }
+            }
+        }
         if let Some(note) = &found.note {
             notes.push(format!("{label}{note}"));
         }
@@ -113,6 +136,13 @@ pub(crate) fn splice_all(original: &str, view: &LfView, places: &[(Range<usize>,
     }
     result.push_str(&view.body[view.to_body(copied_to)..]);
     result
+}
+
+/// `at`, or the end of its line when only spaces and tabs stand between them.
+fn through_trailing_whitespace(text: &str, at: usize) -> usize {
+    let rest = &text[at..];
+    let line_end = rest.find('\n').unwrap_or(rest.len());
+    if rest[..line_end].bytes().all(|byte| byte == b' ' || byte == b'\t') { at + line_end } else { at }
 }
 
 fn to_lf(text: &str) -> Cow<'_, str> {

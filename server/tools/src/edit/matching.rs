@@ -15,6 +15,9 @@ pub(crate) enum Normalisation {
     Exact,
     TrailingWhitespace,
     Typography,
+    /// Both of the above at once, which a copy of prose (curly quotes, Markdown hard breaks)
+    /// often needs; still only those two kinds of difference.
+    TypographyAndTrailingWhitespace,
     LineNumbers,
     Escapes,
     Indentation,
@@ -50,6 +53,9 @@ impl Normalisation {
             Normalisation::Exact => "comparing exactly",
             Normalisation::TrailingWhitespace => "ignoring trailing whitespace",
             Normalisation::Typography => "treating typographic quotes, dashes and Unicode spaces as their ASCII forms",
+            Normalisation::TypographyAndTrailingWhitespace => {
+                "ignoring trailing whitespace and treating typographic quotes, dashes and Unicode spaces as their ASCII forms"
+            }
             Normalisation::LineNumbers => "removing line-number prefixes copied from read output",
             Normalisation::Escapes => r#"reading \n, \t and \" written literally as the characters they stand for"#,
             Normalisation::Indentation => "ignoring indentation",
@@ -73,6 +79,7 @@ impl Normalisation {
         match self {
             Normalisation::TrailingWhitespace => strip_trailing_whitespace(source),
             Normalisation::Typography => map_chars(source, ascii_typography),
+            Normalisation::TypographyAndTrailingWhitespace => strip_trailing_whitespace_and_typography(source),
             Normalisation::Indentation => strip_indentation(source),
             Normalisation::BlankLines => drop_blank_lines(source),
             _ => map_chars(source, |ch| ch),
@@ -115,7 +122,9 @@ pub(crate) fn find_where<'a>(
     if !exact.is_empty() {
         return found(Normalisation::Exact, exact);
     }
-    for normalisation in [Normalisation::TrailingWhitespace, Normalisation::Typography] {
+    for normalisation in
+        [Normalisation::TrailingWhitespace, Normalisation::Typography, Normalisation::TypographyAndTrailingWhitespace]
+    {
         let spans = kept(find_normalised(haystack, old, normalisation));
         if !spans.is_empty() {
             return found(normalisation, spans);
@@ -177,26 +186,26 @@ fn find_normalised(haystack: &str, needle: &str, normalisation: Normalisation) -
     }
     // A needle whose last line lost trailing whitespace must end where a line ends; otherwise
     // "foo(a, " would match the start of "foo(a,b)" and the splice would land mid-line.
-    let must_end_line = normalisation == Normalisation::TrailingWhitespace
-        && needle.ends_with(|ch: char| ch.is_whitespace() && ch != '\n');
+    let trims =
+        matches!(normalisation, Normalisation::TrailingWhitespace | Normalisation::TypographyAndTrailingWhitespace);
+    let must_end_line = trims && needle.ends_with(|ch: char| ch.is_whitespace() && ch != '\n');
     let hay = normalisation.normalise(haystack);
     occurrences(&hay.text, &needle_norm)
         .map(|at| at..at + needle_norm.len())
         .filter(|span| !must_end_line || span.end == hay.text.len() || hay.text.as_bytes()[span.end] == b'\n')
         .map(|span| hay.source_range(haystack, span))
-        .map(|span| {
-            if normalisation == Normalisation::TrailingWhitespace {
-                through_trailing_whitespace(haystack, span)
-            } else {
-                span
-            }
-        })
+        .map(|span| if trims { through_trailing_whitespace(haystack, span) } else { span })
         .collect()
 }
 
 /// `span` extended over the whitespace that ends its last line, when only whitespace follows it
 /// there: that whitespace is what the match overlooked, so the splice sees the whole file line.
 fn through_trailing_whitespace(haystack: &str, span: Range<usize>) -> Range<usize> {
+    // A span that ends with its line break has no whitespace left on its line: what follows is
+    // the next line's, a blank line of spaces the model did not quote.
+    if haystack[..span.end].ends_with('\n') {
+        return span;
+    }
     let rest = &haystack[span.end..];
     let line_rest = &rest[..rest.find('\n').unwrap_or(rest.len())];
     if !line_rest.is_empty() && line_rest.trim().is_empty() { span.start..span.end + line_rest.len() } else { span }
@@ -268,6 +277,22 @@ fn map_lines(source: &str, keep: impl Fn(&str) -> Option<Range<usize>>) -> Norma
 
 fn strip_trailing_whitespace(source: &str) -> Normalised {
     map_lines(source, |content| Some(0..content.trim_end().len()))
+}
+
+fn strip_trailing_whitespace_and_typography(source: &str) -> Normalised {
+    let mut out = Normalised::with_capacity(source.len());
+    let mut line_start = 0;
+    for line in source.split_inclusive('\n') {
+        let content = line.strip_suffix('\n').unwrap_or(line);
+        for (at, ch) in content.trim_end().char_indices() {
+            out.push(ascii_typography(ch), line_start + at);
+        }
+        if content.len() < line.len() {
+            out.push('\n', line_start + content.len());
+        }
+        line_start += line.len();
+    }
+    out
 }
 
 fn strip_indentation(source: &str) -> Normalised {

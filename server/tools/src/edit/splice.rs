@@ -126,19 +126,20 @@ pub(crate) fn replacement(view: &LfView, span: Range<usize>, lead: usize, found:
         })
         .flatten();
     // Lines are compared as the normalisations see them: a line the model wrote again with other
-    // quotes or trailing spaces is not a change, whatever bytes it came with.
-    let old_keys: Vec<(String, bool)> = old_lines.iter().map(|line| style_key(line)).collect();
-    let new_keys: Vec<(String, bool)> = new_lines.iter().map(|line| style_key(line)).collect();
+    // quotes or trailing spaces is not a change, whatever bytes it came with. Nor is a line
+    // repeated with or without a line break after it (the last of oldText or newText, which then
+    // goes on or stops there): the break is written as newText says, the line as the file has it.
+    let old_keys: Vec<String> = old_lines.iter().map(|line| style_key(line)).collect();
+    let new_keys: Vec<String> = new_lines.iter().map(|line| style_key(line)).collect();
     for op in capture_diff_slices(Algorithm::Myers, &old_keys, &new_keys) {
         match op {
             DiffOp::Equal { old_index, new_index, len } => {
                 for offset in 0..len {
                     let (old, new) = (old_lines[old_index + offset], new_lines[new_index + offset]);
                     let Some(matched) = aligned[old_index + offset] else { continue };
-                    if old == new || content(old) != content(splice.line(matched)) {
+                    if content(old) == content(new) || content(old) != content(splice.line(matched)) {
                         // Repeated, or respelled from a copy that was not the file's bytes anyway.
-                        splice.keep_through(matched);
-                        splice.owed_break = new.ends_with('\n') && !splice.line(matched).ends_with('\n');
+                        splice.repeat(matched, old.ends_with('\n'), new.ends_with('\n'));
                     } else {
                         // An exact copy written again in another style on purpose.
                         splice.drop_through(&[Some(matched)]);
@@ -178,10 +179,10 @@ pub(crate) fn replacement(view: &LfView, span: Range<usize>, lead: usize, found:
     splice.out
 }
 
-/// A line as the normalisations compare it: without trailing whitespace, typography as ASCII,
-/// and whether it ends with a line break.
-fn style_key(line: &str) -> (String, bool) {
-    (content(line).trim_end().chars().map(ascii_typography).collect(), line.ends_with('\n'))
+/// A line as the normalisations compare it: without its line break and trailing whitespace,
+/// typography as ASCII.
+fn style_key(line: &str) -> String {
+    content(line).trim_end().chars().map(ascii_typography).collect()
 }
 
 /// A line without its `\n`.
@@ -231,6 +232,31 @@ impl Splice<'_, '_> {
     fn keep_through(&mut self, matched: usize) {
         self.keep_before(matched + 1);
         self.anchor = self.matched[matched].start;
+    }
+
+    /// Writes the file's line `matched` for an old line that newText repeats: its bytes, and a
+    /// line break as the file has it unless the model added one after it or took it away.
+    fn repeat(&mut self, matched: usize, old_breaks: bool, new_breaks: bool) {
+        let file_breaks = self.line(matched).ends_with('\n');
+        if old_breaks == new_breaks || new_breaks == file_breaks {
+            self.keep_through(matched);
+            // The model's copy had a break where the file's last line has none: not a change,
+            // but whatever follows needs one.
+            self.owed_break = new_breaks && !file_breaks;
+        } else if new_breaks {
+            // Lines appended after a quote that stopped at the end of a line.
+            self.keep_through(matched);
+            self.out.push_str(self.view.ending_of_line_at(self.anchor));
+        } else {
+            // The model joins this line to what follows: its bytes without the break.
+            self.keep_before(matched);
+            let range = &self.matched[matched];
+            self.out.push_str(self.view.bytes(range.start..range.end - 1));
+            self.lead_owed = false;
+            self.anchor = range.start;
+            self.next_matched = matched + 1;
+            self.owed_break = true;
+        }
     }
 
     /// Drops the matched lines of deleted old lines; file lines the model did not quote, before

@@ -6,6 +6,7 @@
 mod checkout;
 mod choices;
 mod landing;
+mod language;
 mod release;
 mod runs;
 mod sessions;
@@ -109,6 +110,8 @@ pub struct Harness {
     counter: AtomicU64,
     /// The configured MCP servers, which every session joins (see [`tools`]).
     mcp: Mutex<ConfiguredServers>,
+    /// The language servers (see [`language`]).
+    language: Mutex<language::LanguageState>,
 }
 
 /// A default model chosen without a session holds until the settings change the model
@@ -192,6 +195,7 @@ impl Harness {
             listing: Mutex::default(),
             counter: AtomicU64::new(0),
             mcp: Mutex::new(ConfiguredServers { servers: mcp, roots: options_roots }),
+            language: Mutex::default(),
         })
     }
 
@@ -337,6 +341,7 @@ impl Harness {
         let feedback = Feedback {
             settings: self.settings.clone(),
             editor: self.options.diagnostics.clone(),
+            language: self.language_servers().map(|servers| servers as Arc<dyn DiagnosticSource>),
             workspace: self.options.workspace.clone(),
             cancel: cancel.clone(),
             state: Mutex::default(),
@@ -365,6 +370,7 @@ impl Harness {
         if let Some(editor) = self.options.diagnostics.clone().filter(|editor| editor.available()) {
             tools.push(Arc::new(DiagnosticsTool::new(tool_env.workspace.clone(), editor)));
         }
+        tools.extend(self.language_tools(tool_env));
         tools
     }
 

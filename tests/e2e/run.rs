@@ -645,7 +645,7 @@ async fn tools_choose_what_is_offered_and_the_session_keeps_them() {
         .filter(|entry| entry["type"] == "active_tools_change")
         .map(|entry| entry["tools"].clone())
         .collect();
-    assert_eq!(sets, [json!(["read", "ls", "grep", "find", "diagnostics"]), json!(["read", "bash"])]);
+    assert_eq!(sets, [json!(["read", "ls", "grep", "find", "diagnostics", "lsp"]), json!(["read", "bash"])]);
 
     // A name reins does not know is a usage error that lists the tools.
     let run = reins_run(&server, dir.path(), &["--tools", "read,rg", "x"]).await;

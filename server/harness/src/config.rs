@@ -19,6 +19,10 @@ use reins_review::{Policy, ToolPattern};
 #[path = "config_mcp.rs"]
 mod mcp;
 pub use mcp::{McpServerLayer, McpTransportLayer};
+#[path = "config_langserver.rs"]
+mod langserver;
+pub use langserver::LspServerLayer;
+pub(crate) use langserver::lsp_servers;
 
 /// Where a setting came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,6 +91,8 @@ pub struct ConfigLayer {
     pub models: Vec<ModelLayer>,
     /// `[mcp_servers.NAME]`, in the order written.
     pub mcp_servers: Vec<(String, McpServerLayer)>,
+    /// `[lsp_servers.NAME]`, in the order written.
+    pub lsp_servers: Vec<(String, LspServerLayer)>,
 }
 
 /// `[tools] edit_format`: one dialect for every model, or each model's own (`auto`).
@@ -337,6 +343,7 @@ impl Reader<'_> {
                 }
                 "sandbox" => layer.sandbox = self.sandbox(key, node),
                 "mcp_servers" => self.mcp_servers(key, node, &mut layer.mcp_servers),
+                "lsp_servers" => self.lsp_servers(key, node, &mut layer.lsp_servers),
                 "diagnostics" => layer.diagnostics = self.diagnostics(key, node),
                 "providers" => {
                     for (name, value) in self.table(key, node).unwrap_or_default() {
@@ -798,7 +805,7 @@ reasoning_effort = ["minimal", "high"]
         assert_eq!((layer.compaction_auto, layer.reserve_tokens, layer.max_turns), (Some(false), Some(1000), Some(7)));
         assert_eq!((layer.thinking, layer.max_cost_usd), (Some(ThinkingLevel::High), Some(2.5)));
         let enabled = layer.tools_enabled.unwrap();
-        assert_eq!(enabled.items(), ["read", "ls", "grep", "find", "diagnostics", "mcp__docs__*"]);
+        assert_eq!(enabled.items(), ["read", "ls", "grep", "find", "diagnostics", "lsp", "mcp__docs__*"]);
         let lab = &layer.providers["lab"];
         assert_eq!(
             (lab.api_key_env.as_deref(), lab.api_key_command.as_deref()),
@@ -819,7 +826,7 @@ reasoning_effort = ["minimal", "high"]
             /home/u/.config/reins/config.toml:4: approval.bash: expected "ask", "auto" or "deny", found "sometimes"
             /home/u/.config/reins/config.toml:7: limits.max_turns: expected a whole number, 0 or more, found a string
             /home/u/.config/reins/config.toml:8: limits.max_cost_usd: expected a number, 0 or more, found an integer
-            /home/u/.config/reins/config.toml:10: tools.enabled: unknown tool `grep_all`; the tools are read, write, edit, apply_patch, bash, ls, grep, find, diagnostics, and mcp__<server>__<tool> for MCP servers' (globs such as mcp__* work too), or read-only for read, ls, grep, find, diagnostics
+            /home/u/.config/reins/config.toml:10: tools.enabled: unknown tool `grep_all`; the tools are read, write, edit, apply_patch, bash, ls, grep, find, diagnostics, lsp, rename, and mcp__<server>__<tool> for MCP servers' (globs such as mcp__* work too), or read-only for read, ls, grep, find, diagnostics, lsp
             /home/u/.config/reins/config.toml:11: models[0]: a model needs an `id`; this entry was skipped
             /home/u/.config/reins/config.toml:14: compaction.reserve: unknown key; it was ignored"#]]
         .assert_eq(&diagnostics(LayerKind::User, text));

@@ -63,6 +63,9 @@ pub(crate) struct Feedback {
     pub settings: LiveSettings,
     /// The editor's diagnostics (`reins lsp`); `None` where there is no editor.
     pub editor: Option<Arc<dyn DiagnosticSource>>,
+    /// The language servers reins started (`reins run`, ACP): used where there is no editor
+    /// and no `[diagnostics] command`.
+    pub language: Option<Arc<dyn DiagnosticSource>>,
     pub workspace: Arc<dyn Workspace>,
     /// The session's token for the harness's own work (see `LiveSession::cancel`): cancelling the
     /// run stops a wait or a command.
@@ -102,7 +105,7 @@ enum Mode {
 
 /// Whether a tool changes files (and so gets feedback).
 fn changes_files(tool: &str) -> bool {
-    [EditFormat::Edit.tool_name(), EditFormat::ApplyPatch.tool_name(), "write"].contains(&tool)
+    [EditFormat::Edit.tool_name(), EditFormat::ApplyPatch.tool_name(), "write", "rename"].contains(&tool)
 }
 
 impl Feedback {
@@ -114,7 +117,11 @@ impl Feedback {
             (Some(editor), _) if editor.available() => Mode::Editor(editor.clone()),
             // An editor that cannot answer has the files in its buffers: a command would check
             // what is on disk, which is not what the agent edited.
-            (Some(_), _) | (None, None) => Mode::Off,
+            (Some(_), _) => Mode::Off,
+            (None, None) => match &self.language {
+                Some(language) if language.available() => Mode::Editor(language.clone()),
+                _ => Mode::Off,
+            },
             (None, Some(command)) => Mode::Command {
                 command: command.clone(),
                 timeout: Duration::from_secs(diagnostics.command_timeout_secs.max(1)),

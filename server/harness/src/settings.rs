@@ -83,6 +83,8 @@ pub struct Settings {
     pub keys: BTreeMap<String, KeySource>,
     /// The MCP servers in force, in the order configured, with where each came from.
     pub mcp_servers: Vec<ServerConfig>,
+    /// The language servers reins may start (`[lsp_servers]` over those found on `PATH`).
+    pub lsp_servers: Vec<reins_langserver::ServerConfig>,
     /// What was wrong in the config; those settings were ignored.
     pub diagnostics: Vec<ConfigDiagnostic>,
     /// A trusted workspace's configuration files that changed since the user trusted it, and
@@ -127,8 +129,8 @@ impl std::fmt::Debug for Base {
     }
 }
 
-/// Variables read whatever the config says.
-const FIXED_VARS: &[&str] = &["OPENAI_BASE_URL", "OPENAI_API_KEY", "REINS_MODEL"];
+/// Variables read whatever the config says (`PATH`: where the ready-made language servers are).
+const FIXED_VARS: &[&str] = &["OPENAI_BASE_URL", "OPENAI_API_KEY", "REINS_MODEL", "PATH", "RUSTUP_HOME"];
 
 /// What a sandboxed command may not read, under the home directory; reins's auth file is added.
 const SECRET_PATHS: &[&str] = &[
@@ -484,6 +486,7 @@ fn compose(base: Arc<Base>, editor: &[ConfigLayer]) -> Settings {
         origins: BTreeMap::new(),
         keys: BTreeMap::new(),
         mcp_servers: Vec::new(),
+        lsp_servers: Vec::new(),
         diagnostics: base.diagnostics.clone(),
         changed_config: Vec::new(),
         base: base.clone(),
@@ -498,6 +501,11 @@ fn compose(base: Arc<Base>, editor: &[ConfigLayer]) -> Settings {
     let layers = base.layers.iter().map(|(source, layer)| (source, layer));
     let editor_layers = editor.iter().map(|layer| (&Source::Editor, layer));
     settings.mcp_servers = mcp_servers(layers.chain(editor_layers), &base.env, &base.home, &mut settings.diagnostics);
+    let path_var = base.env.get("PATH").map(std::ffi::OsStr::new);
+    let rustup_home = base.env.get("RUSTUP_HOME").map_or_else(|| base.home.join(".rustup"), PathBuf::from);
+    let ready_made = reins_langserver::ready_made(|command| reins_langserver::on_path(path_var, &rustup_home, command));
+    let all_layers = base.layers.iter().map(|(_, layer)| layer).chain(editor.iter());
+    settings.lsp_servers = crate::config::lsp_servers(ready_made, all_layers);
     for layer in editor {
         apply_layer(&mut settings, layer, &Source::Editor, &mut key_env, &mut key_command);
         literal_keys.extend(layer.providers.iter().filter_map(|(name, p)| Some((name.clone(), p.api_key.clone()?))));

@@ -7,11 +7,12 @@ use reins_review::ToolPattern;
 use reins_tools::EditFormat;
 
 /// The built-in tools, in the order they are offered (`edit` or `apply_patch`, by model;
-/// `diagnostics` only where an editor answers `reins/diagnostics`).
-pub const BUILTIN_TOOLS: [&str; 9] =
-    ["read", "write", "edit", "apply_patch", "bash", "ls", "grep", "find", "diagnostics"];
+/// `diagnostics` only where an editor answers `reins/diagnostics`; `lsp` and `rename` only where
+/// there are language servers).
+pub const BUILTIN_TOOLS: [&str; 11] =
+    ["read", "write", "edit", "apply_patch", "bash", "ls", "grep", "find", "diagnostics", "lsp", "rename"];
 /// The tools that change nothing: what a session that only answers questions needs.
-pub const READ_ONLY_TOOLS: [&str; 5] = ["read", "ls", "grep", "find", "diagnostics"];
+pub const READ_ONLY_TOOLS: [&str; 6] = ["read", "ls", "grep", "find", "diagnostics", "lsp"];
 /// The prefix of MCP servers' tools (`mcp__server__tool`).
 const MCP_PREFIX: &str = "mcp__";
 
@@ -95,6 +96,8 @@ mod tests {
             "grep",
             "find",
             "diagnostics",
+            "lsp",
+            "rename",
             "mcp__docs__search",
             "mcp__gh__issue",
         ]
@@ -106,22 +109,22 @@ mod tests {
     #[test]
     fn names_globs_and_the_read_only_set() {
         assert_eq!(offered(&["read", "grep"]), ["read", "grep"]);
-        assert_eq!(offered(&["read-only"]), ["read", "ls", "grep", "find", "diagnostics"]);
+        assert_eq!(offered(&["read-only"]), ["read", "ls", "grep", "find", "diagnostics", "lsp"]);
         assert_eq!(offered(&["read", "mcp__*"]), ["read", "mcp__docs__search", "mcp__gh__issue"]);
         assert_eq!(offered(&["mcp__docs__search", " "]), ["mcp__docs__search"]);
-        assert_eq!(offered(&["*"]).len(), 11);
+        assert_eq!(offered(&["*"]).len(), 13);
         assert!(offered(&[]).is_empty());
         // A model gets one edit dialect: naming either offers the one it gets.
         assert_eq!(offered(&["apply_patch"]), ["edit", "apply_patch"]);
         assert_eq!(
             ToolSet::parse(&["read-only", "bash"]).unwrap().items(),
-            ["read", "ls", "grep", "find", "diagnostics", "bash"]
+            ["read", "ls", "grep", "find", "diagnostics", "lsp", "bash"]
         );
     }
 
     #[test]
     fn unknown_names_and_bad_globs_say_what_there_is() {
-        expect_test::expect![[r#"unknown tool `rg`; the tools are read, write, edit, apply_patch, bash, ls, grep, find, diagnostics, and mcp__<server>__<tool> for MCP servers' (globs such as mcp__* work too), or read-only for read, ls, grep, find, diagnostics"#]]
+        expect_test::expect![[r#"unknown tool `rg`; the tools are read, write, edit, apply_patch, bash, ls, grep, find, diagnostics, lsp, rename, and mcp__<server>__<tool> for MCP servers' (globs such as mcp__* work too), or read-only for read, ls, grep, find, diagnostics, lsp"#]]
         .assert_eq(&ToolSet::parse(&["read", "rg"]).unwrap_err());
         assert_eq!(
             ToolSet::parse(&["mcp__["]).unwrap_err(),

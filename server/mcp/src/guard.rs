@@ -19,7 +19,7 @@ const PARENT_GONE: libc::c_int = libc::SIGUSR1;
 ///
 /// # Safety
 /// To be called only in the child between `fork` and `exec` (a `pre_exec` closure).
-pub(crate) unsafe fn fork_guard(reins: libc::pid_t) -> io::Result<()> {
+pub unsafe fn fork_guard(reins: libc::pid_t) -> io::Result<()> {
     // SAFETY: plain system calls on memory of this frame; see the module's comment.
     unsafe {
         let mut watched: libc::sigset_t = std::mem::zeroed();

@@ -26,6 +26,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 pub use config::{DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, ServerConfig, Transport};
+/// Also what ends a language server's process group with reins (`reins-langserver`).
+pub use guard::fork_guard;
 pub use names::{MAX_NAME_LEN, assign_names, public_name};
 pub use schema::normalize_input_schema;
 pub use server::ServerState;

@@ -81,13 +81,14 @@ impl ApprovalPolicy {
         }
     }
 
-    /// The policy for `tool`. `apply_patch` is the other dialect of `edit`: without a policy of
-    /// its own it follows `edit`'s, so `approval.edit = "auto"` means every file edit.
+    /// The policy for `tool`. `apply_patch` is the other dialect of `edit`, and `rename` an edit
+    /// the language server works out: without a policy of their own they follow `edit`'s, so
+    /// `approval.edit = "auto"` means every file edit.
     pub fn for_tool(&self, tool: &str) -> Policy {
         if let Some(policy) = self.per_tool.get(tool) {
             return *policy;
         }
-        if tool == "apply_patch" {
+        if tool == "apply_patch" || tool == "rename" {
             return self.for_tool("edit");
         }
         // Of equally long globs, the one set last (a later config layer) wins.
@@ -228,6 +229,10 @@ mod tests {
         assert_eq!(check(&policy, "apply_patch", false, true), "allow");
         policy.set("apply_patch", Policy::Deny);
         assert!(check(&policy, "apply_patch", false, true).starts_with("block"));
+        // So does rename.
+        assert_eq!(check(&policy, "rename", false, true), "allow");
+        policy.set("edit", Policy::Ask);
+        assert_eq!(check(&policy, "rename", false, true), "ask");
         // Nothing to show, nothing to ask.
         assert_eq!(check(&policy, "bash", false, false), "allow");
     }

@@ -1,6 +1,7 @@
 //! The built-in tools — `read`, `write`, `edit` (or `apply_patch`), `bash`, `ls`, `grep`, `find`
 //! — each a typed [`reins_agent::Tool`] that works through a [`Workspace`]; and `diagnostics`,
-//! over the editor's [`DiagnosticSource`] where there is one.
+//! over the editor's [`DiagnosticSource`] where there is one; `lsp` and `rename` over a
+//! [`LanguageSource`] (language servers) where there is one.
 
 mod bash;
 mod diagnostics;
@@ -9,11 +10,14 @@ mod exec;
 mod find;
 mod fs;
 mod grep;
+mod language;
 mod ls;
 mod namespace;
+mod navigate;
 mod output_files;
 mod patch;
 mod read;
+mod rename;
 mod sandbox;
 mod sandbox_exec;
 mod terminal;
@@ -36,11 +40,14 @@ pub use exec::{
 pub use find::FindTool;
 pub use fs::FsWorkspace;
 pub use grep::GrepTool;
+pub use language::{Calls, LanguageSource, Lookup, Place, Point, RenameStep, Symbol, TextReplace};
 pub use ls::LsTool;
 pub use namespace::{PROTECTED_NAMES, namespace_support, protected_paths, run_enclosed};
+pub use navigate::{LspInput, LspTool, Operation};
 pub use output_files::MAX_TOTAL_OUTPUT_BYTES;
 pub use patch::{ApplyPatchInput, ApplyPatchTool, Patched, apply_patch_to, patch_paths};
 pub use read::ReadTool;
+pub use rename::{RenameInput, RenameTool};
 pub use sandbox::{protections, sandbox_support};
 pub use sandbox_exec::{POLICY_VAR, SandboxPolicy, sandbox_exec_invocation};
 pub use terminal::{Terminal, TerminalRun};

@@ -15,6 +15,7 @@ mod big_sessions;
 mod checkpoints;
 mod diagnostics;
 mod edit_corpus;
+mod langservers;
 mod large_session;
 mod lsp;
 mod mcp;
@@ -119,6 +120,15 @@ fn main() {
             std::process::exit(1);
         };
         let failed = runtime.block_on(big_sessions::measure(&reins));
+        std::process::exit(i32::from(failed && std::env::var_os("BENCH_STRICT").is_some()));
+    }
+    // `reins-bench langservers`: only the language-server tools' figures (bytes, latency, memory).
+    if args.first().is_some_and(|first| first == "langservers") {
+        let Some(reins) = reins_binary() else {
+            eprintln!("bench: build the release binary first: cargo build --release -p reins (or use scripts/bench)");
+            std::process::exit(1);
+        };
+        let failed = runtime.block_on(langservers::measure(&reins));
         std::process::exit(i32::from(failed && std::env::var_os("BENCH_STRICT").is_some()));
     }
     // `reins-bench tokens`: only the token figures (first request, prompt cache), reins and pi 1.6.

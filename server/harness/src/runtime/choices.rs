@@ -283,7 +283,7 @@ mod tests {
         let set = first.set_tools(&session, &["read-only"]).unwrap();
         let read_only = ["read", "ls", "grep", "find"].map(String::from).to_vec();
         let mut spelled = read_only.clone();
-        spelled.push("diagnostics".into());
+        spelled.extend(["diagnostics".into(), "lsp".into()]);
         assert_eq!(set, ToolsSet { tools: spelled, offered: read_only.clone() });
         // Setting it again records nothing more; an unknown tool changes nothing.
         first.set_tools(&session, &["read-only"]).unwrap();
@@ -297,7 +297,7 @@ mod tests {
             .filter(|line| line.contains("active_tools_change"))
             .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap()["tools"].to_string())
             .collect();
-        assert_eq!(recorded, [r#"["read","ls","grep","find","diagnostics"]"#]);
+        assert_eq!(recorded, [r#"["read","ls","grep","find","diagnostics","lsp"]"#]);
 
         // Another process resumes it: the session's set wins over the settings' (all tools).
         let second = harness(tmp.path(), provider.clone(), |_| {});

@@ -6,6 +6,7 @@
 mod checkout;
 mod choices;
 mod landing;
+mod language;
 mod marks;
 mod release;
 mod runs;
@@ -111,6 +112,8 @@ pub struct Harness {
     counter: AtomicU64,
     /// The configured MCP servers, which every session joins (see [`tools`]).
     mcp: Mutex<ConfiguredServers>,
+    /// The language servers (see [`language`]).
+    language: Mutex<language::LanguageState>,
 }
 
 /// A default model chosen without a session holds until the settings change the model
@@ -194,6 +197,7 @@ impl Harness {
             listing: Mutex::default(),
             counter: AtomicU64::new(0),
             mcp: Mutex::new(ConfiguredServers { servers: mcp, roots: options_roots }),
+            language: Mutex::default(),
         })
     }
 
@@ -339,6 +343,7 @@ impl Harness {
         let feedback = Feedback {
             settings: self.settings.clone(),
             editor: self.options.diagnostics.clone(),
+            language: self.language_servers().map(|servers| servers as Arc<dyn DiagnosticSource>),
             workspace: self.options.workspace.clone(),
             cancel: cancel.clone(),
             state: Mutex::default(),
@@ -367,6 +372,7 @@ impl Harness {
         if let Some(editor) = self.options.diagnostics.clone().filter(|editor| editor.available()) {
             tools.push(Arc::new(DiagnosticsTool::new(tool_env.workspace.clone(), editor)));
         }
+        tools.extend(self.language_tools(tool_env));
         tools
     }
 

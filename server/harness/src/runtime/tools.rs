@@ -188,6 +188,7 @@ impl Harness {
         for set in sets {
             set.stop().await;
         }
+        self.stop_language_servers().await;
     }
 }
 

@@ -1,0 +1,69 @@
+//! The language servers behind a session's `lsp` and `rename` tools and, where no editor
+//! answers, its after-edit diagnostics: those of the settings in force (`[lsp_servers]` over the
+//! ones found on `PATH`), for the workspace's roots, built on first need — no server starts
+//! until a tool asks about a file of its language — and rebuilt when the servers or the roots
+//! change (the old ones stop).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use reins_agent::Tool;
+use reins_langserver::{LanguageServers, ServerConfig};
+use reins_tools::{LspTool, RenameTool};
+
+use super::{Harness, ToolEnv, lock};
+
+/// The servers in use, and what they were built from.
+#[derive(Default)]
+pub(super) struct LanguageState {
+    built: Option<Built>,
+}
+
+/// The configs and roots the servers were built for, and the servers (`None` when the workspace
+/// had no file of their languages).
+type Built = (Vec<ServerConfig>, Vec<PathBuf>, Option<Arc<LanguageServers>>);
+
+impl Harness {
+    /// The language servers of the settings in force; `None` when there are none, or the
+    /// workspace has no file of their languages.
+    pub(super) fn language_servers(&self) -> Option<Arc<LanguageServers>> {
+        let configs = self.settings().lsp_servers.clone();
+        let roots = self.options.workspace.roots();
+        if configs.is_empty() || roots.is_empty() {
+            return None;
+        }
+        let mut state = lock(&self.language);
+        if let Some((built_configs, built_roots, servers)) = &state.built
+            && built_configs == &configs
+            && built_roots == &roots
+        {
+            return servers.clone();
+        }
+        let servers = Some(Arc::new(LanguageServers::new(configs.clone(), roots.clone())))
+            .filter(|servers| servers.covers_some_file());
+        if let Some((_, _, Some(old))) = state.built.replace((configs, roots, servers.clone()))
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(async move { old.stop().await });
+        }
+        servers
+    }
+
+    /// `lsp` and `rename` over the language servers, when there are any.
+    pub(super) fn language_tools(&self, tool_env: &ToolEnv) -> Vec<Arc<dyn Tool>> {
+        let Some(servers) = self.language_servers() else { return Vec::new() };
+        let workspace = tool_env.workspace.clone();
+        tool_env.wrap(vec![
+            Arc::new(LspTool::new(workspace.clone(), servers.clone())),
+            Arc::new(RenameTool::new(workspace, servers)),
+        ])
+    }
+
+    /// Stops the language servers started so far.
+    pub(super) async fn stop_language_servers(&self) {
+        let built = lock(&self.language).built.take();
+        if let Some((_, _, Some(servers))) = built {
+            servers.stop().await;
+        }
+    }
+}

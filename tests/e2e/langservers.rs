@@ -1,0 +1,294 @@
+//! End-to-end tests of the `lsp` and `rename` tools in `reins run`, over language servers reins
+//! starts itself: pyright and typescript-language-server from npm, clangd from Debian (installed
+//! by tests/langservers/install.sh when missing), on small multi-file projects in temp dirs, with
+//! the scripted model calling the tools.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use expect_test::{Expect, expect};
+use scripted_llm::{Reply, ScriptedServer};
+use serde_json::{Value, json};
+
+use support::{reins_command, reins_home, workspace};
+
+/// Where tests/langservers/install.sh put the npm servers (installed on first use).
+fn servers_bin() -> &'static Path {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/langservers/install.sh");
+        let output = std::process::Command::new("bash").arg(script).output().expect("run tests/langservers/install.sh");
+        assert!(output.status.success(), "install.sh failed: {}", String::from_utf8_lossy(&output.stderr));
+        PathBuf::from(String::from_utf8(output.stdout).unwrap().trim()).join("node_modules/.bin")
+    })
+}
+
+/// Runs `reins run --yes` in `dir` with the language servers on `PATH`, the model making
+/// `calls` one turn each, then answering; the tool results, in order.
+async fn run_calls(dir: &Path, calls: &[(&str, Value)]) -> Vec<String> {
+    let mut replies: Vec<Reply> = calls
+        .iter()
+        .enumerate()
+        .map(|(index, (tool, arguments))| Reply::tool_call(format!("call_{index}"), *tool, arguments.clone()))
+        .collect();
+    replies.push(Reply::text("Done."));
+    let server = ScriptedServer::start(replies).await;
+    let path = format!("{}:{}", servers_bin().display(), std::env::var("PATH").unwrap_or_default());
+    let output = reins_command(Some(&server.base_url()), dir, &["run", "--yes", "--json", "go"])
+        .env("PATH", path)
+        .output()
+        .await
+        .expect("run reins");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "stderr: {stderr}");
+    let requests = server.chat_requests();
+    let last = requests.last().expect("a request");
+    last.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|message| message["role"] == "tool")
+        .map(|message| match &message["content"] {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+fn check(results: &[String], expected: Expect) {
+    expected.assert_eq(&results.join("\n---\n"));
+}
+
+const SHAPES_PY: &str = r#"class Greeter:
+    def greet(self, name):
+        """Says hello to someone."""
+        return "Hello, " + name
+
+
+class Robot:
+    def greet(self, name):
+        return "BEEP " + name
+"#;
+
+const APP_PY: &str = r#"from shapes import Greeter, Robot
+
+
+def main():
+    g = Greeter()
+    r = Robot()
+    print(g.greet("a"))
+    print(r.greet("b"))
+    print(g.greet("c"))
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pyright_answers_definition_references_hover_and_symbols() {
+    let dir = workspace(&[("shapes.py", SHAPES_PY), ("app.py", APP_PY)]);
+    let results = run_calls(
+        dir.path(),
+        &[
+            ("lsp", json!({"operation": "definition", "path": "app.py", "line": 7, "symbol": "greet"})),
+            ("lsp", json!({"operation": "references", "path": "shapes.py", "line": 2, "symbol": "greet"})),
+            ("lsp", json!({"operation": "hover", "path": "app.py", "line": 7, "symbol": "greet"})),
+            ("lsp", json!({"operation": "workspace_symbols", "path": "app.py", "query": "Robot"})),
+            ("lsp", json!({"operation": "document_symbols", "path": "shapes.py"})),
+            ("lsp", json!({"operation": "references", "path": "app.py", "line": 7, "symbol": "nothing"})),
+        ],
+    )
+    .await;
+    check(
+        &results,
+        expect![[r#"
+            shapes.py:
+              2:9: def greet(self, name):
+            ---
+            app.py:
+              7:13: print(g.greet("a"))
+              9:13: print(g.greet("c"))
+            shapes.py:
+              2:9: def greet(self, name):
+            ---
+            (method) def greet(name: Unknown) -> Unknown
+
+            Says hello to someone.
+            ---
+            shapes.py:
+              7:7: class Robot
+            ---
+            1:7: class Greeter
+              2:9: method greet
+                2:21: variable name
+            7:7: class Robot
+              8:9: method greet
+                8:21: variable name
+            ---
+            `nothing` is not on line 7 of app.py, which is: print(g.greet("a"))"#]],
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rename_changes_exactly_the_true_references() {
+    let dir = workspace(&[("shapes.py", SHAPES_PY), ("app.py", APP_PY)]);
+    let results = run_calls(
+        dir.path(),
+        &[("rename", json!({"path": "shapes.py", "line": 2, "symbol": "greet", "newName": "welcome"}))],
+    )
+    .await;
+    check(&results, expect!["Renamed `greet` to `welcome` in 2 files: shapes.py, app.py"]);
+    let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap();
+    assert_eq!(read("shapes.py"), SHAPES_PY.replacen("def greet", "def welcome", 1));
+    assert_eq!(read("app.py"), APP_PY.replace("g.greet", "g.welcome"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_or_crashing_server_is_a_tool_error_and_the_run_goes_on() {
+    let dir = workspace(&[("a.zz", "x\n"), ("b.yy", "y\n")]);
+    std::fs::create_dir_all(reins_home(dir.path())).unwrap();
+    std::fs::write(
+        reins_home(dir.path()).join("config.toml"),
+        "[lsp_servers.missing]\ncommand = \"no-such-language-server\"\nfile_patterns = [\"*.zz\"]\n\n\
+         [lsp_servers.crashing]\ncommand = \"sh\"\nargs = [\"-c\", \"echo cannot go on >&2; exit 3\"]\n\
+         file_patterns = [\"*.yy\"]\n",
+    )
+    .unwrap();
+    let results = run_calls(
+        dir.path(),
+        &[
+            ("lsp", json!({"operation": "hover", "path": "a.zz", "line": 1, "symbol": "x"})),
+            ("lsp", json!({"operation": "hover", "path": "b.yy", "line": 1, "symbol": "y"})),
+            ("lsp", json!({"operation": "hover", "path": "b.yy", "line": 3, "symbol": "y"})),
+        ],
+    )
+    .await;
+    check(
+        &results,
+        expect![[r#"
+        the language server missing (`no-such-language-server`) is not installed or not on PATH
+        ---
+        the language server crashing exited with status 3; it said: cannot go on
+        ---
+        b.yy has 1 line; line 3 is not one of them"#]],
+    );
+}
+
+const GREETER_TS: &str = r#"export class Greeter {
+  /** Says hello to someone. */
+  greet(name: string): string {
+    return "Hello, " + name;
+  }
+}
+
+export class Robot {
+  greet(name: string): string {
+    return "BEEP " + name;
+  }
+}
+"#;
+
+const APP_TS: &str = r#"import { Greeter, Robot } from "./greeter";
+
+const g = new Greeter();
+const r = new Robot();
+console.log(g.greet("a"));
+console.log(r.greet("b"));
+console.log(g.greet("c"));
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typescript_language_server_answers_and_renames() {
+    let dir = workspace(&[("greeter.ts", GREETER_TS), ("app.ts", APP_TS), ("tsconfig.json", "{}\n")]);
+    let results = run_calls(
+        dir.path(),
+        &[
+            ("lsp", json!({"operation": "definition", "path": "app.ts", "line": 5, "symbol": "greet"})),
+            ("lsp", json!({"operation": "references", "path": "greeter.ts", "line": 3, "symbol": "greet"})),
+            ("lsp", json!({"operation": "hover", "path": "app.ts", "line": 5, "symbol": "greet"})),
+            ("lsp", json!({"operation": "workspace_symbols", "path": "app.ts", "query": "Robot"})),
+            ("rename", json!({"path": "greeter.ts", "line": 3, "symbol": "greet", "newName": "welcome"})),
+        ],
+    )
+    .await;
+    check(
+        &results,
+        expect![[r#"
+        greeter.ts:
+          3:3: greet(name: string): string {
+        ---
+        app.ts:
+          5:15: console.log(g.greet("a"));
+          7:15: console.log(g.greet("c"));
+        greeter.ts:
+          3:3: greet(name: string): string {
+        ---
+        ```typescript
+        (method) Greeter.greet(name: string): string
+        ```
+        Says hello to someone.
+        ---
+        greeter.ts:
+          8:1: class Robot
+        ---
+        Renamed `greet` to `welcome` in 2 files: app.ts, greeter.ts"#]],
+    );
+    let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap();
+    assert_eq!(read("greeter.ts"), GREETER_TS.replacen("  greet(", "  welcome(", 1));
+    assert_eq!(read("app.ts"), APP_TS.replace("g.greet", "g.welcome"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clangd_answers_across_files() {
+    let dir = workspace(&[
+        (
+            "shapes.h",
+            "struct square {\n    int side;\n};\n\n/* The area of a square. */\nint area(const struct square *s);\n",
+        ),
+        ("shapes.c", "#include \"shapes.h\"\n\nint area(const struct square *s) {\n    return s->side * s->side;\n}\n"),
+        (
+            "main.c",
+            "#include \"shapes.h\"\n\nint main(void) {\n    struct square s = {3};\n    return area(&s) - area(&s);\n}\n",
+        ),
+    ]);
+    let root = dir.path().canonicalize().unwrap();
+    let entries: Vec<Value> = ["shapes.c", "main.c"]
+        .iter()
+        .map(|file| json!({"directory": root, "file": file, "arguments": ["cc", "-c", file]}))
+        .collect();
+    std::fs::write(root.join("compile_commands.json"), serde_json::to_string(&entries).unwrap()).unwrap();
+    let results = run_calls(
+        dir.path(),
+        &[
+            ("lsp", json!({"operation": "hover", "path": "main.c", "line": 5, "symbol": "area"})),
+            ("lsp", json!({"operation": "definition", "path": "main.c", "line": 5, "symbol": "area"})),
+            ("lsp", json!({"operation": "references", "path": "shapes.h", "line": 6, "symbol": "area"})),
+            ("lsp", json!({"operation": "workspace_symbols", "path": "main.c", "query": "square"})),
+        ],
+    )
+    .await;
+    check(
+        &results,
+        expect![[r#"
+        function area
+
+        → int
+        Parameters:
+        - const struct square * s
+        The area of a square.
+
+        int area(const struct square *s)
+        ---
+        shapes.c:
+          3:5: int area(const struct square *s) {
+        ---
+        main.c:
+          5:12: return area(&s) - area(&s);
+          5:23: return area(&s) - area(&s);
+        shapes.c:
+          3:5: int area(const struct square *s) {
+        shapes.h:
+          6:5: int area(const struct square *s);
+        ---
+        shapes.h:
+          1:8: class square"#]],
+    );
+}

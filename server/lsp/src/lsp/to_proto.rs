@@ -13,7 +13,7 @@ use reins_ai::{
 };
 use reins_harness::{
     CommandRan, Compacted, FileOutcome, HarnessError, ListedModel, SessionInfo, SessionTreeView, SessionUsage,
-    Settings, Status, ToolsSet, TreeNode, UNTRACKED_WARNING, Written,
+    Settings, SlashCommand, Status, ToolsSet, TreeNode, UNTRACKED_WARNING, Written,
 };
 use reins_mcp::{ServerState, ServerStatus};
 use reins_review::{Hunk, Located, Outcome, PendingEdit, Resolution, ReviewError, Subject};
@@ -881,6 +881,22 @@ pub fn mcp_servers(statuses: &[ServerStatus]) -> Value {
         })
         .collect();
     json!({ "servers": servers })
+}
+
+/// The result of `reins.command.list`: every slash command, built-ins, templates, skills.
+pub fn slash_commands(commands: &[SlashCommand]) -> Value {
+    let commands: Vec<Value> = commands
+        .iter()
+        .map(|command| {
+            json!({
+                "name": command.name,
+                "description": command.description,
+                "argumentHint": command.argument_hint,
+                "kind": command.kind.as_str(),
+            })
+        })
+        .collect();
+    json!({ "commands": commands })
 }
 
 #[cfg(test)]

@@ -406,8 +406,53 @@ fn render(updates: &[Value], dir: &Path) -> String {
     lines.join("\n")
 }
 
+/// The updates of the conversation: the slash commands a session announces are left out (see
+/// [`a_session_announces_its_slash_commands_after_new_and_load`]).
 fn updates(shared: &Shared) -> Vec<Value> {
-    lock(shared).updates.clone()
+    lock(shared)
+        .updates
+        .iter()
+        .filter(|update| update["update"]["sessionUpdate"] != "available_commands_update")
+        .cloned()
+        .collect()
+}
+
+#[tokio::test]
+async fn a_session_announces_its_slash_commands_after_new_and_load() {
+    let dir = workspace(&[(".reins-home-for-test/prompts/review.md", "---\ndescription: Review it\n---\nReview $1.")]);
+    let server = ScriptedServer::start(vec![Reply::text("Reviewed.")]).await;
+    let shared = Shared::default();
+    let (session, stderr) = with_client(&server, dir.path(), shared.clone(), NOTHING, async |cx| {
+        let session = new_session(&cx, dir.path(), Vec::new()).await;
+        prompt(&cx, &session, "/review \"the parser\"").await;
+        session
+    })
+    .await;
+    let announced: Vec<Value> = lock(&shared)
+        .updates
+        .iter()
+        .filter(|update| update["update"]["sessionUpdate"] == "available_commands_update")
+        .cloned()
+        .collect();
+    assert_eq!(announced.len(), 1, "{stderr}");
+    assert_eq!(announced[0]["sessionId"], session.as_str());
+    let names: Vec<&str> = announced[0]["update"]["availableCommands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["compact", "model", "thinking", "tools", "new", "fork", "tree", "review"]);
+    let requests = server.chat_requests();
+    assert_eq!(requests[0].body["messages"][1]["content"], "Review the parser.");
+
+    let loaded = Shared::default();
+    with_client(&server, dir.path(), loaded.clone(), NOTHING, async |cx| {
+        cx.send_request(LoadSessionRequest::new(session.clone(), dir.path())).block_task().await.unwrap();
+    })
+    .await;
+    let last = lock(&loaded).updates.last().cloned().unwrap();
+    assert_eq!(last["update"]["sessionUpdate"], "available_commands_update", "after the replay: {last}");
 }
 
 #[tokio::test]

@@ -20,7 +20,7 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Error, Lines};
-use reins_harness::{ApprovalPolicy, Harness, HarnessEvent, HarnessOptions, LiveSettings, Settings};
+use reins_harness::{ApprovalPolicy, Executed, Harness, HarnessEvent, HarnessOptions, LiveSettings, Settings};
 use reins_tools::FsWorkspace;
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -134,7 +134,14 @@ fn builder(
         )
         .on_receive_request(
             async move |request: NewSessionRequest, responder, cx| {
-                responder.respond_with_result(new.new_session(request, cx))
+                let created = new.new_session(request, cx);
+                let id = created.as_ref().ok().map(|created| created.session_id.0.to_string());
+                let answered = responder.respond_with_result(created);
+                // The slash commands, once the client knows the session.
+                if let Some(id) = id {
+                    new.announce_commands(&id);
+                }
+                answered
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -423,6 +430,7 @@ impl State {
             &session.cwd,
         );
         replay.extend(usage(&session.harness, &id).map(SessionUpdate::UsageUpdate));
+        replay.push(to_proto::available_commands(&session.harness.commands()));
         let response = LoadSessionResponse::new()
             .modes(options::modes(&session.harness, &id))
             .config_options(options::config_options(&session.harness, &id));
@@ -508,8 +516,19 @@ impl State {
             if content.is_empty() {
                 return failed(to_proto::invalid_params("the prompt is empty; type a message first"));
             }
-            match session.harness.send(&session.id, content) {
-                Ok(started) => {
+            // A slash command: a built-in is carried out, a template or skill starts a run.
+            let executed = match content.as_slice() {
+                [reins_ai::Content::Text { text }] if text.starts_with('/') => {
+                    session.harness.execute(&session.id, text).await
+                }
+                _ => session.harness.send(&session.id, content).map(Executed::Started),
+            };
+            match executed {
+                Ok(Executed::Done { output, .. }) => {
+                    let updates = vec![to_proto::agent_text(&output)];
+                    events.send(Input::CommandDone { session_id: session.id.clone(), updates });
+                }
+                Ok(Executed::Started(started)) => {
                     // A run that dies without an outcome (a panic) still answers the prompt.
                     if started.done.await.is_err() {
                         failed(to_proto::run_failed(
@@ -575,6 +594,12 @@ impl State {
                 ))),
             ],
         );
+    }
+
+    /// Sends the session's slash commands (`available_commands_update`).
+    fn announce_commands(&self, session_id: &str) {
+        let Some(session) = lock(&self.sessions).get(session_id).cloned() else { return };
+        self.events.updates(session_id, vec![to_proto::available_commands(&session.harness.commands())]);
     }
 
     fn cancel(&self, session_id: &str) {

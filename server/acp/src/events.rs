@@ -38,6 +38,8 @@ pub enum Input {
     /// A session's prompt turn started: answer `responder` when its run ends, clearing `busy`
     /// just before.
     Prompt { session_id: String, responder: Responder<PromptResponse>, busy: Arc<AtomicBool> },
+    /// A built-in slash command ended the prompt turn: its updates, then the answer `end_turn`.
+    CommandDone { session_id: String, updates: Vec<SessionUpdate> },
     /// The run could not start, or its task ended without an outcome (a panic).
     RunFailed { session_id: String, error: Error },
     /// A session's run ended and its session was saved: send how much of the window its
@@ -175,6 +177,16 @@ impl Pump {
                         Ok(response) => responder.respond(response),
                         Err(error) => responder.respond_with_error(error),
                     };
+                }
+            }
+            Input::CommandDone { session_id, updates } => {
+                for update in updates {
+                    self.notify(&session_id, update);
+                }
+                if let Some((responder, busy)) = self.prompts.remove(&session_id) {
+                    busy.store(false, Ordering::SeqCst);
+                    let _ =
+                        responder.respond(PromptResponse::new(agent_client_protocol::v1::schema::StopReason::EndTurn));
                 }
             }
             Input::Updates { session_id, updates } => {

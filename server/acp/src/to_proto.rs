@@ -57,6 +57,24 @@ pub fn agent_text(delta: &str) -> SessionUpdate {
     SessionUpdate::AgentMessageChunk(ContentChunk::new(text(delta)))
 }
 
+/// `available_commands_update`: the slash commands, each with its arguments' hint.
+pub fn available_commands(commands: &[reins_harness::SlashCommand]) -> SessionUpdate {
+    use agent_client_protocol::v1::schema::{
+        AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, UnstructuredCommandInput,
+    };
+    let commands = commands
+        .iter()
+        .map(|command| {
+            let input = command
+                .argument_hint
+                .as_ref()
+                .map(|hint| AvailableCommandInput::Unstructured(UnstructuredCommandInput::new(hint)));
+            AvailableCommand::new(&command.name, &command.description).input(input)
+        })
+        .collect();
+    SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands))
+}
+
 pub fn agent_thought(delta: &str) -> SessionUpdate {
     SessionUpdate::AgentThoughtChunk(ContentChunk::new(text(delta)))
 }

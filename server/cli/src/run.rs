@@ -6,9 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use reins_agent::{AgentEvent, TurnEndReason};
-use reins_ai::{Content, ThinkingLevel};
+use reins_ai::ThinkingLevel;
 use reins_harness::{
-    Harness, HarnessError, HarnessEvent, HarnessEventSink, HarnessOptions, LiveSettings, SessionId, Settings, ToolSet,
+    Executed, Harness, HarnessError, HarnessEvent, HarnessEventSink, HarnessOptions, LiveSettings, SessionId, Settings,
+    ToolSet,
 };
 use reins_tools::{FsWorkspace, Workspace};
 use tokio::signal::unix::{SignalKind, signal};
@@ -159,21 +160,25 @@ async fn run(args: RunArgs) -> ExitCode {
 async fn run_in(harness: &Arc<Harness>, args: &RunArgs) -> ExitCode {
     let session_choice = args.session();
     let prompt = args.prompt().unwrap_or_default();
-    let started = choose_session(harness, &session_choice, args.model.as_deref())
-        .and_then(|session| {
-            if let Some(level) = args.thinking
-                && let Some(note) = harness.set_thinking(&session, level)?.note
-            {
-                eprintln!("reins: {}", reins_ai::visible(&note));
-            }
-            if let Some(tools) = &args.tools {
-                harness.set_tools(&session, tools)?;
-            }
-            Ok(session)
-        })
-        .and_then(|session| harness.send(&session, vec![Content::text(prompt)]));
-    let started = match started {
-        Ok(started) => started,
+    let started = choose_session(harness, &session_choice, args.model.as_deref()).and_then(|session| {
+        if let Some(level) = args.thinking
+            && let Some(note) = harness.set_thinking(&session, level)?.note
+        {
+            eprintln!("reins: {}", reins_ai::visible(&note));
+        }
+        if let Some(tools) = &args.tools {
+            harness.set_tools(&session, tools)?;
+        }
+        Ok(session)
+    });
+    // A slash command (`/compact`, a template, `/skill:name`) is the harness's to carry out.
+    let executed = match started {
+        Ok(session) => harness.execute(&session, &prompt).await,
+        Err(err) => Err(err),
+    };
+    let started = match executed {
+        Ok(Executed::Started(started)) => started,
+        Ok(Executed::Done { session_id, output }) => return command_done(args.json, &session_id, &output),
         Err(err) => return fail(&err.to_string()),
     };
     let signalled = cancel_on_signals(harness, &started.session_id);
@@ -317,6 +322,18 @@ fn print_json_event(event: &AgentEvent) {
     let mut stdout = std::io::stdout().lock();
     // A closed pipe only means nobody is listening any more.
     let _ = writeln!(stdout, "{line}").and_then(|_| stdout.flush());
+}
+
+/// What a built-in command said: a line of text, or one JSON object with `--json`.
+fn command_done(json: bool, session_id: &str, output: &str) -> ExitCode {
+    use std::io::Write;
+    let line = match json {
+        true => serde_json::json!({"type": "command_done", "sessionId": session_id, "output": output}).to_string(),
+        false => reins_ai::visible(output).into_owned(),
+    };
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{line}").and_then(|_| stdout.flush());
+    ExitCode::SUCCESS
 }
 
 fn fail(message: &str) -> ExitCode {

@@ -20,6 +20,8 @@ pub(crate) struct ApprovalGate {
     pub running: Arc<Mutex<Option<RunId>>>,
     /// Tools the user allowed for the rest of the session when accepting.
     pub allowed: Arc<Mutex<HashSet<String>>>,
+    /// Tools the skill that started the run pre-approves (`allowed-tools`); `deny` still wins.
+    pub skill_allowed: Arc<Mutex<HashSet<String>>>,
     pub settings: LiveSettings,
     pub approver: Arc<dyn Approver>,
 }
@@ -31,7 +33,7 @@ impl ApprovalGate {
         proposal: Option<&Proposal>,
         cancel: &CancellationToken,
     ) -> Gate {
-        let allowed = lock(&self.allowed).contains(&call.name);
+        let allowed = lock(&self.allowed).contains(&call.name) || lock(&self.skill_allowed).contains(&call.name);
         let answer = without_asking(&self.settings.get().approval, &call.name, allowed, proposal.is_some());
         let (Some(proposal), None) = (proposal, &answer) else { return answer.unwrap_or(Gate::Allow) };
         let run_id = lock(&self.running).clone().unwrap_or_default();
@@ -74,6 +76,7 @@ mod tests {
             session_id: "s1".into(),
             running: Arc::new(Mutex::new(Some("r7".into()))),
             allowed: Arc::default(),
+            skill_allowed: Arc::default(),
             settings: LiveSettings::new(settings),
             approver,
         }

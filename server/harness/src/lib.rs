@@ -5,12 +5,14 @@
 mod approval;
 mod auth;
 mod checkpoint;
+mod commands;
 mod compaction;
 mod config;
 mod date;
 mod diagnostics;
 mod error;
 mod home;
+mod frontmatter;
 mod live_settings;
 mod mcp;
 mod mcp_pool;
@@ -23,11 +25,15 @@ mod runtime;
 mod sessions;
 mod settings;
 mod stops;
+mod skill_read;
+mod skills;
 mod summary;
+mod templates;
 mod tool_set;
 mod trust;
 
 pub use auth::{AuthKeys, KEY_COMMAND_TIMEOUT, mask, read_auth_file, run_key_command};
+pub use commands::{BUILTIN_COMMANDS, CommandKind, Expanded, Locations, Resources, SlashCommand};
 pub use compaction::{Compacted, CompactionSettings};
 pub use config::{ConfigDiagnostic, ConfigLayer, EditFormatChoice, LayerKind, Source};
 pub use date::today;
@@ -42,13 +48,15 @@ pub use prompt::{CONTEXT_FILE_NAMES, ContextFile, PromptInputs, build_system_pro
 pub use registry::{Api, FALLBACK_PROVIDER, ModelEntry, ProviderInfo, Registry};
 pub use router::Router;
 pub use runtime::{
-    CheckedOut, Checkout, Harness, HarnessEvent, HarnessEventSink, HarnessOptions, Landing, LateContent, Resumed,
-    RunId, RunStarted, SessionId, SessionUsage, ThinkingSet, ToolsSet,
+    CheckedOut, Checkout, Executed, Harness, HarnessEvent, HarnessEventSink, HarnessOptions, Landing, LateContent,
+    Resumed, RunId, RunStarted, SessionId, SessionUsage, ThinkingSet, ToolsSet,
 };
 pub use sessions::{SessionInfo, SessionTreeView, TreeNode};
 pub use settings::{DEFAULT_BASE_URL, DEFAULT_MODEL, KeySource, Settings};
 pub use stops::{REFUSAL_STOP, budget_stop};
+pub use skills::{Scope, Skill, Skills, Warning};
 pub use summary::{FileActivity, render_transcript};
+pub use templates::{Template, Templates};
 pub use tool_set::{BUILTIN_TOOLS, READ_ONLY_TOOLS, ToolSet};
 pub use trust::{FileTrust, TRUSTED_FILES, is_trusted, trust};
 // What a checkout does to each file, as the checkpoints crate works it out.

@@ -27,6 +27,8 @@ pub struct PromptInputs {
     pub system_override: Option<ContextFile>,
     pub append: Vec<ContextFile>,
     pub context_files: Vec<ContextFile>,
+    /// Skills the model may load: only their names, descriptions and paths go in.
+    pub skills: Vec<crate::skills::Skill>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -67,6 +69,7 @@ impl PromptInputs {
             system_override,
             append,
             context_files,
+            skills: Vec::new(),
         }
     }
 }
@@ -91,6 +94,12 @@ pub fn build_system_prompt(inputs: &PromptInputs) -> String {
             ));
         }
         prompt.push_str("</project_context>");
+    }
+    let reader = ["read", "bash"].into_iter().find(|name| inputs.tools.iter().any(|tool| tool.name == *name));
+    let skills = crate::skills::prompt_section(&inputs.skills, reader);
+    if !skills.is_empty() {
+        prompt.push_str("\n\n");
+        prompt.push_str(&skills);
     }
     // No date: a session continued another day would otherwise lose its whole cached prefix
     // (pi 1.6 leaves it out too); `bash` can tell the date.

@@ -296,6 +296,11 @@ impl Settings {
         trust::is_trusted(&self.config_dir, workspace_root)
     }
 
+    /// The user's home directory (`~/.agents/skills` and pi's folders are under it).
+    pub fn home(&self) -> &Path {
+        &self.base.home
+    }
+
     /// The model `id` names (`provider/id` or bare), else the configured default.
     pub fn resolve_model(&self, id: Option<&str>) -> Model {
         self.registry.resolve(id.unwrap_or(&self.model), &self.base_url)

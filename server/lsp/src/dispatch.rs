@@ -174,6 +174,7 @@ pub async fn execute(state: &State, command: Command) -> Result<Value> {
             let servers = harness.mcp_servers(list.session_id.as_deref()).await.map_err(to_proto::harness_error)?;
             Ok(to_proto::mcp_servers(&servers))
         }
+        Command::SlashCommands => Ok(to_proto::slash_commands(&harness.commands())),
     }
 }
 
@@ -184,6 +185,10 @@ async fn chat_send(state: &State, send: ChatSend) -> Result<Value> {
     let mut selections = Vec::new();
     for context in send.context {
         selections.push(selection(state, &context.uri, context.range, Vec::new()).await?);
+    }
+    if send.text.starts_with('/') && selections.is_empty() {
+        // A slash command: a built-in is carried out, a template or skill starts a run.
+        return state.execute(send.session_id, &send.text).await;
     }
     let text = ask::message(&send.text, &selections);
     state.start_run(send.session_id, vec![Content::text(text)])

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use reins_ai::Content;
-use reins_harness::{Harness, HarnessOptions, LateContent, LiveSettings, RunStarted, Settings};
+use reins_harness::{Executed, Harness, HarnessOptions, LateContent, LiveSettings, RunStarted, Settings};
 use reins_tools::{FsWorkspace, Workspace};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -310,6 +310,16 @@ impl State {
         let session_id = self.session_or_new(session_id)?;
         let started = self.harness.send(&session_id, content).map_err(to_proto::harness_error)?;
         Ok(self.watch(started))
+    }
+
+    /// A slash command typed in the chat: a built-in answers `{sessionId, output}` (the session
+    /// in use afterwards), anything else starts a run like [`State::start_run`].
+    pub async fn execute(&self, session_id: Option<String>, text: &str) -> Result<Value> {
+        let session_id = self.session_or_new(session_id)?;
+        match self.harness.execute(&session_id, text).await.map_err(to_proto::harness_error)? {
+            Executed::Started(started) => Ok(self.watch(started)),
+            Executed::Done { session_id, output } => Ok(json!({"sessionId": session_id, "output": output})),
+        }
     }
 
     /// [`State::start_run`] for a message still being gathered (see [`Harness::send_later`]).

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use reins_harness::HarnessError;
+use reins_harness::{HarnessError, SlashCommand};
 use reins_review::{Hunk, Located, Outcome, PendingEdit, Resolution, ReviewError, Subject};
 use ropey::Rope;
 use serde_json::{Value, json};
@@ -345,6 +345,22 @@ fn quote(text: &str) -> String {
         shown.push('…');
     }
     if shown.is_empty() { "a line break".to_string() } else { format!("`{shown}`") }
+}
+
+/// The result of `reins.command.list`: every slash command, built-ins, templates, skills.
+pub fn slash_commands(commands: &[SlashCommand]) -> Value {
+    let commands: Vec<Value> = commands
+        .iter()
+        .map(|command| {
+            json!({
+                "name": command.name,
+                "description": command.description,
+                "argumentHint": command.argument_hint,
+                "kind": command.kind.as_str(),
+            })
+        })
+        .collect();
+    json!({ "commands": commands })
 }
 
 #[cfg(test)]

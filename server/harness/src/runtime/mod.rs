@@ -5,6 +5,7 @@
 
 mod checkout;
 mod choices;
+mod commands;
 mod landing;
 mod language;
 mod marks;
@@ -15,6 +16,7 @@ mod tools;
 mod transcript;
 
 pub use checkout::{CheckedOut, Checkout, Resumed};
+pub use commands::Executed;
 pub use landing::Landing;
 pub use runs::LateContent;
 
@@ -146,6 +148,9 @@ struct LiveSession {
     /// The tools the user allowed for the rest of the session (shared with the approval gate);
     /// kept when the session is released.
     allowed: Arc<Mutex<HashSet<String>>>,
+    /// The tools a skill forced with `/skill:name` pre-approves for the run it started (shared
+    /// with the approval gate); replaced at each send.
+    skill_allowed: Arc<Mutex<HashSet<String>>>,
     /// When the session was last used, on the harness's counter: the least recently used idle
     /// sessions are released first.
     last_used: AtomicU64,
@@ -290,10 +295,12 @@ impl Harness {
         };
         let cancel = Arc::new(Mutex::new(CancellationToken::new()));
         let running = Arc::new(Mutex::new(None));
+        let skill_allowed: Arc<Mutex<HashSet<String>>> = Arc::default();
         let gate = ApprovalGate {
             session_id: id.clone(),
             running: running.clone(),
             allowed: allowed.clone(),
+            skill_allowed: skill_allowed.clone(),
             settings: self.settings.clone(),
             approver: self.options.approver.clone(),
         };
@@ -313,6 +320,7 @@ impl Harness {
             tool_env,
             prompted,
             allowed,
+            skill_allowed,
             last_used: AtomicU64::new(self.next()),
         });
         lock(&self.released).remove(&id);
@@ -373,14 +381,16 @@ impl Harness {
             tools.push(Arc::new(DiagnosticsTool::new(tool_env.workspace.clone(), editor)));
         }
         tools.extend(self.language_tools(tool_env));
-        tools
+        // The skills the prompt names may live outside the workspace: `read` reads them there.
+        let skill_dirs: Vec<PathBuf> = self.resources().skills.skills.into_iter().map(|skill| skill.dir).collect();
+        crate::skill_read::with_skill_read(tools, &skill_dirs, &tool_env.workspace.roots())
     }
 
     /// The system prompt of a session with `tools`.
     fn system_prompt(&self, tools: &[Arc<dyn Tool>]) -> String {
         let settings = self.settings();
         let root = self.options.workspace.cwd();
-        let inputs = PromptInputs::discover(
+        let mut inputs = PromptInputs::discover(
             &root,
             &root,
             &settings.config_dir,
@@ -388,6 +398,7 @@ impl Harness {
             tools.iter().map(|tool| tool.spec()).collect(),
             self.options.date.clone(),
         );
+        inputs.skills = self.resources().skills.skills;
         build_system_prompt(&inputs)
     }
 

@@ -18,10 +18,13 @@ use crate::settings::Settings;
 
 impl Harness {
     /// Sends a user message; the run goes on in the background. `Busy` if one is going.
-    pub fn send(self: &Arc<Self>, session_id: &str, content: Vec<Content>) -> Result<RunStarted, HarnessError> {
+    /// A message that starts with a template or skill command (`/review`, `/skill:name`) is
+    /// expanded first; a built-in command is refused (see [`Harness::execute`]).
+    pub fn send(self: &Arc<Self>, session_id: &str, mut content: Vec<Content>) -> Result<RunStarted, HarnessError> {
         if content.iter().all(|block| matches!(block, Content::Text { text } if text.trim().is_empty())) {
             return Err(HarnessError::InvalidArgument("the message is empty".into()));
         }
+        self.expand_message(session_id, &mut content)?;
         self.send_later(session_id, Box::pin(std::future::ready(content)))
     }
 
@@ -156,14 +159,14 @@ impl Harness {
     /// Queues a message for the running run, delivered after its current tools finish.
     pub fn steer(&self, session_id: &str, text: String) -> Result<(), HarnessError> {
         let session = self.running_session(session_id, "steer")?;
-        session.agent.steer(Message::user(text));
+        session.agent.steer(Message::user(self.expand_queued(text)?));
         Ok(())
     }
 
     /// Queues a message to continue with when the running run would stop.
     pub fn follow_up(&self, session_id: &str, text: String) -> Result<(), HarnessError> {
         let session = self.running_session(session_id, "follow up")?;
-        session.agent.follow_up(Message::user(text));
+        session.agent.follow_up(Message::user(self.expand_queued(text)?));
         Ok(())
     }
 

@@ -37,8 +37,8 @@ pub use prompt::{CONTEXT_FILE_NAMES, ContextFile, PromptInputs, build_system_pro
 pub use registry::{Api, FALLBACK_PROVIDER, ModelEntry, ProviderInfo, Registry};
 pub use router::Router;
 pub use runtime::{
-    CheckedOut, Checkout, Harness, HarnessEvent, HarnessEventSink, HarnessOptions, Landing, LateContent, Resumed,
-    RunId, RunStarted, SessionId, SessionUsage, ThinkingSet, ToolsSet,
+    CheckedOut, Checkout, Harness, HarnessEvent, HarnessEventSink, HarnessOptions, Landing, LateContent, Parent,
+    Resumed, RunId, RunStarted, SUBAGENT_ENTRY, SessionId, SessionUsage, TASK_TOOL, ThinkingSet, ToolsSet,
 };
 pub use sessions::{SessionInfo, SessionTreeView, TreeNode};
 pub use settings::{DEFAULT_BASE_URL, DEFAULT_MODEL, KeySource, Settings};

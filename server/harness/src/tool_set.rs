@@ -8,8 +8,8 @@ use reins_tools::EditFormat;
 
 /// The built-in tools, in the order they are offered (`edit` or `apply_patch`, by model;
 /// `diagnostics` only where an editor answers `reins/diagnostics`).
-pub const BUILTIN_TOOLS: [&str; 9] =
-    ["read", "write", "edit", "apply_patch", "bash", "ls", "grep", "find", "diagnostics"];
+pub const BUILTIN_TOOLS: [&str; 10] =
+    ["read", "write", "edit", "apply_patch", "bash", "ls", "grep", "find", "diagnostics", "task"];
 /// The tools that change nothing: what a session that only answers questions needs.
 pub const READ_ONLY_TOOLS: [&str; 5] = ["read", "ls", "grep", "find", "diagnostics"];
 /// The prefix of MCP servers' tools (`mcp__server__tool`).
@@ -121,7 +121,7 @@ mod tests {
 
     #[test]
     fn unknown_names_and_bad_globs_say_what_there_is() {
-        expect_test::expect![[r#"unknown tool `rg`; the tools are read, write, edit, apply_patch, bash, ls, grep, find, diagnostics, and mcp__<server>__<tool> for MCP servers' (globs such as mcp__* work too), or read-only for read, ls, grep, find, diagnostics"#]]
+        expect_test::expect![[r#"unknown tool `rg`; the tools are read, write, edit, apply_patch, bash, ls, grep, find, diagnostics, task, and mcp__<server>__<tool> for MCP servers' (globs such as mcp__* work too), or read-only for read, ls, grep, find, diagnostics"#]]
         .assert_eq(&ToolSet::parse(&["read", "rg"]).unwrap_err());
         assert_eq!(
             ToolSet::parse(&["mcp__["]).unwrap_err(),

@@ -129,11 +129,19 @@ async fn run(args: RunArgs) -> ExitCode {
         Err(err) => return fail(&err.to_string()),
     };
     let events: HarnessEventSink = if args.json {
-        Arc::new(|event: HarnessEvent| print_json_event(&event.event))
+        // A subagent's work reaches the JSON as progress of the parent's `task` call.
+        Arc::new(|event: HarnessEvent| {
+            if event.parent.is_none() {
+                print_json_event(&event.event)
+            }
+        })
     } else {
         let feedback = &settings.feedback;
         let human = HumanOutput::new(feedback.command.clone().filter(|_| feedback.after_edit));
-        Arc::new(move |event: HarnessEvent| human.show(&event.event))
+        Arc::new(move |event: HarnessEvent| match event.parent {
+            Some(_) => human.show_nested(&event.event),
+            None => human.show(&event.event),
+        })
     };
     let session_choice = args.session();
     let persist = session_choice != SessionChoice::None;

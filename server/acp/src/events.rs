@@ -223,6 +223,11 @@ impl Pump {
     }
 
     fn event(&mut self, event: HarnessEvent, changes: Vec<FileChange>, terminal: Option<String>) {
+        // A subagent's session is not one the client opened: its work shows as progress of the
+        // parent's `task` call.
+        if event.parent.is_some() {
+            return;
+        }
         let session_id = event.session_id.as_str();
         match &event.event {
             AgentEvent::MessageUpdate { delta: StreamEvent::Text { delta, .. } } if !delta.is_empty() => {

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use reins_ai::{Message, Model, ThinkingLevel};
 
+use crate::budget::SharedBudget;
 use crate::tool::Tool;
 
 #[derive(Clone)]
@@ -33,6 +34,9 @@ pub struct Limits {
     /// US dollars this run may spend on model calls: the run stops (reason `budget`) before a
     /// call whose estimated cost would take it past this.
     pub max_cost_usd: Option<f64>,
+    /// A budget this run shares with others (a parent and its subagents): when set, it is what
+    /// limits the cost, and every model call of the run is paid from it.
+    pub shared_budget: Option<Arc<SharedBudget>>,
 }
 
 impl Default for Limits {
@@ -44,6 +48,7 @@ impl Default for Limits {
             max_result_bytes: 100 * 1024,
             read_only_retries: 1,
             max_cost_usd: None,
+            shared_budget: None,
         }
     }
 }

@@ -4,6 +4,7 @@
 //! Knows nothing of sessions, config files or editors: the harness passes those in as hooks.
 
 mod agent;
+mod budget;
 mod context;
 mod event;
 mod exec;
@@ -15,6 +16,7 @@ mod run;
 mod tool;
 
 pub use agent::{Agent, AgentError};
+pub use budget::SharedBudget;
 pub use context::{AgentContext, Limits};
 pub use event::{AgentEvent, EventSink, TurnEndReason};
 pub use hooks::{Gate, Hooks, NoHooks};

@@ -232,7 +232,10 @@ impl Run<'_> {
     /// Why the next model call may not be made: its estimated cost is more than the budget has
     /// left after this run's calls so far.
     fn over_budget(&mut self) -> Option<String> {
-        let left = self.limits.max_cost_usd? - self.usage.cost.total;
+        let left = match &self.limits.shared_budget {
+            Some(shared) => shared.left(),
+            None => self.limits.max_cost_usd? - self.usage.cost.total,
+        };
         let specs = self.specs.for_tools(&self.context.tools);
         let next = next_call_cost(&self.context.model, &self.context.system_prompt, &specs, &self.context.messages);
         (next > left).then(|| {
@@ -338,6 +341,9 @@ impl Run<'_> {
             }
         };
         self.usage.add(&message.usage);
+        if let Some(shared) = &self.limits.shared_budget {
+            shared.spend(message.usage.cost.total);
+        }
         (self.emit)(AgentEvent::MessageEnd { message: Message::Assistant(message.clone()) });
         self.append(Message::Assistant(message.clone()));
         message

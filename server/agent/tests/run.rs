@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicU32;
 use std::time::Duration;
 
 use expect_test::{Expect, expect};
-use reins_agent::{Gate, Hooks, Limits, NoHooks, Proposal, RunOutcome, Tool, run};
+use reins_agent::{Gate, Hooks, Limits, NoHooks, Proposal, RunOutcome, SharedBudget, Tool, TurnEndReason, run};
 use reins_ai::{Message, StopReason};
 use serde_json::json;
 use support::*;
@@ -673,4 +673,31 @@ async fn the_thinking_level_goes_with_every_call() {
     .await;
     let levels: Vec<_> = provider.requests().iter().map(|request| request.thinking).collect();
     assert_eq!(levels, [Some(reins_ai::ThinkingLevel::High); 2]);
+}
+
+#[tokio::test]
+async fn a_shared_budget_counts_what_others_spent_and_is_paid_from() {
+    let provider = ScriptedProvider::new(vec![
+        priced(calls(&[("t1", "read", json!({"path": "a"}))])),
+        priced(answer("never asked for")),
+    ]);
+    let mut context = context(vec![read()]);
+    context.model.prices = reins_ai::Prices { input: 1000.0, output: 1000.0, ..Default::default() };
+    // The run's own limit would allow the second call; a subagent spent most of the family's.
+    let shared = Arc::new(SharedBudget::new(0.05));
+    shared.spend(0.02);
+    let limits = Limits { max_cost_usd: Some(1.0), shared_budget: Some(shared.clone()), ..Limits::default() };
+    let outcome = run(
+        context,
+        vec![Message::user("go")],
+        provider.as_ref(),
+        &NoHooks,
+        &limits,
+        &Recorder::default().sink(),
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(outcome.reason, TurnEndReason::Budget, "{:?}", outcome.error);
+    assert_eq!(provider.requests().len(), 1);
+    assert_eq!(shared.spent(), 0.02 + outcome.usage.cost.total, "the run paid its call from the shared budget");
 }

@@ -16,6 +16,7 @@ mod sandbox_cmd;
 mod sessions_cmd;
 mod terminal;
 mod terminal_review;
+mod worktree_run;
 
 use std::process::ExitCode;
 

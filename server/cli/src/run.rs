@@ -1,6 +1,6 @@
 //! `reins run`: one prompt against the workspace, answered in the terminal or as JSON events.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -60,6 +60,11 @@ pub struct RunArgs {
     /// Keep nothing on disk
     #[arg(long)]
     pub no_session: bool,
+    /// Work on a git worktree of the repository (HEAD plus your uncommitted changes) in reins's
+    /// data folder, edits applied there without asking; at the end its change is reviewed hunk
+    /// by hunk against your files as they are then
+    #[arg(long, conflicts_with_all = ["continue_recent", "session", "fork"])]
+    pub worktree: bool,
     /// What to ask (the words are joined with spaces)
     #[arg(required = true, value_name = "PROMPT")]
     pub words: Vec<String>,
@@ -125,16 +130,41 @@ async fn run(args: RunArgs) -> ExitCode {
     if let Some(max_turns) = args.max_turns {
         settings.max_turns = Some(max_turns);
     }
+    let worktree = match args.worktree {
+        true => match crate::worktree_run::create(&root, &settings.data_dir) {
+            Ok(worktree) => Some(worktree),
+            Err(err) => return fail(&err),
+        },
+        false => None,
+    };
+    let root = match &worktree {
+        // It touches nothing of the user's: what it does is reviewed at the end.
+        Some(worktree) => {
+            settings.approval = settings.approval.with_asks_approved();
+            let canonical = root.canonicalize().unwrap_or_else(|_| root.clone());
+            let inside = canonical.strip_prefix(&worktree.repo).map(Path::to_path_buf).unwrap_or_default();
+            worktree.dir.join(inside)
+        }
+        None => root,
+    };
     let workspace: Arc<dyn Workspace> = match FsWorkspace::new(vec![root]) {
         Ok(workspace) => Arc::new(workspace),
         Err(err) => return fail(&err.to_string()),
     };
     let events: HarnessEventSink = if args.json {
-        Arc::new(|event: HarnessEvent| print_json_event(&event.event))
+        // A subagent's work reaches the JSON as progress of the parent's `task` call.
+        Arc::new(|event: HarnessEvent| {
+            if event.parent.is_none() {
+                print_json_event(&event.event)
+            }
+        })
     } else {
         let feedback = &settings.feedback;
         let human = HumanOutput::new(feedback.command.clone().filter(|_| feedback.after_edit));
-        Arc::new(move |event: HarnessEvent| human.show(&event.event))
+        Arc::new(move |event: HarnessEvent| match event.parent {
+            Some(_) => human.show_nested(&event.event),
+            None => human.show(&event.event),
+        })
     };
     let session_choice = args.session();
     let persist = session_choice != SessionChoice::None;
@@ -151,6 +181,14 @@ async fn run(args: RunArgs) -> ExitCode {
         warn: Arc::new(|message: &str| eprintln!("reins: warning: {}", reins_ai::visible(message))),
     });
     let code = run_in(&harness, &args).await;
+    if let Some(worktree) = &worktree {
+        let approver = TerminalApprover::new(worktree.repo.clone());
+        let done = crate::worktree_run::propose(worktree, &approver, args.yes).await;
+        if let Err(err) = &done {
+            eprintln!("reins: {}", reins_ai::visible_line(err));
+        }
+        crate::worktree_run::finish(worktree, done.unwrap_or(false));
+    }
     // MCP servers stop now, each given a moment to exit on its own.
     harness.shutdown().await;
     code

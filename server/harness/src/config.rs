@@ -75,6 +75,8 @@ pub struct ConfigLayer {
     pub stream_idle_timeout: Option<u64>,
     /// `[limits] max_cost_usd`: what one session may spend on model calls, in US dollars.
     pub max_cost_usd: Option<f64>,
+    /// `[limits] max_subagents`: subagents (`task` calls) at work at once.
+    pub max_subagents: Option<usize>,
     /// How hard reasoning models think, unless a session says otherwise.
     pub thinking: Option<ThinkingLevel>,
     /// `[tools]`: the longest timeout a `bash` call may ask for, in seconds.
@@ -309,6 +311,11 @@ impl Reader<'_> {
                                 None => {}
                             },
                             "max_cost_usd" => layer.max_cost_usd = self.float(&path, value),
+                            "max_subagents" => match self.uint(&path, value).map(usize::try_from) {
+                                Some(Ok(count)) if count > 0 => layer.max_subagents = Some(count),
+                                Some(_) => self.error(&path, value, "expected a number of subagents from 1 up"),
+                                None => {}
+                            },
                             "stream_idle_timeout" => match self.uint(&path, value) {
                                 Some(0) => self.error(&path, value, "expected a number of seconds from 1 up"),
                                 seconds => layer.stream_idle_timeout = seconds.or(layer.stream_idle_timeout),
@@ -826,7 +833,7 @@ reasoning_effort = ["minimal", "high"]
             /home/u/.config/reins/config.toml:4: approval.bash: expected "ask", "auto" or "deny", found "sometimes"
             /home/u/.config/reins/config.toml:7: limits.max_turns: expected a whole number, 0 or more, found a string
             /home/u/.config/reins/config.toml:8: limits.max_cost_usd: expected a number, 0 or more, found an integer
-            /home/u/.config/reins/config.toml:10: tools.enabled: unknown tool `grep_all`; the tools are read, write, edit, apply_patch, bash, ls, grep, find, diagnostics, lsp, rename, and mcp__<server>__<tool> for MCP servers' (globs such as mcp__* work too), or read-only for read, ls, grep, find, diagnostics, lsp
+            /home/u/.config/reins/config.toml:10: tools.enabled: unknown tool `grep_all`; the tools are read, write, edit, apply_patch, bash, ls, grep, find, diagnostics, lsp, rename, task, and mcp__<server>__<tool> for MCP servers' (globs such as mcp__* work too), or read-only for read, ls, grep, find, diagnostics, lsp
             /home/u/.config/reins/config.toml:11: models[0]: a model needs an `id`; this entry was skipped
             /home/u/.config/reins/config.toml:14: compaction.reserve: unknown key; it was ignored"#]]
         .assert_eq(&diagnostics(LayerKind::User, text));

@@ -31,6 +31,7 @@ mod summary;
 mod templates;
 mod tool_set;
 mod trust;
+mod worktrees;
 
 pub use auth::{AuthKeys, KEY_COMMAND_TIMEOUT, mask, read_auth_file, run_key_command};
 pub use commands::{BUILTIN_COMMANDS, CommandKind, Expanded, Locations, Resources, SlashCommand};
@@ -49,7 +50,7 @@ pub use registry::{Api, FALLBACK_PROVIDER, ModelEntry, ProviderInfo, Registry};
 pub use router::Router;
 pub use runtime::{
     CheckedOut, Checkout, Executed, Harness, HarnessEvent, HarnessEventSink, HarnessOptions, Landing, LateContent,
-    Resumed, RunId, RunStarted, SessionId, SessionUsage, ThinkingSet, ToolsSet,
+    Parent, Resumed, RunId, RunStarted, SUBAGENT_ENTRY, SessionId, SessionUsage, TASK_TOOL, ThinkingSet, ToolsSet,
 };
 pub use sessions::{SessionInfo, SessionTreeView, TreeNode};
 pub use settings::{DEFAULT_BASE_URL, DEFAULT_MODEL, KeySource, Settings};
@@ -59,6 +60,7 @@ pub use summary::{FileActivity, render_transcript};
 pub use templates::{Template, Templates};
 pub use tool_set::{BUILTIN_TOOLS, READ_ONLY_TOOLS, ToolSet};
 pub use trust::{FileTrust, TRUSTED_FILES, is_trusted, trust};
+pub use worktrees::{Merged, Worktree, WorktreeChange};
 // What a checkout does to each file, as the checkpoints crate works it out.
 pub use reins_checkpoints::{
     CommandRan, ConflictInfo, Direction, FileChangeRecord, FileOutcome, Status, UNTRACKED_WARNING, Written,

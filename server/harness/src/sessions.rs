@@ -162,6 +162,10 @@ fn custom_preview(custom_type: &str, data: Option<&serde_json::Value>) -> String
             }
             Err(_) => custom_type.to_string(),
         },
+        crate::runtime::SUBAGENT_ENTRY => {
+            let field = |name: &str| data.get(name).and_then(serde_json::Value::as_str).unwrap_or_default().to_string();
+            format!("subagent {}: {}", field("sessionId"), field("name"))
+        }
         _ => custom_type.to_string(),
     }
 }

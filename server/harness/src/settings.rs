@@ -56,6 +56,8 @@ pub struct Settings {
     /// `[limits] max_cost_usd`: what one session may spend on model calls, in US dollars; a run
     /// stops (reason `budget`) before a call that would take the session past it.
     pub max_cost_usd: Option<f64>,
+    /// `[limits] max_subagents`: how many subagents (`task` calls) work at once; more wait.
+    pub max_subagents: usize,
     /// `thinking`: how hard reasoning models think in sessions that have not chosen a level
     /// (`None`: each provider's default).
     pub thinking: Option<ThinkingLevel>,
@@ -469,6 +471,7 @@ fn compose(base: Arc<Base>, editor: &[ConfigLayer]) -> Settings {
         compaction: CompactionSettings::default(),
         max_turns: None,
         max_cost_usd: None,
+        max_subagents: 4,
         thinking: None,
         stream_idle_timeout_secs: ClientOptions::default().idle_timeout.as_secs(),
         max_timeout_secs: DEFAULT_MAX_TIMEOUT_SECS,
@@ -613,6 +616,10 @@ fn apply_layer(
     if let Some(dollars) = layer.max_cost_usd {
         settings.max_cost_usd = Some(dollars);
         set(settings, "limits.max_cost_usd".into());
+    }
+    if let Some(count) = layer.max_subagents {
+        settings.max_subagents = count;
+        set(settings, "limits.max_subagents".into());
     }
     if let Some(level) = layer.thinking {
         settings.thinking = Some(level);

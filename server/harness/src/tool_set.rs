@@ -9,8 +9,8 @@ use reins_tools::EditFormat;
 /// The built-in tools, in the order they are offered (`edit` or `apply_patch`, by model;
 /// `diagnostics` only where an editor answers `reins/diagnostics`; `lsp` and `rename` only where
 /// there are language servers).
-pub const BUILTIN_TOOLS: [&str; 11] =
-    ["read", "write", "edit", "apply_patch", "bash", "ls", "grep", "find", "diagnostics", "lsp", "rename"];
+pub const BUILTIN_TOOLS: [&str; 12] =
+    ["read", "write", "edit", "apply_patch", "bash", "ls", "grep", "find", "diagnostics", "lsp", "rename", "task"];
 /// The tools that change nothing: what a session that only answers questions needs.
 pub const READ_ONLY_TOOLS: [&str; 6] = ["read", "ls", "grep", "find", "diagnostics", "lsp"];
 /// The prefix of MCP servers' tools (`mcp__server__tool`).
@@ -124,7 +124,7 @@ mod tests {
 
     #[test]
     fn unknown_names_and_bad_globs_say_what_there_is() {
-        expect_test::expect![[r#"unknown tool `rg`; the tools are read, write, edit, apply_patch, bash, ls, grep, find, diagnostics, lsp, rename, and mcp__<server>__<tool> for MCP servers' (globs such as mcp__* work too), or read-only for read, ls, grep, find, diagnostics, lsp"#]]
+        expect_test::expect![[r#"unknown tool `rg`; the tools are read, write, edit, apply_patch, bash, ls, grep, find, diagnostics, lsp, rename, task, and mcp__<server>__<tool> for MCP servers' (globs such as mcp__* work too), or read-only for read, ls, grep, find, diagnostics, lsp"#]]
         .assert_eq(&ToolSet::parse(&["read", "rg"]).unwrap_err());
         assert_eq!(
             ToolSet::parse(&["mcp__["]).unwrap_err(),

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use reins_agent::{AgentEvent, TurnEndReason};
 use reins_ai::{Content, Message, StreamEvent, Usage};
-use reins_harness::{HarnessEvent, HarnessEventSink, LiveSettings, REFUSAL_STOP, budget_stop};
+use reins_harness::{HarnessEvent, HarnessEventSink, LiveSettings, Parent, REFUSAL_STOP, budget_stop};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -106,6 +106,8 @@ struct Pump {
     progress: HashMap<RunKey, mpsc::UnboundedSender<ProgressStep>>,
     begun: HashSet<RunKey>,
     ended: HashSet<RunKey>,
+    /// Where the runs of subagents at work were spawned (their events name it).
+    parents: HashMap<RunKey, Parent>,
 }
 
 impl Events {
@@ -125,6 +127,7 @@ impl Events {
             progress: HashMap::new(),
             begun: HashSet::new(),
             ended: HashSet::new(),
+            parents: HashMap::new(),
         };
         tokio::spawn(pump.run(rx));
         Self { tx, chat }
@@ -192,6 +195,9 @@ impl Pump {
 
     async fn event(&mut self, event: HarnessEvent) {
         let key = (event.session_id, event.run_id);
+        if let Some(parent) = event.parent {
+            self.parents.insert(key.clone(), parent);
+        }
         if let AgentEvent::MessageUpdate { delta } = &event.event
             && let Some((kind, index, text)) = mergeable(delta)
         {
@@ -245,11 +251,15 @@ impl Pump {
 
     async fn send(&mut self, key: &RunKey, event: &AgentEvent) {
         self.send_value(key, to_proto::to_value(&to_proto::agent_event(event))).await;
+        if matches!(event, AgentEvent::AgentEnd { .. }) {
+            self.parents.remove(key);
+        }
     }
 
     async fn send_value(&mut self, key: &RunKey, event: Value) {
         self.seq += 1;
         let params = to_proto::event_params(&key.0, &key.1, self.seq, event);
+        let params = to_proto::with_parent(params, self.parents.get(key));
         self.client.send_notification::<ReinsEvent>(params).await;
     }
 

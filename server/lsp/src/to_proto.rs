@@ -180,6 +180,15 @@ pub fn event_params(session_id: &str, run_id: &str, seq: u64, event: Value) -> V
     json!({ "sessionId": session_id, "runId": run_id, "seq": seq, "event": event })
 }
 
+/// A subagent's event names the session and `task` call it works for.
+pub fn with_parent(mut params: Value, parent: Option<&reins_harness::Parent>) -> Value {
+    if let (Some(parent), Value::Object(map)) = (parent, &mut params) {
+        map.insert("parentSessionId".into(), json!(parent.session_id));
+        map.insert("parentToolCallId".into(), json!(parent.tool_call_id));
+    }
+    params
+}
+
 /// The ranges of `hunks` in `text` (the text they were computed from), in `encoding`.
 pub fn hunk_ranges(text: &str, hunks: &[Hunk], encoding: PositionEncoding) -> Vec<Range> {
     let position = |offset: usize, line: usize| documents::position_in(text, offset, line, encoding);

@@ -214,6 +214,15 @@ async fn every_documented_example_matches_the_server() {
     lsp.run_events(&accept_run).await;
     lsp.run_events(&reject_run).await;
 
+    // A subagent's run, for the documented subagent notifications: the child lists src, then
+    // answers; the parent answers with what it got.
+    lsp.server.push(Reply::tool_call("call_5", "task", json!({"prompt": "list src"})));
+    lsp.server.push(Reply::tool_call("call_6", "ls", json!({"path": "src"})));
+    lsp.server.push(Reply::text("lib.rs"));
+    lsp.server.push(Reply::text("src holds lib.rs"));
+    let delegating = lsp.client.command("reins.chat.send", json!({"text": "what is in src?"})).await.unwrap();
+    lsp.run_events(delegating["runId"].as_str().unwrap()).await;
+
     // A failing run, for the documented failure notifications.
     lsp.server.push(Reply::http_error(401, "bad key"));
     let failing = lsp.client.command("reins.chat.send", json!({"text": "fail"})).await.unwrap();
@@ -249,6 +258,8 @@ async fn every_documented_example_matches_the_server() {
                         && n["params"]["event"]["delta"]["kind"] == example.json["event"]["delta"]["kind"]
                         && n["params"]["event"]["outcome"] == example.json["event"]["outcome"]
                         && n["params"]["value"]["kind"] == example.json["value"]["kind"]
+                        && (example.json["event"]["toolName"] != "task" || n["params"]["event"]["toolName"] == "task")
+                        && n["params"].get("parentSessionId").is_some() == example.json.get("parentSessionId").is_some()
                 };
                 match notifications.iter().find(matches) {
                     Some(actual) => same_shape(&example.json, &actual["params"], &example.name),

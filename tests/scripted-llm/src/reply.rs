@@ -50,6 +50,9 @@ pub struct Reply {
     pub repeat: usize,
     /// Instead of the reply, misbehave this way (after `delay_ms`).
     pub fault: Option<Fault>,
+    /// Played only for a request whose body contains this text (concurrent callers, such as
+    /// subagents, ask in no fixed order); the first reply in the script that fits is played.
+    pub when: Option<String>,
 }
 
 /// A way for the server to fail that no well-behaved reply shows. Endless and stalling faults
@@ -138,6 +141,7 @@ impl Default for Reply {
             no_space: false,
             repeat: 1,
             fault: None,
+            when: None,
         }
     }
 }
@@ -308,6 +312,10 @@ impl Reply {
         self
     }
 
+    pub fn when(mut self, text: impl Into<String>) -> Self {
+        self.when = Some(text.into());
+        self
+    }
     pub fn with_repeat(mut self, times: usize) -> Self {
         self.repeat = times;
         self

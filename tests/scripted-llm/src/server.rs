@@ -191,14 +191,14 @@ fn record(shared: &Shared, request: &HttpRequest) -> RecordedRequest {
 async fn respond(writer: &mut OwnedWriteHalf, shared: &Shared, request: &RecordedRequest) -> io::Result<AfterResponse> {
     let path = request.path.split('?').next().unwrap_or("");
     match (request.method.as_str(), path) {
-        ("POST", path) if path.ends_with("/chat/completions") => match next_reply(shared) {
+        ("POST", path) if path.ends_with("/chat/completions") => match next_reply(shared, &request.body) {
             Some(reply) => play(writer, &reply, &request.body).await,
             None => {
                 let body = render::error_body("script exhausted", "server_error");
                 write_json(writer, 500, &[], &body).await
             }
         },
-        ("POST", path) if path.ends_with("/v1/messages") => match next_reply(shared) {
+        ("POST", path) if path.ends_with("/v1/messages") => match next_reply(shared, &request.body) {
             Some(reply) => play_anthropic(writer, &through_cache(shared, reply, &request.body), &request.body).await,
             None => write_json(writer, 500, &[], &render_anthropic::error_body(500, "script exhausted")).await,
         },
@@ -216,15 +216,17 @@ async fn respond(writer: &mut OwnedWriteHalf, shared: &Shared, request: &Recorde
     }
 }
 
-/// Takes the next reply, counting down a repeated one.
-fn next_reply(shared: &Shared) -> Option<Reply> {
+/// Takes the next reply that fits the request (see [`Reply::when`]), counting down a repeated one.
+fn next_reply(shared: &Shared, request_body: &Value) -> Option<Reply> {
     let mut script = lock(&shared.script);
-    let front = script.front_mut()?;
-    if front.repeat > 1 {
-        front.repeat -= 1;
-        return Some(front.clone());
+    let body = request_body.to_string();
+    let index = script.iter().position(|reply| reply.when.as_ref().is_none_or(|text| body.contains(text.as_str())))?;
+    let reply = script.get_mut(index)?;
+    if reply.repeat > 1 {
+        reply.repeat -= 1;
+        return Some(reply.clone());
     }
-    script.pop_front()
+    script.remove(index)
 }
 
 /// The reply with the usage the simulated prompt cache gives the request, when the server plays

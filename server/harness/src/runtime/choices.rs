@@ -306,7 +306,7 @@ mod tests {
         // A new session follows the settings.
         let fresh = second.new_session(None, Some("anthropic/claude-sonnet-4-5")).unwrap();
         send(&second, &fresh, "four").await;
-        let all = ["read", "write", "edit", "bash", "ls", "grep", "find"].map(String::from).to_vec();
+        let all = ["read", "write", "edit", "bash", "ls", "grep", "find", "task"].map(String::from).to_vec();
         let sent = lock(&provider.1).clone();
         // The system prompt speaks of proposals only while a tool that makes them is offered.
         let expected = [

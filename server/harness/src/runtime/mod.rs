@@ -12,6 +12,7 @@ mod marks;
 mod release;
 mod runs;
 mod sessions;
+mod subagents;
 mod tools;
 mod transcript;
 
@@ -19,18 +20,19 @@ pub use checkout::{CheckedOut, Checkout, Resumed};
 pub use commands::Executed;
 pub use landing::Landing;
 pub use runs::LateContent;
+pub use subagents::{Parent, SUBAGENT_ENTRY, TASK_TOOL};
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
-use reins_agent::{Agent, AgentContext, AgentEvent, Hooks, RunOutcome, Tool};
+use reins_agent::{Agent, AgentContext, AgentEvent, Hooks, RunOutcome, SharedBudget, Tool};
 use reins_ai::{Message, Model, Provider};
 use reins_review::Approver;
 use reins_session::{Durability, SessionError, SessionFile, SessionStore};
 use reins_tools::{DiagnosticSource, DiagnosticsTool, Workspace, builtin_tools_editing_with};
-use tokio::sync::oneshot;
+use tokio::sync::{Semaphore, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::ApprovalGate;
@@ -48,6 +50,7 @@ use crate::tool_set::ToolSet;
 use choices::Choices;
 pub use choices::{SessionUsage, ThinkingSet, ToolsSet};
 use release::Released;
+use subagents::{Spawn, TaskTool};
 use tools::ConfiguredServers;
 pub(crate) use tools::SessionTools;
 
@@ -60,6 +63,8 @@ pub struct HarnessEvent {
     pub session_id: SessionId,
     pub run_id: RunId,
     pub event: AgentEvent,
+    /// Where the session was spawned, when it is a subagent at work on a `task` call.
+    pub parent: Option<Parent>,
 }
 
 pub type HarnessEventSink = Arc<dyn Fn(HarnessEvent) + Send + Sync>;
@@ -96,6 +101,8 @@ pub struct RunStarted {
 }
 
 pub struct Harness {
+    /// Itself, for the tools that start runs (a subagent's `task`).
+    me: Weak<Harness>,
     options: HarnessOptions,
     /// The settings in force (`options.settings`, shared with every session's hooks).
     settings: LiveSettings,
@@ -116,6 +123,8 @@ pub struct Harness {
     mcp: Mutex<ConfiguredServers>,
     /// The language servers (see [`language`]).
     language: Mutex<language::LanguageState>,
+    /// Subagents at work at once, across the harness.
+    subagent_slots: Arc<Semaphore>,
 }
 
 /// A default model chosen without a session holds until the settings change the model
@@ -154,11 +163,16 @@ struct LiveSession {
     /// When the session was last used, on the harness's counter: the least recently used idle
     /// sessions are released first.
     last_used: AtomicU64,
+    /// Where it was spawned, while it works on a `task` call.
+    spawn: Mutex<Option<Spawn>>,
+    /// The budget of its run in progress, which its subagents pay from too.
+    budget: Mutex<Option<Arc<SharedBudget>>>,
 }
 
 /// What a session's tools work through: the workspace, recording the file changes that land when
 /// the session is kept on disk.
 pub(crate) struct ToolEnv {
+    pub session_id: SessionId,
     pub workspace: Arc<dyn Workspace>,
     pub recorder: Option<Arc<FileRecorder>>,
 }
@@ -189,7 +203,9 @@ impl Harness {
         let options_roots = options.workspace.roots();
         let mcp =
             crate::mcp::servers(current.mcp_servers.clone(), &current, options_roots.clone(), options.warn.clone());
-        Arc::new(Self {
+        let subagent_slots = Arc::new(Semaphore::new(current.max_subagents.max(1)));
+        Arc::new_cyclic(|me| Self {
+            me: me.clone(),
             options,
             settings,
             model_choice,
@@ -203,6 +219,7 @@ impl Harness {
             counter: AtomicU64::new(0),
             mcp: Mutex::new(ConfiguredServers { servers: mcp, roots: options_roots }),
             language: Mutex::default(),
+            subagent_slots,
         })
     }
 
@@ -304,7 +321,7 @@ impl Harness {
             settings: self.settings.clone(),
             approver: self.options.approver.clone(),
         };
-        let tool_env = ToolEnv { workspace, recorder };
+        let tool_env = ToolEnv { session_id: id.clone(), workspace, recorder };
         let offered = choices.tools.clone().or_else(|| self.settings().tools_enabled.clone());
         let (agent, toolbox) = self.new_agent(model, messages, offered, gate, file.clone(), cancel.clone(), &tool_env);
         let prompted = Mutex::new(toolbox.offered_builtin().iter().map(|tool| tool.name().to_string()).collect());
@@ -322,6 +339,8 @@ impl Harness {
             allowed,
             skill_allowed,
             last_used: AtomicU64::new(self.next()),
+            spawn: Mutex::default(),
+            budget: Mutex::default(),
         });
         lock(&self.released).remove(&id);
         lock(&self.sessions).insert(id.clone(), session);
@@ -381,6 +400,7 @@ impl Harness {
             tools.push(Arc::new(DiagnosticsTool::new(tool_env.workspace.clone(), editor)));
         }
         tools.extend(self.language_tools(tool_env));
+        tools.push(Arc::new(TaskTool { harness: self.me.clone(), session_id: tool_env.session_id.clone() }));
         // The skills the prompt names may live outside the workspace: `read` reads them there.
         let skill_dirs: Vec<PathBuf> = self.resources().skills.skills.into_iter().map(|skill| skill.dir).collect();
         crate::skill_read::with_skill_read(tools, &skill_dirs, &tool_env.workspace.roots())
@@ -409,6 +429,10 @@ impl Harness {
         let sink = self.options.events.clone();
         let recorder = session.file.clone().map(SessionRecorder::new);
         let (session_id, run_id) = (session.id.clone(), run_id.to_string());
+        let spawn = lock(&session.spawn);
+        let parent = spawn.as_ref().map(|spawn| spawn.parent.clone());
+        let progress = spawn.as_ref().map(|spawn| spawn.progress.clone());
+        drop(spawn);
         let held: Arc<Mutex<Option<HarnessEvent>>> = Arc::default();
         let holder = held.clone();
         let forward = sink.clone();
@@ -423,7 +447,11 @@ impl Harness {
             if let Some(recorder) = &recorder {
                 recorder.record(&event);
             }
-            let event = HarnessEvent { session_id: session_id.clone(), run_id: run_id.clone(), event };
+            if let (Some(progress), AgentEvent::ToolExecutionStart { tool_name, args, .. }) = (&progress, &event) {
+                let _ = progress.send(subagents::progress_line(tool_name, args));
+            }
+            let parent = parent.clone();
+            let event = HarnessEvent { session_id: session_id.clone(), run_id: run_id.clone(), event, parent };
             let mut held = lock(&holder);
             // An end followed by more events (a retry after compaction) was not the last one.
             if let Some(end) = held.take() {
@@ -537,6 +565,11 @@ impl LiveSession {
         self.file.as_ref().ok_or_else(|| {
             HarnessError::InvalidState(format!("session {} is not kept on disk, so it has no tree", self.id))
         })
+    }
+
+    /// Its file's path, when it is kept on disk.
+    fn path(&self) -> Option<PathBuf> {
+        self.file.as_ref().map(|file| lock(file).path().to_path_buf())
     }
 
     fn has_path(&self, path: &std::path::Path) -> bool {

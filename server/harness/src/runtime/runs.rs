@@ -6,7 +6,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
-use reins_agent::{AgentEvent, RunOutcome, TurnEndReason};
+use reins_agent::{AgentEvent, RunOutcome, SharedBudget, TurnEndReason};
 use reins_ai::{Content, Message, Usage, UserMessage, now_ms};
 use reins_session::{SessionFile, estimate_tokens};
 use tokio::sync::oneshot;
@@ -131,6 +131,15 @@ impl Harness {
     fn limits_for(&self, session: &LiveSession, settings: &Settings) -> reins_agent::Limits {
         let mut limits = settings.limits();
         limits.max_cost_usd = settings.max_cost_usd.map(|max| max - session.spent());
+        // A subagent pays from its parent's run's budget; a session's own run opens one that its
+        // subagents will pay from.
+        let inherited = lock(&session.spawn).as_ref().map(|spawn| spawn.budget.clone());
+        let budget = match inherited {
+            Some(budget) => budget,
+            None => limits.max_cost_usd.map(|left| Arc::new(SharedBudget::new(left))),
+        };
+        *lock(&session.budget) = budget.clone();
+        limits.shared_budget = budget;
         limits
     }
 

@@ -60,6 +60,11 @@ impl SessionTools {
         *lock(&self.offered) = set;
     }
 
+    /// Whether the set in force offers the tool named `name`.
+    pub(crate) fn offers(&self, name: &str) -> bool {
+        lock(&self.offered).as_ref().is_none_or(|set| set.offers(name))
+    }
+
     /// The built-in tools the set in force offers.
     pub(crate) fn offered_builtin(&self) -> Vec<Arc<dyn Tool>> {
         self.offered_of(self.builtin())

@@ -41,29 +41,18 @@ pub const SETUP_HELP: &str = r#"Setup in Zed (settings.json):
 then open the agent panel, + → reins. Keys come from the environment and reins's config, as
 for `reins lsp` (no `authenticate` step).
 
-Setup in CodeCompanion (Neovim):
-  require("codecompanion").setup({
-    adapters = { acp = {
-      reins = function()
-        return require("codecompanion.adapters").extend("claude_code", {
-          name = "reins",
-          formatted_name = "reins",
-          commands = { default = { "reins", "acp" } },
-          defaults = { mcpServers = {}, timeout = 20000 },
-          env = {},
-        })
-      end,
-    } },
-    strategies = { chat = { adapter = "reins" } },
-  })
+CodeCompanion (a standalone ACP adapter running `reins acp`, made the chat's adapter under
+`interactions`), avante.nvim (`acp_providers`, with the keys and REINS_MODEL in its `env`, and
+`behaviour.auto_approve_tool_permissions = false`), Emacs agent-shell and acpx
+(`acpx --agent "reins acp"`): see the README's "Agent panels (ACP)" for each setup.
 
-Other clients (JetBrains AI Assistant, Emacs agent-shell, avante.nvim): run `reins acp` as a
-custom ACP agent over stdio.
+Other clients (JetBrains AI Assistant): run `reins acp` as a custom ACP agent over stdio.
 
 What reins does for the client: sessions are reins sessions (`reins sessions list` shows them,
 `reins run --session ID` continues them); edits, writes, commands and MCP calls ask through the
 client's permission dialog (allow once/always, reject once/always) unless config's [approval]
-says otherwise; with the client's fs capability the agent reads unsaved buffers and writes through
+or the session's mode (ask, auto-edit, read-only) says otherwise; the model and thinking level
+are session options too; with the client's fs capability the agent reads unsaved buffers and writes through
 the editor, and with its terminal capability commands run in the editor's terminal."#;
 
 pub fn main(_args: AcpArgs) -> ExitCode {

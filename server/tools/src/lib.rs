@@ -14,6 +14,7 @@ mod namespace;
 mod output_files;
 mod patch;
 mod read;
+mod repositories;
 mod sandbox;
 mod terminal;
 mod truncate;

@@ -18,6 +18,7 @@ mod output_files;
 mod patch;
 mod read;
 mod rename;
+mod repositories;
 mod sandbox;
 mod sandbox_exec;
 mod terminal;

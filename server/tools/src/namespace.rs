@@ -235,6 +235,7 @@ pub(crate) fn layout(sandbox: &Sandbox, roots: &[PathBuf]) -> Layout {
     let mut read_only: Vec<PathBuf> = Vec::new();
     for root in roots.iter().filter_map(|root| canonical(root)) {
         read_only.extend(protected_paths(&root));
+        read_only.extend(crate::repositories::git_metadata_around(&root));
     }
     read_only.extend(sandbox.read_only.iter().filter_map(|path| canonical(path)));
     read_only.retain(|path| writable.iter().any(|dir| path.starts_with(dir)));
@@ -268,19 +269,7 @@ pub fn protected_paths(root: &Path) -> Vec<PathBuf> {
             found.push(real);
         }
     }
-    let dot_git = root.join(".git");
-    if dot_git.is_file()
-        && let Ok(text) = std::fs::read_to_string(&dot_git)
-        && let Some(named) = text.lines().find_map(|line| line.strip_prefix("gitdir:"))
-        && let Ok(git_dir) = root.join(named.trim()).canonicalize()
-    {
-        if let Ok(common) = std::fs::read_to_string(git_dir.join("commondir"))
-            && let Ok(common) = git_dir.join(common.trim()).canonicalize()
-        {
-            found.push(common);
-        }
-        found.push(git_dir);
-    }
+    found.extend(crate::repositories::git_metadata(root));
     found
 }
 

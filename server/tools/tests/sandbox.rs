@@ -271,6 +271,57 @@ async fn a_worktrees_git_directory_is_read_only_too() {
     assert!(!config.contains("fsmonitor"), "{config}");
 }
 
+/// What the git-metadata escapes below print: the config (core.fsmonitor) and a hook of the
+/// repository that holds the working directory, with paths cut down to their last name.
+const GIT_ESCAPES: &str = "{ git config core.fsmonitor 'touch pwned'; \
+                           echo x > \"$(git rev-parse --absolute-git-dir)/hooks/pre-commit\"; } 2>&1 | sed 's|/[^:]*/||'";
+
+#[tokio::test]
+async fn the_git_directory_of_a_repository_the_workspace_lies_in_is_read_only() {
+    if !namespaces() {
+        return;
+    }
+    // The repository in the temporary directory, writable to commands; the workspace is a folder
+    // of it, so its `.git` is above every root.
+    let fixture = Fixture::new(&[("inside.txt", "inside\n")]);
+    let repository = fixture.root.parent().unwrap().to_path_buf();
+    git(&repository, &["init", "-q"]);
+    let sandbox = Sandbox { mode: SandboxMode::WorkspaceWrite, ..Sandbox::default() };
+    let answer = sandboxed(&fixture, sandbox, GIT_ESCAPES).await.unwrap();
+    expect![[r#"
+        error: could not lock config file .git/config: Read-only file system
+        bash: line 1: pre-commit: Read-only file system
+    "#]]
+    .assert_eq(&answer);
+    let config = std::fs::read_to_string(repository.join(".git/config")).unwrap();
+    assert!(!config.contains("fsmonitor"), "{config}");
+    assert!(!repository.join(".git/hooks/pre-commit").exists());
+}
+
+#[tokio::test]
+async fn the_git_directories_of_repositories_inside_the_workspace_are_read_only() {
+    if !namespaces() {
+        return;
+    }
+    let fixture = fixture();
+    let nested = fixture.root.join("vendor/lib");
+    std::fs::create_dir_all(&nested).unwrap();
+    git(&nested, &["init", "-q"]);
+    let command = format!(
+        "cd vendor/lib && {GIT_ESCAPES}; cd ../.. && echo still writable > vendor/lib/file.txt && cat vendor/lib/file.txt"
+    );
+    let answer = sandboxed(&fixture, sandbox(&fixture, SandboxMode::WorkspaceWrite, false), &command).await.unwrap();
+    expect![[r#"
+        error: could not lock config file .git/config: Read-only file system
+        bash: line 1: pre-commit: Read-only file system
+        still writable
+    "#]]
+    .assert_eq(&answer);
+    let config = std::fs::read_to_string(nested.join(".git/config")).unwrap();
+    assert!(!config.contains("fsmonitor"), "{config}");
+    assert!(!nested.join(".git/hooks/pre-commit").exists());
+}
+
 #[tokio::test]
 async fn other_processes_are_out_of_sight_and_their_keys_with_them() {
     if !namespaces() {

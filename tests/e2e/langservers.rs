@@ -11,6 +11,7 @@ use expect_test::{Expect, expect};
 use scripted_llm::{Reply, ScriptedServer};
 use serde_json::{Value, json};
 
+use support::processes::{child_of, wait_for, wait_until_gone};
 use support::{reins_command, reins_home, workspace};
 
 /// Where tests/langservers/install.sh put the npm servers (installed on first use).
@@ -291,4 +292,46 @@ async fn clangd_answers_across_files() {
         shapes.h:
           1:8: class square"#]],
     );
+}
+
+/// A language server (here one that never answers, and starts a process of its own) ends with
+/// reins however reins ends: its whole process group, even when reins is killed.
+async fn check_server_ends_with_reins(signal: nix::sys::signal::Signal, mark: u32) {
+    let dir = workspace(&[("a.zz", "x\n")]);
+    let (server_line, child_line) = (format!("sleep 500.{mark}1"), format!("sleep 500.{mark}2"));
+    std::fs::create_dir_all(reins_home(dir.path())).unwrap();
+    std::fs::write(
+        reins_home(dir.path()).join("config.toml"),
+        format!(
+            "[lsp_servers.sleepy]\ncommand = \"sh\"\nargs = [\"-c\", \"{child_line} & exec {server_line}\"]\n\
+             file_patterns = [\"*.zz\"]\n"
+        ),
+    )
+    .unwrap();
+    let calls = vec![
+        Reply::tool_call("c1", "lsp", json!({"operation": "hover", "path": "a.zz", "line": 1, "symbol": "x"})),
+        Reply::text("never"),
+    ];
+    let server = ScriptedServer::start(calls).await;
+    let mut child = reins_command(Some(&server.base_url()), dir.path(), &["run", "--yes", "go"]).spawn().unwrap();
+    let pids = wait_for(&[server_line.clone(), child_line.clone()]).await;
+    // `setsid` execs reins when it may start a session itself, else runs it as its child.
+    let id = child.id().unwrap() as i32;
+    let comm = std::fs::read_to_string(format!("/proc/{id}/comm")).unwrap_or_default();
+    let reins = if comm.trim() == "setsid" { child_of(id).expect("reins runs under setsid") } else { id };
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(reins), signal).unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(10), child.wait()).await.expect("reins ended").unwrap();
+    for (pid, line) in pids.iter().zip([server_line, child_line]) {
+        assert!(wait_until_gone(*pid).await, "{line} outlived reins after {signal}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_language_server_ends_when_reins_is_killed() {
+    check_server_ends_with_reins(nix::sys::signal::Signal::SIGKILL, 7).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_language_server_ends_when_reins_is_told_to_stop() {
+    check_server_ends_with_reins(nix::sys::signal::Signal::SIGTERM, 8).await;
 }

@@ -83,6 +83,8 @@ pub struct Settings {
     pub keys: BTreeMap<String, KeySource>,
     /// The MCP servers in force, in the order configured, with where each came from.
     pub mcp_servers: Vec<ServerConfig>,
+    /// `[[hooks]]` of the config files, the user's first (a project's only when trusted).
+    pub hooks: Vec<crate::hooks::HookConfig>,
     /// What was wrong in the config; those settings were ignored.
     pub diagnostics: Vec<ConfigDiagnostic>,
     /// A trusted workspace's configuration files that changed since the user trusted it, and
@@ -489,6 +491,7 @@ fn compose(base: Arc<Base>, editor: &[ConfigLayer]) -> Settings {
         origins: BTreeMap::new(),
         keys: BTreeMap::new(),
         mcp_servers: Vec::new(),
+        hooks: base.layers.iter().flat_map(|(_, layer)| layer.hooks.clone()).collect(),
         diagnostics: base.diagnostics.clone(),
         changed_config: Vec::new(),
         base: base.clone(),

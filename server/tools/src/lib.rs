@@ -9,6 +9,7 @@ mod exec;
 mod find;
 mod fs;
 mod grep;
+mod hook_exec;
 mod ls;
 mod namespace;
 mod output_files;
@@ -35,6 +36,7 @@ pub use exec::{
 pub use find::FindTool;
 pub use fs::FsWorkspace;
 pub use grep::GrepTool;
+pub use hook_exec::{HookRun, run_hook};
 pub use ls::LsTool;
 pub use namespace::{PROTECTED_NAMES, namespace_support, protected_paths, run_enclosed};
 pub use output_files::MAX_TOTAL_OUTPUT_BYTES;

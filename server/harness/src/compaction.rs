@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::approval::ApprovalGate;
 use crate::diagnostics::Feedback;
 use crate::error::HarnessError;
+use crate::hooks::HookRunner;
 use crate::live_settings::LiveSettings;
 use crate::runtime::{SessionTools, lock, session_error};
 use crate::summary::{FileActivity, compaction_summary};
@@ -53,6 +54,10 @@ pub(crate) struct SessionHooks {
     pub tools: Arc<SessionTools>,
     pub auto_compact: Option<AutoCompact>,
     pub feedback: Feedback,
+    /// The user's `[[hooks]]`.
+    pub hooks: HookRunner,
+    /// The files each allowed call will change, by call id: `after_edit` hooks get them.
+    pub edits: Mutex<std::collections::HashMap<String, Vec<std::path::PathBuf>>>,
 }
 
 pub(crate) struct AutoCompact {
@@ -71,6 +76,10 @@ impl Hooks for SessionHooks {
     }
 
     async fn before_tool_call(&self, call: &ToolCall, proposal: Option<&Proposal>, cancel: &CancellationToken) -> Gate {
+        // The user's hooks first: a call they block is never put to the user.
+        if let Some(reason) = self.hooks.before_tool(call).await {
+            return Gate::Block { reason };
+        }
         let gate = self.gate.before_tool_call(call, proposal, cancel).await;
         let allowed = match &gate {
             Gate::Allow => proposal,
@@ -79,11 +88,20 @@ impl Hooks for SessionHooks {
         };
         if let Some(proposal) = allowed.filter(|proposal| !proposal.file_changes().is_empty()) {
             self.feedback.before_change(call, proposal, cancel).await;
+            let files =
+                proposal.file_changes().iter().filter(|change| !change.delete).map(|change| change.path.clone());
+            lock(&self.edits).insert(call.id.clone(), files.collect());
         }
         gate
     }
 
     async fn after_tool_call(&self, call: &ToolCall, result: &mut ToolResultMessage) {
+        // Formatters run before the feedback reads what the edit broke.
+        let edited = lock(&self.edits).remove(&call.id).unwrap_or_default();
+        if !result.is_error && !edited.is_empty() {
+            self.hooks.after_edit(call, &edited).await;
+        }
+        self.hooks.after_tool(call, result).await;
         self.feedback.after_call(call, result).await;
     }
 

@@ -16,6 +16,8 @@ use crate::registry::Api;
 use crate::tool_set::ToolSet;
 use reins_review::{Policy, ToolPattern};
 
+#[path = "config_hooks.rs"]
+mod hooks;
 #[path = "config_mcp.rs"]
 mod mcp;
 pub use mcp::{McpServerLayer, McpTransportLayer};
@@ -95,6 +97,8 @@ pub struct ConfigLayer {
     pub mcp_servers: Vec<(String, McpServerLayer)>,
     /// `[lsp_servers.NAME]`, in the order written.
     pub lsp_servers: Vec<(String, LspServerLayer)>,
+    /// `[[hooks]]`, in the order written.
+    pub hooks: Vec<crate::hooks::HookConfig>,
 }
 
 /// `[tools] edit_format`: one dialect for every model, or each model's own (`auto`).
@@ -351,6 +355,7 @@ impl Reader<'_> {
                 "sandbox" => layer.sandbox = self.sandbox(key, node),
                 "mcp_servers" => self.mcp_servers(key, node, &mut layer.mcp_servers),
                 "lsp_servers" => self.lsp_servers(key, node, &mut layer.lsp_servers),
+                "hooks" => self.hooks(key, node, &mut layer.hooks),
                 "diagnostics" => layer.diagnostics = self.diagnostics(key, node),
                 "providers" => {
                     for (name, value) in self.table(key, node).unwrap_or_default() {

@@ -87,6 +87,8 @@ pub struct Settings {
     pub mcp_servers: Vec<ServerConfig>,
     /// The language servers reins may start (`[lsp_servers]` over those found on `PATH`).
     pub lsp_servers: Vec<reins_langserver::ServerConfig>,
+    /// `[[hooks]]` of the config files, the user's first (a project's only when trusted).
+    pub hooks: Vec<crate::hooks::HookConfig>,
     /// What was wrong in the config; those settings were ignored.
     pub diagnostics: Vec<ConfigDiagnostic>,
     /// A trusted workspace's configuration files that changed since the user trusted it, and
@@ -495,6 +497,7 @@ fn compose(base: Arc<Base>, editor: &[ConfigLayer]) -> Settings {
         keys: BTreeMap::new(),
         mcp_servers: Vec::new(),
         lsp_servers: Vec::new(),
+        hooks: base.layers.iter().flat_map(|(_, layer)| layer.hooks.clone()).collect(),
         diagnostics: base.diagnostics.clone(),
         changed_config: Vec::new(),
         base: base.clone(),

@@ -40,6 +40,7 @@ use crate::checkpoint::{FileRecorder, RecordingWorkspace, recorded};
 use crate::compaction::{AutoCompact, SessionHooks};
 use crate::diagnostics::Feedback;
 use crate::error::HarnessError;
+use crate::hooks::HookRunner;
 use crate::live_settings::LiveSettings;
 use crate::mcp::Warn;
 use crate::prompt::{PromptInputs, build_system_prompt};
@@ -375,6 +376,7 @@ impl Harness {
             cancel: cancel.clone(),
             state: Mutex::default(),
         };
+        let gate_session = gate.session_id.clone();
         let hooks: Arc<dyn Hooks> = Arc::new(SessionHooks {
             gate,
             tools: session_tools.clone(),
@@ -385,6 +387,12 @@ impl Harness {
                 cancel,
             }),
             feedback,
+            hooks: HookRunner {
+                settings: self.settings.clone(),
+                workspace: self.options.workspace.clone(),
+                session_id: gate_session.clone(),
+            },
+            edits: Mutex::default(),
         });
         (Agent::new(context, self.provider.clone(), hooks, settings.limits()), session_tools)
     }

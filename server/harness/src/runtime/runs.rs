@@ -14,6 +14,7 @@ use tokio::sync::oneshot;
 use super::{Harness, IdleOnDrop, LiveSession, RunStarted, lock};
 use crate::compaction::{CompactionSettings, compact_and_reload, near_window, overflowed};
 use crate::error::HarnessError;
+use crate::hooks::HookRunner;
 use crate::settings::Settings;
 
 impl Harness {
@@ -123,6 +124,12 @@ impl Harness {
                 Err(err) => tracing::error!("could not reload session {}: {err}", session.id),
             }
         }
+        let hooks = HookRunner {
+            settings: self.settings.clone(),
+            workspace: self.options.workspace.clone(),
+            session_id: session.id.clone(),
+        };
+        hooks.run_end(&snake_case(&format!("{:?}", outcome.reason))).await;
         Some(outcome)
     }
 
@@ -205,6 +212,18 @@ impl Harness {
         }
         self.session(session_id).map(|session| lock(&session.running).is_some())
     }
+}
+
+/// `FinalAnswer` → `final_answer`, as the protocols name a run's end.
+fn snake_case(name: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in name.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out
 }
 
 /// The content of a message still being gathered (see [`Harness::send_later`]).

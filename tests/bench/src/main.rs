@@ -11,6 +11,7 @@
 #![allow(clippy::print_stdout)]
 
 mod acp;
+mod agents;
 mod big_sessions;
 mod checkpoints;
 mod diagnostics;
@@ -72,6 +73,16 @@ fn main() {
             std::process::exit(1);
         };
         let failed = runtime.block_on(acp::measure(&reins));
+        std::process::exit(i32::from(failed && std::env::var_os("BENCH_STRICT").is_some()));
+    }
+    // `reins-bench agents`: only the figures of several agents at once (subagents, worktrees).
+    if args.first().is_some_and(|first| first == "agents") {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build();
+        let (Ok(runtime), Some(reins)) = (runtime, reins_binary()) else {
+            eprintln!("bench: build the release binary first (scripts/bench)");
+            std::process::exit(1);
+        };
+        let failed = runtime.block_on(agents::measure(&reins));
         std::process::exit(i32::from(failed && std::env::var_os("BENCH_STRICT").is_some()));
     }
     // `reins-bench sessions`: only the session figures (no binary, no model server).
@@ -191,6 +202,7 @@ async fn run() -> i32 {
     failed |= acp::measure(&reins).await;
     failed |= diagnostics::measure(&reins).await;
     failed |= big_sessions::measure(&reins).await;
+    failed |= agents::measure(&reins).await;
     print_load(&load_before);
     if std::env::var_os("BENCH_STRICT").is_none() {
         failed = false;

@@ -1411,3 +1411,55 @@ async fn the_model_thinking_level_and_mode_are_offered_switched_recorded_and_kep
     assert_eq!(option(&loaded["configOptions"], "mode").0, "read-only");
     assert_eq!(loaded["modes"]["currentModeId"], "read-only");
 }
+
+/// avante starts agents with only `PATH` and the `env` it is given: without `HOME`, sessions land
+/// in the home the password database names (here a passwd file of the test's, seen by reins in a
+/// mount namespace of its own), where the user's `reins sessions list` finds them, private.
+#[tokio::test]
+async fn without_home_sessions_land_in_the_password_databases_home_and_stay_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = workspace(&[]);
+    let project = dir.path().join("project");
+    let home = dir.path().join("account-home");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    // `unshare -r` makes reins uid 0 in its namespace: the passwd line of uid 0 names the home.
+    let passwd = dir.path().join("passwd");
+    std::fs::write(&passwd, format!("root:x:0:0:root:{}:/bin/sh\n", home.display())).unwrap();
+    let server = ScriptedServer::start(vec![Reply::text("Saved where you find it.")]).await;
+    let mut child = tokio::process::Command::new("unshare")
+        .args(["-rm", "sh", "-c", "mount --bind \"$0\" /etc/passwd && exec \"$@\""])
+        .arg(&passwd)
+        .arg(env!("CARGO_BIN_EXE_reins"))
+        .arg("acp")
+        .current_dir(&project)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("OPENAI_API_KEY", CANARY_KEY)
+        .env("OPENAI_BASE_URL", server.base_url())
+        .env("REINS_MODEL", "scripted-model")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}});
+    exchange(&mut stdin, &mut lines, init).await;
+    let new = json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": project, "mcpServers": []}});
+    let session = exchange(&mut stdin, &mut lines, new).await["result"]["sessionId"].clone();
+    let prompt = json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+        "params": {"sessionId": session, "prompt": [{"type": "text", "text": "remember this"}]}});
+    assert_eq!(exchange(&mut stdin, &mut lines, prompt).await["result"]["stopReason"], "end_turn");
+    drop(stdin);
+    assert!(tokio::time::timeout(WAIT, child.wait()).await.unwrap().unwrap().success());
+    let sessions = home.join(".local/share/reins/sessions");
+    let files = support::files_containing(&sessions, "remember this");
+    assert_eq!(files.len(), 1, "the session is under the account's home: {files:?}");
+    let file = Path::new(&files[0]);
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(file), 0o600);
+    assert_eq!((mode(file.parent().unwrap()), mode(&sessions)), (0o700, 0o700));
+}

@@ -40,7 +40,7 @@ pub use runtime::{
     CheckedOut, Checkout, Harness, HarnessEvent, HarnessEventSink, HarnessOptions, Landing, LateContent, Resumed,
     RunId, RunStarted, SessionId, SessionUsage, ThinkingSet, ToolsSet,
 };
-pub use sessions::{SessionInfo, SessionTreeView, TreeNode};
+pub use sessions::{SessionInfo, SessionPage, SessionTreeView, TreeNode};
 pub use settings::{DEFAULT_BASE_URL, DEFAULT_MODEL, KeySource, Settings};
 pub use summary::{FileActivity, render_transcript};
 pub use tool_set::{BUILTIN_TOOLS, READ_ONLY_TOOLS, ToolSet};

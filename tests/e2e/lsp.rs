@@ -491,6 +491,17 @@ async fn sessions_list_fork_navigate_and_messages_round_trip() {
         list["sessions"].as_array().unwrap().iter().map(|s| format!("{} {}", s["name"], s["id"] == session)).collect();
     names.sort();
     assert_eq!(names, ["\"numbers\" true", "null false"]);
+    // A page at a time: `limit` bounds the answer, `nextCursor` asks for the rest.
+    let ids =
+        |page: &Value| -> Vec<Value> { page["sessions"].as_array().unwrap().iter().map(|s| s["id"].clone()).collect() };
+    let first_page = command("reins.session.list", json!({"limit": 1})).await;
+    let cursor = first_page["nextCursor"].clone();
+    assert!(cursor.is_string(), "no nextCursor: {first_page}");
+    let second_page = command("reins.session.list", json!({"limit": 1, "cursor": cursor})).await;
+    assert_eq!(second_page.get("nextCursor"), None);
+    assert_eq!([ids(&first_page), ids(&second_page)].concat(), ids(&list));
+    let refused = lsp.client.command("reins.session.list", json!({"cursor": "not a cursor"})).await.unwrap_err();
+    assert_eq!(refused.data_code(), Some("invalid_argument"));
     let opened = command("reins.session.open", json!({"sessionId": session})).await;
     assert_eq!(opened["sessionId"], session);
 }

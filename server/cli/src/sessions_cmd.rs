@@ -117,7 +117,7 @@ fn run(args: &SessionsArgs) -> Result<String, String> {
         }
         SessionsCommand::Tree { session } => {
             let tree = harness.peek_tree(session.as_deref()).map_err(|e| e.to_string())?;
-            let json = || to_proto::session_tree(&tree);
+            let json = || to_proto::SessionTreeJson(&tree);
             if args.json { to_json(serde_json::to_string_pretty(&json())) } else { Ok(render_tree(&tree)) }
         }
         SessionsCommand::Checkout { .. } => Err("checkout is handled by checkout_cmd".into()),

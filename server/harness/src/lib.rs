@@ -54,7 +54,7 @@ pub use runtime::{
     CheckedOut, Checkout, Executed, Harness, HarnessEvent, HarnessEventSink, HarnessOptions, Landing, LateContent,
     Parent, Resumed, RunId, RunStarted, SUBAGENT_ENTRY, SessionId, SessionUsage, TASK_TOOL, ThinkingSet, ToolsSet,
 };
-pub use sessions::{SessionInfo, SessionTreeView, TreeNode};
+pub use sessions::{SessionInfo, SessionPage, SessionTreeView, TreeNode};
 pub use settings::{DEFAULT_BASE_URL, DEFAULT_MODEL, KeySource, Settings};
 pub use stops::{REFUSAL_STOP, budget_stop};
 pub use skills::{Scope, Skill, Skills, Warning};

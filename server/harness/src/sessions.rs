@@ -7,8 +7,9 @@ use std::time::UNIX_EPOCH;
 
 use reins_agent::AgentEvent;
 use reins_ai::{Content, Message, Usage};
-use reins_session::{Durability, EntryKind, SessionFile, SessionIndex, SessionSummary, SessionTree};
+use reins_session::{Durability, Entry, EntryKind, EntryTag, SessionFile, SessionIndex, SessionSummary, SessionTree};
 
+use crate::error::HarnessError;
 use crate::runtime::lock;
 
 /// One session in a listing.
@@ -66,6 +67,50 @@ impl SessionListing {
     }
 }
 
+/// One page of a listing: at most the number of sessions asked for, newest first, and the cursor
+/// that asks for the next page when there is one. A cursor names the last session of its page by
+/// time and path, so sessions created between two pages do not shift the next one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionPage {
+    pub sessions: Vec<SessionInfo>,
+    pub next_cursor: Option<String>,
+}
+
+impl SessionPage {
+    /// The page of `sessions` (newest first, as [`SessionListing::list`] gives them) after
+    /// `cursor` (from an earlier page; `None`: the first page), of at most `limit` sessions
+    /// (`None`: all of them).
+    pub fn of(
+        mut sessions: Vec<SessionInfo>,
+        cursor: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<Self, HarnessError> {
+        if limit == Some(0) {
+            return Err(HarnessError::InvalidArgument("limit must be 1 or more".into()));
+        }
+        if let Some(cursor) = cursor {
+            let (modified, path) = cursor
+                .split_once(':')
+                .and_then(|(modified, path)| Some((modified.parse::<u64>().ok()?, path)))
+                .ok_or_else(|| {
+                    HarnessError::InvalidArgument(format!(
+                        "{cursor:?} is not a cursor that reins.session.list gave (it gives `nextCursor`)"
+                    ))
+                })?;
+            let first = sessions.partition_point(|s| (s.modified, s.path.as_str()) >= (modified, path));
+            sessions.drain(..first);
+        }
+        let next_cursor = match limit {
+            Some(limit) if sessions.len() > limit => {
+                sessions.truncate(limit);
+                sessions.last().map(|last| format!("{}:{}", last.modified, last.path))
+            }
+            _ => None,
+        };
+        Ok(SessionPage { sessions, next_cursor })
+    }
+}
+
 /// A session's whole tree, for a tree view.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionTreeView {
@@ -92,22 +137,36 @@ pub struct TreeNode {
 impl SessionTreeView {
     pub fn of(session_id: &str, tree: &SessionTree) -> Self {
         let nodes: Vec<TreeNode> = tree
-            .entries()
-            // The parent as the tree has it, which differs from the line's in a repaired file
-            // (a broken cycle, a skipped parent).
-            .filter_map(|(indexed, entry)| Some((indexed.parent_id, entry.ok()?)))
-            .filter(|(_, entry)| !matches!(entry.kind, EntryKind::Label { .. } | EntryKind::Leaf { .. }))
-            .map(|(parent_id, entry)| {
-                let (kind, role, preview_text) = describe(&entry.kind);
-                TreeNode {
-                    label: tree.label(&entry.id).map(str::to_string),
-                    id: entry.id,
-                    parent_id: parent_id.map(str::to_string),
+            .lines()
+            .filter_map(|(indexed, line)| {
+                // Messages, nearly every line of a long session, are read straight into their
+                // record; any other line, or a message that does not read so, in full.
+                let (kind, role, preview_text, timestamp) = match message_line(indexed.tag, line) {
+                    Some(MessageLine { timestamp, message }) => {
+                        let role = message.role.clone();
+                        let text = message.into_message().map(|m| message_preview(&m)).unwrap_or_default();
+                        ("message", Some(role), text, timestamp)
+                    }
+                    None => {
+                        let entry = Entry::parse(line).ok()?;
+                        if matches!(entry.kind, EntryKind::Label { .. } | EntryKind::Leaf { .. }) {
+                            return None;
+                        }
+                        let (kind, role, text) = describe(&entry.kind);
+                        (kind, role, text, entry.timestamp)
+                    }
+                };
+                Some(TreeNode {
+                    label: tree.label(indexed.id).map(str::to_string),
+                    id: indexed.id.to_string(),
+                    // The parent as the tree has it, which differs from the line's in a repaired
+                    // file (a broken cycle, a skipped parent).
+                    parent_id: indexed.parent_id.map(str::to_string),
                     kind: kind.to_string(),
                     role,
                     preview: preview(&preview_text, 120),
-                    timestamp: entry.timestamp,
-                }
+                    timestamp,
+                })
             })
             .collect();
         // Labels and `leaf` entries are not shown, so the position is the nearest shown entry.
@@ -118,6 +177,19 @@ impl SessionTreeView {
         });
         SessionTreeView { session_id: session_id.to_string(), name: tree.name().map(str::to_string), leaf, nodes }
     }
+}
+
+/// The fields of a `message` line a tree view shows.
+#[derive(serde::Deserialize)]
+struct MessageLine {
+    timestamp: String,
+    message: reins_session::MessageRecord,
+}
+
+/// A `message` line read into its record; `None` for another kind or a line that does not read
+/// so (it is then read in full, as any line).
+fn message_line(tag: EntryTag, line: &str) -> Option<MessageLine> {
+    (tag == EntryTag::Message).then(|| serde_json::from_str(line).ok()).flatten()
 }
 
 fn describe(kind: &EntryKind) -> (&'static str, Option<String>, String) {
@@ -198,7 +270,20 @@ fn blocks_preview(blocks: &[Content]) -> String {
 
 /// The first `max_chars` characters of `text` on one line.
 pub fn preview(text: &str, max_chars: usize) -> String {
-    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    // Only the words that can show are joined: one more character than fits decides the cut.
+    let mut one_line = String::new();
+    let mut chars = 0;
+    for word in text.split_whitespace() {
+        if chars > max_chars {
+            break;
+        }
+        if !one_line.is_empty() {
+            one_line.push(' ');
+            chars += 1;
+        }
+        one_line.push_str(word);
+        chars += word.chars().count();
+    }
     reins_ai::shorten(&one_line, max_chars).into_owned()
 }
 
@@ -253,6 +338,57 @@ mod tests {
     use reins_session::SessionStore;
 
     use super::*;
+
+    fn info(modified: u64, path: &str) -> SessionInfo {
+        SessionInfo {
+            id: path.into(),
+            path: path.into(),
+            name: None,
+            first_message: None,
+            entry_count: 0,
+            modified,
+            parent_session: None,
+            usage: Default::default(),
+        }
+    }
+
+    /// The paths of each page of `sessions` by `limit`, following the cursors.
+    fn pages(sessions: &[SessionInfo], limit: usize) -> Vec<Vec<String>> {
+        let mut pages = Vec::new();
+        let mut cursor = None;
+        loop {
+            let page = SessionPage::of(sessions.to_vec(), cursor.as_deref(), Some(limit)).unwrap();
+            pages.push(page.sessions.iter().map(|s| s.path.clone()).collect());
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => return pages,
+            }
+        }
+    }
+
+    #[test]
+    fn pages_follow_their_cursors_through_equal_times_and_new_sessions() {
+        let sessions = [info(9, "/s/e"), info(7, "/s/d"), info(7, "/s/c:x"), info(7, "/s/b"), info(1, "/s/a")];
+        assert_eq!(pages(&sessions, 2), [vec!["/s/e", "/s/d"], vec!["/s/c:x", "/s/b"], vec!["/s/a"]]);
+        assert_eq!(pages(&sessions, 5), [vec!["/s/e", "/s/d", "/s/c:x", "/s/b", "/s/a"]]);
+        let all = SessionPage::of(sessions.to_vec(), None, None).unwrap();
+        assert_eq!((all.sessions.len(), all.next_cursor), (5, None));
+
+        // A session created after the first page does not shift the second.
+        let first = SessionPage::of(sessions.to_vec(), None, Some(2)).unwrap();
+        let mut grown = sessions.to_vec();
+        grown.insert(0, info(10, "/s/new"));
+        let second = SessionPage::of(grown, first.next_cursor.as_deref(), Some(2)).unwrap();
+        assert_eq!(second.sessions.iter().map(|s| s.path.as_str()).collect::<Vec<_>>(), ["/s/c:x", "/s/b"]);
+    }
+
+    #[test]
+    fn a_bad_cursor_or_limit_is_an_invalid_argument() {
+        for (cursor, limit) in [(Some("nonsense"), Some(2)), (Some(":/s/a"), None), (None, Some(0))] {
+            let error = SessionPage::of(vec![info(1, "/s/a")], cursor, limit).unwrap_err();
+            assert_eq!(error.code(), "invalid_argument", "{cursor:?} {limit:?}");
+        }
+    }
 
     #[test]
     fn listing_rereads_only_changed_files_and_drops_deleted_ones() {

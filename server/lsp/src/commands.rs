@@ -45,7 +45,7 @@ pub enum Command {
     ChatCancel(SessionRef),
     Ask(Ask),
     SessionNew(SessionNew),
-    SessionList,
+    SessionList(SessionList),
     SessionOpen(SessionRef),
     SessionMessages(SessionRef),
     SessionTree(SessionRef),
@@ -110,6 +110,14 @@ pub struct Ask {
     pub diagnostics: Vec<Diagnostic>,
     /// Absent: a new session.
     pub session_id: Option<String>,
+}
+
+/// A page of the listing: at most `limit` sessions after `cursor` (an earlier page's `nextCursor`).
+#[derive(Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionList {
+    pub limit: Option<usize>,
+    pub cursor: Option<String>,
 }
 
 #[derive(Debug, PartialEq, Deserialize)]
@@ -233,10 +241,7 @@ impl Command {
             "reins.chat.cancel" => Command::ChatCancel(arg(command, arguments)?),
             "reins.ask" => Command::Ask(arg(command, arguments)?),
             "reins.session.new" => Command::SessionNew(arg(command, arguments)?),
-            "reins.session.list" => {
-                let NoArguments {} = arg(command, arguments)?;
-                Command::SessionList
-            }
+            "reins.session.list" => Command::SessionList(arg(command, arguments)?),
             "reins.session.open" => Command::SessionOpen(arg(command, arguments)?),
             "reins.session.messages" => Command::SessionMessages(arg(command, arguments)?),
             "reins.session.tree" => Command::SessionTree(arg(command, arguments)?),

@@ -83,9 +83,10 @@ pub async fn execute(state: &State, command: Command) -> Result<Value> {
         }
         Command::Ask(ask) => ask_about_selection(state, ask).await,
         Command::SessionNew(new) => Ok(json!({ "sessionId": state.new_session(new.name)? })),
-        Command::SessionList => {
-            let sessions = on_disk(harness, |harness| harness.list_sessions()).await?;
-            Ok(json!({ "sessions": sessions.iter().map(to_proto::session_info).collect::<Vec<_>>() }))
+        Command::SessionList(list) => {
+            let page =
+                on_disk(harness, move |harness| harness.list_sessions_page(list.cursor.as_deref(), list.limit)).await?;
+            Ok(to_proto::session_page(&page))
         }
         Command::SessionOpen(session) => {
             let session_id = on_disk(harness, move |harness| harness.open_session(&session.session_id)).await?;

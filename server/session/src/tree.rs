@@ -487,6 +487,14 @@ impl SessionTree {
         (0..self.nodes.len() as u32).map(|index| self.entry_ref(index))
     }
 
+    /// Every entry in file order with its line as in the file (UTF-8, without its newline): each
+    /// line its own, also where a crafted file repeats an id.
+    pub fn lines(&self) -> impl Iterator<Item = (EntryRef<'_>, &str)> {
+        // Every indexed line was checked to be UTF-8 when it was indexed.
+        (0..self.nodes.len() as u32)
+            .map(|index| (self.entry_ref(index), std::str::from_utf8(self.line_bytes(index)).unwrap_or_default()))
+    }
+
     /// Every entry in file order, parsed in full, beside what the index knows of it: each line
     /// its own, also where a crafted file repeats an id.
     pub fn entries(&self) -> impl Iterator<Item = (EntryRef<'_>, Result<Entry, SessionError>)> {

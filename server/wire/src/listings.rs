@@ -4,13 +4,14 @@
 
 use reins_ai::{Model, Prices};
 use reins_harness::{
-    CommandRan, Compacted, FileOutcome, ListedModel, SessionInfo, SessionTreeView, SessionUsage, Settings, Status,
-    ToolsSet, TreeNode, UNTRACKED_WARNING, Written,
+    CommandRan, Compacted, FileOutcome, ListedModel, SessionInfo, SessionPage, SessionTreeView, SessionUsage, Settings,
+    Status, ToolsSet, TreeNode, UNTRACKED_WARNING, Written,
 };
 use reins_mcp::{ServerState, ServerStatus};
+use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::events::usage;
+use crate::events::{to_value, usage};
 
 /// The answer of `reins.model.list`: the models [`Settings::list_models`] lists, each addressed
 /// `provider/id`, with whether a key is there for it — never the key — and which one is the
@@ -65,6 +66,15 @@ pub fn prices(prices: &Prices) -> Value {
     })
 }
 
+/// The answer of `reins.session.list`: `nextCursor` only when a `limit` left sessions out.
+pub fn session_page(page: &SessionPage) -> Value {
+    let sessions: Vec<Value> = page.sessions.iter().map(session_info).collect();
+    match &page.next_cursor {
+        Some(cursor) => json!({ "sessions": sessions, "nextCursor": cursor }),
+        None => json!({ "sessions": sessions }),
+    }
+}
+
 /// One session of `reins.session.list` (and `reins sessions list --json`).
 pub fn session_info(session: &SessionInfo) -> Value {
     json!({
@@ -112,8 +122,30 @@ pub fn compacted(compacted: &Compacted) -> Value {
 
 /// The answer of `reins.session.tree` (and `reins sessions tree --json`).
 pub fn session_tree(tree: &SessionTreeView) -> Value {
-    let nodes: Vec<Value> = tree.nodes.iter().map(tree_node).collect();
-    json!({ "sessionId": tree.session_id, "name": tree.name, "leaf": tree.leaf, "nodes": nodes })
+    to_value(&SessionTreeJson(tree))
+}
+
+/// [`session_tree`] as serde writes it, a node at a time: the JSON of a million-entry tree is
+/// never held as values (`reins sessions tree --json` writes it straight out).
+pub struct SessionTreeJson<'a>(pub &'a SessionTreeView);
+
+impl Serialize for SessionTreeJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        struct Nodes<'a>(&'a [TreeNode]);
+        impl Serialize for Nodes<'_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+                serializer.collect_seq(self.0.iter().map(tree_node))
+            }
+        }
+        let tree = self.0;
+        let mut map = serializer.serialize_map(Some(4))?;
+        map.serialize_entry("sessionId", &tree.session_id)?;
+        map.serialize_entry("name", &tree.name)?;
+        map.serialize_entry("leaf", &tree.leaf)?;
+        map.serialize_entry("nodes", &Nodes(&tree.nodes))?;
+        map.end()
+    }
 }
 
 /// One file of a checkout, as `reins sessions checkout --json` prints it: what is done to it

@@ -76,7 +76,7 @@ pub async fn measure_pi(pi: &Pi, workspace: &Path) -> Result<Figures, String> {
         .map_err(|why| format!("pi peak RSS: {why}"))?;
     all_replies_played(&server)?;
 
-    Ok(Figures { startup, one_turn, per_turn_overhead, peak_rss_kib: Some(peak_rss_kib) })
+    Ok(Figures { startup, one_turn, per_turn_overhead, peak_rss_kib: Some(peak_rss_kib), idle_lsp: None })
 }
 
 impl Pi {

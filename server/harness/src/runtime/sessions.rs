@@ -11,7 +11,7 @@ use reins_tools::{EditFormat, edit_tool};
 use super::{Checkout, Harness, SessionId, lock, session_error};
 use crate::compaction::{Compacted, branch_messages, compact_and_reload};
 use crate::error::HarnessError;
-use crate::sessions::{SessionInfo, SessionTreeView};
+use crate::sessions::{SessionInfo, SessionPage, SessionTreeView};
 use crate::summary::branch_summary;
 
 impl Harness {
@@ -95,6 +95,11 @@ impl Harness {
         }
         let files = self.store.files(&self.cwd()).map_err(session_error)?;
         Ok(lock(&self.listing).list(&files))
+    }
+
+    /// A page of this workspace's sessions (see [`SessionPage`]).
+    pub fn list_sessions_page(&self, cursor: Option<&str>, limit: Option<usize>) -> Result<SessionPage, HarnessError> {
+        SessionPage::of(self.list_sessions()?, cursor, limit)
     }
 
     /// The tree of a session by id (or unique prefix) or path, else of the workspace's most

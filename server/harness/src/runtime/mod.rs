@@ -11,6 +11,7 @@ mod runs;
 mod sessions;
 mod subagents;
 mod tools;
+mod worktree_agents;
 
 pub use checkout::{CheckedOut, Checkout, Resumed};
 pub use landing::Landing;

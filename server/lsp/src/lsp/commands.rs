@@ -34,6 +34,7 @@ pub const COMMANDS: &[&str] = &[
     "reins.edit.reject",
     "reins.edit.list",
     "reins.mcp.list",
+    "reins.worktree.list",
 ];
 
 #[derive(Debug, PartialEq)]
@@ -62,6 +63,7 @@ pub enum Command {
     EditReject(EditReject),
     EditList(EditList),
     McpList(McpList),
+    WorktreeList,
 }
 
 #[derive(Debug, PartialEq, Deserialize)]
@@ -255,6 +257,10 @@ impl Command {
             "reins.edit.reject" => Command::EditReject(arg(command, arguments)?),
             "reins.edit.list" => Command::EditList(arg(command, arguments)?),
             "reins.mcp.list" => Command::McpList(arg(command, arguments)?),
+            "reins.worktree.list" => {
+                let NoArguments {} = arg(command, arguments)?;
+                Command::WorktreeList
+            }
             _ => {
                 return Err(to_proto::invalid_argument(format!(
                     "unknown command {command:?}; the reins commands are: {}",

@@ -174,6 +174,8 @@ pub async fn execute(state: &State, command: Command) -> Result<Value> {
             let servers = harness.mcp_servers(list.session_id.as_deref()).await.map_err(to_proto::harness_error)?;
             Ok(to_proto::mcp_servers(&servers))
         }
+        // git answers for each worktree: off the handler's thread.
+        Command::WorktreeList => Ok(to_proto::worktree_agents(&on_disk(harness, |h| Ok(h.worktree_agents())).await?)),
     }
 }
 

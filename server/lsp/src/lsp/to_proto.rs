@@ -892,6 +892,23 @@ pub fn mcp_servers(statuses: &[ServerStatus]) -> Value {
     json!({ "servers": servers })
 }
 
+/// The result of `reins.worktree.list`: the worktree agents of the workspace's repository.
+pub fn worktree_agents(agents: &[reins_harness::WorktreeAgent]) -> Value {
+    let agents: Vec<Value> = agents
+        .iter()
+        .map(|agent| {
+            json!({
+                "id": agent.worktree.id,
+                "dir": agent.worktree.dir,
+                "status": if agent.running { "running" } else { "finished" },
+                "cost": agent.cost,
+                "changed": agent.changed,
+            })
+        })
+        .collect();
+    json!({ "agents": agents })
+}
+
 #[cfg(test)]
 mod tests {
     use std::ops::Range as Span;

@@ -31,6 +31,8 @@ mod support;
 mod sync;
 #[path = "lsp/transport.rs"]
 mod transport;
+#[path = "lsp/worktrees.rs"]
+mod worktrees;
 
 use std::path::Path;
 use std::process::Stdio;

@@ -92,6 +92,25 @@ async fn human_mode_prints_only_the_answer_on_stdout() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subagents_tools_show_nested_and_only_the_parents_answer_reaches_stdout() {
+    let dir = workspace(&[("a.txt", "alpha\n")]);
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("t1", "task", json!({"prompt": "read a.txt and say what it holds"})),
+        Reply::tool_call("c1", "read", json!({"path": "a.txt"})),
+        Reply::text("the child says alpha"),
+        Reply::text("It holds alpha."),
+    ])
+    .await;
+    let run = reins_run(&server, dir.path(), &["what is in a.txt?"]).await;
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    assert_eq!(run.stdout, "It holds alpha.\n", "the child's answer goes to the parent, not the terminal");
+    assert!(run.stderr.contains("● task"), "{}", run.stderr);
+    assert!(run.stderr.contains("  ↳ read a.txt"), "{}", run.stderr);
+    let requests = server.chat_requests();
+    assert!(transcript(&requests[3].body).contains("the child says alpha"), "the answer is the task's result");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edit_with_yes_changes_the_file() {
     let dir = workspace(&[("src/lib.rs", "fn answer() -> u32 {\n    41\n}\n")]);
     let server = ScriptedServer::start(vec![

@@ -77,3 +77,7 @@ end, { nargs = "*", desc = "reins: reject the proposal (optional reason)" })
 cmd("ReinsPending", function()
   require("reins.review").quickfix()
 end, { desc = "reins: pending proposals in the quickfix list" })
+
+cmd("ReinsAgents", function()
+  require("reins.agents").show()
+end, { desc = "reins: worktree agents, running and finished, with cost and changed files" })

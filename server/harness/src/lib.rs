@@ -62,7 +62,7 @@ pub use summary::{FileActivity, render_transcript};
 pub use templates::{Template, Templates};
 pub use tool_set::{BUILTIN_TOOLS, READ_ONLY_TOOLS, ToolSet};
 pub use trust::{FileTrust, TRUSTED_FILES, is_trusted, trust};
-pub use worktrees::{Merged, Worktree, WorktreeChange};
+pub use worktrees::{Merged, Worktree, WorktreeAgent, WorktreeChange};
 // What a checkout does to each file, as the checkpoints crate works it out.
 pub use reins_checkpoints::{
     CommandRan, ConflictInfo, Direction, FileChangeRecord, FileOutcome, Status, UNTRACKED_WARNING, Written,

@@ -28,6 +28,20 @@ pub struct Worktree {
     pub repo: PathBuf,
     /// The commit holding the user's files as they were when the worktree was made.
     pub base: String,
+    /// The process that made it (and runs its agent).
+    pub pid: u32,
+}
+
+/// A worktree agent as a listing shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorktreeAgent {
+    pub worktree: Worktree,
+    /// Its process is alive.
+    pub running: bool,
+    /// The files it changed so far.
+    pub changed: Vec<String>,
+    /// US dollars its sessions spent (filled in by the harness, which knows the sessions).
+    pub cost: f64,
 }
 
 /// A file the agent changed: its text at `base` and in the worktree (`None`: absent).
@@ -56,6 +70,8 @@ struct Record {
     dir: PathBuf,
     repo: PathBuf,
     base: String,
+    #[serde(default)]
+    pid: u32,
 }
 
 /// The environment of every git command: the user's hooks and identity stay out of it.
@@ -81,7 +97,8 @@ impl Worktree {
         let dir = root.join(id);
         let shown = dir.display().to_string();
         git(&repo, &["worktree", "add", "--detach", "--quiet", &shown, "HEAD"]).map_err(HarnessError::InvalidState)?;
-        let made = Worktree { id: id.to_string(), dir: dir.clone(), repo: repo.clone(), base: String::new() };
+        let pid = std::process::id();
+        let made = Worktree { id: id.to_string(), dir: dir.clone(), repo: repo.clone(), base: String::new(), pid };
         match made.bring_uncommitted() {
             Ok(base) => {
                 let worktree = Worktree { base, ..made };
@@ -120,8 +137,13 @@ impl Worktree {
     }
 
     fn save(&self, root: &Path) -> Result<(), HarnessError> {
-        let record =
-            Record { id: self.id.clone(), dir: self.dir.clone(), repo: self.repo.clone(), base: self.base.clone() };
+        let record = Record {
+            id: self.id.clone(),
+            dir: self.dir.clone(),
+            repo: self.repo.clone(),
+            base: self.base.clone(),
+            pid: self.pid,
+        };
         let path = root.join(format!("{}.json", self.id));
         let text = serde_json::to_string_pretty(&record).unwrap_or_default();
         std::fs::write(&path, text).map_err(|err| io_error(&path, err))
@@ -137,11 +159,48 @@ impl Worktree {
             .filter(|entry| entry.path().extension().is_some_and(|ext| ext == "json"))
             .filter_map(|entry| serde_json::from_slice::<Record>(&std::fs::read(entry.path()).ok()?).ok())
             .filter(|record| record.dir.is_dir())
-            .map(|record| Worktree { id: record.id, dir: record.dir, repo: record.repo, base: record.base })
+            .map(|record| Worktree {
+                id: record.id,
+                dir: record.dir,
+                repo: record.repo,
+                base: record.base,
+                pid: record.pid,
+            })
             .filter(|worktree| repo.is_none_or(|repo| worktree.repo == repo))
             .collect();
         found.sort_by(|a, b| a.id.cmp(&b.id));
         found
+    }
+
+    /// The worktree agents of the repository holding `cwd`, running or finished, with the files
+    /// each changed (none outside a git repository).
+    pub fn agents(data_dir: &Path, cwd: &Path) -> Vec<WorktreeAgent> {
+        let Ok(repo) = git(cwd, &["rev-parse", "--show-toplevel"]) else { return Vec::new() };
+        let repo = PathBuf::from(repo.trim_end());
+        Worktree::list(data_dir, Some(&repo))
+            .into_iter()
+            .map(|worktree| {
+                let running = worktree.pid != 0 && Path::new(&format!("/proc/{}", worktree.pid)).exists();
+                let changed = worktree.changed_paths().unwrap_or_default();
+                WorktreeAgent { worktree, running, changed, cost: 0.0 }
+            })
+            .collect()
+    }
+
+    /// The paths the agent changed since `base`, without touching the worktree's index (its
+    /// agent may be at work).
+    fn changed_paths(&self) -> Result<Vec<String>, String> {
+        let tracked = git_bytes(&self.dir, &["diff", "--name-only", "--no-renames", "-z", &self.base])?;
+        let untracked = git_bytes(&self.dir, &["ls-files", "--others", "--exclude-standard", "-z"])?;
+        let mut paths: Vec<String> = tracked
+            .split(|byte| *byte == 0)
+            .chain(untracked.split(|byte| *byte == 0))
+            .filter(|path| !path.is_empty())
+            .map(|path| String::from_utf8_lossy(path).into_owned())
+            .collect();
+        paths.sort();
+        paths.dedup();
+        Ok(paths)
     }
 
     /// The files the agent changed since `base`, in path order.
@@ -292,6 +351,12 @@ mod tests {
         );
         // What a new process finds (after a kill -9 of this one).
         assert_eq!(Worktree::list(&data, Some(&worktree.repo)), std::slice::from_ref(&worktree));
+        std::fs::write(worktree.dir.join("b.txt"), "agent b\n").unwrap();
+        std::fs::write(worktree.dir.join("e.txt"), "e\n").unwrap();
+        let agents = Worktree::agents(&data, &repo);
+        assert_eq!(agents.len(), 1);
+        assert!(agents[0].running, "this process made it");
+        assert_eq!(agents[0].changed, ["b.txt", "e.txt"]);
         worktree.remove().unwrap();
         assert!(!worktree.dir.exists());
         assert!(Worktree::list(&data, None).is_empty());

@@ -35,6 +35,7 @@ pub const COMMANDS: &[&str] = &[
     "reins.edit.list",
     "reins.mcp.list",
     "reins.command.list",
+    "reins.worktree.list",
 ];
 
 #[derive(Debug, PartialEq)]
@@ -64,6 +65,7 @@ pub enum Command {
     EditList(EditList),
     McpList(McpList),
     SlashCommands,
+    WorktreeList,
 }
 
 #[derive(Debug, PartialEq, Deserialize)]
@@ -265,6 +267,10 @@ impl Command {
             "reins.command.list" => {
                 let NoArguments {} = arg(command, arguments)?;
                 Command::SlashCommands
+            }
+            "reins.worktree.list" => {
+                let NoArguments {} = arg(command, arguments)?;
+                Command::WorktreeList
             }
             _ => {
                 return Err(to_proto::invalid_argument(format!(

@@ -176,6 +176,8 @@ pub async fn execute(state: &State, command: Command) -> Result<Value> {
             Ok(to_proto::mcp_servers(&servers))
         }
         Command::SlashCommands => Ok(to_proto::slash_commands(&harness.commands())),
+        // git answers for each worktree: off the handler's thread.
+        Command::WorktreeList => Ok(to_proto::worktree_agents(&on_disk(harness, |h| Ok(h.worktree_agents())).await?)),
     }
 }
 

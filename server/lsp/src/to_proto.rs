@@ -372,6 +372,23 @@ pub fn slash_commands(commands: &[SlashCommand]) -> Value {
     json!({ "commands": commands })
 }
 
+/// The result of `reins.worktree.list`: the worktree agents of the workspace's repository.
+pub fn worktree_agents(agents: &[reins_harness::WorktreeAgent]) -> Value {
+    let agents: Vec<Value> = agents
+        .iter()
+        .map(|agent| {
+            json!({
+                "id": agent.worktree.id,
+                "dir": agent.worktree.dir,
+                "status": if agent.running { "running" } else { "finished" },
+                "cost": agent.cost,
+                "changed": agent.changed,
+            })
+        })
+        .collect();
+    json!({ "agents": agents })
+}
+
 #[cfg(test)]
 mod tests {
     use std::ops::Range as Span;

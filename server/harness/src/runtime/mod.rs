@@ -15,6 +15,7 @@ mod sessions;
 mod subagents;
 mod tools;
 mod transcript;
+mod worktree_agents;
 
 pub use checkout::{CheckedOut, Checkout, Resumed};
 pub use commands::Executed;

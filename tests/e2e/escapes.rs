@@ -410,3 +410,54 @@ async fn reins_sandbox_exec_gets_no_way_out_either() {
     }
     check_nothing_escaped(dir.path());
 }
+
+/// The `.git` of a repository a workspace is a folder of (here in the temporary directory,
+/// which commands may write) and of one inside the workspace stay read-only too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_repositories_around_the_workspace_keep_their_git_read_only() {
+    if let Err(reason) = reins_tools::namespace_support() {
+        eprintln!("skipped: {reason}");
+        return;
+    }
+    let home = Home::new();
+    let repository = workspace(&[("work/inside.txt", "inside\n")]);
+    let root = repository.path().join("work");
+    let nested = root.join("vendor/lib");
+    std::fs::create_dir_all(&nested).unwrap();
+    for dir in [repository.path(), nested.as_path()] {
+        let status = std::process::Command::new("git").args(["init", "-q"]).current_dir(dir).status().unwrap();
+        assert!(status.success());
+    }
+    let escapes = "git config core.fsmonitor 'touch pwned-outer' 2>&1 | sed 's/^error: //'
+git -C vendor/lib config core.fsmonitor 'touch pwned-inner' 2>&1 | sed 's/^error: //'
+{ echo 'touch pwned' > ../.git/hooks/pre-commit; } 2>&1
+{ echo 'touch pwned' > vendor/lib/.git/hooks/pre-commit; } 2>&1
+echo still writable > vendor/lib/inside.txt && cat vendor/lib/inside.txt";
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_reins"))
+        .args(["sandbox-exec", "--mode", "workspace-write", &format!("--root={}", root.display()), "--keep", "PATH"])
+        .args(["--keep", "HOME", "--", "bash", "-c", escapes])
+        .current_dir(&root)
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    let printed = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        printed,
+        "could not lock config file .git/config: Read-only file system
+could not lock config file .git/config: Read-only file system
+bash: line 3: ../.git/hooks/pre-commit: Read-only file system
+bash: line 4: vendor/lib/.git/hooks/pre-commit: Read-only file system
+still writable
+",
+        "stderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for dir in [repository.path(), nested.as_path()] {
+        let config = std::fs::read_to_string(dir.join(".git/config")).unwrap();
+        assert!(!config.contains("fsmonitor"), "{config}");
+        assert!(!dir.join(".git/hooks/pre-commit").exists());
+    }
+}

@@ -41,16 +41,14 @@ pub enum Operation {
     OutgoingCalls,
 }
 
+/// The fields carry no doc comments: the tool's description says it all once, and every byte of
+/// the schema is sent with every request.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct LspInput {
     pub operation: Operation,
-    /// Not needed for workspace_symbols.
     pub path: Option<String>,
-    /// 1-based line of the symbol.
     pub line: Option<u32>,
-    /// The symbol's text on that line.
     pub symbol: Option<String>,
-    /// workspace_symbols: name or part of it.
     pub query: Option<String>,
 }
 
@@ -73,9 +71,7 @@ impl TypedTool for LspTool {
     const READ_ONLY: bool = true;
 
     fn description(&self) -> String {
-        "Ask the language server: a symbol's definition, type_definition, implementation, references, hover \
-         (type, docs), incoming_calls, outgoing_calls (give path, line, symbol); a file's document_symbols; \
-         workspace_symbols matching query."
+        "Ask the language server about `symbol` on `line` (1-based) of `path`; workspace_symbols takes `query`."
             .to_string()
     }
 

@@ -16,13 +16,12 @@ use crate::language::{LanguageSource, Point, RenameStep, TextReplace};
 use crate::navigate::locate;
 use crate::{Workspace, WorkspaceError, display_path, workspace_error};
 
+/// Addressed as `lsp` addresses a symbol; no doc comments, as there.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RenameInput {
     pub path: String,
-    /// 1-based.
     pub line: u32,
-    /// Its text on that line.
     pub symbol: String,
     pub new_name: String,
 }
@@ -45,7 +44,7 @@ impl TypedTool for RenameTool {
     const READ_ONLY: bool = false;
 
     fn description(&self) -> String {
-        "Rename a symbol and every reference to it, as the language server finds them.".to_string()
+        "Rename a symbol (as lsp names it) and all its references.".to_string()
     }
 
     fn timeout(&self) -> Option<Duration> {

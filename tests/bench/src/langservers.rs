@@ -13,7 +13,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// `lsp` calls whose latency is measured, each a turn of its own.
 const CALLS: usize = 20;
-/// The bytes the two tools may add to a request.
+/// The bytes the navigation tool may add to a request.
 const MAX_ADDED_BYTES: usize = 600;
 /// The latency the tool may add over the server's answer.
 const MAX_ADDED_MS: f64 = 2.0;
@@ -34,11 +34,15 @@ pub async fn measure(reins: &Path) -> bool {
     println!("\nlanguage servers (lsp, rename; pyright {}, clangd)", bin.display());
     let mut missed = false;
     match request_bytes(reins, &bin).await {
-        Ok((with, without)) => {
+        Ok((with, without, tools)) => {
             let added = with.saturating_sub(without);
-            println!("  first request, tools offered / not   {with:>8} / {without} bytes");
-            let ok = added < MAX_ADDED_BYTES;
-            println!("  [{}] lsp and rename add {added} bytes (target < {MAX_ADDED_BYTES})", verdict(ok));
+            println!("  first request, tools offered / not   {with:>8} / {without} bytes: {added} added");
+            for (name, bytes) in &tools {
+                println!("  the definition of {name:<20} {bytes:>8} bytes");
+            }
+            let lsp = tools.iter().find(|(name, _)| name == "lsp").map_or(usize::MAX, |(_, bytes)| *bytes);
+            let ok = lsp < MAX_ADDED_BYTES;
+            println!("  [{}] the navigation tool adds {lsp} bytes (target < {MAX_ADDED_BYTES})", verdict(ok));
             missed |= !ok;
         }
         Err(why) => {
@@ -117,10 +121,12 @@ fn command(reins: &Path, dir: &Path, bin: &Path, server: &ScriptedServer, args: 
     command
 }
 
-/// The first request's bytes for "hi" in the project, with the tools and with them turned off.
-async fn request_bytes(reins: &Path, bin: &Path) -> Result<(usize, usize), String> {
+/// The first request's bytes for "hi" in the project, with the tools and with them turned off,
+/// and the bytes of each tool's definition in it.
+async fn request_bytes(reins: &Path, bin: &Path) -> Result<(usize, usize, Vec<(String, usize)>), String> {
     let dir = project()?;
     let mut sizes = Vec::new();
+    let mut tools = Vec::new();
     for off in [false, true] {
         let home = dir.path().join(".reins-home");
         std::fs::create_dir_all(&home).map_err(|err| err.to_string())?;
@@ -134,17 +140,33 @@ async fn request_bytes(reins: &Path, bin: &Path) -> Result<(usize, usize), Strin
         }
         let request = server.chat_requests().into_iter().next().ok_or("no request")?;
         sizes.push(request.raw_body.len());
+        if !off {
+            for tool in request.body["tools"].as_array().into_iter().flatten() {
+                let name = tool["function"]["name"].as_str().unwrap_or_default();
+                if name == "lsp" || name == "rename" {
+                    tools.push((name.to_string(), tool.to_string().len()));
+                }
+            }
+        }
     }
-    Ok((sizes[0], sizes[1]))
+    Ok((sizes[0], sizes[1], tools))
 }
 
 /// Median time of an `lsp references` call as the client reads its events, and median time of
 /// pyright's answer as reins measured it (its debug log).
 async fn latency(reins: &Path, bin: &Path) -> Result<(f64, f64), String> {
-    let dir = project()?;
+    // A function per call: the agent refuses to repeat an identical call.
+    let dir = tempfile::tempdir().map_err(|err| err.to_string())?;
+    let functions: String = (0..=CALLS).map(|n| format!("def f{n}():\n    return {n}\n\n\n")).collect();
+    let calls: String = (0..=CALLS).map(|n| format!("f{n}()\n")).collect();
+    std::fs::write(dir.path().join("functions.py"), functions).map_err(|err| err.to_string())?;
+    std::fs::write(dir.path().join("app.py"), format!("from functions import *\n\n{calls}"))
+        .map_err(|err| err.to_string())?;
     let mut replies: Vec<Reply> = (0..=CALLS)
         .map(|n| {
-            let arguments = json!({"operation": "references", "path": "shapes.py", "line": 2, "symbol": "greet"});
+            let line = 4 * n + 1;
+            let arguments =
+                json!({"operation": "references", "path": "functions.py", "line": line, "symbol": format!("f{n}")});
             Reply::tool_call(format!("c{n}"), "lsp", arguments)
         })
         .collect();

@@ -252,10 +252,11 @@ async fn tools_enabled_and_set_tools_choose_what_the_next_request_offers() {
         .command("reins.session.setTools", json!({"sessionId": session, "tools": ["read-only", "mcp__docs__*"]}))
         .await
         .unwrap();
-    // This client cannot answer reins/diagnostics: the set names the tool, the model does not get it.
+    // This client cannot answer reins/diagnostics, and the workspace has no file a language
+    // server covers: the set names those tools, the model does not get them.
     assert_eq!(
         set,
-        json!({"tools": ["read", "ls", "grep", "find", "diagnostics", "mcp__docs__*"], "offered": ["read", "ls", "grep", "find"]})
+        json!({"tools": ["read", "ls", "grep", "find", "diagnostics", "lsp", "mcp__docs__*"], "offered": ["read", "ls", "grep", "find"]})
     );
     let refused = lsp
         .client

@@ -64,13 +64,8 @@ pub fn prompt(blocks: Vec<ContentBlock>, cwd: &std::path::Path, images: bool) ->
 impl Prompt {
     /// The user message: the text, each attached file quoted after it, then the images.
     pub fn into_content(self) -> Vec<Content> {
-        let mut text = self.text.trim().to_string();
-        for attachment in &self.attachments {
-            if !text.is_empty() {
-                text.push_str("\n\n");
-            }
-            text.push_str(&quote(attachment));
-        }
+        let attachments: Vec<reins_harness::Attachment> = self.attachments.iter().map(attachment).collect();
+        let text = reins_harness::with_attachments(&self.text, &attachments);
         let mut content = Vec::new();
         if !text.is_empty() {
             content.push(Content::text(text));
@@ -80,15 +75,14 @@ impl Prompt {
     }
 }
 
-/// `Attached file: path`, then the text in a fence (one longer than any run of backticks in it).
-pub fn quote(attachment: &Attachment) -> String {
-    let Some(text) = &attachment.text else {
-        return format!("Attached: {} (not text; its content is not included)", attachment.name);
-    };
-    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    let fence = "`".repeat(longest.max(2) + 1);
-    let newline = if text.ends_with('\n') { "" } else { "\n" };
-    format!("Attached file: {}\n{fence}\n{text}{newline}{fence}", attachment.name)
+/// An attached file as the harness quotes it (`Attached file: path`, then the text in a fence):
+/// whole, its language unknown.
+fn attachment(attachment: &Attachment) -> reins_harness::Attachment {
+    reins_harness::Attachment {
+        path: attachment.name.clone(),
+        text: attachment.text.clone(),
+        ..reins_harness::Attachment::default()
+    }
 }
 
 /// A URI as the model reads it: a path relative to the working directory when inside it.

@@ -3,6 +3,7 @@
 //! approval policy, live sessions kept on disk, compaction, and errors with stable codes.
 
 mod approval;
+mod attachment;
 mod auth;
 mod checkpoint;
 mod compaction;
@@ -23,9 +24,11 @@ mod sessions;
 mod settings;
 mod stops;
 mod summary;
+mod tokio_runtime;
 mod tool_set;
 mod trust;
 
+pub use attachment::{Attachment, fence_for, quote_attachment, with_attachments};
 pub use auth::{AuthKeys, KEY_COMMAND_TIMEOUT, mask, read_auth_file, run_key_command};
 pub use compaction::{Compacted, CompactionSettings};
 pub use config::{ConfigDiagnostic, ConfigLayer, EditFormatChoice, LayerKind, Source};
@@ -47,6 +50,7 @@ pub use sessions::{SessionInfo, SessionTreeView, TreeNode};
 pub use settings::{DEFAULT_BASE_URL, DEFAULT_MODEL, KeySource, Settings};
 pub use stops::{REFUSAL_STOP, budget_stop};
 pub use summary::{FileActivity, render_transcript};
+pub use tokio_runtime::start_runtime;
 pub use tool_set::{BUILTIN_TOOLS, READ_ONLY_TOOLS, ToolSet};
 pub use trust::{FileTrust, TRUSTED_FILES, is_trusted, trust};
 // What a checkout does to each file, as the checkpoints crate works it out.

@@ -18,7 +18,7 @@ pub use runs::LateContent;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use reins_agent::{Agent, AgentContext, AgentEvent, Hooks, RunOutcome, Tool};
 use reins_ai::{Message, Model, Provider};
@@ -27,6 +27,8 @@ use reins_session::{Durability, SessionError, SessionFile, SessionStore};
 use reins_tools::{DiagnosticSource, DiagnosticsTool, Workspace, builtin_tools_editing_with};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
+
+pub(crate) use reins_agent::lock;
 
 use crate::approval::ApprovalGate;
 use crate::checkpoint::{FileRecorder, RecordingWorkspace, recorded};
@@ -580,11 +582,6 @@ impl Drop for IdleOnDrop<'_> {
 
 pub(crate) fn session_error(error: SessionError) -> HarnessError {
     HarnessError::Session(error.to_string())
-}
-
-/// A poisoned lock only means another thread panicked mid-update; the data is still usable.
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ mod event;
 mod exec;
 mod hooks;
 mod lock;
+mod look;
 mod policy;
 mod repair;
 mod run;
@@ -19,6 +20,7 @@ pub use context::{AgentContext, Limits};
 pub use event::{AgentEvent, EventSink, TurnEndReason};
 pub use hooks::{Gate, Hooks, NoHooks};
 pub use lock::lock;
+pub use look::{ToolKind, ToolLocation, ToolLook, string_argument};
 pub use repair::repair_arguments;
 pub use run::{RunOutcome, run};
 pub use tool::{

@@ -236,7 +236,7 @@ impl Pump {
             AgentEvent::MessageUpdate { delta: StreamEvent::Thinking { delta, .. } } if !delta.is_empty() => {
                 self.notify(session_id, to_proto::agent_thought(delta));
             }
-            AgentEvent::ToolExecutionStart { tool_call_id, tool_name, args } => {
+            AgentEvent::ToolExecutionStart { tool_call_id, tool_name, args, .. } => {
                 let Some(state) = self.sessions.get(session_id) else { return };
                 let allowed = state.allowed.contains(tool_name);
                 let asks = without_asking(&state.settings.get().approval, tool_name, allowed, true).is_none();

@@ -72,24 +72,23 @@ impl Prompt {
     pub fn into_content(self) -> Vec<Content> {
         let text = self.text.trim();
         let mut content: Vec<Content> = (!text.is_empty()).then(|| Content::text(text)).into_iter().collect();
-        content.extend(self.attachments.iter().map(|attachment| Content::text(quote(attachment))));
+        content.extend(self.attachments.iter().map(|attachment| Content::text(reins_harness::quote_attachment(&attachment(attachment)))));
         content.extend(self.images);
         content
     }
 }
 
-/// `Attached file: path`, then the text in a fence (one longer than any run of backticks in it).
-pub fn quote(attachment: &Attachment) -> String {
-    let Some(text) = &attachment.text else {
-        return format!("Attached: {} (not text; its content is not included)", attachment.name);
-    };
-    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    let fence = "`".repeat(longest.max(2) + 1);
-    let newline = if text.ends_with('\n') { "" } else { "\n" };
-    format!("Attached file: {}\n{fence}\n{text}{newline}{fence}", attachment.name)
+/// An attached file as the harness quotes it (`Attached file: path`, then the text in a fence):
+/// whole, its language unknown.
+fn attachment(attachment: &Attachment) -> reins_harness::Attachment {
+    reins_harness::Attachment {
+        path: attachment.name.clone(),
+        text: attachment.text.clone(),
+        ..reins_harness::Attachment::default()
+    }
 }
 
-/// The name of the attachment a text block quotes ([`quote`]'s output), or `None` when the
+/// The name of the attachment a text block quotes (`reins_harness::quote_attachment`'s output), or `None` when the
 /// block is the user's own text.
 pub fn unquote(text: &str) -> Option<&str> {
     if let Some(rest) = text.strip_prefix("Attached: ") {

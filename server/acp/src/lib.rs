@@ -56,10 +56,10 @@ are session options too; with the client's fs capability the agent reads unsaved
 the editor, and with its terminal capability commands run in the editor's terminal."#;
 
 pub fn main(_args: AcpArgs) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+    let runtime = match reins_harness::start_runtime() {
         Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("reins: cannot start the async runtime: {err}");
+        Err(message) => {
+            eprintln!("reins: {message}");
             return ExitCode::FAILURE;
         }
     };

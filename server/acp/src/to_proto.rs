@@ -190,8 +190,7 @@ fn raw_output(result: &ToolResultMessage) -> Value {
 
 /// Output as a code block, so the client shows it as it is.
 fn fence(output: &str) -> String {
-    let longest = output.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    let fence = "`".repeat(longest.max(2) + 1);
+    let fence = reins_harness::fence_for(output);
     let newline = if output.ends_with('\n') { "" } else { "\n" };
     format!("{fence}\n{output}{newline}{fence}")
 }
@@ -392,7 +391,7 @@ pub fn recorded_changes(records: &[FileChangeRecord], cwd: &Path) -> HashMap<Str
 
 /// A session of `session/list`.
 pub fn session_info(info: &reins_harness::SessionInfo, cwd: &Path) -> SessionInfo {
-    // The first message without the files it quoted (see `from_proto::quote`).
+    // The first message without the files it quoted (see `reins_harness::quote_attachment`).
     let first = info.first_message.as_deref().map(|text| {
         let cut = ["Attached file: ", "Attached: "].iter().filter_map(|marker| text.find(marker)).min();
         text[..cut.unwrap_or(text.len())].trim().to_string()

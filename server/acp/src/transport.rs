@@ -1,5 +1,5 @@
 //! The wire in front of the ACP SDK: newline-delimited JSON-RPC on stdin/stdout, read with
-//! [`reins_jsonrpc::LineReader`] so that no line the client sends — not UTF-8, not JSON, not a
+//! [`reins_jsonrpc::LineReader`] (in the read loop the LSP layer runs too) so that no line the client sends — not UTF-8, not JSON, not a
 //! JSON-RPC message, an id of an odd type, 64 MiB without a newline — reaches the SDK unchecked.
 //! Those get their error answer here (with the id echoed where there is one) and the connection
 //! goes on. Our answers and the SDK's lines go out through one writer, a line at a time, so
@@ -8,24 +8,9 @@
 use std::io;
 
 use futures::{Sink, Stream};
-use reins_jsonrpc::{Inspected, Item, LineReader, MAX_LINE_BYTES, Reader, error_answer, inspect, peek};
-use serde_json::Value;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use reins_jsonrpc::{Admission, Incoming, Inspected, Item, LineReader, MAX_LINE_BYTES, inspect};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
-
-/// How much is read from the client at a time.
-const READ_BYTES: usize = 64 * 1024;
-
-/// What to do with one item from the client.
-#[derive(Debug, PartialEq)]
-pub enum Verdict {
-    /// Pass this line to the SDK.
-    Pass(String),
-    /// Send this error answer instead.
-    Answer(Value),
-    /// Drop it, logging why (a response is never answered).
-    Drop(String),
-}
 
 /// The two ends the SDK's `Lines` transport takes: the lines it reads, and the sink it writes to.
 /// The writer and reader run as tasks until the input ends (the lines stream ends then too).
@@ -56,41 +41,24 @@ pub fn connect(
 /// Reads the client's lines, passing valid messages on and answering the rest, until the input
 /// ends or the SDK stops reading.
 async fn read_input(
-    mut input: impl AsyncRead + Unpin,
+    input: impl AsyncRead + Unpin,
     to_sdk: mpsc::UnboundedSender<String>,
     answers: mpsc::UnboundedSender<String>,
 ) {
-    let mut reader = LineReader::default();
-    let mut chunk = vec![0; READ_BYTES];
-    loop {
-        let read = match input.read(&mut chunk).await {
-            Ok(read) => read,
-            Err(err) => {
-                tracing::warn!("reading from the client failed: {err}");
-                0
+    let mut items = Incoming::new(input, LineReader::default());
+    while let Some(item) = items.next().await {
+        let sent = match admit(item) {
+            Admission::Pass(line) => to_sdk.send(line).is_ok(),
+            Admission::Answer(answer) => {
+                tracing::warn!("refused a message from the client: {}", answer["error"]["message"]);
+                answers.send(answer.to_string()).is_ok()
+            }
+            Admission::Drop(reason) => {
+                tracing::warn!("dropped a message from the client: {reason}");
+                true
             }
         };
-        let items: Vec<Item> = match read {
-            0 => reader.finish().into_iter().collect(),
-            read => reader.feed(&chunk[..read]),
-        };
-        for item in items {
-            let sent = match admit(item) {
-                Verdict::Pass(line) => to_sdk.send(line).is_ok(),
-                Verdict::Answer(answer) => {
-                    tracing::warn!("refused a message from the client: {}", answer["error"]["message"]);
-                    answers.send(answer.to_string()).is_ok()
-                }
-                Verdict::Drop(reason) => {
-                    tracing::warn!("dropped a message from the client: {reason}");
-                    true
-                }
-            };
-            if !sent {
-                return;
-            }
-        }
-        if read == 0 {
+        if !sent {
             return;
         }
     }
@@ -111,33 +79,15 @@ async fn write_output(mut lines: mpsc::UnboundedReceiver<String>, mut output: im
 }
 
 /// Decides what becomes of one item read from the client.
-pub fn admit(item: Item) -> Verdict {
-    match item {
-        Item::Body(body) => match inspect(&body) {
-            // `inspect` parsed it as JSON, so it is UTF-8.
-            Inspected::Request { .. } | Inspected::Response { .. } => {
-                Verdict::Pass(String::from_utf8_lossy(&body).into_owned())
-            }
-            Inspected::Refused { answer } => Verdict::Answer(answer),
-            Inspected::Stray { reason } => Verdict::Drop(reason),
-        },
-        Item::Oversized { length, head } => {
-            let peeked = peek(&head);
-            if peeked.response {
-                return Verdict::Drop(format!("a response of {length} bytes, over the limit of {MAX_LINE_BYTES}"));
-            }
-            let id = peeked.id.filter(|id| id.is_number() || id.is_string()).unwrap_or(Value::Null);
-            let message = format!(
-                "the message is {length} bytes, over the limit of {} MiB; it was skipped",
-                MAX_LINE_BYTES >> 20
-            );
-            Verdict::Answer(error_answer(id, -32600, &message))
+pub fn admit(item: Item) -> Admission<String> {
+    reins_jsonrpc::admit(item, MAX_LINE_BYTES, |body| match inspect(&body) {
+        // `inspect` parsed it as JSON, so it is UTF-8.
+        Inspected::Request { .. } | Inspected::Response { .. } => {
+            Admission::Pass(String::from_utf8_lossy(&body).into_owned())
         }
-        Item::Skipped { bytes, reason } => {
-            let message = format!("skipped {bytes} bytes that were not a message: {reason}");
-            Verdict::Answer(error_answer(Value::Null, -32700, &message))
-        }
-    }
+        Inspected::Refused { answer } => Admission::Answer(answer),
+        Inspected::Stray { reason } => Admission::Drop(reason),
+    })
 }
 
 #[cfg(test)]
@@ -148,9 +98,9 @@ mod tests {
 
     fn verdict(line: &[u8]) -> String {
         match admit(Item::Body(line.to_vec())) {
-            Verdict::Pass(line) => format!("pass {line}"),
-            Verdict::Answer(answer) => format!("answer {} id={}", answer["error"]["code"], answer["id"]),
-            Verdict::Drop(_) => "drop".to_string(),
+            Admission::Pass(line) => format!("pass {line}"),
+            Admission::Answer(answer) => format!("answer {} id={}", answer["error"]["code"], answer["id"]),
+            Admission::Drop(_) => "drop".to_string(),
         }
     }
 
@@ -166,6 +116,6 @@ mod tests {
         assert_eq!(verdict(br#"{"jsonrpc":"2.0","id":{},"result":1}"#), "drop");
         let head = br#"{"jsonrpc":"2.0","id":"big","method":"session/prompt","params":{"x":"aaa"#.to_vec();
         let answer = admit(Item::Oversized { length: 1 << 27, head });
-        assert!(matches!(answer, Verdict::Answer(answer) if answer["id"] == "big"));
+        assert!(matches!(answer, Admission::Answer(answer) if answer["id"] == "big"));
     }
 }

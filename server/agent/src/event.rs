@@ -4,6 +4,8 @@
 use reins_ai::{AssistantMessage, Message, StreamEvent, ToolResultMessage, Usage};
 use serde_json::Value;
 
+use crate::look::ToolLook;
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum AgentEvent {
     AgentStart,
@@ -26,6 +28,9 @@ pub enum AgentEvent {
         tool_call_id: String,
         tool_name: String,
         args: Value,
+        /// How the call looks to a person, as its tool says ([`crate::Tool::look`]): what a
+        /// surface shows instead of matching tool names.
+        look: ToolLook,
     },
     ToolExecutionUpdate {
         tool_call_id: String,

@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 use crate::context::Limits;
 use crate::event::{AgentEvent, EventSink, TurnEndReason};
 use crate::hooks::{Gate, Hooks};
+use crate::look::ToolLook;
 use crate::repair::repair_arguments;
 use crate::tool::{Tool, ToolContext, ToolError, ToolOutput};
 
@@ -263,10 +264,16 @@ impl CallEnv<'_> {
 
     fn emit_start(&self, call: &ToolCall, arguments: &Result<Value, String>) {
         let args = arguments.as_ref().unwrap_or(&call.arguments).clone();
+        // A tool the agent does not have looks like its name and arguments.
+        let look = match self.find(&call.name) {
+            Some(tool) => tool.look(&args),
+            None => ToolLook::plain(&call.name, &args),
+        };
         (self.emit)(AgentEvent::ToolExecutionStart {
             tool_call_id: call.id.clone(),
             tool_name: call.name.clone(),
             args,
+            look,
         });
     }
 

@@ -10,6 +10,7 @@ mod event;
 mod exec;
 mod hooks;
 mod lock;
+mod look;
 mod policy;
 mod repair;
 mod run;
@@ -21,6 +22,7 @@ pub use context::{AgentContext, Limits};
 pub use event::{AgentEvent, EventSink, TurnEndReason};
 pub use hooks::{Gate, Hooks, NoHooks};
 pub use lock::lock;
+pub use look::{ToolKind, ToolLocation, ToolLook, string_argument};
 pub use repair::repair_arguments;
 pub use run::{RunOutcome, run};
 pub use tool::{

@@ -16,6 +16,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::look::ToolLook;
+
 /// What a prepared call would do, in terms a reviewer can judge.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Proposal {
@@ -154,6 +156,10 @@ pub trait Tool: Send + Sync {
     fn timeout(&self) -> Option<Duration> {
         None
     }
+    /// How a call with `arguments` (not yet checked) looks to a person (see [`ToolLook`]).
+    fn look(&self, arguments: &Value) -> ToolLook {
+        ToolLook::plain(self.name(), arguments)
+    }
     /// Validates `arguments` and computes what the call would do, without side effects.
     async fn prepare(&self, arguments: &Value) -> Result<Prepared, ToolError>;
     /// Carries out a prepared call. `proposal` is what the gate allowed (possibly changed).
@@ -176,6 +182,10 @@ pub trait TypedTool: Send + Sync {
     fn description(&self) -> String;
     fn timeout(&self) -> Option<Duration> {
         None
+    }
+    /// How a call with `arguments` (not yet checked) looks to a person (see [`ToolLook`]).
+    fn look(&self, arguments: &Value) -> ToolLook {
+        ToolLook::plain(Self::NAME, arguments)
     }
     async fn prepare(&self, _input: &Self::Input) -> Result<Option<Proposal>, ToolError> {
         Ok(None)
@@ -263,6 +273,9 @@ impl<T: TypedTool> Tool for T {
     }
     fn timeout(&self) -> Option<Duration> {
         TypedTool::timeout(self)
+    }
+    fn look(&self, arguments: &Value) -> ToolLook {
+        TypedTool::look(self, arguments)
     }
     async fn prepare(&self, arguments: &Value) -> Result<Prepared, ToolError> {
         let input: T::Input = parse_arguments(arguments)?;

@@ -3,15 +3,12 @@
 //! a file said is shown through [`visible`], so none of it can steer the terminal.
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
 
-use reins_agent::{AgentEvent, TurnEndReason};
+use reins_agent::{AgentEvent, ToolKind, ToolLook, TurnEndReason};
 use reins_ai::{StreamEvent, first_line, shorten, visible, visible_line};
-use serde_json::Value;
-
-/// The tools whose result starts with what they changed, which the terminal shows.
-const CHANGES_FILES: [&str; 3] = ["edit", "write", "apply_patch"];
 
 /// Prints agent events for a person.
 pub struct HumanOutput {
@@ -32,6 +29,8 @@ struct OutputState {
     turns: u32,
     /// The check command was named.
     check_named: bool,
+    /// Calls that change files ([`ToolKind::Edit`]), from their start to their end.
+    edits: HashSet<String>,
 }
 
 impl HumanOutput {
@@ -102,11 +101,14 @@ impl HumanOutput {
                 );
                 writeln!(err, "  {}", self.paint(&line, "2"))?;
             }
-            AgentEvent::ToolExecutionStart { tool_name, args, .. } => {
+            AgentEvent::ToolExecutionStart { tool_call_id, tool_name, look, .. } => {
                 end_line(state, out)?;
                 let name = visible_line(tool_name);
-                writeln!(err, "{} {}", self.paint(&format!("● {name}"), "1;36"), summarize_args(tool_name, args))?;
-                let changes_files = CHANGES_FILES.contains(&tool_name.as_str());
+                writeln!(err, "{} {}", self.paint(&format!("● {name}"), "1;36"), summary(look))?;
+                let changes_files = look.kind == ToolKind::Edit;
+                if changes_files {
+                    state.edits.insert(tool_call_id.clone());
+                }
                 if let Some(check) = self.check.as_deref().filter(|_| changes_files && !state.check_named) {
                     state.check_named = true;
                     let note = format!(
@@ -116,11 +118,12 @@ impl HumanOutput {
                     writeln!(err, "{}", self.paint(&note, "2"))?;
                 }
             }
-            AgentEvent::ToolExecutionEnd { tool_name, result, is_error, .. } => {
+            AgentEvent::ToolExecutionEnd { tool_call_id, result, is_error, .. } => {
+                let changed_files = state.edits.remove(tool_call_id);
                 let text = visible(&result.text()).into_owned();
                 if *is_error {
                     writeln!(err, "  {}", self.paint(&format!("✗ {}", first_line(&text, 160)), "31"))?;
-                } else if CHANGES_FILES.contains(&tool_name.as_str()) {
+                } else if changed_files {
                     // What landed ("Edited a.txt as changed by the reviewer"), not a line count, and
                     // how many new problems the after-edit feedback told the model.
                     let told = match new_problems(&text) {
@@ -186,18 +189,10 @@ fn end_line(state: &mut OutputState, out: &mut impl Write) -> std::io::Result<()
     out.flush()
 }
 
-/// One line saying what a tool call is about: its path, command or pattern.
-fn summarize_args(tool: &str, args: &Value) -> String {
-    let field = |name: &str| args.get(name).and_then(Value::as_str);
-    let summary = match tool {
-        "bash" => field("command").map(|c| format!("$ {c}")),
-        "grep" | "find" => field("pattern").map(|p| format!("{p} {}", field("path").unwrap_or(""))),
-        "apply_patch" => field("input").map(|input| reins_tools::patch_paths(input).join(", ")),
-        // A tool of an MCP server: its arguments, on one line.
-        _ if tool.starts_with("mcp__") => Some(serde_json::to_string(args).unwrap_or_default()),
-        _ => field("path").map(str::to_string),
-    };
-    visible_line(&shorten(summary.as_deref().unwrap_or("").trim(), 120)).into_owned()
+/// One line saying what a tool call is about, as its tool summed it up: its path, command or
+/// pattern.
+fn summary(look: &ToolLook) -> String {
+    visible_line(&shorten(look.summary.trim(), 120)).into_owned()
 }
 
 #[cfg(test)]
@@ -223,7 +218,12 @@ mod tests {
         };
         let args = serde_json::json!({"path": "src/lib.rs"});
         [
-            AgentEvent::ToolExecutionStart { tool_call_id: id.into(), tool_name: "edit".into(), args },
+            AgentEvent::ToolExecutionStart {
+                tool_call_id: id.into(),
+                tool_name: "edit".into(),
+                args,
+                look: ToolLook { kind: ToolKind::Edit, summary: "src/lib.rs".into(), ..ToolLook::default() },
+            },
             AgentEvent::ToolExecutionEnd { tool_call_id: id.into(), tool_name: "edit".into(), result, is_error: false },
         ]
     }
@@ -272,22 +272,13 @@ mod tests {
             output.write_event(&text(delta), &mut state, &mut out, &mut err).unwrap();
         }
         assert_eq!(String::from_utf8(out).unwrap(), "Done.^[[2J^[]52;c;eA==^G ok\r\nnext^Mover^Mx");
+        let command = "rm -f a #\x1b[2K\x1b[1A\n● bash $ ls";
         let start = AgentEvent::ToolExecutionStart {
             tool_call_id: "c".into(),
             tool_name: "bash".into(),
-            args: serde_json::json!({"command": "rm -f a #\x1b[2K\x1b[1A\n● bash $ ls"}),
+            args: serde_json::json!({"command": command}),
+            look: ToolLook { kind: ToolKind::Execute, summary: format!("$ {command}"), ..ToolLook::default() },
         };
         assert_eq!(shown(&output, &[start]), "● bash $ rm -f a #^[[2K^[[1A^J● bash $ ls\n");
-    }
-
-    #[test]
-    fn tool_calls_summarize_to_their_subject() {
-        assert_eq!(summarize_args("bash", &serde_json::json!({"command": "ls -la"})), "$ ls -la");
-        assert_eq!(summarize_args("read", &serde_json::json!({"path": "src/a.rs"})), "src/a.rs");
-        assert_eq!(summarize_args("grep", &serde_json::json!({"pattern": "fn main"})), "fn main");
-        assert_eq!(
-            summarize_args("mcp__everything__echo", &serde_json::json!({"message": "hi"})),
-            r#"{"message":"hi"}"#
-        );
     }
 }

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use reins_agent::{FileChange, Prepared, Proposal, Tool, ToolContext, ToolError, ToolOutput};
+use reins_agent::{FileChange, Prepared, Proposal, Tool, ToolContext, ToolError, ToolLook, ToolOutput};
 use reins_ai::ToolSpec;
 use reins_checkpoints::{COMMAND, CommandRecord, FILE_CHANGE, FileChangeRecord, Landed, SideStore};
 use reins_session::{EntryKind, SessionFile};
@@ -181,6 +181,9 @@ impl Tool for RecordedTool {
         self.inner.timeout()
     }
 
+    fn look(&self, arguments: &Value) -> ToolLook {
+        self.inner.look(arguments)
+    }
     async fn prepare(&self, arguments: &Value) -> Result<Prepared, ToolError> {
         self.inner.prepare(arguments).await
     }

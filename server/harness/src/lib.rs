@@ -3,6 +3,7 @@
 //! approval policy, live sessions kept on disk, compaction, and errors with stable codes.
 
 mod approval;
+mod attachment;
 mod auth;
 mod checkpoint;
 mod commands;
@@ -30,10 +31,12 @@ mod skill_read;
 mod skills;
 mod summary;
 mod templates;
+mod tokio_runtime;
 mod tool_set;
 mod trust;
 mod worktrees;
 
+pub use attachment::{Attachment, fence_for, quote_attachment, with_attachments};
 pub use auth::{AuthKeys, KEY_COMMAND_TIMEOUT, mask, read_auth_file, run_key_command};
 pub use commands::{BUILTIN_COMMANDS, CommandKind, Expanded, Locations, Resources, SlashCommand};
 pub use compaction::{Compacted, CompactionSettings};
@@ -60,6 +63,7 @@ pub use stops::{REFUSAL_STOP, budget_stop};
 pub use skills::{Scope, Skill, Skills, Warning};
 pub use summary::{FileActivity, render_transcript};
 pub use templates::{Template, Templates};
+pub use tokio_runtime::start_runtime;
 pub use tool_set::{BUILTIN_TOOLS, READ_ONLY_TOOLS, ToolSet};
 pub use trust::{FileTrust, TRUSTED_FILES, is_trusted, trust};
 pub use worktrees::{Merged, Worktree, WorktreeAgent, WorktreeChange};

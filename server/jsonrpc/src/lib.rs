@@ -4,15 +4,18 @@
 //! (newline-delimited JSON-RPC: ACP, MCP over stdio); [`inspect`] says what a frame's body or a
 //! line is as a JSON-RPC message, and what to answer when it is not one.
 //!
-//! No I/O and no async here: the protocol layers feed bytes in and act on what comes out, so the
+//! The readers do no I/O: the protocol layers feed bytes in and act on what comes out, so the
 //! same code runs under the fuzzers. Nothing a client sends can make these panic, allocate
-//! without bound or stop reading.
+//! without bound or stop reading. [`Incoming`] is the one read loop around them that both layers
+//! run on a client's input, and [`admit`] what they answer to an item that is not a message.
 
 mod frames;
+mod incoming;
 mod lines;
 mod message;
 
 pub use frames::{FrameReader, Item, MAX_FRAME_BYTES, MAX_HEADER_BYTES, frame};
+pub use incoming::{Admission, Incoming, admit};
 pub use lines::{LineReader, MAX_LINE_BYTES, line};
 pub use message::{Inspected, Peek, error_answer, inspect, is_usable_id, peek};
 

@@ -3,6 +3,7 @@
 //! says what they are, in the lines around it — so the model knows exactly what the user is
 //! looking at. `reins.chat.send`'s `context` uses the same block.
 
+use reins_harness::Attachment;
 use tower_lsp_server::ls_types::{Diagnostic, DiagnosticSeverity, NumberOrString, Range};
 
 /// The question when `reins.ask` comes without one (a client that cannot prompt ran the plain
@@ -28,40 +29,27 @@ pub struct Selection {
 
 /// The message text for a question about `selections`.
 pub fn message(question: &str, selections: &[Selection]) -> String {
-    let mut out = question.trim().to_string();
-    for selection in selections {
-        out.push_str("\n\n");
-        out.push_str(&quote(selection));
-    }
-    out
+    let attachments: Vec<Attachment> = selections.iter().map(attachment).collect();
+    reins_harness::with_attachments(question, &attachments)
 }
 
-/// `path` lines `a-b` (`language`), the text in a fence, then the diagnostics, one a line.
-pub fn quote(selection: &Selection) -> String {
-    let (first, last) = line_span(selection.range);
-    let lines = if first == last { format!("line {first}") } else { format!("lines {first}-{last}") };
-    let language =
-        if selection.language_id.is_empty() { String::new() } else { format!(" ({})", selection.language_id) };
-    let fence = fence_for(&selection.text);
-    let mut out = format!("Selection: {} {lines}{language}\n{fence}{}\n", selection.path, selection.language_id);
-    out.push_str(&selection.text);
-    if !selection.text.ends_with('\n') {
-        out.push('\n');
+/// A selection as the harness quotes every attachment: `path` lines `a-b` (`language`), the
+/// text in a fence, then the diagnostics, one a line.
+fn attachment(selection: &Selection) -> Attachment {
+    let notes = (!selection.diagnostics.is_empty()).then(|| {
+        let heading = match selection.lines_around {
+            0 => "Diagnostics in the selection:".to_string(),
+            around => format!("Diagnostics in the selection and the {around} lines before and after it:"),
+        };
+        (heading, selection.diagnostics.iter().map(diagnostic_line).collect())
+    });
+    Attachment {
+        path: selection.path.clone(),
+        lines: Some(line_span(selection.range)),
+        language: selection.language_id.clone(),
+        text: Some(selection.text.clone()),
+        notes,
     }
-    out.push_str(&fence);
-    if !selection.diagnostics.is_empty() {
-        match selection.lines_around {
-            0 => out.push_str("\nDiagnostics in the selection:"),
-            around => {
-                out.push_str(&format!("\nDiagnostics in the selection and the {around} lines before and after it:"))
-            }
-        }
-        for diagnostic in &selection.diagnostics {
-            out.push_str("\n- ");
-            out.push_str(&diagnostic_line(diagnostic));
-        }
-    }
-    out
 }
 
 /// The 1-based first and last lines a range covers. A range that ends at the start of a line
@@ -98,12 +86,6 @@ fn diagnostic_line(diagnostic: &Diagnostic) -> String {
     let source = diagnostic.source.as_deref().map(|source| format!(" ({source})")).unwrap_or_default();
     let message = diagnostic.message.lines().collect::<Vec<_>>().join(" ");
     format!("line {}: {severity}: {code}{message}{source}", diagnostic.range.start.line + 1)
-}
-
-/// A code fence longer than any run of backticks in the text.
-fn fence_for(text: &str) -> String {
-    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    "`".repeat(longest.max(2) + 1)
 }
 
 #[cfg(test)]
@@ -173,7 +155,7 @@ mod tests {
             Diagnostics in the selection and the 5 lines before and after it:
             - line 2: warning: unused import
             - line 5: warning: f is undefined"#]]
-        .assert_eq(&quote(&selection));
+        .assert_eq(&reins_harness::quote_attachment(&attachment(&selection)));
     }
 
     #[test]
@@ -184,11 +166,5 @@ mod tests {
         let at = |line| Diagnostic { range: range((line, 0), (line, 3)), ..Diagnostic::default() };
         assert!(overlaps(&at(2), range((1, 0), (3, 0))));
         assert!(!overlaps(&at(5), range((1, 0), (3, 0))));
-    }
-
-    #[test]
-    fn fences_outgrow_backticks_in_the_text() {
-        assert_eq!(fence_for("no ticks"), "```");
-        assert_eq!(fence_for("a ```` b"), "`````");
     }
 }

@@ -283,9 +283,8 @@ impl Pump {
                     format!("{reason}; retrying ({attempt}/{max_retries}) in {:.1} s…", *delay_ms as f64 / 1000.0);
                 self.step(key, ProgressStep::Report(progress_line(&line)));
             }
-            AgentEvent::ToolExecutionStart { tool_name, args, .. } => {
-                let detail = args.get("path").or_else(|| args.get("command")).and_then(Value::as_str).unwrap_or("");
-                self.step(key, ProgressStep::Report(progress_line(&format!("{tool_name} {detail}"))));
+            AgentEvent::ToolExecutionStart { look, .. } => {
+                self.step(key, ProgressStep::Report(progress_line(&look.title)));
             }
             AgentEvent::AgentEnd { reason, messages, error, .. } => {
                 let outcome = self.outcome(*reason, messages, error.as_deref());

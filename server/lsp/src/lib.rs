@@ -62,10 +62,10 @@ pub struct LspArgs {
 }
 
 pub fn main(args: LspArgs) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+    let runtime = match reins_harness::start_runtime() {
         Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("reins: cannot start the async runtime: {err}");
+        Err(message) => {
+            eprintln!("reins: {message}");
             return ExitCode::FAILURE;
         }
     };

@@ -1,5 +1,5 @@
 //! The wire in front of the LSP framework: reads the client's frames with
-//! [`reins_jsonrpc::FrameReader`] and passes on only messages the framework can decode,
+//! [`reins_jsonrpc::FrameReader`] (in the read loop the ACP layer runs too) and passes on only messages the framework can decode,
 //! answering the rest itself.
 //!
 //! tower-lsp-server's reader stops for good at the first message it cannot decode (its framed
@@ -18,7 +18,9 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use reins_jsonrpc::{FrameReader, Inspected, Item, MAX_FRAME_BYTES, Reader, error_answer, frame, inspect, peek};
+use reins_jsonrpc::{
+    Admission, FrameReader, Incoming, Inspected, Item, MAX_FRAME_BYTES, Reader, error_answer, frame, inspect,
+};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
@@ -36,17 +38,6 @@ pub struct Lifecycle {
     shutdown_ids: Mutex<Vec<Value>>,
     shut_down: AtomicBool,
     exited: AtomicBool,
-}
-
-/// What to do with one item from the client.
-#[derive(Debug, PartialEq)]
-pub enum Verdict {
-    /// Pass this body to the framework.
-    Pass(Vec<u8>),
-    /// Send this error answer instead.
-    Answer(Value),
-    /// Drop it, logging why (a response is never answered).
-    Drop(String),
 }
 
 impl Lifecycle {
@@ -77,44 +68,27 @@ impl Lifecycle {
 /// Copies valid frames from `input` to `to_framework`, and sends error answers for the rest to
 /// `errors`. Returns when the input ends or the framework stops reading.
 pub async fn filter_input(
-    mut input: impl AsyncRead + Unpin,
+    input: impl AsyncRead + Unpin,
     mut to_framework: impl AsyncWrite + Unpin,
     errors: mpsc::UnboundedSender<Value>,
     lifecycle: &Lifecycle,
 ) {
-    let mut reader = FrameReader::default();
-    let mut chunk = vec![0; READ_BYTES];
-    loop {
-        let read = match input.read(&mut chunk).await {
-            Ok(read) => read,
-            Err(err) => {
-                tracing::warn!("reading from the client failed: {err}");
-                0
-            }
-        };
-        let items: Vec<Item> = match read {
-            0 => reader.finish().into_iter().collect(),
-            read => reader.feed(&chunk[..read]),
-        };
-        for item in items {
-            match admit(item, lifecycle) {
-                Verdict::Pass(body) => {
-                    let sent = to_framework.write_all(&frame(&body)).await.and(to_framework.flush().await);
-                    if sent.is_err() {
-                        return; // the framework is gone (after `exit`)
-                    }
+    let mut items = Incoming::new(input, FrameReader::default());
+    while let Some(item) = items.next().await {
+        match admit(item, lifecycle) {
+            Admission::Pass(body) => {
+                let sent = to_framework.write_all(&frame(&body)).await.and(to_framework.flush().await);
+                if sent.is_err() {
+                    return; // the framework is gone (after `exit`)
                 }
-                Verdict::Answer(answer) => {
-                    tracing::warn!("refused a message from the client: {}", answer["error"]["message"]);
-                    if errors.send(answer).is_err() {
-                        return;
-                    }
-                }
-                Verdict::Drop(reason) => tracing::warn!("dropped a message from the client: {reason}"),
             }
-        }
-        if read == 0 {
-            return;
+            Admission::Answer(answer) => {
+                tracing::warn!("refused a message from the client: {}", answer["error"]["message"]);
+                if errors.send(answer).is_err() {
+                    return;
+                }
+            }
+            Admission::Drop(reason) => tracing::warn!("dropped a message from the client: {reason}"),
         }
     }
 }
@@ -156,29 +130,11 @@ pub async fn merge_output(
 }
 
 /// Decides what becomes of one item read from the client.
-pub fn admit(item: Item, lifecycle: &Lifecycle) -> Verdict {
-    match item {
-        Item::Body(body) => admit_body(body, lifecycle),
-        Item::Oversized { length, head } => {
-            let peeked = peek(&head);
-            if peeked.response {
-                return Verdict::Drop(format!("a response of {length} bytes, over the limit of {MAX_FRAME_BYTES}"));
-            }
-            let id = peeked.id.filter(|id| id.is_number() || id.is_string()).unwrap_or(Value::Null);
-            let message = format!(
-                "the message is {length} bytes, over the limit of {} MiB; it was skipped",
-                MAX_FRAME_BYTES >> 20
-            );
-            Verdict::Answer(error_answer(id, -32600, &message))
-        }
-        Item::Skipped { bytes, reason } => {
-            let message = format!("skipped {bytes} bytes that were not a message: {reason}");
-            Verdict::Answer(error_answer(Value::Null, -32700, &message))
-        }
-    }
+pub fn admit(item: Item, lifecycle: &Lifecycle) -> Admission<Vec<u8>> {
+    reins_jsonrpc::admit(item, MAX_FRAME_BYTES, |body| admit_body(body, lifecycle))
 }
 
-fn admit_body(body: Vec<u8>, lifecycle: &Lifecycle) -> Verdict {
+fn admit_body(body: Vec<u8>, lifecycle: &Lifecycle) -> Admission<Vec<u8>> {
     match inspect(&body) {
         Inspected::Request { method, id, mut message } => {
             let body = match method.as_str() {
@@ -192,21 +148,21 @@ fn admit_body(body: Vec<u8>, lifecycle: &Lifecycle) -> Verdict {
             // such a message through, so this only guards against the two disagreeing.
             if let Err(err) = serde_json::from_slice::<Request>(&body) {
                 let id = id.unwrap_or(Value::Null);
-                return Verdict::Answer(error_answer(id, -32600, &format!("the request cannot be decoded: {err}")));
+                return Admission::Answer(error_answer(id, -32600, &format!("the request cannot be decoded: {err}")));
             }
             match (method.as_str(), id) {
                 ("shutdown", Some(id)) => lock(&lifecycle.shutdown_ids).push(id),
                 ("exit", _) => lifecycle.exited.store(true, Ordering::SeqCst),
                 _ => {}
             }
-            Verdict::Pass(body)
+            Admission::Pass(body)
         }
         Inspected::Response { id, .. } => match serde_json::from_slice::<Response>(&body) {
-            Ok(_) => Verdict::Pass(body),
-            Err(err) => Verdict::Drop(format!("the response to {id} cannot be decoded: {err}")),
+            Ok(_) => Admission::Pass(body),
+            Err(err) => Admission::Drop(format!("the response to {id} cannot be decoded: {err}")),
         },
-        Inspected::Refused { answer } => Verdict::Answer(answer),
-        Inspected::Stray { reason } => Verdict::Drop(reason),
+        Inspected::Refused { answer } => Admission::Answer(answer),
+        Inspected::Stray { reason } => Admission::Drop(reason),
     }
 }
 
@@ -222,9 +178,9 @@ mod tests {
 
     fn verdict(item: Item) -> String {
         match admit(item, &Lifecycle::default()) {
-            Verdict::Pass(body) => format!("pass {}", String::from_utf8_lossy(&body)),
-            Verdict::Answer(answer) => format!("answer {} id={}", answer["error"]["code"], answer["id"]),
-            Verdict::Drop(_) => "drop".to_string(),
+            Admission::Pass(body) => format!("pass {}", String::from_utf8_lossy(&body)),
+            Admission::Answer(answer) => format!("answer {} id={}", answer["error"]["code"], answer["id"]),
+            Admission::Drop(_) => "drop".to_string(),
         }
     }
 
@@ -232,7 +188,7 @@ mod tests {
     fn shutdown_loses_its_params_and_is_tracked() {
         let lifecycle = Lifecycle::default();
         let verdict = admit(Item::Body(request(json!(3), "shutdown", json!({"x": 1}))), &lifecycle);
-        assert_eq!(verdict, Verdict::Pass(br#"{"jsonrpc":"2.0","id":3,"method":"shutdown"}"#.to_vec()));
+        assert_eq!(verdict, Admission::Pass(br#"{"jsonrpc":"2.0","id":3,"method":"shutdown"}"#.to_vec()));
         lifecycle.saw_output(br#"{"jsonrpc":"2.0","id":3,"result":null}"#);
         admit(Item::Body(br#"{"jsonrpc":"2.0","method":"exit"}"#.to_vec()), &lifecycle);
         assert_eq!(lifecycle.exit_code(), ExitCode::SUCCESS);

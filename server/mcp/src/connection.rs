@@ -7,11 +7,12 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+use reins_agent::lock;
 use rmcp::model::{
     ClientCapabilities, ClientInfo, Implementation, ListRootsResult, LoggingLevel, LoggingMessageNotificationParam,
     ProgressNotificationParam, ProgressToken, Root, RootsCapabilities,
@@ -444,8 +445,4 @@ fn init_error(err: &ClientInitializeError) -> String {
         ClientInitializeError::ConnectionClosed(_) => "the connection closed before the server answered".to_string(),
         other => other.to_string(),
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use reins_agent::{Prepared, Proposal, ServerCall, Tool, ToolContext, ToolError, ToolOutput};
+use reins_agent::{Prepared, Proposal, ServerCall, Tool, ToolContext, ToolError, ToolLook, ToolOutput};
 use reins_ai::ToolSpec;
 use rmcp::model::JsonObject;
 use serde_json::Value;
@@ -64,6 +64,15 @@ impl Tool for McpTool {
 
     fn timeout(&self) -> Option<Duration> {
         Some(self.server.config.tool_timeout)
+    }
+
+    /// `tool (server, MCP)`, and the arguments on one line: reins cannot tell what it touches.
+    fn look(&self, arguments: &Value) -> ToolLook {
+        let title = match self.name.strip_prefix("mcp__").and_then(|rest| rest.split_once("__")) {
+            Some((server, tool)) => format!("{tool} ({server}, MCP)"),
+            None => self.name.clone(),
+        };
+        ToolLook { title, ..ToolLook::plain(&self.name, arguments) }
     }
 
     async fn prepare(&self, arguments: &Value) -> Result<Prepared, ToolError> {

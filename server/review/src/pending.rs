@@ -12,9 +12,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use reins_agent::lock;
 use reins_agent::{CommandProposal, FileChange, Proposal, ServerCall};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -778,11 +779,6 @@ impl Drop for CancelOnDrop {
             self.edits.cancel(id);
         }
     }
-}
-
-/// A poisoned lock only means another thread panicked mid-update; the data is still usable.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]

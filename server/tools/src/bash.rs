@@ -20,9 +20,12 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
-use reins_agent::{CommandProposal, Proposal, ToolContext, ToolError, ToolOutput, TypedTool};
+use reins_agent::{
+    CommandProposal, Proposal, ToolContext, ToolError, ToolKind, ToolLook, ToolOutput, TypedTool, string_argument,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use serde_json::Value;
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command};
 
@@ -31,6 +34,8 @@ use crate::sandbox::sandbox_support;
 use crate::truncate::{MAX_BYTES, MAX_LINES, format_size, truncate_tail};
 use crate::{Terminal, Workspace};
 
+/// The longest a command is shown in a call's title.
+const TITLE_COMMAND_CHARS: usize = 80;
 /// Names the directories that hold full output: `reins-output-PID-XXXXXX`.
 const OUTPUT_DIR_PREFIX: &str = "reins-output-";
 /// How long to keep reading after the shell exited while a background process still holds the
@@ -186,6 +191,20 @@ impl TypedTool for BashTool {
     const NAME: &'static str = "bash";
     const READ_ONLY: bool = false;
 
+    fn look(&self, arguments: &Value) -> ToolLook {
+        let command = string_argument(arguments, "command");
+        let title = match command {
+            Some(command) => {
+                let line = command.lines().next().unwrap_or("");
+                let shown = reins_ai::shorten(line, TITLE_COMMAND_CHARS);
+                let more = if shown.len() < command.trim_end().len() && !shown.ends_with('…') { " …" } else { "" };
+                format!("Run `{shown}`{more}")
+            }
+            None => "Run a command".to_string(),
+        };
+        let summary = command.map(|command| format!("$ {command}")).unwrap_or_default();
+        ToolLook { title, kind: ToolKind::Execute, locations: Vec::new(), summary }
+    }
     fn description(&self) -> String {
         format!(
             "Run a bash command in the working directory; stdout and stderr come together, and a \

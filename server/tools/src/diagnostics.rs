@@ -9,9 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use reins_agent::{Proposal, ToolContext, ToolError, ToolOutput, TypedTool};
+use reins_agent::{Proposal, ToolContext, ToolError, ToolLook, ToolOutput, TypedTool};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use serde_json::Value;
 
 use crate::{Workspace, display_path, workspace_error};
 
@@ -206,6 +207,14 @@ impl TypedTool for DiagnosticsTool {
     const NAME: &'static str = "diagnostics";
     const READ_ONLY: bool = true;
 
+    fn look(&self, arguments: &Value) -> ToolLook {
+        let paths: Vec<&str> = arguments
+            .get("paths")
+            .and_then(Value::as_array)
+            .map(|paths| paths.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        ToolLook { title: Self::NAME.to_string(), summary: paths.join(", "), ..ToolLook::default() }
+    }
     fn description(&self) -> String {
         format!(
             "Errors and warnings the editor's language servers and linters report for the given files, \

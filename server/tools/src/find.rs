@@ -6,9 +6,12 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use globset::{GlobBuilder, GlobMatcher};
-use reins_agent::{Proposal, ToolContext, ToolError, ToolOutput, TypedTool};
+use reins_agent::{
+    Proposal, ToolContext, ToolError, ToolKind, ToolLocation, ToolLook, ToolOutput, TypedTool, string_argument,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use serde_json::Value;
 
 use crate::{Workspace, display_path, workspace_error};
 
@@ -39,6 +42,15 @@ impl TypedTool for FindTool {
     const NAME: &'static str = "find";
     const READ_ONLY: bool = true;
 
+    fn look(&self, arguments: &Value) -> ToolLook {
+        let (pattern, path) = (string_argument(arguments, "pattern"), string_argument(arguments, "path"));
+        ToolLook {
+            title: format!("Find `{}` in {}", pattern.unwrap_or(""), path.unwrap_or(".")),
+            kind: ToolKind::Search,
+            locations: path.map(|path| vec![ToolLocation::new(path)]).unwrap_or_default(),
+            summary: pattern.map(|pattern| format!("{pattern} {}", path.unwrap_or(""))).unwrap_or_default(),
+        }
+    }
     fn description(&self) -> String {
         format!(
             "Find files by glob, respecting .gitignore and skipping hidden files. Paths come sorted, \

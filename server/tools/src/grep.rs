@@ -10,9 +10,12 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
-use reins_agent::{Proposal, ToolContext, ToolError, ToolOutput, TypedTool};
+use reins_agent::{
+    Proposal, ToolContext, ToolError, ToolKind, ToolLocation, ToolLook, ToolOutput, TypedTool, string_argument,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::find::FileMatcher;
@@ -93,6 +96,15 @@ impl TypedTool for GrepTool {
     const NAME: &'static str = "grep";
     const READ_ONLY: bool = true;
 
+    fn look(&self, arguments: &Value) -> ToolLook {
+        let (pattern, path) = (string_argument(arguments, "pattern"), string_argument(arguments, "path"));
+        ToolLook {
+            title: format!("Search for `{}` in {}", pattern.unwrap_or(""), path.unwrap_or(".")),
+            kind: ToolKind::Search,
+            locations: path.map(|path| vec![ToolLocation::new(path)]).unwrap_or_default(),
+            summary: pattern.map(|pattern| format!("{pattern} {}", path.unwrap_or(""))).unwrap_or_default(),
+        }
+    }
     fn description(&self) -> String {
         format!(
             "Search file contents (unsaved editor changes included), respecting .gitignore and \

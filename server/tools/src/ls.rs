@@ -4,9 +4,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use reins_agent::{Proposal, ToolContext, ToolError, ToolOutput, TypedTool};
+use reins_agent::{
+    Proposal, ToolContext, ToolError, ToolKind, ToolLocation, ToolLook, ToolOutput, TypedTool, string_argument,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use serde_json::Value;
 
 use crate::{Workspace, display_path, workspace_error};
 
@@ -35,6 +38,15 @@ impl TypedTool for LsTool {
     const NAME: &'static str = "ls";
     const READ_ONLY: bool = true;
 
+    fn look(&self, arguments: &Value) -> ToolLook {
+        let path = string_argument(arguments, "path");
+        ToolLook {
+            title: format!("List {}", path.unwrap_or(".")),
+            kind: ToolKind::Search,
+            locations: path.map(|path| vec![ToolLocation::new(path)]).unwrap_or_default(),
+            summary: path.unwrap_or_default().to_string(),
+        }
+    }
     fn description(&self) -> String {
         format!(
             "List a directory, sorted, dotfiles included; directories end in `/`. At most \

@@ -4,9 +4,12 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use reins_agent::{Proposal, ToolContext, ToolError, ToolOutput, TypedTool};
+use reins_agent::{
+    Proposal, ToolContext, ToolError, ToolKind, ToolLocation, ToolLook, ToolOutput, TypedTool, string_argument,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use serde_json::Value;
 
 use crate::truncate::{Limit, MAX_BYTES, MAX_LINES, format_size, truncate_head};
 use crate::{Workspace, display_path, workspace_error};
@@ -36,6 +39,16 @@ impl TypedTool for ReadTool {
     const NAME: &'static str = "read";
     const READ_ONLY: bool = true;
 
+    fn look(&self, arguments: &Value) -> ToolLook {
+        let path = string_argument(arguments, "path");
+        let line = arguments.get("offset").and_then(Value::as_u64).and_then(|line| u32::try_from(line).ok());
+        ToolLook {
+            title: format!("Read {}", path.unwrap_or("a file")),
+            kind: ToolKind::Read,
+            locations: path.map(|path| vec![ToolLocation { path: path.to_string(), line }]).unwrap_or_default(),
+            summary: path.unwrap_or_default().to_string(),
+        }
+    }
     fn description(&self) -> String {
         format!(
             "Read a UTF-8 text file as the user sees it (unsaved editor changes included). Output stops \

@@ -4,9 +4,13 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use reins_agent::{FileChange, Proposal, ToolContext, ToolError, ToolOutput, TypedTool};
+use reins_agent::{
+    FileChange, Proposal, ToolContext, ToolError, ToolKind, ToolLocation, ToolLook, ToolOutput, TypedTool,
+    string_argument,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use serde_json::Value;
 
 use crate::{Workspace, WorkspaceError, display_path, workspace_error};
 
@@ -32,6 +36,15 @@ impl TypedTool for WriteTool {
     const NAME: &'static str = "write";
     const READ_ONLY: bool = false;
 
+    fn look(&self, arguments: &Value) -> ToolLook {
+        let path = string_argument(arguments, "path");
+        ToolLook {
+            title: format!("Write {}", path.unwrap_or("a file")),
+            kind: ToolKind::Edit,
+            locations: path.map(|path| vec![ToolLocation::new(path)]).unwrap_or_default(),
+            summary: path.unwrap_or_default().to_string(),
+        }
+    }
     fn description(&self) -> String {
         "Create a file, or replace all of its content; parent directories are created.".to_string()
     }

@@ -20,7 +20,7 @@ pub fn agent_event(event: &AgentEvent) -> WireEvent<'_> {
         AgentEvent::MessageStart { message: m } => WireEvent::MessageStart { message: message(m) },
         AgentEvent::MessageUpdate { delta } => WireEvent::MessageUpdate { delta: stream_event(delta) },
         AgentEvent::MessageEnd { message: m } => WireEvent::MessageEnd { message: message(m) },
-        AgentEvent::ToolExecutionStart { tool_call_id, tool_name, args } => {
+        AgentEvent::ToolExecutionStart { tool_call_id, tool_name, args, .. } => {
             WireEvent::ToolExecutionStart { tool_call_id, tool_name, args }
         }
         AgentEvent::ToolExecutionUpdate { tool_call_id, tool_name, partial } => {

@@ -36,6 +36,8 @@ use reins_tools::{DiagnosticSource, DiagnosticsTool, Workspace, builtin_tools_ed
 use tokio::sync::{Semaphore, oneshot};
 use tokio_util::sync::CancellationToken;
 
+pub(crate) use reins_agent::lock;
+
 use crate::approval::ApprovalGate;
 use crate::checkpoint::{FileRecorder, RecordingWorkspace, recorded};
 use crate::compaction::{AutoCompact, SessionHooks};
@@ -641,11 +643,6 @@ impl Drop for IdleOnDrop<'_> {
 
 pub(crate) fn session_error(error: SessionError) -> HarnessError {
     HarnessError::Session(error.to_string())
-}
-
-/// A poisoned lock only means another thread panicked mid-update; the data is still usable.
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]

@@ -18,10 +18,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use reins_agent::{FileChange, Proposal, ToolContext, ToolError, ToolOutput, TypedTool};
+use reins_agent::{
+    FileChange, Proposal, ToolContext, ToolError, ToolKind, ToolLocation, ToolLook, ToolOutput, TypedTool,
+    string_argument,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 use similar::{Algorithm, TextDiff};
 
 use crate::workspace::{Workspace, WorkspaceError};
@@ -76,6 +79,15 @@ impl TypedTool for EditTool {
     const NAME: &'static str = "edit";
     const READ_ONLY: bool = false;
 
+    fn look(&self, arguments: &Value) -> ToolLook {
+        let path = string_argument(arguments, "path");
+        ToolLook {
+            title: format!("Edit {}", path.unwrap_or("a file")),
+            kind: ToolKind::Edit,
+            locations: path.map(|path| vec![ToolLocation::new(path)]).unwrap_or_default(),
+            summary: path.unwrap_or_default().to_string(),
+        }
+    }
     fn description(&self) -> String {
         "Replace exact text in an existing file. Each oldText is copied from the file as it is now, \
          whitespace included, with enough context to match exactly one place; edits are matched \

@@ -16,10 +16,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use reins_agent::{FileChange, Proposal, ToolContext, ToolError, ToolOutput, TypedTool};
+use reins_agent::{
+    FileChange, Proposal, ToolContext, ToolError, ToolKind, ToolLocation, ToolLook, ToolOutput, TypedTool,
+    string_argument,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::edit::unified_diff;
 use crate::workspace::{Workspace, WorkspaceError};
@@ -53,6 +56,15 @@ impl TypedTool for ApplyPatchTool {
     const NAME: &'static str = "apply_patch";
     const READ_ONLY: bool = false;
 
+    fn look(&self, arguments: &Value) -> ToolLook {
+        let paths = string_argument(arguments, "input").map(patch_paths).unwrap_or_default();
+        ToolLook {
+            title: if paths.is_empty() { "Apply a patch".to_string() } else { format!("Patch {}", paths.join(", ")) },
+            kind: ToolKind::Edit,
+            locations: paths.iter().map(|path| ToolLocation::new(path.as_str())).collect(),
+            summary: paths.join(", "),
+        }
+    }
     fn description(&self) -> String {
         "Create, change, delete and move files with one patch; all its files change together or none does. \
          Format:\n\

@@ -174,6 +174,35 @@ impl Resources {
     }
 }
 
+/// What `reins config check` says of skills, templates and hooks: where they are read from (pi's
+/// folder named when it is used), each one found, each hook, and what is wrong in their files.
+pub fn describe_resources(settings: &crate::settings::Settings, cwd: &Path) -> String {
+    let trusted = settings.is_trusted(cwd);
+    let locations = Locations::new(&settings.config_dir, settings.home(), cwd, trusted);
+    let resources = Resources::discover(&locations);
+    let mut out = String::from("\nskills, prompt templates and hooks:\n");
+    if let Some(pi) = &locations.pi_skills {
+        out.push_str(&format!("  pi's skills are read too: {}\n", pi.display()));
+    }
+    if !trusted {
+        out.push_str("  this workspace is not trusted: its skills, templates and hooks are ignored\n");
+    }
+    for skill in &resources.skills.skills {
+        out.push_str(&format!("  /skill:{:<20}  {}\n", skill.name, skill.path.display()));
+    }
+    for template in &resources.templates.templates {
+        out.push_str(&format!("  /{:<26}  {}\n", template.name, template.path.display()));
+    }
+    for hook in &settings.hooks {
+        let matcher = hook.matcher.as_deref().map(|m| format!(" [{m}]")).unwrap_or_default();
+        out.push_str(&format!("  hook {}{matcher}: {} ({})\n", hook.event.as_str(), hook.command, hook.origin));
+    }
+    for warning in resources.warnings() {
+        out.push_str(&format!("  warning: {warning}\n"));
+    }
+    out
+}
+
 fn is_builtin(name: &str) -> bool {
     BUILTIN_COMMANDS.iter().any(|(builtin, _, _)| *builtin == name)
 }

@@ -31,7 +31,7 @@ mod tool_set;
 mod trust;
 
 pub use auth::{AuthKeys, KEY_COMMAND_TIMEOUT, mask, read_auth_file, run_key_command};
-pub use commands::{BUILTIN_COMMANDS, CommandKind, Expanded, Locations, Resources, SlashCommand};
+pub use commands::{BUILTIN_COMMANDS, CommandKind, Expanded, Locations, Resources, SlashCommand, describe_resources};
 pub use compaction::{Compacted, CompactionSettings};
 pub use config::{ConfigDiagnostic, ConfigLayer, EditFormatChoice, LayerKind, Source};
 pub use diagnostics::{FeedbackSettings, MAX_TOLD, NEW_PROBLEMS};

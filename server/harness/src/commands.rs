@@ -17,6 +17,7 @@ pub const BUILTIN_COMMANDS: &[(&str, &str, Option<&str>)] = &[
     ("new", "Start a new session", None),
     ("fork", "Start a new session from an entry of this one", Some("[entry]")),
     ("tree", "Show the session's tree of entries", None),
+    ("export", "Write the session's branch as a standalone HTML or Markdown page", Some("[path.html|path.md]")),
 ];
 
 /// One slash command as completion and pickers show it.
@@ -251,9 +252,9 @@ mod tests {
     fn one_list_builtins_then_templates_then_skills_and_projects_only_when_trusted() {
         let (_tmp, trusted) = resources(FILES, true);
         let names = names(&trusted);
-        assert_eq!(names[..7].join(" ").matches("builtin:").count(), 7);
+        assert_eq!(names[..8].join(" ").matches("builtin:").count(), 8);
         assert_eq!(
-            names[7..],
+            names[8..],
             [
                 "template:review",
                 "template:deploy",
@@ -265,7 +266,7 @@ mod tests {
             ]
         );
         let (_tmp, untrusted) = resources(FILES, false);
-        assert_eq!(self::names(&untrusted)[7..], ["template:review", "skill:skill:pdf-tools", "skill:skill:from-pi"]);
+        assert_eq!(self::names(&untrusted)[8..], ["template:review", "skill:skill:pdf-tools", "skill:skill:from-pi"]);
         assert_eq!(untrusted.expand("/deploy prod").unwrap(), Expanded::Unchanged);
         assert!(untrusted.expand("/skill:reins-skill").unwrap_err().contains("no skill named \"reins-skill\""));
     }

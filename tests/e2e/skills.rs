@@ -263,4 +263,16 @@ async fn export_writes_a_standalone_page_of_the_branch() {
     }
     let outside = support::reins_run(&server, dir.path(), &["-c", "/export", "../elsewhere.html"]).await;
     assert_eq!(outside.code, Some(1), "{}", outside.stdout);
+
+    // `reins sessions export`, on stdout, and up to an entry of the branch.
+    let page = support::reins(None, dir.path(), &["sessions", "export", "--format", "md"]).await;
+    assert_eq!(page.code, Some(0), "{}", page.stderr);
+    assert!(page.stdout.starts_with("# reins session ") && page.stdout.contains("Done: <script>"), "{}", page.stdout);
+    let tree = support::reins(None, dir.path(), &["sessions", "tree", "--json"]).await;
+    let tree: Value = serde_json::from_str(&tree.stdout).unwrap();
+    let first = tree["nodes"].as_array().unwrap().iter().find(|node| node["role"] == "user").unwrap();
+    let entry = first["id"].as_str().unwrap();
+    let early = support::reins(None, dir.path(), &["sessions", "export", entry]).await;
+    assert_eq!(early.code, Some(0), "{}", early.stderr);
+    assert!(early.stdout.contains("say &lt;hi&gt;") && !early.stdout.contains("Done:"), "{}", early.stdout);
 }

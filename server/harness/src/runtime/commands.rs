@@ -155,9 +155,16 @@ impl Harness {
 }
 
 impl Harness {
-    /// The session's branch, root to leaf, as a page.
-    pub fn export(&self, session_id: &str, format: ExportFormat) -> Result<String, HarnessError> {
-        let messages = self.messages(session_id)?;
+    /// The session's branch, root to its leaf (or to `entry`), as a page.
+    pub fn export(&self, session_id: &str, entry: Option<&str>, format: ExportFormat) -> Result<String, HarnessError> {
+        let messages = match entry {
+            None => self.messages(session_id)?,
+            Some(entry) => {
+                let session = self.session(session_id)?;
+                let file = lock(session.file()?);
+                file.tree().context_for(entry).map_err(super::session_error)?.messages
+            }
+        };
         Ok(crate::export::render(&format!("reins session {session_id}"), &messages, format))
     }
 
@@ -174,7 +181,7 @@ impl Harness {
             .workspace
             .resolve_writable(&path)
             .map_err(|err| HarnessError::InvalidArgument(err.to_string()))?;
-        let page = self.export(session_id, format)?;
+        let page = self.export(session_id, None, format)?;
         std::fs::write(&target, page)
             .map_err(|err| HarnessError::InvalidArgument(format!("cannot write {}: {err}", target.display())))?;
         Ok(target)

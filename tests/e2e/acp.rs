@@ -442,7 +442,7 @@ async fn a_session_announces_its_slash_commands_after_new_and_load() {
         .iter()
         .map(|c| c["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["compact", "model", "thinking", "tools", "new", "fork", "tree", "review"]);
+    assert_eq!(names, ["compact", "model", "thinking", "tools", "new", "fork", "tree", "export", "review"]);
     let requests = server.chat_requests();
     assert_eq!(requests[0].body["messages"][1]["content"], "Review the parser.");
 

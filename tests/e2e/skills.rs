@@ -236,3 +236,43 @@ async fn built_in_commands_run_without_the_model() {
     assert!(done["output"].as_str().unwrap().starts_with("Thinking: high ("), "{done}");
     assert!(server.chat_requests().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn export_writes_a_standalone_page_of_the_branch() {
+    let dir = workspace(&[]);
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("c1", "bash", json!({"command": "echo '<b>bold</b>'"})),
+        Reply::text("Done: <script>alert(1)</script>"),
+    ])
+    .await;
+    let run = support::reins_run(&server, dir.path(), &["--yes", "say <hi>"]).await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    for (target, needle) in [("out.html", "&lt;script&gt;alert(1)&lt;/script&gt;"), ("out.md", "Done: <script>")] {
+        let run = support::reins_run(&server, dir.path(), &["-c", "/export", target]).await;
+        assert_eq!(run.code, Some(0), "{}", run.stderr);
+        assert!(run.stdout.contains("Exported the session to"), "{}", run.stdout);
+        let page = std::fs::read_to_string(dir.path().join(target)).unwrap();
+        assert!(page.contains(needle), "{page}");
+        if target.ends_with(".html") {
+            assert!(page.starts_with("<!DOCTYPE html>") && page.contains("<details><summary>bash call</summary>"));
+            assert!(page.contains("&lt;b&gt;bold&lt;/b&gt;") && !page.contains("<script>") && !page.contains("<b>"));
+            for load in ["src=", "href=", "url(", "@import", "<link"] {
+                assert!(!page.contains(load), "{load} in {page}");
+            }
+        }
+    }
+    let outside = support::reins_run(&server, dir.path(), &["-c", "/export", "../elsewhere.html"]).await;
+    assert_eq!(outside.code, Some(1), "{}", outside.stdout);
+
+    // `reins sessions export`, on stdout, and up to an entry of the branch.
+    let page = support::reins(None, dir.path(), &["sessions", "export", "--format", "md"]).await;
+    assert_eq!(page.code, Some(0), "{}", page.stderr);
+    assert!(page.stdout.starts_with("# reins session ") && page.stdout.contains("Done: <script>"), "{}", page.stdout);
+    let tree = support::reins(None, dir.path(), &["sessions", "tree", "--json"]).await;
+    let tree: Value = serde_json::from_str(&tree.stdout).unwrap();
+    let first = tree["nodes"].as_array().unwrap().iter().find(|node| node["role"] == "user").unwrap();
+    let entry = first["id"].as_str().unwrap();
+    let early = support::reins(None, dir.path(), &["sessions", "export", entry]).await;
+    assert_eq!(early.code, Some(0), "{}", early.stderr);
+    assert!(early.stdout.contains("say &lt;hi&gt;") && !early.stdout.contains("Done:"), "{}", early.stdout);
+}

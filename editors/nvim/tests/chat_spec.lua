@@ -264,3 +264,35 @@ T.test("a fork at one of your messages starts before it and puts the message bac
   end, "the message back in the prompt")
   T.ok(not H.chat_text():find("Streaming slowly", 1, true), "the fork ends before the message")
 end)
+
+T.test("slash commands complete from the server's list, and a built-in answers in a notice", function()
+  local chat = require("reins.chat")
+  vim.fn.mkdir(vim.env.REINS_HOME .. "/prompts", "p")
+  local f = assert(io.open(vim.env.REINS_HOME .. "/prompts/review.md", "w"))
+  f:write('---\ndescription: Review staged git changes\nargument-hint: "[focus]"\n---\nReview. Focus on $1.\n')
+  f:close()
+  local listed
+  require("reins.client").exec("reins.command.list", {}, function(_, result)
+    listed = result
+  end)
+  T.wait_for(function()
+    return listed ~= nil
+  end, "the command list")
+  local words = function(typed)
+    return vim.tbl_map(function(item)
+      return item.word
+    end, chat.command_items(listed.commands, typed))
+  end
+  T.eq(words("/re"), { "/review" })
+  T.eq(words("/")[1], "/compact")
+  T.eq(chat.command_items(listed.commands, "/rev")[1].abbr, "/review [focus]")
+  local notices = H.capture_notices()
+  chat.send("/model")
+  T.wait_for(function()
+    for _, notice in ipairs(notices) do
+      if notice:find("reins: Model: ", 1, true) then
+        return true
+      end
+    end
+  end, "the built-in's answer")
+end)

@@ -47,7 +47,7 @@ pub fn main(args: ConfigArgs) -> ExitCode {
     }
     // Diagnostics are part of the report here, not warnings on stderr.
     let settings = Settings::load(|name| std::env::var(name).ok(), Some(&root));
-    let text = report(&settings);
+    let text = report(&settings) + &reins_harness::describe_resources(&settings, &root);
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(text.as_bytes()).and_then(|_| stdout.flush());
     if settings.diagnostics.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }

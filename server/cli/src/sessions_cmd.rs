@@ -44,6 +44,19 @@ pub enum SessionsCommand {
         #[arg(value_parser = cli::non_empty)]
         session: Option<String>,
     },
+    /// A session's branch as a standalone page on stdout: messages, tool calls folded, diffs
+    /// coloured, usage; nothing in the HTML loads from the network
+    Export {
+        /// The entry the branch ends at (default: the session's current position)
+        #[arg(value_parser = cli::non_empty)]
+        entry: Option<String>,
+        /// Id, id prefix or file path (default: the workspace's most recent session)
+        #[arg(long, short = 's', value_name = "ID", value_parser = cli::non_empty)]
+        session: Option<String>,
+        /// html or md
+        #[arg(long, default_value = "html", value_parser = export_format)]
+        format: reins_harness::ExportFormat,
+    },
     /// Move a session to an earlier (or another) entry, and the files the agent changed with it
     ///
     /// The changes recorded after ENTRY are undone and those on its path redone, each merged
@@ -120,8 +133,25 @@ fn run(args: &SessionsArgs) -> Result<String, String> {
             let json = || to_proto::SessionTreeJson(&tree);
             if args.json { to_json(serde_json::to_string_pretty(&json())) } else { Ok(render_tree(&tree)) }
         }
+        SessionsCommand::Export { entry, session, format } => {
+            let id = match session {
+                Some(id_or_path) => harness.open_session(id_or_path),
+                None => harness.continue_recent().and_then(|id| {
+                    id.ok_or_else(|| {
+                        reins_harness::HarnessError::InvalidArgument("no sessions in this workspace yet".into())
+                    })
+                }),
+            };
+            let id = id.map_err(|e| e.to_string())?;
+            harness.export(&id, entry.as_deref(), *format).map_err(|e| e.to_string())
+        }
         SessionsCommand::Checkout { .. } => Err("checkout is handled by checkout_cmd".into()),
     }
+}
+
+/// A `--format` value.
+fn export_format(value: &str) -> Result<reins_harness::ExportFormat, String> {
+    reins_harness::ExportFormat::parse(value).ok_or_else(|| "expected html or md".to_string())
 }
 
 fn render_list(list: &[SessionInfo]) -> String {

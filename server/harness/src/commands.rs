@@ -17,6 +17,7 @@ pub const BUILTIN_COMMANDS: &[(&str, &str, Option<&str>)] = &[
     ("new", "Start a new session", None),
     ("fork", "Start a new session from an entry of this one", Some("[entry]")),
     ("tree", "Show the session's tree of entries", None),
+    ("export", "Write the session's branch as a standalone HTML or Markdown page", Some("[path.html|path.md]")),
 ];
 
 /// One slash command as completion and pickers show it.
@@ -174,6 +175,35 @@ impl Resources {
     }
 }
 
+/// What `reins config check` says of skills, templates and hooks: where they are read from (pi's
+/// folder named when it is used), each one found, each hook, and what is wrong in their files.
+pub fn describe_resources(settings: &crate::settings::Settings, cwd: &Path) -> String {
+    let trusted = settings.is_trusted(cwd);
+    let locations = Locations::new(&settings.config_dir, settings.home(), cwd, trusted);
+    let resources = Resources::discover(&locations);
+    let mut out = String::from("\nskills, prompt templates and hooks:\n");
+    if let Some(pi) = &locations.pi_skills {
+        out.push_str(&format!("  pi's skills are read too: {}\n", pi.display()));
+    }
+    if !trusted {
+        out.push_str("  this workspace is not trusted: its skills, templates and hooks are ignored\n");
+    }
+    for skill in &resources.skills.skills {
+        out.push_str(&format!("  /skill:{:<20}  {}\n", skill.name, skill.path.display()));
+    }
+    for template in &resources.templates.templates {
+        out.push_str(&format!("  /{:<26}  {}\n", template.name, template.path.display()));
+    }
+    for hook in &settings.hooks {
+        let matcher = hook.matcher.as_deref().map(|m| format!(" [{m}]")).unwrap_or_default();
+        out.push_str(&format!("  hook {}{matcher}: {} ({})\n", hook.event.as_str(), hook.command, hook.origin));
+    }
+    for warning in resources.warnings() {
+        out.push_str(&format!("  warning: {warning}\n"));
+    }
+    out
+}
+
 fn is_builtin(name: &str) -> bool {
     BUILTIN_COMMANDS.iter().any(|(builtin, _, _)| *builtin == name)
 }
@@ -222,9 +252,9 @@ mod tests {
     fn one_list_builtins_then_templates_then_skills_and_projects_only_when_trusted() {
         let (_tmp, trusted) = resources(FILES, true);
         let names = names(&trusted);
-        assert_eq!(names[..7].join(" ").matches("builtin:").count(), 7);
+        assert_eq!(names[..8].join(" ").matches("builtin:").count(), 8);
         assert_eq!(
-            names[7..],
+            names[8..],
             [
                 "template:review",
                 "template:deploy",
@@ -236,7 +266,7 @@ mod tests {
             ]
         );
         let (_tmp, untrusted) = resources(FILES, false);
-        assert_eq!(self::names(&untrusted)[7..], ["template:review", "skill:skill:pdf-tools", "skill:skill:from-pi"]);
+        assert_eq!(self::names(&untrusted)[8..], ["template:review", "skill:skill:pdf-tools", "skill:skill:from-pi"]);
         assert_eq!(untrusted.expand("/deploy prod").unwrap(), Expanded::Unchanged);
         assert!(untrusted.expand("/skill:reins-skill").unwrap_err().contains("no skill named \"reins-skill\""));
     }

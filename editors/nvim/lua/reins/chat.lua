@@ -377,6 +377,12 @@ local function ensure_bufs()
     vim.bo[state.pbuf].filetype = "markdown"
     vim.bo[state.pbuf].bufhidden = "hide"
     require("reins.keymaps").prompt(state.pbuf)
+    vim.api.nvim_create_autocmd("TextChangedI", {
+      buffer = state.pbuf,
+      callback = function()
+        M.complete_commands()
+      end,
+    })
   end
 end
 
@@ -509,7 +515,51 @@ function M.send(text)
       vim.notify("reins: " .. client.error_text(err), vim.log.levels.ERROR)
       return
     end
+    if result and result.output then
+      -- A built-in slash command: what it did.
+      vim.notify("reins: " .. result.output, vim.log.levels.INFO)
+    end
     M.running_started(result)
+  end)
+end
+
+--- The completion items of `commands` (as `reins.command.list` gives them) that start with
+--- `typed` (`/`, `/re`, `/skill:p`).
+function M.command_items(commands, typed)
+  local items = {}
+  for _, command in ipairs(commands or {}) do
+    local word = "/" .. command.name
+    if vim.startswith(word, typed) then
+      table.insert(items, {
+        word = word,
+        abbr = command.argumentHint and (word .. " " .. command.argumentHint) or word,
+        menu = command.kind,
+        info = command.description,
+      })
+    end
+  end
+  return items
+end
+
+--- Typing a slash command at the start of the prompt lists the matching ones (built-ins,
+--- prompt templates, skills), as the server knows them now.
+function M.complete_commands()
+  if vim.api.nvim_get_current_buf() ~= state.pbuf or vim.fn.pumvisible() == 1 then
+    return
+  end
+  local row = vim.api.nvim_win_get_cursor(0)[1]
+  if row ~= 1 or not vim.api.nvim_get_current_line():match("^/[%w%-_:]*$") then
+    return
+  end
+  client.exec("reins.command.list", {}, function(err, result)
+    local typed = vim.api.nvim_get_current_line()
+    if err or not result or vim.api.nvim_get_current_buf() ~= state.pbuf or not typed:match("^/") then
+      return
+    end
+    local items = M.command_items(result.commands, typed)
+    if #items > 0 and vim.fn.mode():sub(1, 1) == "i" then
+      vim.fn.complete(1, items)
+    end
   end)
 end
 

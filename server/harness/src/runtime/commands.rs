@@ -9,6 +9,7 @@ use reins_ai::{Content, ThinkingLevel};
 use super::{Harness, RunStarted, SessionId, lock};
 use crate::commands::{Expanded, Locations, Resources, SlashCommand};
 use crate::error::HarnessError;
+use crate::export::ExportFormat;
 
 /// What a command did.
 pub enum Executed {
@@ -144,8 +145,46 @@ impl Harness {
                 Ok(Executed::Done { output: format!("Forked into session {forked}."), session_id: forked })
             }
             "tree" => done(render_tree(&self.tree(session_id)?)),
+            "export" => {
+                let path = self.export_to(session_id, args)?;
+                done(format!("Exported the session to {}", path.display()))
+            }
             other => Err(HarnessError::InvalidArgument(format!("/{other} is not a command"))),
         }
+    }
+}
+
+impl Harness {
+    /// The session's branch, root to its leaf (or to `entry`), as a page.
+    pub fn export(&self, session_id: &str, entry: Option<&str>, format: ExportFormat) -> Result<String, HarnessError> {
+        let messages = match entry {
+            None => self.messages(session_id)?,
+            Some(entry) => {
+                let session = self.session(session_id)?;
+                let file = lock(session.file()?);
+                file.tree().context_for(entry).map_err(super::session_error)?.messages
+            }
+        };
+        Ok(crate::export::render(&format!("reins session {session_id}"), &messages, format))
+    }
+
+    /// `/export [path]`: the page written inside the workspace (default
+    /// `reins-session-ID.html`), in the format its extension names.
+    fn export_to(&self, session_id: &str, path: &str) -> Result<std::path::PathBuf, HarnessError> {
+        let short: String = session_id.chars().take(8).collect();
+        let path = if path.is_empty() { format!("reins-session-{short}.html") } else { path.to_string() };
+        let extension = std::path::Path::new(&path).extension().and_then(|ext| ext.to_str()).unwrap_or("");
+        let format = ExportFormat::parse(extension)
+            .ok_or_else(|| HarnessError::InvalidArgument(format!("{path}: export to a .html or .md file")))?;
+        let target = self
+            .options
+            .workspace
+            .resolve_writable(&path)
+            .map_err(|err| HarnessError::InvalidArgument(err.to_string()))?;
+        let page = self.export(session_id, None, format)?;
+        std::fs::write(&target, page)
+            .map_err(|err| HarnessError::InvalidArgument(format!("cannot write {}: {err}", target.display())))?;
+        Ok(target)
     }
 }
 

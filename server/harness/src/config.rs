@@ -16,7 +16,6 @@ use crate::registry::Api;
 use crate::tool_set::ToolSet;
 use reins_review::{Policy, ToolPattern};
 
-#[path = "config_mcp.rs"]
 mod mcp;
 pub use mcp::{McpServerLayer, McpTransportLayer};
 

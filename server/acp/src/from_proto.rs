@@ -72,7 +72,11 @@ impl Prompt {
     pub fn into_content(self) -> Vec<Content> {
         let text = self.text.trim();
         let mut content: Vec<Content> = (!text.is_empty()).then(|| Content::text(text)).into_iter().collect();
-        content.extend(self.attachments.iter().map(|attachment| Content::text(reins_harness::quote_attachment(&attachment(attachment)))));
+        content.extend(
+            self.attachments
+                .iter()
+                .map(|attachment| Content::text(reins_harness::quote_attachment(&attachment(attachment)))),
+        );
         content.extend(self.images);
         content
     }

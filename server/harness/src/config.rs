@@ -16,12 +16,9 @@ use crate::registry::Api;
 use crate::tool_set::ToolSet;
 use reins_review::{Policy, ToolPattern};
 
-#[path = "config_hooks.rs"]
 mod hooks;
-#[path = "config_mcp.rs"]
 mod mcp;
 pub use mcp::{McpServerLayer, McpTransportLayer};
-#[path = "config_langserver.rs"]
 mod langserver;
 pub use langserver::LspServerLayer;
 pub(crate) use langserver::lsp_servers;

@@ -25,7 +25,6 @@ use crate::trust;
 use reins_mcp::ServerConfig;
 use reins_review::ApprovalPolicy;
 
-#[path = "settings_mcp.rs"]
 mod mcp;
 use mcp::{mcp_servers, mcp_variables};
 
@@ -789,5 +788,4 @@ fn read_mcp_json(path: &Path, var: &impl Fn(&str) -> Option<String>) -> Option<(
 }
 
 #[cfg(test)]
-#[path = "settings_tests.rs"]
 mod tests;

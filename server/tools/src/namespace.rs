@@ -37,7 +37,8 @@ use nix::libc;
 use crate::exec::{Sandbox, SandboxMode};
 
 /// Names, in a workspace root, that reins or git read as trusted: written only by the user.
-pub const PROTECTED_NAMES: &[&str] = &[".git", ".mcp.json", ".reins"];
+/// `.agents` holds project skills (`.agents/skills`), which a trusted workspace loads.
+pub const PROTECTED_NAMES: &[&str] = &[".agents", ".git", ".mcp.json", ".reins"];
 
 /// `open_tree(2)`: a copy of the mount tree at a path, not yet attached anywhere.
 const OPEN_TREE_CLONE: libc::c_uint = 1;

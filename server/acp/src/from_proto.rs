@@ -73,9 +73,7 @@ impl Prompt {
         let text = self.text.trim();
         let mut content: Vec<Content> = (!text.is_empty()).then(|| Content::text(text)).into_iter().collect();
         content.extend(
-            self.attachments
-                .iter()
-                .map(|attachment| Content::text(reins_harness::quote_attachment(&attachment(attachment)))),
+            self.attachments.iter().map(|file| Content::text(reins_harness::quote_attachment(&attachment(file)))),
         );
         content.extend(self.images);
         content
@@ -238,7 +236,7 @@ mod tests {
         // Each quote names its attachment again; the user's text is no quote.
         let names: Vec<Option<&str>> = texts.iter().map(|text| unquote(text)).collect();
         assert_eq!(names, [None, Some("src/a.rs")]);
-        let unread = quote(&Attachment { name: "x.png".into(), text: None });
+        let unread = reins_harness::quote_attachment(&attachment(&Attachment { name: "x.png".into(), text: None }));
         assert_eq!(unquote(&unread), Some("x.png"));
         assert_eq!(unquote("Attached file: a.rs\n```\nnot closed"), None);
         assert_eq!(file_uri(std::path::Path::new("/w/a b#.rs")), "file:///w/a%20b%23.rs");

@@ -49,13 +49,13 @@ impl HumanOutput {
     /// A subagent's event: each tool it starts is one indented line under the parent's `task`;
     /// the rest of its work comes back as the task's answer.
     pub fn show_nested(&self, event: &AgentEvent) {
-        let AgentEvent::ToolExecutionStart { tool_name, args, .. } = event else { return };
+        let AgentEvent::ToolExecutionStart { tool_name, look, .. } = event else { return };
         let Ok(mut state) = self.state.lock() else { return };
         let mut out = std::io::stdout().lock();
         let mut err = std::io::stderr().lock();
         let _ = end_line(&mut state, &mut out);
         let name = self.paint(&format!("↳ {}", visible_line(tool_name)), "36");
-        let _ = writeln!(err, "  {name} {}", summarize_args(tool_name, args));
+        let _ = writeln!(err, "  {name} {}", summary(look));
     }
 
     fn write_event(

@@ -26,7 +26,7 @@ pub use subagents::{Parent, SUBAGENT_ENTRY, TASK_TOOL};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 use reins_agent::{Agent, AgentContext, AgentEvent, Hooks, RunOutcome, SharedBudget, Tool};
 use reins_ai::{Message, Model, Provider};

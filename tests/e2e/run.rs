@@ -104,7 +104,7 @@ async fn a_subagents_tools_show_nested_and_only_the_parents_answer_reaches_stdou
     let run = reins_run(&server, dir.path(), &["what is in a.txt?"]).await;
     assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
     assert_eq!(run.stdout, "It holds alpha.\n", "the child's answer goes to the parent, not the terminal");
-    assert!(run.stderr.contains("● task"), "{}", run.stderr);
+    assert!(run.stderr.contains("● task read a.txt and say what it holds\n"), "the job, not its JSON: {}", run.stderr);
     assert!(run.stderr.contains("  ↳ read a.txt"), "{}", run.stderr);
     let requests = server.chat_requests();
     assert!(transcript(&requests[3].body).contains("the child says alpha"), "the answer is the task's result");

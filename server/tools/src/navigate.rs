@@ -11,9 +11,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use reins_agent::{Proposal, ToolContext, ToolError, ToolOutput, TypedTool};
+use reins_agent::{
+    Proposal, ToolContext, ToolError, ToolKind, ToolLocation, ToolLook, ToolOutput, TypedTool, string_argument,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use serde_json::Value;
 
 use crate::language::{Calls, LanguageSource, Lookup, Place, Point, Symbol};
 use crate::{Workspace, display_path, workspace_error};
@@ -77,6 +80,19 @@ impl TypedTool for LspTool {
 
     fn timeout(&self) -> Option<Duration> {
         Some(TOOL_TIMEOUT)
+    }
+
+    fn look(&self, arguments: &Value) -> ToolLook {
+        let operation = string_argument(arguments, "operation").unwrap_or("lookup");
+        let path = string_argument(arguments, "path");
+        let line = arguments.get("line").and_then(Value::as_u64).and_then(|line| u32::try_from(line).ok());
+        let subject = string_argument(arguments, "symbol").or(string_argument(arguments, "query")).unwrap_or("");
+        ToolLook {
+            title: format!("{operation} of `{subject}`"),
+            kind: ToolKind::Search,
+            locations: path.map(|path| vec![ToolLocation { path: path.to_string(), line }]).unwrap_or_default(),
+            summary: format!("{operation} {subject} {}", path.unwrap_or("")).trim_end().to_string(),
+        }
     }
 
     async fn execute(&self, input: LspInput, _: Option<Proposal>, _: ToolContext<'_>) -> Result<ToolOutput, ToolError> {
@@ -413,6 +429,33 @@ mod tests {
         let report = references_report(&[("a.py", &text)], &places).await;
         assert_eq!(report.lines().count(), 1 + 100 + 1);
         assert!(report.ends_with("  100:1: greet(100)\n[Showing 100 of 150 references in 1 file.]"), "{report}");
+    }
+
+    #[test]
+    fn lsp_and_rename_calls_look_like_what_they_ask() {
+        use reins_agent::Tool;
+        let root = std::env::temp_dir();
+        let workspace: Arc<dyn Workspace> = Arc::new(crate::FsWorkspace::new(vec![root]).unwrap());
+        let lsp: Arc<dyn Tool> = Arc::new(LspTool::new(workspace.clone(), Arc::new(Silent)));
+        let rename: Arc<dyn Tool> = Arc::new(crate::RenameTool::new(workspace, Arc::new(Silent)));
+        let asked =
+            lsp.look(&serde_json::json!({"operation": "references", "path": "a.py", "line": 3, "symbol": "greet"}));
+        assert_eq!(
+            (asked.title.as_str(), asked.kind, asked.summary.as_str()),
+            ("references of `greet`", ToolKind::Search, "references greet a.py")
+        );
+        assert_eq!(asked.locations, [ToolLocation { path: "a.py".into(), line: Some(3) }]);
+        let renamed =
+            rename.look(&serde_json::json!({"path": "a.py", "line": 1, "symbol": "greet", "new_name": "welcome"}));
+        assert_eq!(
+            (renamed.title.as_str(), renamed.kind, renamed.summary.as_str()),
+            ("Rename `greet` to `welcome`", ToolKind::Edit, "greet → welcome a.py")
+        );
+        assert_eq!(
+            rename.look(&serde_json::json!({})).summary,
+            "? → ?",
+            "a call without arguments still looks like a rename"
+        );
     }
 
     #[test]

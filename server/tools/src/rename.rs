@@ -8,9 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use reins_agent::{FileChange, Proposal, ToolContext, ToolError, ToolOutput, TypedTool};
+use reins_agent::{
+    FileChange, Proposal, ToolContext, ToolError, ToolKind, ToolLocation, ToolLook, ToolOutput, TypedTool,
+    string_argument,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use serde_json::Value;
 
 use crate::language::{LanguageSource, Point, RenameStep, TextReplace};
 use crate::navigate::locate;
@@ -49,6 +53,19 @@ impl TypedTool for RenameTool {
 
     fn timeout(&self) -> Option<Duration> {
         Some(Duration::from_secs(60))
+    }
+
+    fn look(&self, arguments: &Value) -> ToolLook {
+        let (symbol, new_name) = (string_argument(arguments, "symbol"), string_argument(arguments, "new_name"));
+        let path = string_argument(arguments, "path");
+        let line = arguments.get("line").and_then(Value::as_u64).and_then(|line| u32::try_from(line).ok());
+        let renamed = format!("{} → {}", symbol.unwrap_or("?"), new_name.unwrap_or("?"));
+        ToolLook {
+            title: format!("Rename `{}` to `{}`", symbol.unwrap_or(""), new_name.unwrap_or("")),
+            kind: ToolKind::Edit,
+            locations: path.map(|path| vec![ToolLocation { path: path.to_string(), line }]).unwrap_or_default(),
+            summary: format!("{renamed} {}", path.unwrap_or("")).trim_end().to_string(),
+        }
     }
 
     async fn prepare(&self, input: &RenameInput) -> Result<Option<Proposal>, ToolError> {

@@ -15,12 +15,15 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use reins_agent::{Proposal, RunOutcome, SharedBudget, ToolContext, ToolError, ToolOutput, TurnEndReason, TypedTool};
+use reins_agent::{
+    Proposal, RunOutcome, SharedBudget, ToolContext, ToolError, ToolLook, ToolOutput, TurnEndReason, TypedTool,
+    string_argument,
+};
 use reins_ai::{Content, Message, now_ms};
 use reins_session::{Durability, EntryKind};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::{Harness, SessionId, lock, session_error};
@@ -86,6 +89,13 @@ impl TypedTool for TaskTool {
 
     fn timeout(&self) -> Option<Duration> {
         Some(TASK_TIMEOUT)
+    }
+
+    /// The job's short description (else its prompt's first line), not the call's JSON.
+    fn look(&self, arguments: &Value) -> ToolLook {
+        let prompt = string_argument(arguments, "prompt").and_then(|prompt| prompt.lines().next());
+        let gist = string_argument(arguments, "description").or(prompt).unwrap_or("");
+        ToolLook { title: format!("Subagent: {gist}"), summary: gist.to_string(), ..ToolLook::default() }
     }
 
     async fn prepare(&self, input: &TaskInput) -> Result<Option<Proposal>, ToolError> {

@@ -49,19 +49,24 @@ async fn three_agents_on_worktrees_land_their_changes_around_the_users_typing() 
     // meanwhile, and the three finish one after the other); the third also rewrites b.txt.
     let server = ScriptedServer::start(vec![
         edit("agent-one", "one", "ONE"),
-        Reply::text("one done").with_delay_ms(1500).when("agent-one"),
+        Reply::text("one done").with_delay_ms(5000).when("agent-one"),
         edit("agent-two", "two", "TWO"),
-        Reply::text("two done").with_delay_ms(2500).when("agent-two"),
+        Reply::text("two done").with_delay_ms(6000).when("agent-two"),
         Reply::tool_call("call_b", "write", json!({"path": "b.txt", "content": "agent b\n"})).when("agent-three"),
         edit("agent-three", "three", "THREE"),
-        Reply::text("three done").with_delay_ms(3500).when("agent-three"),
+        Reply::text("three done").with_delay_ms(7000).when("agent-three"),
     ])
     .await;
     let args = ["agent-one", "agent-two", "agent-three"].map(|prompt| ["--worktree", "--yes", prompt]);
     let runs = args.iter().map(|args| reins_run(&server, dir.path(), args));
     let typist = async {
         // Once the three worktrees are there, the user types at the end of a.txt and rewrites b.txt.
-        while worktree_records(dir.path()).len() < 3 {
+        // Counted as seen, not as there at once: on a slow machine the first may be done and gone
+        // before the third is made, and the typist must not wait for ever then (the asserts say it).
+        let mut seen = std::collections::HashSet::new();
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while seen.len() < 3 && std::time::Instant::now() < deadline {
+            seen.extend(worktree_records(dir.path()));
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         std::fs::write(dir.path().join("a.txt"), "one\ntwo\nthree\nfour\nfive!\nsix\n").unwrap();

@@ -17,6 +17,8 @@ const { REINS_BIN, SCRIPTED_LLM_BIN, PI_BIN, PI_PACKAGE_DIR, WORK_DIR } = proces
 for (const [name, value] of Object.entries({ REINS_BIN, SCRIPTED_LLM_BIN, PI_BIN, PI_PACKAGE_DIR, WORK_DIR })) {
   if (!value) throw new Error(`set ${name} (run tests/pi-interop/run.sh)`);
 }
+/** The pi under test's version, from its package. */
+const PI_VERSION = JSON.parse(fs.readFileSync(path.join(PI_PACKAGE_DIR, "package.json"), "utf8")).version;
 /** pi's name for the scripted server in its models.json, and the model both agents ask for. */
 const PI_PROVIDER = "scripted";
 const MODEL = "scripted-model";
@@ -58,6 +60,9 @@ const REPLIES = [
   { text: "reins: added a step." },
   { text: "reins: the plan has one step." },
   { text: "pi: the plan has one step." },
+  // One skill folder in ~/.agents/skills, as either agent's user writes it: pi, then reins.
+  { text: "pi: no PDF here." },
+  { text: "reins: no PDF here." },
 ];
 const PROMPTS = {
   first: "what does notes.txt say?",
@@ -70,6 +75,13 @@ const PROMPTS = {
   files: "rename the fruit and write a plan",
   moreFiles: "add a step to the plan",
   afterCheckout: "how many steps has the plan?",
+  skill: "is there a PDF here?",
+};
+
+/** A skill in the Agent Skills format, in the folder both agents read (`~/.agents/skills`). */
+const SKILL = {
+  name: "pdf-tools",
+  description: "Extract text and tables from PDF files. Use when the user asks about a PDF.",
 };
 
 // ---- the model server behind a recording proxy ----
@@ -135,8 +147,8 @@ function run(program, args, env) {
   });
 }
 
-function reins(model, args) {
-  const env = { ...process.env, REINS_HOME: reinsHome, OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "sk-pi-interop", REINS_LOG: "warn" };
+function reins(model, args, extraEnv = {}) {
+  const env = { ...process.env, REINS_HOME: reinsHome, OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "sk-pi-interop", REINS_LOG: "warn", ...extraEnv };
   return run(REINS_BIN, args, env);
 }
 
@@ -349,6 +361,27 @@ async function main() {
     const piAfter = await pi(["--session", filesForPi, "-p", PROMPTS.afterCheckout]);
     check("pi printed the scripted answer", piAfter.trim(), "pi: the plan has one step.");
     check("pi's request on a session with file entries equals reins's", conversationOf(onlyRequest(model, "pi-after-checkout")), reinsAfter);
+
+    // Skills: one folder, written once, is offered by both agents in the same words (pi reads
+    // ~/.agents/skills since 1.x).
+    if (PI_VERSION.startsWith("0.")) return;
+    const skillDir = path.join(piHome, ".agents", "skills", SKILL.name);
+    fs.mkdirSync(skillDir, { recursive: true });
+    const skillFile = path.join(skillDir, "SKILL.md");
+    fs.writeFileSync(skillFile, `---\nname: ${SKILL.name}\ndescription: ${SKILL.description}\n---\n# PDF tools\nRun \`pdftotext FILE -\`.\n`);
+    const listed = (request) => {
+      const content = request.messages[0].content;
+      const system = typeof content === "string" ? content : content.map((part) => part.text ?? "").join("");
+      const at = system.indexOf("<available_skills>");
+      return at < 0 ? null : system.slice(at, system.indexOf("</available_skills>", at) + "</available_skills>".length);
+    };
+    model.phase("pi-skill");
+    await pi(["--no-session", "-p", PROMPTS.skill]);
+    model.phase("reins-skill");
+    await reins(model, ["run", "--json", "--yes", "--model", MODEL, PROMPTS.skill], { HOME: piHome });
+    const expected = `<available_skills>\n  <skill>\n    <name>${SKILL.name}</name>\n    <description>${SKILL.description}</description>\n    <location>${skillFile}</location>\n  </skill>\n</available_skills>`;
+    check("pi offers the skill from ~/.agents/skills", listed(onlyRequest(model, "pi-skill")), expected);
+    check("reins offers the same skill in the same words", listed(onlyRequest(model, "reins-skill")), expected);
   } finally {
     model.stop();
   }

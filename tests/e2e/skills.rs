@@ -207,6 +207,7 @@ async fn the_first_request_grows_only_by_names_descriptions_and_paths() {
     }
     let (code, _, stderr) = setup.run(&server, &["hello"]).await;
     assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stderr.contains("skill"), "twenty good skills are silent: {stderr}");
 
     let requests = server.chat_requests();
     let (without, with) = (system_prompt(&requests[0].body), system_prompt(&requests[1].body));
@@ -221,6 +222,27 @@ async fn the_first_request_grows_only_by_names_descriptions_and_paths() {
     let whole =
         serde_json::to_vec(&requests[1].body).unwrap().len() - serde_json::to_vec(&requests[0].body).unwrap().len();
     eprintln!("20 skills: the system prompt grew by {grown} bytes, the first request by {whole}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skill_without_a_description_is_named_at_the_start_and_the_run_goes_on() {
+    let setup = Setup::new(&[]);
+    let server = ScriptedServer::start(vec![Reply::text("ok")]).await;
+    setup.write(&setup.home.join(".agents/skills/half/SKILL.md"), "---\nname: half\n---\nNo description.\n");
+    let (code, stdout, stderr) = setup.run(&server, &["hello"]).await;
+    assert_eq!((code, stdout.trim()), (Some(0), "ok"), "{stderr}");
+    expect![[r#"
+        reins: skill: <home>/.agents/skills/half/SKILL.md: description is required; the skill is not loaded
+    "#]]
+    .assert_eq(
+        &setup
+            .redact(&stderr)
+            .lines()
+            .filter(|line| line.contains("skill"))
+            .map(|line| format!("{line}\n"))
+            .collect::<String>(),
+    );
+    assert!(!system_prompt(&server.chat_requests()[0].body).contains("<name>half</name>"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

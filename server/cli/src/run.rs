@@ -180,6 +180,10 @@ async fn run(args: RunArgs) -> ExitCode {
         persist,
         warn: Arc::new(|message: &str| eprintln!("reins: warning: {}", reins_ai::visible(message))),
     });
+    // A skill file that is not quite one loads where it can; the user hears what is wrong with it.
+    for warning in &harness.resources().skills.warnings {
+        eprintln!("reins: skill: {}", reins_ai::visible(&warning.to_string()));
+    }
     let code = run_in(&harness, &args).await;
     if let Some(worktree) = &worktree {
         let approver = TerminalApprover::new(worktree.repo.clone());

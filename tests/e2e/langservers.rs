@@ -12,7 +12,7 @@ use scripted_llm::{Reply, ScriptedServer};
 use serde_json::{Value, json};
 
 use support::processes::{child_of, wait_for, wait_until_gone};
-use support::{reins_command, reins_home, workspace};
+use support::{CANARY_KEY, reins_command, reins_home, workspace};
 
 /// Where tests/langservers/install.sh put the npm servers (installed on first use).
 fn servers_bin() -> &'static Path {
@@ -38,6 +38,8 @@ async fn run_calls(dir: &Path, calls: &[(&str, Value)]) -> Vec<String> {
     let path = format!("{}:{}", servers_bin().display(), std::env::var("PATH").unwrap_or_default());
     let output = reins_command(Some(&server.base_url()), dir, &["run", "--yes", "--json", "go"])
         .env("PATH", path)
+        // The key under a name that does not look like one: only its value gives it away.
+        .env("REINS_TEST_NOTE", CANARY_KEY)
         .output()
         .await
         .expect("run reins");
@@ -149,7 +151,7 @@ async fn a_missing_or_crashing_server_is_a_tool_error_and_the_run_goes_on() {
     std::fs::write(
         reins_home(dir.path()).join("config.toml"),
         "[lsp_servers.missing]\ncommand = \"no-such-language-server\"\nfile_patterns = [\"*.zz\"]\n\n\
-         [lsp_servers.crashing]\ncommand = \"sh\"\nargs = [\"-c\", \"echo cannot go on >&2; exit 3\"]\n\
+         [lsp_servers.crashing]\ncommand = \"sh\"\nargs = [\"-c\", \"env > seen-env.txt; echo cannot go on >&2; exit 3\"]\n\
          file_patterns = [\"*.yy\"]\n",
     )
     .unwrap();
@@ -171,6 +173,10 @@ async fn a_missing_or_crashing_server_is_a_tool_error_and_the_run_goes_on() {
         ---
         b.yy has 1 line; line 3 is not one of them"#]],
     );
+    // A server gets the tools' environment: no provider key, by name or by value.
+    let seen = std::fs::read_to_string(dir.path().join("seen-env.txt")).expect("the server wrote its environment");
+    assert!(seen.contains("PATH="), "{seen}");
+    assert!(!seen.contains(CANARY_KEY) && !seen.contains("OPENAI_API_KEY"), "{seen}");
 }
 
 const GREETER_TS: &str = r#"export class Greeter {

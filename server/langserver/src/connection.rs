@@ -4,6 +4,7 @@
 //! told about, and the diagnostics it published.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -79,17 +80,22 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Connection {
-    /// Starts `config`'s server in `root` and initializes it; fails with a sentence naming the
-    /// server when it cannot be started, crashes or does not answer in time.
-    pub async fn start(config: &ServerConfig, root: &Path) -> Result<Arc<Connection>, String> {
+    /// Starts `config`'s server in `root` with `env` as its whole environment and initializes
+    /// it; fails with a sentence naming the server when it cannot be started, crashes or does
+    /// not answer in time.
+    pub async fn start(
+        config: &ServerConfig,
+        root: &Path,
+        env: &[(OsString, OsString)],
+    ) -> Result<Arc<Connection>, String> {
         let name = &config.name;
         let mut command = tokio::process::Command::new(&config.command);
         command
             .args(&config.args)
             .current_dir(root)
-            // Provider keys stay with reins.
+            // Provider keys stay with reins: `env` is the tool environment, without them.
             .env_clear()
-            .envs(std::env::vars_os().filter(|(key, _)| !reins_tools::looks_secret(&key.to_string_lossy())))
+            .envs(env.iter().map(|(name, value)| (name, value)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

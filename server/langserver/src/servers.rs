@@ -4,6 +4,7 @@
 //! the next question.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -27,12 +28,15 @@ pub struct LanguageServers {
     /// Absolute, canonical workspace roots: servers run in them and answers are about them.
     roots: Vec<PathBuf>,
     running: Mutex<HashMap<(String, PathBuf), Slot>>,
+    /// The whole environment of every server it starts: the caller's tool environment, without
+    /// the keys reins holds.
+    env: Arc<Vec<(OsString, OsString)>>,
 }
 
 impl LanguageServers {
     /// The servers of `configs` for a workspace of `roots`; none starts yet. A config whose
-    /// patterns do not parse is left out with a warning.
-    pub fn new(configs: Vec<ServerConfig>, roots: Vec<PathBuf>) -> Self {
+    /// patterns do not parse is left out with a warning. `env` is all its servers see.
+    pub fn new(configs: Vec<ServerConfig>, roots: Vec<PathBuf>, env: Vec<(OsString, OsString)>) -> Self {
         let configs = configs
             .into_iter()
             .filter_map(|config| {
@@ -51,7 +55,7 @@ impl LanguageServers {
                 Some((config.clone(), set.build().ok()?))
             })
             .collect();
-        Self { configs, roots, running: Mutex::default() }
+        Self { configs, roots, running: Mutex::default(), env: Arc::new(env) }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -119,10 +123,10 @@ impl LanguageServers {
         if let Some(started) = slot.get() {
             return started.clone();
         }
-        let (config, root) = (config.clone(), root.to_path_buf());
+        let (config, root, env) = (config.clone(), root.to_path_buf(), self.env.clone());
         let starting = slot.clone();
         let start = tokio::spawn(async move {
-            starting.get_or_init(|| async { Connection::start(&config, &root).await }).await.clone()
+            starting.get_or_init(|| async { Connection::start(&config, &root, &env).await }).await.clone()
         });
         start.await.unwrap_or_else(|err| Err(format!("the language server's start failed: {err}")))
     }

@@ -1,6 +1,6 @@
 //! The crates keep their floors: a surface (the LSP server, the ACP agent) depends on no other
 //! surface and not on the binary in front of them, and nothing below the surfaces depends on one,
-//! as `cargo metadata` reads the manifests.
+//! as `cargo metadata` reads the manifests; the settings sit below the harness.
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -11,6 +11,8 @@ use serde_json::Value;
 const SURFACES: &[&str] = &["reins-lsp", "reins-acp"];
 /// The binary in front of the surfaces.
 const FRONT_DOOR: &str = "reins";
+/// The config files, layers, registry, keys and trust.
+const SETTINGS: &str = "reins-settings";
 
 /// Each workspace crate's normal and build dependencies among the workspace crates.
 fn workspace_dependencies() -> BTreeMap<String, Vec<String>> {
@@ -65,6 +67,23 @@ fn no_surface_depends_on_another_and_nothing_below_on_a_surface() {
     }
     assert_eq!(crossings(&graph), Vec::<String>::new());
     assert!(graph[FRONT_DOOR].iter().any(|dependency| dependency == "reins-lsp"));
+}
+
+/// The settings crate's place: below the harness, which alone uses it and re-exports what the
+/// surfaces need (one way to reach a setting, not two).
+#[test]
+fn the_settings_are_read_below_the_harness_and_reached_through_it() {
+    let graph = workspace_dependencies();
+    let settings = &graph[SETTINGS];
+    for upper in ["reins-harness", "reins-wire"].iter().chain(SURFACES).chain([&FRONT_DOOR]) {
+        assert!(!settings.contains(&upper.to_string()), "{SETTINGS} depends on {upper}");
+    }
+    let users: Vec<&String> = graph
+        .iter()
+        .filter(|(_, dependencies)| dependencies.contains(&SETTINGS.to_string()))
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(users, ["reins-harness"]);
 }
 
 #[test]

@@ -11,8 +11,8 @@ use reins_ai::ToolCall;
 use reins_review::{ApprovalRequest, Approver, without_asking};
 use tokio_util::sync::CancellationToken;
 
-use crate::live_settings::LiveSettings;
 use crate::runtime::{RunId, SessionId, lock};
+use reins_settings::LiveSettings;
 
 pub(crate) struct ApprovalGate {
     pub session_id: SessionId,
@@ -55,7 +55,7 @@ mod tests {
     use reins_review::{ApprovalPolicy, Policy, Verdict};
 
     use super::*;
-    use crate::settings::Settings;
+    use reins_settings::Settings;
 
     /// Writes down who asked, and allows the tool for the session.
     struct Recorder(Mutex<Vec<String>>);

@@ -177,7 +177,7 @@ impl Resources {
 
 /// What `reins config check` says of skills, templates and hooks: where they are read from (pi's
 /// folder named when it is used), each one found, each hook, and what is wrong in their files.
-pub fn describe_resources(settings: &crate::settings::Settings, cwd: &Path) -> String {
+pub fn describe_resources(settings: &reins_settings::Settings, cwd: &Path) -> String {
     let trusted = settings.is_trusted(cwd);
     let locations = Locations::new(&settings.config_dir, settings.home(), cwd, trusted);
     let resources = Resources::discover(&locations);

@@ -8,31 +8,16 @@ use async_trait::async_trait;
 use reins_agent::{AgentContext, Gate, Hooks, Proposal, RunOutcome};
 use reins_ai::{Message, Model, Provider, ProviderErrorKind, ToolCall, ToolResultMessage};
 use reins_session::{EntryKind, SessionFile, estimate_context_tokens, find_cut_point};
+use reins_settings::CompactionSettings;
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::ApprovalGate;
 use crate::diagnostics::Feedback;
 use crate::error::HarnessError;
 use crate::hooks::HookRunner;
-use crate::live_settings::LiveSettings;
 use crate::runtime::{SessionTools, lock, session_error};
 use crate::summary::{FileActivity, compaction_summary};
-
-/// When the conversation is compacted, in estimated tokens.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CompactionSettings {
-    /// Compact automatically when the context comes within `reserve_tokens` of the window.
-    pub auto: bool,
-    pub reserve_tokens: u64,
-    /// How much of the newest conversation a compaction keeps verbatim.
-    pub keep_recent_tokens: u64,
-}
-
-impl Default for CompactionSettings {
-    fn default() -> Self {
-        Self { auto: true, reserve_tokens: 16_384, keep_recent_tokens: 20_000 }
-    }
-}
+use reins_settings::LiveSettings;
 
 /// What a compaction did.
 #[derive(Debug, Clone, PartialEq)]

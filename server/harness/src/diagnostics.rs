@@ -24,8 +24,8 @@ use reins_tools::{
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::live_settings::LiveSettings;
 use crate::runtime::lock;
+use reins_settings::LiveSettings;
 
 /// The first line of the feedback; the problems follow, one a line.
 pub const NEW_PROBLEMS: &str = "The edit resulted in these new problems:";
@@ -35,28 +35,6 @@ pub const MAX_TOLD: usize = 20;
 const POLL: Duration = Duration::from_millis(100);
 /// How long the editor may take to answer before an edit; the edit waits that long at most.
 const BEFORE_TIMEOUT: Duration = Duration::from_secs(1);
-
-/// `[diagnostics]`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FeedbackSettings {
-    /// Tell the model the problems its edits caused.
-    pub after_edit: bool,
-    /// The longest wait for the editor's diagnostics to change after an edit, in milliseconds.
-    pub settle_ms: u64,
-    /// Tell new warnings too, not only errors.
-    pub warnings: bool,
-    /// Where there is no editor: the command whose `file:line:col: severity: message` output
-    /// gives the problems.
-    pub command: Option<String>,
-    /// How long the command may run, in seconds.
-    pub command_timeout_secs: u64,
-}
-
-impl Default for FeedbackSettings {
-    fn default() -> Self {
-        Self { after_edit: true, settle_ms: 1500, warnings: false, command: None, command_timeout_secs: 60 }
-    }
-}
 
 /// The after-edit feedback of one session, driven by its hooks.
 pub(crate) struct Feedback {

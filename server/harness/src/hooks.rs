@@ -9,68 +9,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use reins_ai::{ToolCall, ToolResultMessage};
-use reins_review::ToolPattern;
 use reins_tools::{HookRun, Workspace, run_hook};
 use serde_json::{Value, json};
 
-use crate::live_settings::LiveSettings;
+use reins_settings::{HookConfig, HookEvent, LiveSettings};
 
-/// A hook's timeout when its config gives none, in seconds (Claude Code's too).
-pub const DEFAULT_HOOK_TIMEOUT_SECS: u64 = 60;
 /// The reason a blocking hook gives is cut at this many characters.
 const MAX_REASON_CHARS: usize = 2000;
-
-/// One `[[hooks]]` entry.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HookConfig {
-    pub event: HookEvent,
-    /// Tool names it applies to: globs, `|` between alternatives (`edit|write`, `mcp__*`); none
-    /// or `*`: all. Only tool events look at it.
-    pub matcher: Option<String>,
-    /// A shell command (`bash -c`).
-    pub command: String,
-    pub timeout_secs: u64,
-    /// The config file that set it.
-    pub origin: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HookEvent {
-    BeforeTool,
-    AfterTool,
-    AfterEdit,
-    RunEnd,
-}
-
-impl HookEvent {
-    pub fn parse(name: &str) -> Option<Self> {
-        Some(match name {
-            "before_tool" => Self::BeforeTool,
-            "after_tool" => Self::AfterTool,
-            "after_edit" => Self::AfterEdit,
-            "run_end" => Self::RunEnd,
-            _ => return None,
-        })
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::BeforeTool => "before_tool",
-            Self::AfterTool => "after_tool",
-            Self::AfterEdit => "after_edit",
-            Self::RunEnd => "run_end",
-        }
-    }
-}
-
-impl HookConfig {
-    /// Whether it runs for a call of `tool` (`None`: an event of no tool).
-    pub fn matches(&self, tool: Option<&str>) -> bool {
-        let (Some(matcher), Some(tool)) = (self.matcher.as_deref().map(str::trim), tool) else { return true };
-        matcher.is_empty()
-            || matcher.split('|').map(str::trim).any(|glob| ToolPattern::new(glob).is_ok_and(|glob| glob.matches(tool)))
-    }
-}
 
 /// Runs a session's hooks: those of the settings in force at each event.
 pub(crate) struct HookRunner {
@@ -170,29 +115,5 @@ impl HookRunner {
             done.push((hook, run));
         }
         done
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn hook(matcher: Option<&str>) -> HookConfig {
-        HookConfig {
-            event: HookEvent::BeforeTool,
-            matcher: matcher.map(str::to_string),
-            command: "true".into(),
-            timeout_secs: 1,
-            origin: String::new(),
-        }
-    }
-
-    #[test]
-    fn matchers_are_globs_with_alternatives() {
-        assert!(hook(None).matches(Some("bash")) && hook(Some("*")).matches(Some("bash")));
-        assert!(hook(Some("edit|write")).matches(Some("write")));
-        assert!(!hook(Some("edit|write")).matches(Some("bash")));
-        assert!(hook(Some("mcp__*")).matches(Some("mcp__docs__search")));
-        assert!(hook(Some("bash")).matches(None), "an event of no tool runs every hook of it");
     }
 }

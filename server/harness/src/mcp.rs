@@ -9,7 +9,7 @@ use std::sync::Arc;
 use reins_mcp::{MAX_RESTARTS, Options, ServerConfig, Servers};
 
 use crate::mcp_pool::{self, PoolKey};
-use crate::settings::Settings;
+use reins_settings::Settings;
 
 /// Where warnings go that are no agent event: an MCP server could not start, or stopped; a
 /// thinking level the session's model cannot take (said once). The CLI prints them on stderr;

@@ -13,8 +13,8 @@ use reins_ai::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::registry::Api;
-use crate::settings::Settings;
+use reins_settings::Api;
+use reins_settings::Settings;
 
 pub struct Router {
     settings: Settings,

@@ -8,8 +8,8 @@ use reins_session::{CallUsage, EntryKind, SessionContext};
 
 use super::{Harness, LiveSession, lock, session_error};
 use crate::error::HarnessError;
-use crate::settings::Settings;
-use crate::tool_set::ToolSet;
+use reins_settings::Settings;
+use reins_settings::ToolSet;
 
 /// A session's own choices; `None` follows the settings in force.
 #[derive(Debug, Default)]

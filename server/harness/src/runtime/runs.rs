@@ -12,10 +12,11 @@ use reins_session::{SessionFile, estimate_tokens};
 use tokio::sync::oneshot;
 
 use super::{Harness, IdleOnDrop, LiveSession, RunStarted, lock};
-use crate::compaction::{CompactionSettings, compact_and_reload, near_window, overflowed};
+use crate::compaction::{compact_and_reload, near_window, overflowed};
 use crate::error::HarnessError;
 use crate::hooks::HookRunner;
-use crate::settings::Settings;
+use reins_settings::CompactionSettings;
+use reins_settings::Settings;
 
 impl Harness {
     /// Sends a user message; the run goes on in the background. `Busy` if one is going.

@@ -9,7 +9,7 @@
 //! the parent's session and tool call, and each tool it starts is a progress line of the
 //! parent's call. Several `task` calls in one answer run at once (the tool is read-only to the
 //! loop: what it changes goes through the child's own gate), at most
-//! [`Settings::max_subagents`](crate::settings::Settings) at a time.
+//! [`Settings::max_subagents`](reins_settings::Settings) at a time.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -28,7 +28,7 @@ use tokio::sync::mpsc;
 
 use super::{Harness, SessionId, lock, session_error};
 use crate::error::HarnessError;
-use crate::tool_set::{READ_ONLY_TOOLS, ToolSet};
+use reins_settings::{READ_ONLY_TOOLS, ToolSet};
 
 /// The tool's name.
 pub const TASK_TOOL: &str = "task";

@@ -16,8 +16,8 @@ use super::{Harness, lock};
 use crate::checkpoint::{FileRecorder, recorded};
 use crate::error::HarnessError;
 use crate::mcp;
-use crate::settings::Settings;
-use crate::tool_set::ToolSet;
+use reins_settings::Settings;
+use reins_settings::ToolSet;
 
 /// The configured servers, and the workspace roots they were built for.
 pub(super) struct ConfiguredServers {

@@ -17,6 +17,7 @@ use crate::tool_set::ToolSet;
 use reins_review::{Policy, ToolPattern};
 
 mod hooks;
+pub use hooks::{DEFAULT_HOOK_TIMEOUT_SECS, HookConfig, HookEvent};
 mod mcp;
 pub use mcp::{McpServerLayer, McpTransportLayer};
 mod langserver;
@@ -95,7 +96,7 @@ pub struct ConfigLayer {
     /// `[lsp_servers.NAME]`, in the order written.
     pub lsp_servers: Vec<(String, LspServerLayer)>,
     /// `[[hooks]]`, in the order written.
-    pub hooks: Vec<crate::hooks::HookConfig>,
+    pub hooks: Vec<HookConfig>,
 }
 
 /// `[tools] edit_format`: one dialect for every model, or each model's own (`auto`).

@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, PoisonError, RwLock};
 
-use crate::settings::Settings;
+use crate::Settings;
 
 #[derive(Clone)]
 pub struct LiveSettings(Arc<RwLock<Arc<Settings>>>);
@@ -21,8 +21,9 @@ impl LiveSettings {
         self.0.read().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
-    /// Puts `settings` in force; answers them.
-    pub(crate) fn set(&self, settings: Settings) -> Arc<Settings> {
+    /// Puts `settings` in force; answers them. The harness is the one caller (see the module's
+    /// first lines).
+    pub fn set(&self, settings: Settings) -> Arc<Settings> {
         let settings = Arc::new(settings);
         *self.0.write().unwrap_or_else(PoisonError::into_inner) = settings.clone();
         settings

@@ -18,7 +18,6 @@ use crate::auth::{self, AuthKeys};
 use crate::compaction::CompactionSettings;
 use crate::config::{ConfigDiagnostic, ConfigLayer, EditFormatChoice, LayerKind, Source, trim_url};
 use crate::diagnostics::FeedbackSettings;
-use crate::error::HarnessError;
 use crate::registry::{Api, FALLBACK_PROVIDER, ProviderInfo, Registry, blank_entry};
 use crate::tool_set::ToolSet;
 use crate::trust;
@@ -87,7 +86,7 @@ pub struct Settings {
     /// The language servers reins may start (`[lsp_servers]` over those found on `PATH`).
     pub lsp_servers: Vec<reins_langserver::ServerConfig>,
     /// `[[hooks]]` of the config files, the user's first (a project's only when trusted).
-    pub hooks: Vec<crate::hooks::HookConfig>,
+    pub hooks: Vec<crate::config::HookConfig>,
     /// What was wrong in the config; those settings were ignored.
     pub diagnostics: Vec<ConfigDiagnostic>,
     /// A trusted workspace's configuration files that changed since the user trusted it, and
@@ -396,10 +395,10 @@ impl Settings {
     /// A failed model call as the user reads it: what went wrong and what to do about it, naming
     /// the endpoint of the model that failed (and saying how to configure one when that is the
     /// built-in default nobody chose).
-    pub fn provider_failure(&self, error: &ProviderError, provider: &str, model: &str) -> HarnessError {
+    pub fn provider_failure(&self, error: &ProviderError, provider: &str, model: &str) -> String {
         let model = self.resolve_recorded(provider, model);
         let configured = self.base_url_configured || model.base_url != self.base_url;
-        HarnessError::from_provider(error, &model.base_url, configured)
+        crate::failure::provider_failure(error, &model.base_url, configured)
     }
 
     /// Why a run that ended in error failed: its last provider failure, else the run's `error`.
@@ -409,9 +408,7 @@ impl Settings {
             _ => None,
         });
         match failed {
-            Some((failure, assistant)) => {
-                self.provider_failure(failure, &assistant.provider, &assistant.model).to_string()
-            }
+            Some((failure, assistant)) => self.provider_failure(failure, &assistant.provider, &assistant.model),
             None => error.unwrap_or("the run failed").to_string(),
         }
     }

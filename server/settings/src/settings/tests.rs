@@ -298,7 +298,7 @@ fn only_the_users_config_loosens_the_sandbox() {
 fn failures_name_the_endpoint_or_say_how_to_set_one() {
     let s = settings(&[("HOME", "/nonexistent")]);
     let refused = reins_ai::ProviderError::new(reins_ai::ProviderErrorKind::Connection, "connection refused");
-    let failure = |provider: &str, model: &str| s.provider_failure(&refused, provider, model).to_string();
+    let failure = |provider: &str, model: &str| s.provider_failure(&refused, provider, model);
     assert!(failure("anthropic", "claude-haiku-4-5").contains("connection refused"));
     // The built-in endpoint nobody chose: say how to choose one.
     assert!(failure("openai-compatible", "qwen2.5-coder:7b").contains("set OPENAI_BASE_URL"));

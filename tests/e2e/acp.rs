@@ -794,6 +794,46 @@ async fn an_mcp_server_that_cannot_start_is_told_in_the_session() {
     assert!(!server.chat_requests()[0].body.to_string().contains("ghost"));
 }
 
+/// Issue 30: a skill file that is not quite one (no description) is told once per connection, in
+/// the log and in the first session as a failed step at the start of its turn; a default setup
+/// is silent.
+#[tokio::test]
+async fn a_skill_file_that_is_not_quite_one_is_told_once_and_a_default_setup_is_silent() {
+    let dir = workspace(&[]);
+    let server = ScriptedServer::start(vec![Reply::text("Hello."), Reply::text("One."), Reply::text("Two.")]).await;
+    let shared = Shared::default();
+    let (_, stderr) = with_client(&server, dir.path(), shared.clone(), NOTHING, async |cx| {
+        let session = new_session(&cx, dir.path(), vec![]).await;
+        prompt(&cx, &session, "hi").await
+    })
+    .await;
+    assert!(!stderr.contains("skill"), "a default setup is silent: {stderr}");
+    assert!(updates(&shared).iter().all(|u| u["update"]["sessionUpdate"] != "tool_call"));
+
+    let skill = dir.path().join(".home/.agents/skills/half/SKILL.md");
+    std::fs::create_dir_all(skill.parent().unwrap()).unwrap();
+    std::fs::write(&skill, "---\nname: half\n---\nNo description.\n").unwrap();
+    let shared = Shared::default();
+    let (_, stderr) = with_client(&server, dir.path(), shared.clone(), NOTHING, async |cx| {
+        let first = new_session(&cx, dir.path(), vec![]).await;
+        prompt(&cx, &first, "one").await;
+        let second = new_session(&cx, dir.path(), vec![]).await;
+        prompt(&cx, &second, "two").await
+    })
+    .await;
+    let seen = updates(&shared);
+    let notices: Vec<&Value> = seen.iter().filter(|u| u["update"]["sessionUpdate"] == "tool_call").collect();
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    let notice = &notices[0]["update"];
+    assert_eq!(
+        (notice["status"].as_str(), notice["title"].as_str()),
+        (Some("failed"), Some("some skill files are not quite skills:"))
+    );
+    let said = notice["content"][0]["content"]["text"].as_str().unwrap();
+    assert!(said.ends_with("half/SKILL.md: description is required; the skill is not loaded"), "{said}");
+    assert_eq!(stderr.matches("description is required").count(), 1, "the log has it once: {stderr}");
+}
+
 /// The reference server over streamable HTTP on a free port; killed when dropped.
 async fn everything_over_http(everything: &Path) -> (tokio::process::Child, String) {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();

@@ -16,6 +16,7 @@ vim.fn.writefile({
   'echo "$PWD $*" >> ' .. vim.fn.shellescape(cargo_log),
   'if [ -n "$FAKE_CARGO_FAIL" ]; then echo "   Compiling reins" >&2; echo "error[E0425]: cannot find value" >&2; exit 101; fi',
   'while [ $# -gt 0 ]; do [ "$1" = --target-dir ] && target="$2"; shift; done',
+  'echo "   Compiling reins v0.1.0" >&2',
   'mkdir -p "$target/release" && cp ' .. vim.fn.shellescape(reins_bin) .. ' "$target/release/reins"',
 }, checkout .. "/bin/cargo")
 vim.fn.setfperm(checkout .. "/bin/cargo", "rwxr-xr-x")
@@ -126,6 +127,36 @@ T.test("without a build, reins on PATH; an explicit cmd wins over both", functio
   vim.env.PATH = path
   T.eq(cmd, nil, "no binary")
   T.contains(why, "no reins binary: build it (cargo build --release -p reins in " .. checkout .. ")")
+end)
+
+T.test("a spec with dir = … (lazy.nvim runs no build) builds on first use, with progress, then starts", function()
+  local client = require("reins.client")
+  vim.fn.delete(checkout .. "/target", "rf")
+  vim.fn.delete(cargo_log)
+  vim.fn.writefile({ "[workspace]" }, checkout .. "/Cargo.toml")
+  vim.env.PATH = checkout .. "/bin:" .. path
+  local told, echoed = {}, {}
+  local notify, echo = vim.notify, vim.api.nvim_echo
+  vim.notify = function(msg)
+    table.insert(told, msg)
+  end
+  vim.api.nvim_echo = function(chunks)
+    table.insert(echoed, chunks[1][1])
+  end
+  client.register()
+  T.wait_for(function()
+    return told[2] ~= nil
+  end, "the build to end")
+  vim.notify, vim.api.nvim_echo = notify, echo
+  vim.env.PATH = path
+  local built = checkout .. "/target/release/reins"
+  T.eq(told, {
+    ("reins: no reins binary yet: building it once (cargo build --release in %s), a few minutes"):format(checkout),
+    "reins: built " .. built .. "; starting the server",
+  })
+  T.eq(echoed, { "reins: building: Compiling reins v0.1.0" }, "cargo's progress in the message area")
+  T.eq(vim.fn.readfile(cargo_log), { checkout .. " build --release --locked -p reins --target-dir " .. checkout .. "/target" })
+  T.eq({ client.command() }, { { built, "lsp" }, "built in " .. checkout })
 end)
 
 T.cleanup = function()

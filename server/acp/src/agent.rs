@@ -3,7 +3,7 @@
 //! The SDK answers methods without a handler with `-32601` and ignores unknown notifications, as
 //! the spec asks.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -47,6 +47,8 @@ pub struct State {
     released: Mutex<HashMap<String, Released>>,
     /// Orders the sessions' uses: the least recently used idle ones are released first.
     uses: AtomicU64,
+    /// The problems with skill files already told on this connection: each is told once.
+    told_skills: Mutex<HashSet<String>>,
 }
 
 /// Where a released session works and the MCP servers its client gave it.
@@ -103,6 +105,7 @@ pub async fn serve(
         sessions: Mutex::default(),
         released: Mutex::default(),
         uses: AtomicU64::new(0),
+        told_skills: Mutex::default(),
     });
     let served = builder(state.clone())
         .connect_with(Lines::new(sink, lines), async |cx: ConnectionTo<Client>| {
@@ -264,6 +267,17 @@ impl State {
         Ok((harness, workspace))
     }
 
+    /// Tells the user, once per connection, about the skill files of a session's workspace that
+    /// are not quite skills: in the log, and in the session as a notice (ACP has no other place
+    /// a client shows), at the start of its next turn.
+    fn tell_skill_warnings(&self, harness: &Harness, session_id: &str) {
+        let mut skills = harness.resources().skills;
+        skills.warnings.retain(|warning| lock(&self.told_skills).insert(warning.to_string()));
+        let Some(text) = skills.warning() else { return };
+        tracing::warn!("{text}");
+        self.events.send(Input::Notice { session_id: session_id.to_string(), message: text });
+    }
+
     /// Puts a session the harness has open in the map and tells the event task about it; then
     /// releases the sessions too many.
     fn register(
@@ -352,6 +366,7 @@ impl State {
         if !servers.is_empty() {
             harness.set_session_servers(&id, servers.clone()).map_err(to_proto::harness_error)?;
         }
+        self.tell_skill_warnings(&harness, &id);
         let session = self.register(&id, &request.cwd, harness, workspace, servers);
         Ok(NewSessionResponse::new(SessionId::new(id.as_str()))
             .modes(options::modes(&session.harness, &id))
@@ -423,6 +438,7 @@ impl State {
         let messages = harness.transcript(&id).map_err(to_proto::harness_error)?;
         // A session without its records (not kept on disk) replays its edits as text results.
         let records = harness.file_changes(&id).unwrap_or_default();
+        self.tell_skill_warnings(&harness, &id);
         let session = self.register(&id, &request.cwd, harness, workspace, servers);
         let mut replay = to_proto::replay(
             &messages,

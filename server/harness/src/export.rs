@@ -122,12 +122,14 @@ fn markdown(title: &str, messages: &[Message]) -> String {
     let mut out = format!("# {}\n\n", title.replace('\n', " "));
     for message in messages {
         match message {
-            Message::User(user) => out.push_str(&format!("## You\n\n{}\n", text_of(&user.content))),
+            // Every block ends with a blank line: a heading, a rule or a fence right under a
+            // line of text would run into it (`text` then `---` is a heading in Markdown).
+            Message::User(user) => out.push_str(&format!("## You\n\n{}\n\n", text_of(&user.content).trim_end())),
             Message::Assistant(assistant) => {
-                out.push_str(&format!("## {}\n\n", assistant.model.replace('\n', " ")));
+                out.push_str(&format!("## {}\n\n", escape(&assistant.model.replace('\n', " "))));
                 for block in &assistant.content {
                     match block {
-                        Content::Text { text } => out.push_str(&format!("{text}\n\n")),
+                        Content::Text { text } => out.push_str(&format!("{}\n\n", text.trim_end())),
                         Content::Thinking { thinking, .. } => out.push_str(&format!(
                             "<details><summary>Thinking</summary>\n\n{}</details>\n\n",
                             fence(thinking)
@@ -206,6 +208,8 @@ fn escape(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use expect_test::expect;
+    use pulldown_cmark::{Event, Parser, Tag, TagEnd};
     use reins_ai::{AssistantMessage, ToolCall, ToolResultMessage};
 
     use super::*;
@@ -267,5 +271,53 @@ mod tests {
         })];
         let page = render("t", &messages, ExportFormat::Markdown);
         assert!(page.contains("````\n```rust\nfn x() {}\n```\n````"), "{page}");
+    }
+
+    /// What a CommonMark reader makes of a page: its headings, rules, code blocks and folds, in
+    /// order.
+    fn outline(page: &str) -> String {
+        let mut out = Vec::new();
+        let mut heading: Option<String> = None;
+        for event in Parser::new(page) {
+            match event {
+                Event::Start(Tag::Heading { level, .. }) => heading = Some(format!("{level} ")),
+                Event::Text(text) => {
+                    if let Some(heading) = &mut heading {
+                        heading.push_str(&text);
+                    }
+                }
+                Event::End(TagEnd::Heading(_)) => out.extend(heading.take()),
+                Event::Rule => out.push("rule".to_string()),
+                Event::Start(Tag::CodeBlock(_)) => out.push("code".to_string()),
+                Event::Html(html) if html.starts_with("<details>") => out.push("details".to_string()),
+                _ => {}
+            }
+        }
+        out.join("\n")
+    }
+
+    #[test]
+    fn markdown_reads_as_a_heading_per_message_with_calls_folded_and_the_usage_under_a_rule() {
+        let mut messages = session();
+        messages.push(Message::user("one more line\nand a second"));
+        let page = render("Session", &messages, ExportFormat::Markdown);
+        expect![[r#"
+            h1 Session
+            h2 You
+            h2 m</h3><script>
+            details
+            code
+            details
+            code
+            h2 You
+            rule"#]]
+        .assert_eq(&outline(&page));
+        // Every heading stands apart: a blank line before it, whatever came before.
+        let lines: Vec<&str> = page.lines().collect();
+        for (n, line) in lines.iter().enumerate().skip(1) {
+            if line.starts_with('#') || *line == "---" {
+                assert_eq!(lines[n - 1], "", "no blank line before {line:?} in\n{page}");
+            }
+        }
     }
 }

@@ -97,6 +97,21 @@ impl Skills {
         self.skills.iter().find(|skill| skill.name == name)
     }
 
+    /// What a long-running surface tells the user once at start about the files that are not
+    /// quite skills (they load where they can): a heading and a line for each problem; `None`
+    /// when there is none, so a good setup stays silent.
+    pub fn warning(&self) -> Option<String> {
+        if self.warnings.is_empty() {
+            return None;
+        }
+        let mut text = String::from("some skill files are not quite skills:");
+        for warning in &self.warnings {
+            text.push_str("\n- ");
+            text.push_str(&warning.to_string());
+        }
+        Some(text)
+    }
+
     fn add(&mut self, (skill, warnings): (Option<Skill>, Vec<Warning>)) {
         self.warnings.extend(warnings);
         let Some(skill) = skill else { return };

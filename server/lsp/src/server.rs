@@ -49,8 +49,9 @@ pub struct State {
     pub diagnostics: Arc<EditorDiagnostics>,
     /// The editor's layer of the settings; the settings in force are the harness's.
     pub editor_settings: EditorSettings,
-    /// What `initialize` found wrong in the settings, shown once the client is initialized.
-    pub startup_warning: Mutex<Option<String>>,
+    /// What `initialize` found wrong in the settings and the skill files, shown once the client
+    /// is initialized.
+    pub startup_warnings: Mutex<Vec<String>>,
     pub events: Events,
     /// The pending edits, waiting for the user.
     pub reviews: Arc<Reviews>,
@@ -105,7 +106,7 @@ impl Server {
             workspace,
             diagnostics,
             editor_settings: EditorSettings::default(),
-            startup_warning: Mutex::new(None),
+            startup_warnings: Mutex::default(),
             events,
             reviews,
             work_done_progress,
@@ -144,8 +145,8 @@ impl LanguageServer for Server {
     async fn initialized(&self, _: InitializedParams) {
         // The MCP servers start now, so that the first run finds them ready.
         self.state.harness.start_mcp_servers();
-        let warning = lock(&self.state.startup_warning).take();
-        if let Some(warning) = warning {
+        let warnings = std::mem::take(&mut *lock(&self.state.startup_warnings));
+        for warning in warnings {
             self.state.client.show_message(MessageType::WARNING, warning).await;
         }
     }
@@ -268,7 +269,9 @@ impl State {
         self.workspace.set_roots(roots);
         let editor = self.editor_settings.initialize(options);
         let (settings, _) = self.harness.set_settings(loaded.with_editor_settings(&editor));
-        *lock(&self.startup_warning) = config::warning(&settings, None);
+        // Skill files are read where the workspace is, with its trust: after the settings.
+        let skills = self.harness.resources().skills.warning().map(|text| format!("reins: {text}"));
+        *lock(&self.startup_warnings) = config::warning(&settings, None).into_iter().chain(skills).collect();
 
         let encoding = if utf8 { PositionEncodingKind::UTF8 } else { PositionEncodingKind::UTF16 };
         Ok(InitializeResult {

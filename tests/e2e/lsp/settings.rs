@@ -279,3 +279,34 @@ async fn tools_enabled_and_set_tools_choose_what_the_next_request_offers() {
         .collect();
     assert_eq!(offered, [vec!["read", "grep"], vec!["read", "ls", "grep", "find"], vec!["read", "grep"]]);
 }
+
+/// Issue 30: a skill file that is not quite one (no description) is told once at start, beside
+/// the settings' problems; the session goes on. A default setup says nothing at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skill_file_that_is_not_quite_one_is_told_once_and_a_default_setup_is_silent() {
+    let quiet = start(&[], vec![Reply::text("fine")], json!({})).await;
+    chat(&quiet, None, "hello").await;
+    let shown: Vec<Value> =
+        quiet.client.notifications().into_iter().filter(|n| n["method"] == "window/showMessage").collect();
+    assert!(shown.is_empty(), "a default setup is silent: {shown:?}");
+
+    let half = (".reins-home-for-test/skills/half/SKILL.md", "---\nname: half\n---\nNo description.\n");
+    let lsp = start(&[half], vec![Reply::text("fine"), Reply::text("again")], json!({})).await;
+    warnings(&lsp, "half").await;
+    chat(&lsp, None, "hello").await;
+    chat(&lsp, None, "again").await;
+    let root = lsp.root().display().to_string();
+    let shown: Vec<String> = lsp
+        .client
+        .notifications()
+        .iter()
+        .filter(|n| n["method"] == "window/showMessage")
+        .map(|n| {
+            format!("{} {}", n["params"]["type"], n["params"]["message"].as_str().unwrap().replace(&root, "<root>"))
+        })
+        .collect();
+    expect![[r#"
+        2 reins: some skill files are not quite skills:
+        - <root>/.reins-home-for-test/skills/half/SKILL.md: description is required; the skill is not loaded"#]]
+    .assert_eq(&shown.join("\n---\n"));
+}

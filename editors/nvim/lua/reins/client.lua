@@ -167,14 +167,79 @@ local function lsp_config()
   }
 end
 
+local building = false
+
+--- Builds the checkout's binary in the background, once, when there is none and cargo is at
+--- hand: a lazy.nvim spec with `dir = …` never runs its `build`. Cargo's progress shows in the
+--- message area; when the build is done the server is registered. False when it cannot build.
+local function build_first()
+  if building then
+    return true
+  end
+  if config.options.cmd or config.options.connect or vim.fn.executable("cargo") == 0 then
+    return false
+  end
+  if not vim.uv.fs_stat(M.checkout .. "/Cargo.toml") then
+    return false
+  end
+  building = true
+  vim.notify(
+    ("reins: no reins binary yet: building it once (cargo build --release in %s), a few minutes"):format(M.checkout),
+    vim.log.levels.INFO
+  )
+  local tail = {}
+  local function progress(_, data)
+    if not data then
+      return
+    end
+    for line in data:gmatch("[^\n]+") do
+      table.insert(tail, line)
+      if #tail > 15 then
+        table.remove(tail, 1)
+      end
+    end
+    local last = tail[#tail]
+    if last then
+      vim.schedule(function()
+        vim.api.nvim_echo({ { "reins: building: " .. vim.trim(last) } }, false, {})
+      end)
+    end
+  end
+  local target = M.checkout .. "/target"
+  vim.system(
+    { "cargo", "build", "--release", "--locked", "-p", "reins", "--target-dir", target },
+    { cwd = M.checkout, text = true, stderr = progress },
+    function(out)
+      vim.schedule(function()
+        building = false
+        local built = M.built_binary()
+        if out.code ~= 0 or not built then
+          local why = ("reins: `cargo build --release -p reins` failed in %s (exit %d):\n%s"):format(
+            M.checkout,
+            out.code,
+            table.concat(tail, "\n")
+          )
+          return vim.notify(why, vim.log.levels.ERROR)
+        end
+        vim.notify("reins: built " .. built .. "; starting the server", vim.log.levels.INFO)
+        M.register()
+      end)
+    end
+  )
+  return true
+end
+
 --- Registers and enables the server (Neovim 0.11+). Without a binary it is not enabled (every
---- file would fail to start it): the user is told once what to do.
+--- file would fail to start it): it is built first when it can be, else the user is told once
+--- what to do.
 function M.register()
   connect_root = config.options.connect and vim.fn.getcwd() or nil
   vim.lsp.config(M.name, lsp_config())
   local cmd, why = M.command()
   if not cmd then
-    vim.notify("reins: " .. why, vim.log.levels.ERROR)
+    if not build_first() then
+      vim.notify("reins: " .. why, vim.log.levels.ERROR)
+    end
     return
   end
   vim.lsp.enable(M.name)
@@ -209,7 +274,10 @@ function M.ensure()
   end
   local cmd, why = M.command()
   if not cmd then
-    vim.notify("reins: " .. why, vim.log.levels.ERROR)
+    if building then
+      why = "the server is still being built (cargo build --release); it starts when the build is done"
+    end
+    vim.notify("reins: " .. why, building and vim.log.levels.WARN or vim.log.levels.ERROR)
     return nil
   end
   local cfg = vim.tbl_extend("force", lsp_config(), { name = M.name, root_dir = connect_root or M.root(0) })

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use std::collections::BTreeMap;
 
-use corpus::{Case, Dialect, Figures, Outcome, Verdict};
+use corpus::{Case, Dialect, Figures, Grade, Outcome};
 use scripted_llm::{Reply, ScriptedServer};
 use serde_json::Value;
 use tokio::sync::Semaphore;
@@ -95,7 +95,7 @@ async fn the_corpus_lands_the_same_through_reins_run() {
             })
         })
         .collect();
-    let mut judged: Vec<(&Case, Verdict)> = Vec::new();
+    let mut judged: Vec<(&Case, Grade)> = Vec::new();
     for (case, run) in cases.iter().zip(runs) {
         let through_binary = run.await.unwrap();
         match (corpus::run_pure(case), &through_binary) {

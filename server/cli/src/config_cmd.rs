@@ -112,12 +112,12 @@ pub fn report(settings: &Settings) -> String {
         EditFormatChoice::Fixed(format) => format.tool_name(),
     };
     lines.push(row("tools.edit_format", edit_format.to_string()));
-    let feedback = &settings.feedback;
-    lines.push(row("diagnostics.after_edit", feedback.after_edit.to_string()));
-    lines.push(row("diagnostics.settle_ms", format!("{} ms", feedback.settle_ms)));
-    lines.push(row("diagnostics.warnings", feedback.warnings.to_string()));
-    lines.push(row("diagnostics.command", feedback.command.clone().unwrap_or_else(|| "<none>".to_string())));
-    lines.push(row("diagnostics.command_timeout", format!("{} s", feedback.command_timeout_secs)));
+    let code_diagnostics = &settings.code_diagnostics;
+    lines.push(row("diagnostics.after_edit", code_diagnostics.after_edit.to_string()));
+    lines.push(row("diagnostics.settle_ms", format!("{} ms", code_diagnostics.settle_ms)));
+    lines.push(row("diagnostics.warnings", code_diagnostics.warnings.to_string()));
+    lines.push(row("diagnostics.command", code_diagnostics.command.clone().unwrap_or_else(|| "<none>".to_string())));
+    lines.push(row("diagnostics.command_timeout", format!("{} s", code_diagnostics.command_timeout_secs)));
     lines.push(row("sandbox.mode", settings.sandbox.mode.as_str().to_string()));
     lines.push(row("sandbox.network", settings.sandbox.network.to_string()));
     for provider in &settings.registry.providers {

@@ -159,8 +159,8 @@ async fn run(args: RunArgs) -> ExitCode {
             }
         })
     } else {
-        let feedback = &settings.feedback;
-        let human = HumanOutput::new(feedback.command.clone().filter(|_| feedback.after_edit));
+        let code_diagnostics = &settings.code_diagnostics;
+        let human = HumanOutput::new(code_diagnostics.command.clone().filter(|_| code_diagnostics.after_edit));
         Arc::new(move |event: HarnessEvent| match event.parent {
             Some(_) => human.show_nested(&event.event),
             None => human.show(&event.event),

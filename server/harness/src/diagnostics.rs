@@ -89,7 +89,7 @@ fn changes_files(tool: &str) -> bool {
 impl Feedback {
     fn mode(&self) -> Mode {
         let settings = self.settings.get();
-        let diagnostics = &settings.feedback;
+        let diagnostics = &settings.code_diagnostics;
         match (&self.editor, &diagnostics.command) {
             _ if !diagnostics.after_edit => Mode::Off,
             (Some(editor), _) if editor.available() => Mode::Editor(editor.clone()),
@@ -109,7 +109,7 @@ impl Feedback {
 
     fn settle(&self) -> (Duration, bool) {
         let settings = self.settings.get();
-        (Duration::from_millis(settings.feedback.settle_ms), settings.feedback.warnings)
+        (Duration::from_millis(settings.code_diagnostics.settle_ms), settings.code_diagnostics.warnings)
     }
 
     /// A turn's calls are about to run.

@@ -13,8 +13,8 @@ mod error;
 mod export;
 mod frontmatter;
 mod hooks;
-mod mcp;
 mod mcp_pool;
+mod mcp_start;
 mod process;
 mod prompt;
 mod router;
@@ -35,7 +35,7 @@ pub use date::today;
 pub use diagnostics::{MAX_TOLD, NEW_PROBLEMS};
 pub use error::HarnessError;
 pub use export::ExportFormat;
-pub use mcp::{Warn, configured_servers};
+pub use mcp_start::{Warn, configured_servers};
 pub use process::{protect_process, raise_open_files_limit};
 pub use prompt::{CONTEXT_FILE_NAMES, ContextFile, PromptInputs, build_system_prompt};
 pub use router::Router;
@@ -59,7 +59,7 @@ pub use reins_review::{ApprovalPolicy, ApprovalRequest, Approver, Policy, Verdic
 // The settings are a crate of their own; the surfaces reach them through the harness.
 pub use reins_settings::{
     Api, AuthKeys, BUILTIN_TOOLS, CompactionSettings, ConfigDiagnostic, ConfigLayer, DEFAULT_BASE_URL,
-    DEFAULT_HOOK_TIMEOUT_SECS, DEFAULT_MODEL, EditFormatChoice, FALLBACK_PROVIDER, FeedbackSettings, FileTrust,
+    DEFAULT_HOOK_TIMEOUT_SECS, DEFAULT_MODEL, DiagnosticsSettings, EditFormatChoice, FALLBACK_PROVIDER, FileTrust,
     HookConfig, HookEvent, KEY_COMMAND_TIMEOUT, KeySource, KeyState, LayerKind, ListedModel, LiveSettings, ModelEntry,
     ProviderInfo, READ_ONLY_TOOLS, Registry, Settings, Source, TRUSTED_FILES, ToolSet, is_trusted, mask,
     read_auth_file, run_key_command, trust, user_home,

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use reins_mcp::{ServerConfig, Servers};
 
-use crate::mcp::Warn;
+use crate::mcp_start::Warn;
 
 /// What a set is built from; two sets of equal keys would be the same servers.
 #[derive(PartialEq)]
@@ -73,7 +73,7 @@ pub(crate) fn held_elsewhere(servers: &Arc<Servers>) -> bool {
 mod tests {
     use super::*;
     use crate::Settings;
-    use crate::mcp::servers;
+    use crate::mcp_start::servers;
 
     #[test]
     fn the_same_servers_are_shared_while_in_use_and_told_to_every_holder() {

@@ -44,7 +44,7 @@ use crate::compaction::{AutoCompact, SessionHooks};
 use crate::diagnostics::Feedback;
 use crate::error::HarnessError;
 use crate::hooks::HookRunner;
-use crate::mcp::Warn;
+use crate::mcp_start::Warn;
 use crate::prompt::{PromptInputs, build_system_prompt};
 use crate::router::LiveRouter;
 use crate::sessions::{SessionListing, SessionRecorder};
@@ -205,8 +205,12 @@ impl Harness {
         };
         let model_choice = Mutex::new(ModelChoice { chosen: None, configured: current.model.clone() });
         let options_roots = options.workspace.roots();
-        let mcp =
-            crate::mcp::servers(current.mcp_servers.clone(), &current, options_roots.clone(), options.warn.clone());
+        let mcp = crate::mcp_start::servers(
+            current.mcp_servers.clone(),
+            &current,
+            options_roots.clone(),
+            options.warn.clone(),
+        );
         let subagent_slots = Arc::new(Semaphore::new(current.max_subagents.max(1)));
         Arc::new_cyclic(|me| Self {
             me: me.clone(),

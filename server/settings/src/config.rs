@@ -18,8 +18,8 @@ use reins_review::{Policy, ToolPattern};
 
 mod hooks;
 pub use hooks::{DEFAULT_HOOK_TIMEOUT_SECS, HookConfig, HookEvent};
-mod mcp;
-pub use mcp::{McpServerLayer, McpTransportLayer};
+mod mcp_entries;
+pub use mcp_entries::{McpServerLayer, McpTransportLayer};
 mod langserver;
 pub use langserver::LspServerLayer;
 pub(crate) use langserver::lsp_servers;

@@ -2,7 +2,7 @@
 
 /// `[diagnostics]`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FeedbackSettings {
+pub struct DiagnosticsSettings {
     /// Tell the model the problems its edits caused.
     pub after_edit: bool,
     /// The longest wait for the editor's diagnostics to change after an edit, in milliseconds.
@@ -16,7 +16,7 @@ pub struct FeedbackSettings {
     pub command_timeout_secs: u64,
 }
 
-impl Default for FeedbackSettings {
+impl Default for DiagnosticsSettings {
     fn default() -> Self {
         Self { after_edit: true, settle_ms: 1500, warnings: false, command: None, command_timeout_secs: 60 }
     }

@@ -22,7 +22,7 @@ pub use config::{
     ConfigDiagnostic, ConfigLayer, DEFAULT_HOOK_TIMEOUT_SECS, EditFormatChoice, HookConfig, HookEvent, LayerKind,
     Source,
 };
-pub use diagnostics::FeedbackSettings;
+pub use diagnostics::DiagnosticsSettings;
 pub use home::user_home;
 pub use live_settings::LiveSettings;
 pub use models::{KeyState, ListedModel};

@@ -17,15 +17,15 @@ use reins_tools::{
 use crate::auth::{self, AuthKeys};
 use crate::compaction::CompactionSettings;
 use crate::config::{ConfigDiagnostic, ConfigLayer, EditFormatChoice, LayerKind, Source, trim_url};
-use crate::diagnostics::FeedbackSettings;
+use crate::diagnostics::DiagnosticsSettings;
 use crate::registry::{Api, FALLBACK_PROVIDER, ProviderInfo, Registry, blank_entry};
 use crate::tool_set::ToolSet;
 use crate::trust;
 use reins_mcp::ServerConfig;
 use reins_review::ApprovalPolicy;
 
-mod mcp;
-use mcp::{mcp_servers, mcp_variables};
+mod mcp_servers;
+use mcp_servers::{mcp_servers, mcp_variables};
 
 /// Ollama's OpenAI-compatible endpoint: the endpoint when nothing is configured, so reins works
 /// with a local model and no key.
@@ -74,8 +74,9 @@ pub struct Settings {
     pub sandbox: Sandbox,
     /// `[tools] edit_format`: which edit tool models get.
     pub edit_format: EditFormatChoice,
-    /// `[diagnostics]`: how the problems the agent's edits caused are told to it.
-    pub feedback: FeedbackSettings,
+    /// `[diagnostics]`: how the problems the agent's edits caused are told to it (not to be
+    /// confused with `diagnostics`, the problems of the config itself).
+    pub code_diagnostics: DiagnosticsSettings,
     /// Where each setting in force came from, by key (`model`, `approval.bash`,
     /// `providers.anthropic.base_url`, `providers.anthropic.api_key`).
     pub origins: BTreeMap<String, Source>,
@@ -476,7 +477,7 @@ fn compose(base: Arc<Base>, editor: &[ConfigLayer]) -> Settings {
         pass_env: Vec::new(),
         tools_enabled: None,
         edit_format: EditFormatChoice::Auto,
-        feedback: FeedbackSettings::default(),
+        code_diagnostics: DiagnosticsSettings::default(),
         sandbox: Sandbox {
             mode: SandboxMode::WorkspaceWrite,
             network: false,
@@ -646,23 +647,23 @@ fn apply_layer(
     }
     let found = &layer.diagnostics;
     if let Some(after_edit) = found.after_edit {
-        settings.feedback.after_edit = after_edit;
+        settings.code_diagnostics.after_edit = after_edit;
         set(settings, "diagnostics.after_edit".into());
     }
     if let Some(ms) = found.settle_ms {
-        settings.feedback.settle_ms = ms;
+        settings.code_diagnostics.settle_ms = ms;
         set(settings, "diagnostics.settle_ms".into());
     }
     if let Some(warnings) = found.warnings {
-        settings.feedback.warnings = warnings;
+        settings.code_diagnostics.warnings = warnings;
         set(settings, "diagnostics.warnings".into());
     }
     if let Some(command) = &found.command {
-        settings.feedback.command = Some(command.clone());
+        settings.code_diagnostics.command = Some(command.clone());
         set(settings, "diagnostics.command".into());
     }
     if let Some(seconds) = found.command_timeout {
-        settings.feedback.command_timeout_secs = seconds;
+        settings.code_diagnostics.command_timeout_secs = seconds;
         set(settings, "diagnostics.command_timeout".into());
     }
     let home = settings.base.home.clone();

@@ -8,7 +8,7 @@ mod corpus;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use corpus::{Case, Dialect, Expected, Figures, Outcome, Verdict};
+use corpus::{Case, Dialect, Expected, Figures, Grade, Outcome};
 
 /// The categories both dialects cover; apply_patch adds its own (`patch_format`, `files`).
 const CATEGORIES: [&str; 11] = [
@@ -30,26 +30,26 @@ fn load_corpus() -> Vec<Case> {
 }
 
 /// A line per case that did not go as expected, with what happened.
-fn misses(judged: &[(&Case, Outcome, Verdict)]) -> String {
+fn misses(judged: &[(&Case, Outcome, Grade)]) -> String {
     judged
         .iter()
-        .filter(|(_, _, verdict)| matches!(verdict, Verdict::Refused | Verdict::Wrong))
-        .map(|(case, outcome, verdict)| format!("{verdict:?} {} ({}): {outcome:?}\n", case.name, case.description))
+        .filter(|(_, _, grade)| matches!(grade, Grade::Refused | Grade::Wrong))
+        .map(|(case, outcome, grade)| format!("{grade:?} {} ({}): {outcome:?}\n", case.name, case.description))
         .collect()
 }
 
 fn check_dialect(dialect: Dialect) {
     let cases = load_corpus();
-    let judged: Vec<(&Case, Outcome, Verdict)> = cases
+    let judged: Vec<(&Case, Outcome, Grade)> = cases
         .iter()
         .filter(|case| case.dialect == dialect)
         .map(|case| {
             let outcome = corpus::run_pure(case);
-            let verdict = corpus::judge(case, &outcome);
-            (case, outcome, verdict)
+            let grade = corpus::judge(case, &outcome);
+            (case, outcome, grade)
         })
         .collect();
-    let figures = Figures::of(judged.iter().map(|(case, _, verdict)| (*case, *verdict)));
+    let figures = Figures::of(judged.iter().map(|(case, _, grade)| (*case, *grade)));
     let misses = misses(&judged);
     eprintln!("{dialect:?}: {figures}\n{misses}");
     assert_eq!(figures.wrong, 0, "{figures}\n{misses}");

@@ -15,7 +15,7 @@ use reins_mcp::{ServerConfig, ServerStatus, Servers, SessionServers};
 use super::{Harness, lock};
 use crate::checkpoint::{FileRecorder, recorded};
 use crate::error::HarnessError;
-use crate::mcp;
+use crate::mcp_start;
 use reins_settings::Settings;
 use reins_settings::ToolSet;
 
@@ -120,7 +120,7 @@ impl SessionTools {
 impl Harness {
     /// The configured MCP servers of `settings`.
     pub(super) fn configured_servers(&self, settings: &Settings) -> Arc<Servers> {
-        mcp::servers(settings.mcp_servers.clone(), settings, self.roots(), self.options.warn.clone())
+        mcp_start::servers(settings.mcp_servers.clone(), settings, self.roots(), self.options.warn.clone())
     }
 
     fn roots(&self) -> Vec<PathBuf> {
@@ -167,7 +167,7 @@ impl Harness {
     pub fn set_session_servers(&self, session_id: &str, servers: Vec<ServerConfig>) -> Result<(), HarnessError> {
         let session = self.session(session_id)?;
         let settings = self.settings();
-        let own = mcp::servers(servers, &settings, self.roots(), self.options.warn.clone());
+        let own = mcp_start::servers(servers, &settings, self.roots(), self.options.warn.clone());
         let previous = session.toolbox.set_own(own);
         session.toolbox.start_in_background();
         stop_in_background(previous);

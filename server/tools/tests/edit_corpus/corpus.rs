@@ -58,7 +58,7 @@ pub enum Outcome {
 
 /// A case's outcome against its expectation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub enum Grade {
     /// Landed, byte for byte as expected.
     Landed,
     /// Refused as expected, with the expected words.
@@ -192,7 +192,7 @@ pub fn run_pure(case: &Case) -> Outcome {
     }
 }
 
-pub fn judge(case: &Case, outcome: &Outcome) -> Verdict {
+pub fn judge(case: &Case, outcome: &Outcome) -> Grade {
     match (&case.expected, outcome) {
         (Expected::Files(expected), Outcome::Landed(actual))
             if expected.iter().all(|(path, text)| actual.get(path).is_some_and(|landed| landed == text))
@@ -200,30 +200,30 @@ pub fn judge(case: &Case, outcome: &Outcome) -> Verdict {
                     expected.get(path).map_or(case.files.get(path) == text.as_ref(), |want| want == text)
                 }) =>
         {
-            Verdict::Landed
+            Grade::Landed
         }
-        (Expected::Files(_), Outcome::Refused(_)) => Verdict::Refused,
+        (Expected::Files(_), Outcome::Refused(_)) => Grade::Refused,
         (Expected::Refuse(words), Outcome::Refused(message)) if message.contains(words.as_str()) => {
-            Verdict::RefusedAsExpected
+            Grade::RefusedAsExpected
         }
-        _ => Verdict::Wrong,
+        _ => Grade::Wrong,
     }
 }
 
 impl Figures {
-    pub fn of<'c>(judged: impl IntoIterator<Item = (&'c Case, Verdict)>) -> Figures {
+    pub fn of<'c>(judged: impl IntoIterator<Item = (&'c Case, Grade)>) -> Figures {
         let mut figures = Figures::default();
-        for (case, verdict) in judged {
+        for (case, grade) in judged {
             figures.cases += 1;
             match case.expected {
                 Expected::Files(_) => figures.landable += 1,
                 Expected::Refuse(_) => figures.refusals_expected += 1,
             }
-            match verdict {
-                Verdict::Landed => figures.landed += 1,
-                Verdict::Refused => figures.refused += 1,
-                Verdict::RefusedAsExpected => figures.refused_as_expected += 1,
-                Verdict::Wrong => figures.wrong += 1,
+            match grade {
+                Grade::Landed => figures.landed += 1,
+                Grade::Refused => figures.refused += 1,
+                Grade::RefusedAsExpected => figures.refused_as_expected += 1,
+                Grade::Wrong => figures.wrong += 1,
             }
         }
         figures
@@ -266,10 +266,10 @@ fn percent(part: usize, whole: usize) -> f64 {
 }
 
 /// The figures of each (dialect, category), in order.
-pub fn per_category<'c>(judged: impl IntoIterator<Item = (&'c Case, Verdict)>) -> BTreeMap<(Dialect, String), Figures> {
-    let mut groups: BTreeMap<(Dialect, String), Vec<(&'c Case, Verdict)>> = BTreeMap::new();
-    for (case, verdict) in judged {
-        groups.entry((case.dialect, case.category.clone())).or_default().push((case, verdict));
+pub fn per_category<'c>(judged: impl IntoIterator<Item = (&'c Case, Grade)>) -> BTreeMap<(Dialect, String), Figures> {
+    let mut groups: BTreeMap<(Dialect, String), Vec<(&'c Case, Grade)>> = BTreeMap::new();
+    for (case, grade) in judged {
+        groups.entry((case.dialect, case.category.clone())).or_default().push((case, grade));
     }
     groups.into_iter().map(|(key, judged)| (key, Figures::of(judged))).collect()
 }

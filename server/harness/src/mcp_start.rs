@@ -1,4 +1,4 @@
-//! The user's MCP servers in the harness: the configured ones, shared by every session and
+//! Starting the user's MCP servers in the harness: the configured ones, shared by every session and
 //! rebuilt when the settings change them, joined in each session with the session's own (which a
 //! client sets, as ACP's `session/new` does). Servers start with the environment tools get — no
 //! provider keys — plus what their config passes.

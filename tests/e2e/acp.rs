@@ -666,6 +666,63 @@ async fn a_session_loads_in_a_new_process_with_its_conversation_replayed_and_is_
     assert!(last.to_string().contains("It says alpha."), "{last}");
 }
 
+/// The `todo` tool's list is the session's plan: each call sends the whole list as a `plan`
+/// update, a checklist in the answer is only text, and a loaded session shows the plan its leaf
+/// has after the replay.
+#[tokio::test]
+async fn the_todo_list_is_the_plan_and_a_load_shows_it_again() {
+    let dir = workspace(&[]);
+    let step = |content: &str, status: &str| json!({"content": content, "status": status});
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("t1", "todo", json!({"todos": [step("read", "in_progress"), step("fix", "pending")]})),
+        Reply::tool_call("t2", "todo", json!({"todos": [step("read", "completed"), step("fix", "in_progress")]})),
+        Reply::text("Working on it.\n- [x] not\n- [ ] a plan"),
+    ])
+    .await;
+    let shared = Shared::default();
+    let (session, stderr) = with_client(&server, dir.path(), shared.clone(), NOTHING, async |cx| {
+        let session = new_session(&cx, dir.path(), Vec::new()).await;
+        prompt(&cx, &session, "fix it").await;
+        session
+    })
+    .await;
+    let plans: Vec<String> = updates(&shared)
+        .iter()
+        .filter(|update| update["update"]["sessionUpdate"] == "plan")
+        .map(|update| update["update"]["entries"].to_string())
+        .collect();
+    expect![[r#"
+        [
+            "[{\"content\":\"read\",\"priority\":\"medium\",\"status\":\"in_progress\"},{\"content\":\"fix\",\"priority\":\"medium\",\"status\":\"pending\"}]",
+            "[{\"content\":\"read\",\"priority\":\"medium\",\"status\":\"completed\"},{\"content\":\"fix\",\"priority\":\"medium\",\"status\":\"in_progress\"}]",
+        ]
+    "#]]
+    .assert_debug_eq(&plans);
+    // Each plan comes while its call runs, between the call's start and its end.
+    let kinds: Vec<String> =
+        updates(&shared).iter().map(|u| u["update"]["sessionUpdate"].as_str().unwrap_or("").to_string()).collect();
+    let first_plan = kinds.iter().position(|kind| kind == "plan").unwrap();
+    assert_eq!(kinds[first_plan - 1], "tool_call", "{kinds:?}");
+    assert_eq!(kinds[first_plan + 1], "tool_call_update", "{kinds:?}");
+
+    let loaded = Shared::default();
+    with_client(&server, dir.path(), loaded.clone(), NOTHING, async |cx| {
+        cx.send_request(LoadSessionRequest::new(session.clone(), dir.path())).block_task().await.unwrap();
+    })
+    .await;
+    let replay = updates(&loaded);
+    let replayed_plans: Vec<&Value> = replay.iter().filter(|u| u["update"]["sessionUpdate"] == "plan").collect();
+    assert_eq!(replayed_plans.len(), 1, "the plan where the leaf is, once: {replay:?}");
+    assert_eq!(
+        replayed_plans[0]["update"]["entries"][1],
+        json!({"content": "fix", "priority": "medium", "status": "in_progress"})
+    );
+    let last_message = replay.iter().rposition(|u| u["update"]["sessionUpdate"] == "agent_message_chunk").unwrap();
+    let plan_at = replay.iter().position(|u| u["update"]["sessionUpdate"] == "plan").unwrap();
+    assert!(plan_at > last_message, "the plan comes after the replayed conversation: {replay:?}");
+    assert_eq!(stderr, "");
+}
+
 /// A loaded session shows its edits as the live run did: the same whole-file diff block, from the
 /// session's `reins.file_change` record; a file too large to keep whole shows its text result.
 #[tokio::test]
@@ -1391,7 +1448,7 @@ async fn the_model_thinking_level_and_mode_are_offered_switched_recorded_and_kep
             .collect()
     };
     assert!(tools(&requests[0].body).contains(&"write".to_string()));
-    assert_eq!(tools(&requests[2].body), ["read", "ls", "grep", "find"], "read-only offers the reading tools");
+    assert_eq!(tools(&requests[2].body), ["read", "ls", "grep", "find", "todo"], "read-only offers the reading tools");
     let modes: Vec<Value> = updates(&shared)
         .iter()
         .filter(|params| params["update"]["sessionUpdate"] == "current_mode_update")

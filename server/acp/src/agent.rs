@@ -429,6 +429,11 @@ impl State {
             &to_proto::recorded_changes(&records, &session.cwd.canonicalize().unwrap_or_else(|_| session.cwd.clone())),
             &session.cwd,
         );
+        // The todo list where the session's leaf is: the client shows the plan it left off with.
+        let todos = session.harness.todos(&id).unwrap_or_default();
+        if !todos.is_empty() {
+            replay.push(SessionUpdate::Plan(to_proto::plan(&todos)));
+        }
         replay.extend(usage(&session.harness, &id).map(SessionUpdate::UsageUpdate));
         replay.push(to_proto::available_commands(&session.harness.commands()));
         let response = LoadSessionResponse::new()

@@ -57,7 +57,8 @@ pub use registry::{Api, FALLBACK_PROVIDER, ModelEntry, ProviderInfo, Registry};
 pub use router::Router;
 pub use runtime::{
     CheckedOut, Checkout, Executed, Harness, HarnessEvent, HarnessEventSink, HarnessOptions, Landing, LateContent,
-    Parent, Resumed, RunId, RunStarted, SUBAGENT_ENTRY, SessionId, SessionUsage, TASK_TOOL, ThinkingSet, ToolsSet,
+    Parent, Resumed, RunId, RunStarted, SUBAGENT_ENTRY, SessionId, SessionUsage, TASK_TOOL, TODO_ENTRY, ThinkingSet,
+    ToolsSet,
 };
 pub use sessions::{SessionInfo, SessionPage, SessionTreeView, TreeNode};
 pub use settings::{DEFAULT_BASE_URL, DEFAULT_MODEL, KeySource, Settings};

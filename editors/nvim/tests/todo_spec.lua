@@ -20,6 +20,7 @@ H.setup(url)
 
 T.test("the todo list is one checklist, updated where it first showed", function()
   local chat = require("reins.chat")
+  chat.open(false)
   chat.send("Fix the parser.")
   H.wait_idle()
   local text = H.chat_text()

@@ -723,6 +723,58 @@ async fn the_todo_list_is_the_plan_and_a_load_shows_it_again() {
     assert_eq!(stderr, "");
 }
 
+/// ACP has no way to move a client to another session: `/new` says to use the client's own new
+/// chat and makes nothing; `/fork` makes the fork, names it and how to open it (it is listed and
+/// loads), and the chat stays where it was.
+#[tokio::test]
+async fn new_and_fork_over_acp_say_where_to_go_and_the_chat_stays() {
+    let dir = workspace(&[]);
+    let server = ScriptedServer::start(vec![Reply::text("Hello."), Reply::text("Still here.")]).await;
+    let shared = Shared::default();
+    let ((session, listed), stderr) = with_client(&server, dir.path(), shared.clone(), NOTHING, async |cx| {
+        let session = new_session(&cx, dir.path(), Vec::new()).await;
+        let stop = prompt(&cx, &session, "/new").await;
+        assert_eq!(serde_json::to_value(stop.stop_reason).unwrap(), "end_turn");
+        prompt(&cx, &session, "hi").await;
+        prompt(&cx, &session, "/fork").await;
+        prompt(&cx, &session, "still there?").await;
+        let listed =
+            cx.send_request(ListSessionsRequest::new().cwd(dir.path().to_path_buf())).block_task().await.unwrap();
+        (session, listed)
+    })
+    .await;
+    // The agent's words to the chat, in order (answers stream in chunks).
+    let said: String = updates(&shared)
+        .iter()
+        .filter(|u| u["sessionId"] == session.as_str() && u["update"]["sessionUpdate"] == "agent_message_chunk")
+        .map(|u| u["update"]["content"]["text"].as_str().unwrap().to_string())
+        .collect();
+    let ids: Vec<String> = listed.sessions.iter().map(|info| info.session_id.0.to_string()).collect();
+    assert_eq!(ids.len(), 2, "this chat and its fork, and nothing /new made: {ids:?}");
+    let fork = ids.iter().find(|id| **id != session).unwrap().clone();
+    assert_eq!(
+        said,
+        format!(
+            "This chat stays as it is: start a new chat from your client (its new session or new thread command), \
+             which shows it. An agent cannot move the client to another session.Hello.Forked into session \
+             {fork}.\nIt is in your client's session list (session/load {fork}): open it there to go on from the \
+             fork. This chat stays in session {session}.Still here."
+        )
+    );
+    // The next prompt had this chat's conversation.
+    assert!(server.chat_requests()[1].body.to_string().contains("Hello."));
+
+    // The fork loads, with the conversation it was forked with.
+    let loaded = Shared::default();
+    with_client(&server, dir.path(), loaded.clone(), NOTHING, async |cx| {
+        cx.send_request(LoadSessionRequest::new(fork.clone(), dir.path())).block_task().await.unwrap();
+    })
+    .await;
+    let replayed = render(&updates(&loaded), dir.path());
+    assert!(replayed.starts_with("user_message_chunk: hi\nagent_message_chunk: Hello."), "{replayed}");
+    assert_eq!(stderr, "");
+}
+
 /// A loaded session shows its edits as the live run did: the same whole-file diff block, from the
 /// session's `reins.file_change` record; a file too large to keep whole shows its text result.
 #[tokio::test]

@@ -666,6 +666,115 @@ async fn a_session_loads_in_a_new_process_with_its_conversation_replayed_and_is_
     assert!(last.to_string().contains("It says alpha."), "{last}");
 }
 
+/// The `todo` tool's list is the session's plan: each call sends the whole list as a `plan`
+/// update, a checklist in the answer is only text, and a loaded session shows the plan its leaf
+/// has after the replay.
+#[tokio::test]
+async fn the_todo_list_is_the_plan_and_a_load_shows_it_again() {
+    let dir = workspace(&[]);
+    let step = |content: &str, status: &str| json!({"content": content, "status": status});
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("t1", "todo", json!({"todos": [step("read", "in_progress"), step("fix", "pending")]})),
+        Reply::tool_call("t2", "todo", json!({"todos": [step("read", "completed"), step("fix", "in_progress")]})),
+        Reply::text("Working on it.\n- [x] not\n- [ ] a plan"),
+    ])
+    .await;
+    let shared = Shared::default();
+    let (session, stderr) = with_client(&server, dir.path(), shared.clone(), NOTHING, async |cx| {
+        let session = new_session(&cx, dir.path(), Vec::new()).await;
+        prompt(&cx, &session, "fix it").await;
+        session
+    })
+    .await;
+    let plans: Vec<String> = updates(&shared)
+        .iter()
+        .filter(|update| update["update"]["sessionUpdate"] == "plan")
+        .map(|update| update["update"]["entries"].to_string())
+        .collect();
+    expect![[r#"
+        [
+            "[{\"content\":\"read\",\"priority\":\"medium\",\"status\":\"in_progress\"},{\"content\":\"fix\",\"priority\":\"medium\",\"status\":\"pending\"}]",
+            "[{\"content\":\"read\",\"priority\":\"medium\",\"status\":\"completed\"},{\"content\":\"fix\",\"priority\":\"medium\",\"status\":\"in_progress\"}]",
+        ]
+    "#]]
+    .assert_debug_eq(&plans);
+    // Each plan comes while its call runs, between the call's start and its end.
+    let kinds: Vec<String> =
+        updates(&shared).iter().map(|u| u["update"]["sessionUpdate"].as_str().unwrap_or("").to_string()).collect();
+    let first_plan = kinds.iter().position(|kind| kind == "plan").unwrap();
+    assert_eq!(kinds[first_plan - 1], "tool_call", "{kinds:?}");
+    assert_eq!(kinds[first_plan + 1], "tool_call_update", "{kinds:?}");
+
+    let loaded = Shared::default();
+    with_client(&server, dir.path(), loaded.clone(), NOTHING, async |cx| {
+        cx.send_request(LoadSessionRequest::new(session.clone(), dir.path())).block_task().await.unwrap();
+    })
+    .await;
+    let replay = updates(&loaded);
+    let replayed_plans: Vec<&Value> = replay.iter().filter(|u| u["update"]["sessionUpdate"] == "plan").collect();
+    assert_eq!(replayed_plans.len(), 1, "the plan where the leaf is, once: {replay:?}");
+    assert_eq!(
+        replayed_plans[0]["update"]["entries"][1],
+        json!({"content": "fix", "priority": "medium", "status": "in_progress"})
+    );
+    let last_message = replay.iter().rposition(|u| u["update"]["sessionUpdate"] == "agent_message_chunk").unwrap();
+    let plan_at = replay.iter().position(|u| u["update"]["sessionUpdate"] == "plan").unwrap();
+    assert!(plan_at > last_message, "the plan comes after the replayed conversation: {replay:?}");
+    assert_eq!(stderr, "");
+}
+
+/// ACP has no way to move a client to another session: `/new` says to use the client's own new
+/// chat and makes nothing; `/fork` makes the fork, names it and how to open it (it is listed and
+/// loads), and the chat stays where it was.
+#[tokio::test]
+async fn new_and_fork_over_acp_say_where_to_go_and_the_chat_stays() {
+    let dir = workspace(&[]);
+    let server = ScriptedServer::start(vec![Reply::text("Hello."), Reply::text("Still here.")]).await;
+    let shared = Shared::default();
+    let ((session, listed), stderr) = with_client(&server, dir.path(), shared.clone(), NOTHING, async |cx| {
+        let session = new_session(&cx, dir.path(), Vec::new()).await;
+        let stop = prompt(&cx, &session, "/new").await;
+        assert_eq!(serde_json::to_value(stop.stop_reason).unwrap(), "end_turn");
+        prompt(&cx, &session, "hi").await;
+        prompt(&cx, &session, "/fork").await;
+        prompt(&cx, &session, "still there?").await;
+        let listed =
+            cx.send_request(ListSessionsRequest::new().cwd(dir.path().to_path_buf())).block_task().await.unwrap();
+        (session, listed)
+    })
+    .await;
+    // The agent's words to the chat, in order (answers stream in chunks).
+    let said: String = updates(&shared)
+        .iter()
+        .filter(|u| u["sessionId"] == session.as_str() && u["update"]["sessionUpdate"] == "agent_message_chunk")
+        .map(|u| u["update"]["content"]["text"].as_str().unwrap().to_string())
+        .collect();
+    let ids: Vec<String> = listed.sessions.iter().map(|info| info.session_id.0.to_string()).collect();
+    assert_eq!(ids.len(), 2, "this chat and its fork, and nothing /new made: {ids:?}");
+    let fork = ids.iter().find(|id| **id != session).unwrap().clone();
+    assert_eq!(
+        said,
+        format!(
+            "This chat stays as it is: start a new chat from your client (its new session or new thread command), \
+             which shows it. An agent cannot move the client to another session.Hello.Forked into session \
+             {fork}.\nIt is in your client's session list (session/load {fork}): open it there to go on from the \
+             fork. This chat stays in session {session}.Still here."
+        )
+    );
+    // The next prompt had this chat's conversation.
+    assert!(server.chat_requests()[1].body.to_string().contains("Hello."));
+
+    // The fork loads, with the conversation it was forked with.
+    let loaded = Shared::default();
+    with_client(&server, dir.path(), loaded.clone(), NOTHING, async |cx| {
+        cx.send_request(LoadSessionRequest::new(fork.clone(), dir.path())).block_task().await.unwrap();
+    })
+    .await;
+    let replayed = render(&updates(&loaded), dir.path());
+    assert!(replayed.starts_with("user_message_chunk: hi\nagent_message_chunk: Hello."), "{replayed}");
+    assert_eq!(stderr, "");
+}
+
 /// A loaded session shows its edits as the live run did: the same whole-file diff block, from the
 /// session's `reins.file_change` record; a file too large to keep whole shows its text result.
 #[tokio::test]
@@ -1431,7 +1540,7 @@ async fn the_model_thinking_level_and_mode_are_offered_switched_recorded_and_kep
             .collect()
     };
     assert!(tools(&requests[0].body).contains(&"write".to_string()));
-    assert_eq!(tools(&requests[2].body), ["read", "ls", "grep", "find"], "read-only offers the reading tools");
+    assert_eq!(tools(&requests[2].body), ["read", "ls", "grep", "find", "todo"], "read-only offers the reading tools");
     let modes: Vec<Value> = updates(&shared)
         .iter()
         .filter(|params| params["update"]["sessionUpdate"] == "current_mode_update")

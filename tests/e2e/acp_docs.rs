@@ -173,12 +173,20 @@ async fn every_acp_example_matches_the_server() {
         .display()
         .to_string();
     // The documented prompt: the model thinks, edits src/lib.rs, runs the tests (in the
-    // client's terminal), then answers with a checklist.
+    // client's terminal), keeps its todo list (the plan), then answers.
     let edit = json!({"path": "src/lib.rs", "edits": [{"oldText": "41", "newText": "42"}]});
     let server = ScriptedServer::start(vec![
         Reply::tool_call("call_1", "edit", edit).with_thinking("The answer is off by one."),
         Reply::tool_call("call_2", "bash", json!({"command": "cargo test"})),
-        Reply::text("Fixed.\n- [x] fix the answer\n- [ ] run the tests"),
+        Reply::tool_call(
+            "call_3",
+            "todo",
+            json!({"todos": [
+                {"content": "fix the answer", "status": "completed"},
+                {"content": "run the tests", "status": "pending"},
+            ]}),
+        ),
+        Reply::text("Fixed."),
     ])
     .await;
     let answers: HashMap<String, Value> = acp
@@ -271,7 +279,8 @@ async fn every_acp_example_matches_the_server() {
     assert_eq!(ran.len(), 1, "the command ran in the client's terminal");
     assert_eq!(ran[0]["args"].as_array().unwrap().last().unwrap(), "cargo test");
     let requests = server.chat_requests();
-    let last_result = requests.last().unwrap().body["messages"].as_array().unwrap().last().unwrap().clone();
+    // The third model call follows the command (the fourth, the todo list).
+    let last_result = requests[2].body["messages"].as_array().unwrap().last().unwrap().clone();
     assert!(
         last_result["content"].to_string().contains("1 passed"),
         "the model got the terminal's output: {last_result}"

@@ -645,7 +645,7 @@ async fn tools_choose_what_is_offered_and_the_session_keeps_them() {
 
     let requests = server.chat_requests();
     let offered: Vec<Vec<String>> = requests.iter().map(|request| tool_names(&request.body)).collect();
-    let read_only = ["read", "ls", "grep", "find"].map(String::from).to_vec();
+    let read_only = ["read", "ls", "grep", "find", "todo"].map(String::from).to_vec();
     let read_bash = ["read", "bash"].map(String::from).to_vec();
     assert_eq!(offered, [read_only.clone(), read_only.clone(), read_only, read_bash, vec!["grep".to_string()]]);
     let result = &requests[1].body["messages"][3];
@@ -664,7 +664,7 @@ async fn tools_choose_what_is_offered_and_the_session_keeps_them() {
         .filter(|entry| entry["type"] == "active_tools_change")
         .map(|entry| entry["tools"].clone())
         .collect();
-    assert_eq!(sets, [json!(["read", "ls", "grep", "find", "diagnostics", "lsp"]), json!(["read", "bash"])]);
+    assert_eq!(sets, [json!(["read", "ls", "grep", "find", "todo", "diagnostics", "lsp"]), json!(["read", "bash"])]);
 
     // A name reins does not know is a usage error that lists the tools.
     let run = reins_run(&server, dir.path(), &["--tools", "read,rg", "x"]).await;

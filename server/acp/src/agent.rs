@@ -445,6 +445,11 @@ impl State {
             &to_proto::recorded_changes(&records, &session.cwd.canonicalize().unwrap_or_else(|_| session.cwd.clone())),
             &session.cwd,
         );
+        // The todo list where the session's leaf is: the client shows the plan it left off with.
+        let todos = session.harness.todos(&id).unwrap_or_default();
+        if !todos.is_empty() {
+            replay.push(SessionUpdate::Plan(to_proto::plan(&todos)));
+        }
         replay.extend(usage(&session.harness, &id).map(SessionUpdate::UsageUpdate));
         replay.push(to_proto::available_commands(&session.harness.commands()));
         let response = LoadSessionResponse::new()
@@ -534,13 +539,20 @@ impl State {
             }
             // A slash command: a built-in is carried out, a template or skill starts a run.
             let executed = match content.as_slice() {
+                [reins_ai::Content::Text { text }] if is_new_command(text) => {
+                    Ok(Executed::Done { session_id: session.id.clone(), output: NEW_IN_THE_CLIENT.to_string() })
+                }
                 [reins_ai::Content::Text { text }] if text.starts_with('/') => {
                     session.harness.execute(&session.id, text).await
                 }
                 _ => session.harness.send(&session.id, content).map(Executed::Started),
             };
             match executed {
-                Ok(Executed::Done { output, .. }) => {
+                Ok(Executed::Done { session_id, output }) => {
+                    let output = match session_id == session.id {
+                        true => output,
+                        false => elsewhere(&output, &session_id, &session.id),
+                    };
                     let updates = vec![to_proto::agent_text(&output)];
                     events.send(Input::CommandDone { session_id: session.id.clone(), updates });
                 }
@@ -640,6 +652,27 @@ impl State {
             session.harness.shutdown().await;
         }
     }
+}
+
+/// What `/new` answers over ACP. ACP has no way for an agent to move its client to another
+/// session, and a session started here would be empty, so not even listed: the client's own
+/// new-chat command starts one the client shows.
+const NEW_IN_THE_CLIENT: &str = "This chat stays as it is: start a new chat from your client (its new \
+     session or new thread command), which shows it. An agent cannot move the client to another session.";
+
+/// `/new`, with or without words after it.
+fn is_new_command(text: &str) -> bool {
+    let text = text.trim();
+    text == "/new" || text.starts_with("/new ")
+}
+
+/// A command's answer when it made another session (`/fork`): the client stays on this one, so
+/// the answer says how to open the other.
+fn elsewhere(output: &str, other: &str, this: &str) -> String {
+    format!(
+        "{output}\nIt is in your client's session list (session/load {other}): open it there to go on from the \
+         fork. This chat stays in session {this}."
+    )
 }
 
 /// How much of its model's window the session's context takes, and what it cost so far.

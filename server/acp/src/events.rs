@@ -16,7 +16,7 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error};
 use reins_agent::{AgentEvent, FileChange, TurnEndReason};
-use reins_ai::{Content, Message, StreamEvent};
+use reins_ai::StreamEvent;
 use reins_harness::{HarnessEvent, LiveSettings};
 use reins_review::without_asking;
 use tokio::sync::{mpsc, oneshot};
@@ -253,18 +253,8 @@ impl Pump {
                     SessionUpdate::ToolCallUpdate(to_proto::tool_result(result, &changes, terminal)),
                 );
             }
-            AgentEvent::MessageEnd { message: Message::Assistant(assistant) } => {
-                let answer: String = assistant
-                    .content
-                    .iter()
-                    .filter_map(|block| match block {
-                        Content::Text { text } => Some(text.as_str()),
-                        _ => None,
-                    })
-                    .collect();
-                if let Some(plan) = to_proto::plan(&answer) {
-                    self.notify(session_id, SessionUpdate::Plan(plan));
-                }
+            AgentEvent::TodoUpdate { todos, .. } => {
+                self.notify(session_id, SessionUpdate::Plan(to_proto::plan(todos)));
             }
             AgentEvent::AgentEnd { reason, messages, error, .. } => {
                 if !self.prompts.contains_key(session_id) {

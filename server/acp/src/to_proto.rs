@@ -12,7 +12,7 @@ use agent_client_protocol::v1::schema::{
     ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use agent_client_protocol::{Error, ErrorCode, UntypedMessage};
-use reins_agent::{FileChange, TurnEndReason};
+use reins_agent::{FileChange, Todo, TodoStatus, TurnEndReason};
 use reins_ai::{Content, Message, Model, StopReason as ModelStop, ToolResultMessage, Usage};
 use reins_harness::{FileChangeRecord, HarnessError};
 use serde_json::{Value, json};
@@ -285,27 +285,21 @@ pub fn usage(used: u64, model: &Model, session: &Usage) -> UsageUpdate {
     if session.cost.total > 0.0 { update.cost(Cost::new(session.cost.total, "USD")) } else { update }
 }
 
-/// The plan in an answer that keeps a checklist (`- [ ] step`, `- [x] done`), if it has one of
-/// two steps or more.
-pub fn plan(answer: &str) -> Option<Plan> {
-    let entries: Vec<PlanEntry> = answer
-        .lines()
-        .filter_map(|line| {
-            let line = line.trim_start();
-            let rest = line.strip_prefix("- ").or_else(|| line.strip_prefix("* "))?;
-            let (status, step) = if let Some(step) = rest.strip_prefix("[ ] ") {
-                (PlanEntryStatus::Pending, step)
-            } else if let Some(step) = rest.strip_prefix("[x] ").or_else(|| rest.strip_prefix("[X] ")) {
-                (PlanEntryStatus::Completed, step)
-            } else if let Some(step) = rest.strip_prefix("[~] ").or_else(|| rest.strip_prefix("[-] ")) {
-                (PlanEntryStatus::InProgress, step)
-            } else {
-                return None;
+/// The session's todo list as the client's plan: every step, in order, of one priority (reins's
+/// list has none).
+pub fn plan(todos: &[Todo]) -> Plan {
+    let entries = todos
+        .iter()
+        .map(|todo| {
+            let status = match todo.status {
+                TodoStatus::Pending => PlanEntryStatus::Pending,
+                TodoStatus::InProgress => PlanEntryStatus::InProgress,
+                TodoStatus::Completed => PlanEntryStatus::Completed,
             };
-            Some(PlanEntry::new(step.trim(), PlanEntryPriority::Medium, status))
+            PlanEntry::new(todo.content.as_str(), PlanEntryPriority::Medium, status)
         })
         .collect();
-    (entries.len() >= 2).then(|| Plan::new(entries))
+    Plan::new(entries)
 }
 
 /// A conversation as the updates that show it again (`session/load`): the user's messages, the
@@ -493,15 +487,15 @@ mod tests {
     }
 
     #[test]
-    fn a_checklist_in_the_answer_is_a_plan() {
-        let plan = plan("Steps:\n- [x] read\n- [ ] edit\n  * [~] test\nnot a step").unwrap();
-        let statuses: Vec<Value> = serde_json::to_value(plan).unwrap()["entries"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| e["status"].clone())
-            .collect();
-        assert_eq!(statuses, [json!("completed"), json!("pending"), json!("in_progress")]);
-        assert!(super::plan("- [ ] only one").is_none());
+    fn the_todo_list_is_the_plan() {
+        let step = |content: &str, status| Todo { content: content.into(), status };
+        let todos = [
+            step("read", TodoStatus::Completed),
+            step("edit", TodoStatus::InProgress),
+            step("test", TodoStatus::Pending),
+        ];
+        expect_test::expect![[r#"{"entries":[{"content":"read","priority":"medium","status":"completed"},{"content":"edit","priority":"medium","status":"in_progress"},{"content":"test","priority":"medium","status":"pending"}]}"#]]
+            .assert_eq(&serde_json::to_value(plan(&todos)).unwrap().to_string());
+        assert_eq!(serde_json::to_value(plan(&[])).unwrap(), json!({"entries": []}), "an empty list clears the plan");
     }
 }

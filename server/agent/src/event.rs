@@ -5,6 +5,7 @@ use reins_ai::{AssistantMessage, Message, StreamEvent, ToolResultMessage, Usage}
 use serde_json::Value;
 
 use crate::look::ToolLook;
+use crate::todo::Todo;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum AgentEvent {
@@ -42,6 +43,12 @@ pub enum AgentEvent {
         tool_name: String,
         result: ToolResultMessage,
         is_error: bool,
+    },
+    /// A call (the `todo` tool's) replaced the session's todo list: the whole list as it is now.
+    /// Comes between the call's start and its end.
+    TodoUpdate {
+        tool_call_id: String,
+        todos: Vec<Todo>,
     },
     TurnEnd {
         turn: u32,

@@ -178,6 +178,9 @@ impl CallEnv<'_> {
         call_cancel.cancel();
         let (mut result, stopped) = match outcome {
             Outcome::Done { output, note } => {
+                if let Some(todos) = output.todos {
+                    (self.emit)(AgentEvent::TodoUpdate { tool_call_id: call.id.clone(), todos });
+                }
                 let mut content = output.content;
                 if let Some(note) = note {
                     append_text(&mut content, &note);

@@ -14,6 +14,7 @@ mod look;
 mod policy;
 mod repair;
 mod run;
+mod todo;
 mod tool;
 
 pub use agent::{Agent, AgentError};
@@ -25,6 +26,7 @@ pub use lock::lock;
 pub use look::{ToolKind, ToolLocation, ToolLook, string_argument};
 pub use repair::repair_arguments;
 pub use run::{RunOutcome, run};
+pub use todo::{Todo, TodoStatus};
 pub use tool::{
     CommandProposal, FileChange, Prepared, Proposal, ServerCall, Tool, ToolContext, ToolError, ToolOutput, TypedTool,
     parse_arguments, schema_of,

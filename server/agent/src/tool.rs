@@ -17,6 +17,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::look::ToolLook;
+use crate::todo::Todo;
 
 /// What a prepared call would do, in terms a reviewer can judge.
 #[derive(Debug, Clone, PartialEq)]
@@ -113,14 +114,21 @@ pub struct ToolOutput {
     pub content: Vec<Content>,
     /// Structured data for UIs; not sent to the model.
     pub details: Option<Value>,
+    /// The session's todo list as this call leaves it (the `todo` tool): the loop reports it as
+    /// [`crate::AgentEvent::TodoUpdate`].
+    pub todos: Option<Vec<Todo>>,
 }
 
 impl ToolOutput {
     pub fn text(text: impl Into<String>) -> Self {
-        Self { content: vec![Content::text(text)], details: None }
+        Self { content: vec![Content::text(text)], details: None, todos: None }
     }
     pub fn with_details(mut self, details: Value) -> Self {
         self.details = Some(details);
+        self
+    }
+    pub fn with_todos(mut self, todos: Vec<Todo>) -> Self {
+        self.todos = Some(todos);
         self
     }
 }

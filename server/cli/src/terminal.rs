@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
 
-use reins_agent::{AgentEvent, ToolKind, ToolLook, TurnEndReason};
+use reins_agent::{AgentEvent, TodoStatus, ToolKind, ToolLook, TurnEndReason};
 use reins_ai::{StreamEvent, first_line, shorten, visible, visible_line};
 
 /// Prints agent events for a person.
@@ -116,6 +116,19 @@ impl HumanOutput {
                         visible_line(&shorten(check, 100))
                     );
                     writeln!(err, "{}", self.paint(&note, "2"))?;
+                }
+            }
+            // The list as the call left it, one step a line, under the call's line.
+            AgentEvent::TodoUpdate { todos, .. } => {
+                end_line(state, out)?;
+                for todo in todos {
+                    let (mark, code) = match todo.status {
+                        TodoStatus::Completed => ("[x]", "2"),
+                        TodoStatus::InProgress => ("[>]", "1"),
+                        TodoStatus::Pending => ("[ ]", "0"),
+                    };
+                    let step = visible_line(&shorten(todo.content.trim(), 120)).into_owned();
+                    writeln!(err, "  {}", self.paint(&format!("{mark} {step}"), code))?;
                 }
             }
             AgentEvent::ToolExecutionEnd { tool_call_id, result, is_error, .. } => {
@@ -280,5 +293,21 @@ mod tests {
             look: ToolLook { kind: ToolKind::Execute, summary: format!("$ {command}"), ..ToolLook::default() },
         };
         assert_eq!(shown(&output, &[start]), "● bash $ rm -f a #^[[2K^[[1A^J● bash $ ls\n");
+    }
+
+    #[test]
+    fn a_todo_list_is_a_line_a_step_and_cannot_steer_the_terminal() {
+        let output = HumanOutput { color: false, check: None, state: Default::default() };
+        let step = |content: &str, status| reins_agent::Todo { content: content.into(), status };
+        let todos = vec![
+            step("read the code", TodoStatus::Completed),
+            step("fix\x1b[2J the bug\nnow", TodoStatus::InProgress),
+            step("run the tests", TodoStatus::Pending),
+        ];
+        let update = AgentEvent::TodoUpdate { tool_call_id: "c".into(), todos };
+        assert_eq!(
+            shown(&output, &[update]),
+            "  [x] read the code\n  [>] fix^[[2J the bug^Jnow\n  [ ] run the tests\n"
+        );
     }
 }

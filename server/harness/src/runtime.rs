@@ -13,6 +13,7 @@ mod release;
 mod runs;
 mod sessions;
 mod subagents;
+mod todos;
 mod tools;
 mod transcript;
 mod worktree_agents;
@@ -22,6 +23,8 @@ pub use commands::Executed;
 pub use landing::Landing;
 pub use runs::LateContent;
 pub use subagents::{Parent, SUBAGENT_ENTRY, TASK_TOOL};
+pub use todos::TODO_ENTRY;
+pub(crate) use todos::todo_data;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;

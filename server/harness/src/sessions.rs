@@ -310,6 +310,12 @@ impl SessionRecorder {
                 file.append_message(message).and_then(|_| file.flush())
             }
             AgentEvent::MessageEnd { message } => file.append_message(message).map(drop),
+            // Where the call was made, so the list follows the leaf (see `runtime/todos.rs`).
+            AgentEvent::TodoUpdate { todos, .. } => {
+                let data = crate::runtime::todo_data(todos);
+                file.append(EntryKind::Custom { custom_type: crate::runtime::TODO_ENTRY.to_string(), data: Some(data) })
+                    .map(drop)
+            }
             AgentEvent::TurnEnd { tool_results, .. } => tool_results
                 .iter()
                 .try_for_each(|result| file.append_message(&Message::ToolResult(result.clone())).map(drop))

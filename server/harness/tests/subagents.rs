@@ -182,7 +182,7 @@ async fn a_child_gets_only_tools_its_parent_has_and_read_only_ones_by_default() 
         .iter()
         .map(|tool| tool["function"]["name"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(offered, ["read", "ls", "grep", "find"]);
+    assert_eq!(offered, ["read", "ls", "grep", "find", "todo"]);
 }
 
 #[tokio::test]

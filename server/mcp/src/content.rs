@@ -47,7 +47,7 @@ pub(crate) fn tool_output(server: &str, tool: &str, result: &Value) -> Result<To
     if content.is_empty() {
         content.push(Content::text("(the tool returned no content)"));
     }
-    Ok(ToolOutput { content, details: Some(json!({"mcp": {"server": server, "tool": tool}})) })
+    Ok(ToolOutput { content, details: Some(json!({"mcp": {"server": server, "tool": tool}})), todos: None })
 }
 
 /// Whether the content blocks already say what `structured` says, so that it need not be sent

@@ -815,7 +815,7 @@ reasoning_effort = ["minimal", "high"]
         assert_eq!((layer.compaction_auto, layer.reserve_tokens, layer.max_turns), (Some(false), Some(1000), Some(7)));
         assert_eq!((layer.thinking, layer.max_cost_usd), (Some(ThinkingLevel::High), Some(2.5)));
         let enabled = layer.tools_enabled.unwrap();
-        assert_eq!(enabled.items(), ["read", "ls", "grep", "find", "diagnostics", "lsp", "mcp__docs__*"]);
+        assert_eq!(enabled.items(), ["read", "ls", "grep", "find", "todo", "diagnostics", "lsp", "mcp__docs__*"]);
         let lab = &layer.providers["lab"];
         assert_eq!(
             (lab.api_key_env.as_deref(), lab.api_key_command.as_deref()),
@@ -836,7 +836,7 @@ reasoning_effort = ["minimal", "high"]
             /home/u/.config/reins/config.toml:4: approval.bash: expected "ask", "auto" or "deny", found "sometimes"
             /home/u/.config/reins/config.toml:7: limits.max_turns: expected a whole number, 0 or more, found a string
             /home/u/.config/reins/config.toml:8: limits.max_cost_usd: expected a number, 0 or more, found an integer
-            /home/u/.config/reins/config.toml:10: tools.enabled: unknown tool `grep_all`; the tools are read, write, edit, apply_patch, bash, ls, grep, find, diagnostics, lsp, rename, task, and mcp__<server>__<tool> for MCP servers' (globs such as mcp__* work too), or read-only for read, ls, grep, find, diagnostics, lsp
+            /home/u/.config/reins/config.toml:10: tools.enabled: unknown tool `grep_all`; the tools are read, write, edit, apply_patch, bash, ls, grep, find, todo, diagnostics, lsp, rename, task, and mcp__<server>__<tool> for MCP servers' (globs such as mcp__* work too), or read-only for read, ls, grep, find, todo, diagnostics, lsp
             /home/u/.config/reins/config.toml:11: models[0]: a model needs an `id`; this entry was skipped
             /home/u/.config/reins/config.toml:14: compaction.reserve: unknown key; it was ignored"#]]
         .assert_eq(&diagnostics(LayerKind::User, text));

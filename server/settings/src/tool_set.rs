@@ -9,10 +9,24 @@ use reins_tools::EditFormat;
 /// The built-in tools, in the order they are offered (`edit` or `apply_patch`, by model;
 /// `diagnostics` only where an editor answers `reins/diagnostics`; `lsp` and `rename` only where
 /// there are language servers).
-pub const BUILTIN_TOOLS: [&str; 12] =
-    ["read", "write", "edit", "apply_patch", "bash", "ls", "grep", "find", "diagnostics", "lsp", "rename", "task"];
-/// The tools that change nothing: what a session that only answers questions needs.
-pub const READ_ONLY_TOOLS: [&str; 6] = ["read", "ls", "grep", "find", "diagnostics", "lsp"];
+pub const BUILTIN_TOOLS: [&str; 13] = [
+    "read",
+    "write",
+    "edit",
+    "apply_patch",
+    "bash",
+    "ls",
+    "grep",
+    "find",
+    "todo",
+    "diagnostics",
+    "lsp",
+    "rename",
+    "task",
+];
+/// The tools that change nothing: what a session that only answers questions needs (`todo`
+/// too: the user still sees the steps of a long investigation).
+pub const READ_ONLY_TOOLS: [&str; 7] = ["read", "ls", "grep", "find", "todo", "diagnostics", "lsp"];
 /// The prefix of MCP servers' tools (`mcp__server__tool`).
 const MCP_PREFIX: &str = "mcp__";
 
@@ -95,6 +109,7 @@ mod tests {
             "ls",
             "grep",
             "find",
+            "todo",
             "diagnostics",
             "lsp",
             "rename",
@@ -109,22 +124,22 @@ mod tests {
     #[test]
     fn names_globs_and_the_read_only_set() {
         assert_eq!(offered(&["read", "grep"]), ["read", "grep"]);
-        assert_eq!(offered(&["read-only"]), ["read", "ls", "grep", "find", "diagnostics", "lsp"]);
+        assert_eq!(offered(&["read-only"]), ["read", "ls", "grep", "find", "todo", "diagnostics", "lsp"]);
         assert_eq!(offered(&["read", "mcp__*"]), ["read", "mcp__docs__search", "mcp__gh__issue"]);
         assert_eq!(offered(&["mcp__docs__search", " "]), ["mcp__docs__search"]);
-        assert_eq!(offered(&["*"]).len(), 13);
+        assert_eq!(offered(&["*"]).len(), 14);
         assert!(offered(&[]).is_empty());
         // A model gets one edit dialect: naming either offers the one it gets.
         assert_eq!(offered(&["apply_patch"]), ["edit", "apply_patch"]);
         assert_eq!(
             ToolSet::parse(&["read-only", "bash"]).unwrap().items(),
-            ["read", "ls", "grep", "find", "diagnostics", "lsp", "bash"]
+            ["read", "ls", "grep", "find", "todo", "diagnostics", "lsp", "bash"]
         );
     }
 
     #[test]
     fn unknown_names_and_bad_globs_say_what_there_is() {
-        expect_test::expect![[r#"unknown tool `rg`; the tools are read, write, edit, apply_patch, bash, ls, grep, find, diagnostics, lsp, rename, task, and mcp__<server>__<tool> for MCP servers' (globs such as mcp__* work too), or read-only for read, ls, grep, find, diagnostics, lsp"#]]
+        expect_test::expect![[r#"unknown tool `rg`; the tools are read, write, edit, apply_patch, bash, ls, grep, find, todo, diagnostics, lsp, rename, task, and mcp__<server>__<tool> for MCP servers' (globs such as mcp__* work too), or read-only for read, ls, grep, find, todo, diagnostics, lsp"#]]
         .assert_eq(&ToolSet::parse(&["read", "rg"]).unwrap_err());
         assert_eq!(
             ToolSet::parse(&["mcp__["]).unwrap_err(),

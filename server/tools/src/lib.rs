@@ -1,5 +1,6 @@
 //! The built-in tools — `read`, `write`, `edit` (or `apply_patch`), `bash`, `ls`, `grep`, `find`
-//! — each a typed [`reins_agent::Tool`] that works through a [`Workspace`]; and `diagnostics`,
+//! — each a typed [`reins_agent::Tool`] that works through a [`Workspace`]; `todo`, the list of
+//! steps the user watches; and `diagnostics`,
 //! over the editor's [`DiagnosticSource`] where there is one; `lsp` and `rename` over a
 //! [`LanguageSource`] (language servers) where there is one.
 
@@ -23,6 +24,7 @@ mod repositories;
 mod sandbox;
 mod sandbox_exec;
 mod terminal;
+mod todo;
 mod truncate;
 mod workspace;
 mod write;
@@ -54,6 +56,7 @@ pub use rename::{RenameInput, RenameTool};
 pub use sandbox::{protections, sandbox_support};
 pub use sandbox_exec::{POLICY_VAR, SandboxPolicy, sandbox_exec_invocation};
 pub use terminal::{Terminal, TerminalRun};
+pub use todo::{TODO_TOOL, TodoInput, TodoTool};
 pub use workspace::{TextFile, Workspace, WorkspaceError, apply_each, in_git_dir};
 pub use write::WriteTool;
 
@@ -109,6 +112,7 @@ pub fn builtin_tools_editing_with(
         Arc::new(LsTool::new(workspace.clone())),
         Arc::new(GrepTool::new(workspace.clone())),
         Arc::new(FindTool::new(workspace)),
+        Arc::new(TodoTool),
     ]
 }
 

@@ -7,7 +7,7 @@ use reins_tools::builtin_tools;
 use support::Fixture;
 
 #[test]
-fn builtin_tools_are_the_seven_with_their_read_only_flags() {
+fn builtin_tools_are_the_eight_with_their_read_only_flags() {
     let fixture = Fixture::new(&[]);
     let tools = builtin_tools(fixture.workspace.clone(), reins_tools::ExecPolicy::default());
     let summary: Vec<String> = tools
@@ -23,6 +23,7 @@ fn builtin_tools_are_the_seven_with_their_read_only_flags() {
             "ls (read-only)",
             "grep (read-only)",
             "find (read-only)",
+            "todo (read-only)",
         ]
     "#]]
     .assert_debug_eq(&summary);
@@ -56,5 +57,7 @@ fn definitions_are_lean() {
         grep: Search file contents (unsaved editor changes included), respecting .gitignore and skipping hidden and binary files. Prints `path:line: text` (context: `path-line- text`), at most 100 matches unless limit says otherwise; lines cut at 500 characters.
           {"required":["pattern"],"properties":{"pattern":{"description":"Rust regex, one line at a time; plain text with `literal`.","type":"string"},"path":{"description":"File or directory; default: the working directory.","type":"string"},"glob":{"description":"Only files matching this glob (`*.rs`, `src/**/*.ts`).","type":"string"},"ignoreCase":{"type":"boolean"},"literal":{"type":"boolean"},"context":{"description":"Lines shown around each match.","type":"integer"},"limit":{"type":"integer"}},"type":"object"}
         find: Find files by glob, respecting .gitignore and skipping hidden files. Paths come sorted, at most 1000 unless limit says otherwise.
-          {"required":["pattern"],"properties":{"pattern":{"description":"Glob: `*.rs`, `src/**/*.ts`. Without a `/` it matches names at any depth.","type":"string"},"path":{"description":"Directory to search; default: the working directory.","type":"string"},"limit":{"type":"integer"}},"type":"object"}"#]].assert_eq(&lines.join("\n"));
+          {"required":["pattern"],"properties":{"pattern":{"description":"Glob: `*.rs`, `src/**/*.ts`. Without a `/` it matches names at any depth.","type":"string"},"path":{"description":"Directory to search; default: the working directory.","type":"string"},"limit":{"type":"integer"}},"type":"object"}
+        todo: Keep a todo list the user sees, for work of three steps or more. Send the whole list each time (it replaces the last one); mark one step in_progress as you start it and completed as soon as it is done.
+          {"required":["todos"],"properties":{"todos":{"description":"The whole list; an empty one clears it.","type":"array","items":{"type":"object","properties":{"content":{"type":"string"},"status":{"type":"string","enum":["pending","in_progress","completed"]}},"required":["content","status"]}}},"type":"object"}"#]].assert_eq(&lines.join("\n"));
 }

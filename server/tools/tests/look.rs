@@ -77,6 +77,10 @@ fn each_tool_says_how_its_call_looks() {
             ("grep", json!({"pattern": "fn main", "path": "src"})),
             ("find", json!({"pattern": "*.rs"})),
             ("diagnostics", json!({"paths": ["src/a.rs", "b.rs"]})),
+            (
+                "todo",
+                json!({"todos": [{"content": "read", "status": "completed"}, {"content": "fix it", "status": "in_progress"}, {"content": "test", "status": "pending"}]}),
+            ),
         ],
         expect![[r#"
             read: Read src/a.rs | Read | [src/a.rs:40] | src/a.rs
@@ -88,6 +92,7 @@ fn each_tool_says_how_its_call_looks() {
             grep: Search for `fn main` in src | Search | [src] | fn main src
             find: Find `*.rs` in . | Search | [] | *.rs 
             diagnostics: diagnostics | Other | [] | src/a.rs, b.rs
+            todo: Todo list: 1 of 3 done | Other | [] | fix it
         "#]],
     );
 }
@@ -105,6 +110,7 @@ fn a_call_without_its_arguments_still_looks_like_something() {
             ("grep", json!({})),
             ("find", json!({"path": "src"})),
             ("diagnostics", json!({})),
+            ("todo", json!({"todos": "not a list"})),
         ],
         expect![[r#"
             read: Read a file | Read | [] | 
@@ -116,6 +122,7 @@ fn a_call_without_its_arguments_still_looks_like_something() {
             grep: Search for `` in . | Search | [] | 
             find: Find `` in src | Search | [src] | 
             diagnostics: diagnostics | Other | [] | 
+            todo: Todo list: 0 of 0 done | Other | [] | 
         "#]],
     );
 }

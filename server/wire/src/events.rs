@@ -2,7 +2,7 @@
 //! --json` prints, the pi agent's shapes. What streams is built as borrowed `Wire*` views that
 //! serde writes as they are, without a JSON tree per event.
 
-use reins_agent::{AgentEvent, TurnEndReason};
+use reins_agent::{AgentEvent, Todo, TurnEndReason};
 use reins_ai::{
     AssistantMessage, Content, Cost, Message, ProviderError, ProviderErrorKind, StopReason, StreamEvent,
     ToolResultMessage, Usage, UserMessage,
@@ -32,6 +32,9 @@ pub fn agent_event(event: &AgentEvent) -> WireEvent<'_> {
             result: tool_result_fields(result),
             is_error: *is_error,
         },
+        AgentEvent::TodoUpdate { tool_call_id, todos: list } => {
+            WireEvent::TodoUpdate { tool_call_id, todos: todos(list) }
+        }
         AgentEvent::TurnEnd { turn, reason, message, tool_results } => WireEvent::TurnEnd {
             turn: *turn,
             reason: turn_end_reason(*reason),
@@ -91,6 +94,10 @@ pub enum WireEvent<'a> {
         result: WireToolResult<'a>,
         is_error: bool,
     },
+    TodoUpdate {
+        tool_call_id: &'a str,
+        todos: Vec<WireTodo<'a>>,
+    },
     TurnEnd {
         turn: u32,
         reason: &'static str,
@@ -104,6 +111,18 @@ pub enum WireEvent<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<&'a str>,
     },
+}
+
+/// A step of a todo list on the wire (see [`todos`]).
+#[derive(Serialize)]
+pub struct WireTodo<'a> {
+    content: &'a str,
+    status: &'static str,
+}
+
+/// A todo list: each step's content and status (`pending`, `in_progress`, `completed`).
+pub fn todos(todos: &[Todo]) -> Vec<WireTodo<'_>> {
+    todos.iter().map(|todo| WireTodo { content: &todo.content, status: todo.status.as_str() }).collect()
 }
 
 /// A streamed piece of a message on the wire (see [`stream_event`]).
@@ -405,5 +424,12 @@ mod tests {
         );
         let start = to_value(&agent_event(&AgentEvent::AgentStart));
         assert_eq!(start, json!({"type": "agent_start"}));
+        let todos = vec![
+            reins_agent::Todo { content: "read".into(), status: reins_agent::TodoStatus::Completed },
+            reins_agent::Todo { content: "fix".into(), status: reins_agent::TodoStatus::InProgress },
+        ];
+        let update = AgentEvent::TodoUpdate { tool_call_id: "c2".into(), todos };
+        expect![[r#"{"type":"todo_update","toolCallId":"c2","todos":[{"content":"read","status":"completed"},{"content":"fix","status":"in_progress"}]}"#]]
+            .assert_eq(&to_value(&agent_event(&update)).to_string());
     }
 }

@@ -223,6 +223,17 @@ async fn every_documented_example_matches_the_server() {
     let delegating = lsp.client.command("reins.chat.send", json!({"text": "what is in src?"})).await.unwrap();
     lsp.run_events(delegating["runId"].as_str().unwrap()).await;
 
+    // A run that keeps a todo list, for the documented `todo_update`.
+    let todos = json!({"todos": [
+        {"content": "Read the parser", "status": "completed"},
+        {"content": "Fix the off-by-one", "status": "in_progress"},
+        {"content": "Run the tests", "status": "pending"},
+    ]});
+    lsp.server.push(Reply::tool_call("call_7", "todo", todos));
+    lsp.server.push(Reply::text("on it"));
+    let planning = lsp.client.command("reins.chat.send", json!({"text": "plan the fix"})).await.unwrap();
+    lsp.run_events(planning["runId"].as_str().unwrap()).await;
+
     // A failing run, for the documented failure notifications.
     lsp.server.push(Reply::http_error(401, "bad key"));
     let failing = lsp.client.command("reins.chat.send", json!({"text": "fail"})).await.unwrap();

@@ -256,7 +256,7 @@ async fn tools_enabled_and_set_tools_choose_what_the_next_request_offers() {
     // server covers: the set names those tools, the model does not get them.
     assert_eq!(
         set,
-        json!({"tools": ["read", "ls", "grep", "find", "diagnostics", "lsp", "mcp__docs__*"], "offered": ["read", "ls", "grep", "find"]})
+        json!({"tools": ["read", "ls", "grep", "find", "todo", "diagnostics", "lsp", "mcp__docs__*"], "offered": ["read", "ls", "grep", "find", "todo"]})
     );
     let refused = lsp
         .client
@@ -277,7 +277,7 @@ async fn tools_enabled_and_set_tools_choose_what_the_next_request_offers() {
             tools.iter().map(|tool| tool["function"]["name"].as_str().unwrap().to_string()).collect()
         })
         .collect();
-    assert_eq!(offered, [vec!["read", "grep"], vec!["read", "ls", "grep", "find"], vec!["read", "grep"]]);
+    assert_eq!(offered, [vec!["read", "grep"], vec!["read", "ls", "grep", "find", "todo"], vec!["read", "grep"]]);
 }
 
 /// Issue 30: a skill file that is not quite one (no description) is told once at start, beside

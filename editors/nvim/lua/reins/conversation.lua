@@ -256,6 +256,18 @@ function M.apply(session_id, event)
     block.result = result_text(event.result)
     settle_proposal(conv, block, event.isError)
     touch(block)
+  elseif t == "todo_update" then
+    -- One checklist per conversation, changed in place by each list the model sends.
+    local items = {}
+    for _, todo in ipairs(event.todos or {}) do
+      table.insert(items, { content = todo.content, status = todo.status })
+    end
+    if conv.todo then
+      conv.todo.items = items
+      touch(conv.todo)
+    else
+      conv.todo = add(conv, { kind = "todo", items = items })
+    end
   elseif t == "agent_end" then
     drop_retry(conv)
     conv.running = false
@@ -307,7 +319,7 @@ end
 function M.load(session_id, messages)
   local conv = M.get(session_id)
   conv.blocks, conv.tools, conv.message, conv.last_role, conv.first_message = {}, {}, nil, nil, nil
-  conv.tokens, conv.cost, conv.running = 0, 0, false
+  conv.tokens, conv.cost, conv.running, conv.todo = 0, 0, false, nil
   for _, message in ipairs(messages or {}) do
     if message.role == "user" then
       add_user(conv, message)

@@ -235,6 +235,30 @@ function renderers.tool(block)
   return lines, hls
 end
 
+local todo_marks = { completed = "✓", in_progress = "▶", pending = "○" }
+local todo_group = { completed = "ReinsHint", in_progress = "ReinsToolRunning" }
+
+--- The model's todo list: a line saying how far along it is, then a line per step.
+function renderers.todo(block)
+  local items = block.items or {}
+  local done = 0
+  for _, item in ipairs(items) do
+    if item.status == "completed" then
+      done = done + 1
+    end
+  end
+  local head = #items == 0 and "☰ todo list cleared" or ("☰ todo %d/%d"):format(done, #items)
+  local lines, hls = { head }, { { 0, 0, -1, "ReinsToolName" } }
+  for _, item in ipairs(items) do
+    local mark = todo_marks[item.status] or "?"
+    table.insert(lines, ("  %s %s"):format(mark, one_line(item.content, 100)))
+    if todo_group[item.status] then
+      table.insert(hls, { #lines - 1, 0, -1, todo_group[item.status] })
+    end
+  end
+  return lines, hls
+end
+
 function renderers.notice(block)
   local icon = block.icon or (block.level == "error" and "✗" or "!")
   local group = block.level == "error" and "ReinsToolError" or "ReinsNotice"

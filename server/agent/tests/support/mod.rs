@@ -181,6 +181,9 @@ impl Recorder {
                 AgentEvent::ToolExecutionEnd { tool_call_id, is_error, .. } => {
                     format!("tool_execution_end {tool_call_id}{}", if is_error { " (error)" } else { "" })
                 }
+                AgentEvent::TodoUpdate { tool_call_id, todos } => {
+                    format!("todo_update {tool_call_id} items={}", todos.len())
+                }
                 AgentEvent::TurnEnd { turn, reason, tool_results, .. } => {
                     format!("turn_end {turn} {} results={}", json_name(&reason), tool_results.len())
                 }

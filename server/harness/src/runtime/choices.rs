@@ -281,7 +281,7 @@ mod tests {
         let session = first.new_session(None, Some("anthropic/claude-sonnet-4-5")).unwrap();
         send(&first, &session, "one").await;
         let set = first.set_tools(&session, &["read-only"]).unwrap();
-        let read_only = ["read", "ls", "grep", "find"].map(String::from).to_vec();
+        let read_only = ["read", "ls", "grep", "find", "todo"].map(String::from).to_vec();
         let mut spelled = read_only.clone();
         spelled.extend(["diagnostics".into(), "lsp".into()]);
         assert_eq!(set, ToolsSet { tools: spelled, offered: read_only.clone() });
@@ -297,7 +297,7 @@ mod tests {
             .filter(|line| line.contains("active_tools_change"))
             .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap()["tools"].to_string())
             .collect();
-        assert_eq!(recorded, [r#"["read","ls","grep","find","diagnostics","lsp"]"#]);
+        assert_eq!(recorded, [r#"["read","ls","grep","find","todo","diagnostics","lsp"]"#]);
 
         // Another process resumes it: the session's set wins over the settings' (all tools).
         let second = harness(tmp.path(), provider.clone(), |_| {});
@@ -306,7 +306,7 @@ mod tests {
         // A new session follows the settings.
         let fresh = second.new_session(None, Some("anthropic/claude-sonnet-4-5")).unwrap();
         send(&second, &fresh, "four").await;
-        let all = ["read", "write", "edit", "bash", "ls", "grep", "find", "task"].map(String::from).to_vec();
+        let all = ["read", "write", "edit", "bash", "ls", "grep", "find", "todo", "task"].map(String::from).to_vec();
         let sent = lock(&provider.1).clone();
         // The system prompt speaks of proposals only while a tool that makes them is offered.
         let expected = [

@@ -61,7 +61,7 @@ pub struct TaskInput {
     pub prompt: String,
     /// A few words saying what the job is (the subagent's session is named after it).
     pub description: Option<String>,
-    /// The tools the subagent may use, among yours. Default: read, ls, grep, find.
+    /// The tools the subagent may use, among yours. Default: read, ls, grep, find, todo.
     pub tools: Option<Vec<String>>,
 }
 

@@ -524,3 +524,13 @@ impl Drop for Connection {
         self.kill();
     }
 }
+
+impl crate::answers::Texts for Connection {
+    fn encoding(&self) -> Encoding {
+        Connection::encoding(self)
+    }
+
+    fn text_of(&self, path: &Path) -> Option<String> {
+        Connection::text_of(self, path)
+    }
+}

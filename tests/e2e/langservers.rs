@@ -179,6 +179,67 @@ async fn a_missing_or_crashing_server_is_a_tool_error_and_the_run_goes_on() {
     assert!(!seen.contains(CANARY_KEY) && !seen.contains("OPENAI_API_KEY"), "{seen}");
 }
 
+/// A language server that answers `initialize` (offering hover) and then nothing, ever.
+const HANGING_SERVER: &str = r#"
+import json, sys
+def read():
+    length = 0
+    while True:
+        line = sys.stdin.buffer.readline()
+        if not line:
+            sys.exit(0)
+        if line.strip() == b"":
+            break
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    return json.loads(sys.stdin.buffer.read(length))
+while True:
+    message = read()
+    if message.get("method") == "initialize":
+        body = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"capabilities": {"hoverProvider": True}}})
+        sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body.encode()))
+        sys.stdout.buffer.flush()
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_server_is_a_tool_error_within_bounds_and_the_run_goes_on() {
+    let dir = workspace(&[("a.hang", "x = y\n"), ("notes.txt", "still here\n")]);
+    std::fs::create_dir_all(reins_home(dir.path())).unwrap();
+    let config = format!(
+        "[lsp_servers.hanging]\ncommand = \"python3\"\nargs = [\"-c\", {}]\nfile_patterns = [\"*.hang\"]\n",
+        toml_string(HANGING_SERVER)
+    );
+    std::fs::write(reins_home(dir.path()).join("config.toml"), config).unwrap();
+    let started = std::time::Instant::now();
+    let results = run_calls(
+        dir.path(),
+        &[
+            ("lsp", json!({"operation": "hover", "path": "a.hang", "line": 1, "symbol": "x"})),
+            ("lsp", json!({"operation": "hover", "path": "a.hang", "line": 1, "symbol": "y"})),
+            ("read", json!({"path": "notes.txt"})),
+        ],
+    )
+    .await;
+    check(
+        &results,
+        expect![[r#"
+            the language server hanging has not answered textDocument/hover, asked more than 30 s ago: it hangs, and is not asked again until it answers
+            ---
+            the language server hanging has not answered textDocument/hover, asked more than 30 s ago: it hangs, and is not asked again until it answers
+            ---
+            still here
+        "#]],
+    );
+    // One wait of the request timeout, not one per attempt or per call.
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(50), "the run took {took:?}");
+}
+
+/// `text` as a TOML basic string.
+fn toml_string(text: &str) -> String {
+    serde_json::to_string(text).unwrap()
+}
+
 const GREETER_TS: &str = r#"export class Greeter {
   /** Says hello to someone. */
   greet(name: string): string {

@@ -2,7 +2,9 @@
 -- vim.lsp.start for Python buffers, as a user's config would. The agent's `lsp` tool asks reins,
 -- reins asks the plugin (`reins/languageServer`), and the plugin passes the request to pyright,
 -- loading shapes.py into a hidden buffer first. The answers are reins's usual compact lines, and
--- reins starts no pyright of its own although one is on PATH (the process tree says so).
+-- reins starts no pyright of its own although one is on PATH (the process tree says so). A
+-- rename through the same pyright is reviewed per hunk (one accepted, one rejected) and taken
+-- back by a checkout from the session tree.
 local H = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h") .. "/helpers.lua")
 
 local repo = vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h:h:h:h")
@@ -32,6 +34,13 @@ local app = table.concat({
   "    r = Robot()",
   '    print(g.greet("a"))',
   '    print(r.greet("b"))',
+  "    # one",
+  "    # two",
+  "    # three",
+  "    # four",
+  "    # five",
+  "    # six",
+  "    # seven",
   '    print(g.greet("c"))',
 }, "\n") .. "\n"
 
@@ -40,6 +49,8 @@ local url = H.start_llm({
   { toolCalls = { { id = "r1", name = "lsp", arguments = { operation = "references", path = "shapes.py", line = 2, symbol = "greet" } } } },
   { toolCalls = { { id = "h1", name = "lsp", arguments = { operation = "hover", path = "app.py", line = 8, symbol = "greet" } } } },
   { text = "Greeter.greet is used twice." },
+  { toolCalls = { { id = "n1", name = "rename", arguments = { path = "shapes.py", line = 2, symbol = "greet", newName = "welcome" } } } },
+  { text = "Renamed where you said." },
 })
 local dir = H.workspace({ ["shapes.py"] = shapes, ["app.py"] = app })
 H.setup(url, {})
@@ -112,7 +123,7 @@ T.test("the lsp tool answers from the editor's pyright, and reins starts none", 
   T.eq(tool_result("d1"), "shapes.py:\n  2:9: def greet(self, name):", "definition")
   T.eq(
     tool_result("r1"),
-    'app.py:\n  7:13: print(g.greet("a"))\n  9:13: print(g.greet("c"))\nshapes.py:\n  2:9: def greet(self, name):',
+    'app.py:\n  7:13: print(g.greet("a"))\n  16:13: print(g.greet("c"))\nshapes.py:\n  2:9: def greet(self, name):',
     "references, from a file loaded into a hidden buffer"
   )
   T.contains(tool_result("h1"), "def greet(name: Unknown)", "hover")
@@ -130,4 +141,73 @@ T.test("the lsp tool answers from the editor's pyright, and reins starts none", 
   T.ok(reins and reins_pid, "the reins process under Neovim")
   T.eq(#pyrights_below(all, vim.fn.getpid()) >= 1, true, "the editor's pyright runs")
   T.eq(pyrights_below(all, reins_pid), {}, "no pyright started by reins")
+end)
+
+T.test("a rename from the editor's pyright is reviewed per hunk, and R on the prompt takes it back", function()
+  local review = require("reins.review")
+  local keys = require("reins.config").options.keymaps
+  local function press(lhs)
+    vim.api.nvim_feedkeys(vim.keycode(lhs), "mx", false)
+  end
+  vim.cmd("ReinsSend Rename greet to welcome.")
+  T.wait_for(function()
+    return #review.order == 2
+  end, "one proposal per file of the rename", 60000)
+  local by_file = {}
+  for _, id in ipairs(review.order) do
+    local p = review.pending[id]
+    by_file[vim.fn.fnamemodify(vim.uri_to_fname(p.edit.uri), ":t")] = p
+  end
+  T.eq(#by_file["shapes.py"].edit.hunks, 1, "shapes.py: the definition")
+  T.eq(#by_file["app.py"].edit.hunks, 2, "app.py: the two calls of Greeter.greet, not Robot's")
+  review.accept(by_file["shapes.py"].edit.id)
+  local p = by_file["app.py"]
+  T.wait_for(function()
+    return p.view.buf and vim.api.nvim_buf_is_valid(p.view.buf)
+  end, "app.py's review shown")
+  vim.api.nvim_set_current_buf(p.view.buf)
+  vim.api.nvim_win_set_cursor(0, { 1, 0 })
+  press(keys.next_hunk)
+  press(keys.accept_hunk)
+  H.with_ui({ "keep the last call" }, function()
+    press(keys.reject_hunk)
+    T.wait_for(function()
+      return #review.order == 0
+    end, "the rename decided")
+  end)
+  local app_buf, shapes_buf = vim.fn.bufnr(dir .. "/app.py"), vim.fn.bufnr(dir .. "/shapes.py")
+  local renamed_app = app:gsub('g%.greet%("a"%)', 'g.welcome("a")')
+  T.wait_for(function()
+    return H.buf_text(app_buf) .. "\n" == renamed_app
+  end, "app.py: only the accepted hunk")
+  T.wait_for(function()
+    return H.buf_text(shapes_buf) .. "\n" == shapes:gsub("def greet", "def welcome", 1)
+  end, "shapes.py renamed")
+  T.wait_for(function()
+    return H.chat_text():find("Renamed where you said.", 1, true) and not require("reins.chat").current().running
+  end, "the answer after the review")
+  T.contains(tool_result("n1"), "keep the last call", "the reason reached the model")
+
+  -- R on the prompt: both files proposed back; accepting restores them.
+  vim.cmd("ReinsTree")
+  local tree = vim.fn.bufnr("reins://tree")
+  T.wait_for(function()
+    return H.buf_text(tree):find("you    Rename greet to welcome.", 1, true)
+  end, "the prompt in the tree")
+  vim.api.nvim_set_current_win(vim.fn.bufwinid(tree))
+  for i, line in ipairs(vim.api.nvim_buf_get_lines(tree, 0, -1, false)) do
+    if line:find("you    Rename greet to welcome.", 1, true) then
+      vim.api.nvim_win_set_cursor(0, { i, 0 })
+    end
+  end
+  press(keys.tree_restore)
+  T.wait_for(function()
+    return #review.order == 2
+  end, "both files proposed back")
+  for _, id in ipairs(vim.deepcopy(review.order)) do
+    review.accept(id)
+  end
+  T.wait_for(function()
+    return H.buf_text(app_buf) .. "\n" == app and H.buf_text(shapes_buf) .. "\n" == shapes
+  end, "both files as they were")
 end)

@@ -12,7 +12,7 @@ use scripted_llm::{Reply, ScriptedServer};
 use serde_json::{Value, json};
 
 use support::processes::{child_of, wait_for, wait_until_gone};
-use support::{CANARY_KEY, reins_command, reins_home, workspace};
+use support::{CANARY_KEY, reins, reins_command, reins_home, reins_in_terminal, workspace};
 
 /// Where tests/langservers/install.sh put the npm servers (installed on first use).
 fn servers_bin() -> &'static Path {
@@ -177,6 +177,129 @@ async fn a_missing_or_crashing_server_is_a_tool_error_and_the_run_goes_on() {
     let seen = std::fs::read_to_string(dir.path().join("seen-env.txt")).expect("the server wrote its environment");
     assert!(seen.contains("PATH="), "{seen}");
     assert!(!seen.contains(CANARY_KEY) && !seen.contains("OPENAI_API_KEY"), "{seen}");
+}
+
+/// app.py with the two calls of `Greeter.greet` far apart: two hunks of a rename.
+const APP_FAR_PY: &str = r#"from shapes import Greeter, Robot
+
+
+def main():
+    g = Greeter()
+    r = Robot()
+    print(g.greet("a"))
+    print(r.greet("b"))
+    # one
+    # two
+    # three
+    # four
+    # five
+    # six
+    # seven
+    print(g.greet("c"))
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rename_is_reviewed_hunk_by_hunk_at_the_terminal_and_a_checkout_undoes_it() {
+    let dir = workspace(&[("shapes.py", SHAPES_PY), ("app.py", APP_FAR_PY)]);
+    let root = dir.path();
+    std::fs::create_dir_all(reins_home(root)).unwrap();
+    // The terminal's PATH is the test's: pyright is named by its full path.
+    let config = format!(
+        "[lsp_servers.pyright]\ncommand = \"{}\"\nargs = [\"--stdio\"]\nfile_patterns = [\"*.py\"]\n",
+        servers_bin().join("pyright-langserver").display()
+    );
+    std::fs::write(reins_home(root).join("config.toml"), config).unwrap();
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call(
+            "call_0",
+            "rename",
+            json!({"path": "shapes.py", "line": 2, "symbol": "greet", "newName": "welcome"}),
+        ),
+        Reply::text("Done."),
+    ])
+    .await;
+    // shapes.py's one hunk: yes; app.py's first: yes, its second: no, for a reason.
+    let (screen, code) =
+        reins_in_terminal(Some(&server.base_url()), root, &["run", "rename greet"], &["y", "y", "n", "not that one"])
+            .await;
+    assert_eq!(code, Some(0), "{screen}");
+    assert!(screen.contains("hunk 1 of 2:") && screen.contains("hunk 2 of 2:"), "{screen}");
+    let read = |name: &str| std::fs::read_to_string(root.join(name)).unwrap();
+    assert_eq!(read("shapes.py"), SHAPES_PY.replacen("def greet", "def welcome", 1));
+    assert_eq!(read("app.py"), APP_FAR_PY.replacen("g.greet(\"a\")", "g.welcome(\"a\")", 1));
+    let requests = server.chat_requests();
+    let result = requests[1].body["messages"][3]["content"].to_string();
+    assert!(result.contains("not that one"), "{result}");
+
+    // Back to before the prompt: both files as they were.
+    let tree = reins(None, root, &["sessions", "tree", "--json"]).await;
+    let tree: Value = serde_json::from_str(&tree.stdout).unwrap();
+    let asked = tree["nodes"].as_array().unwrap().iter().find(|node| node["role"] == "user").unwrap()["id"].clone();
+    let back = reins(None, root, &["sessions", "checkout", asked.as_str().unwrap(), "--yes"]).await;
+    assert_eq!(back.code, Some(0), "stderr: {}", back.stderr);
+    assert_eq!(read("shapes.py"), SHAPES_PY);
+    assert_eq!(read("app.py"), APP_FAR_PY);
+}
+
+/// A language server that answers `initialize` (offering hover) and then nothing, ever.
+const HANGING_SERVER: &str = r#"
+import json, sys
+def read():
+    length = 0
+    while True:
+        line = sys.stdin.buffer.readline()
+        if not line:
+            sys.exit(0)
+        if line.strip() == b"":
+            break
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    return json.loads(sys.stdin.buffer.read(length))
+while True:
+    message = read()
+    if message.get("method") == "initialize":
+        body = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"capabilities": {"hoverProvider": True}}})
+        sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body.encode()))
+        sys.stdout.buffer.flush()
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_server_is_a_tool_error_within_bounds_and_the_run_goes_on() {
+    let dir = workspace(&[("a.hang", "x = y\n"), ("notes.txt", "still here\n")]);
+    std::fs::create_dir_all(reins_home(dir.path())).unwrap();
+    let config = format!(
+        "[lsp_servers.hanging]\ncommand = \"python3\"\nargs = [\"-c\", {}]\nfile_patterns = [\"*.hang\"]\n",
+        toml_string(HANGING_SERVER)
+    );
+    std::fs::write(reins_home(dir.path()).join("config.toml"), config).unwrap();
+    let started = std::time::Instant::now();
+    let results = run_calls(
+        dir.path(),
+        &[
+            ("lsp", json!({"operation": "hover", "path": "a.hang", "line": 1, "symbol": "x"})),
+            ("lsp", json!({"operation": "hover", "path": "a.hang", "line": 1, "symbol": "y"})),
+            ("read", json!({"path": "notes.txt"})),
+        ],
+    )
+    .await;
+    check(
+        &results,
+        expect![[r#"
+            the language server hanging has not answered textDocument/hover, asked more than 30 s ago: it hangs, and is not asked again until it answers
+            ---
+            the language server hanging has not answered textDocument/hover, asked more than 30 s ago: it hangs, and is not asked again until it answers
+            ---
+            still here
+        "#]],
+    );
+    // One wait of the request timeout, not one per attempt or per call.
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(50), "the run took {took:?}");
+}
+
+/// `text` as a TOML basic string.
+fn toml_string(text: &str) -> String {
+    serde_json::to_string(text).unwrap()
 }
 
 const GREETER_TS: &str = r#"export class Greeter {

@@ -5,14 +5,22 @@
 use std::path::{Path, PathBuf};
 
 use ls_types::{
-    CallHierarchyItem, Diagnostic, DiagnosticSeverity, DocumentChangeOperation, DocumentChanges, DocumentSymbol,
-    DocumentSymbolResponse, GotoDefinitionResponse, Hover, HoverContents, MarkedString, OneOf, Range, ResourceOp,
-    SymbolInformation, SymbolKind, Uri, WorkspaceEdit, WorkspaceSymbolResponse,
+    CallHierarchyIncomingCall, CallHierarchyItem, CallHierarchyOutgoingCall, Diagnostic, DiagnosticSeverity,
+    DocumentChangeOperation, DocumentChanges, DocumentSymbol, DocumentSymbolResponse, GotoDefinitionResponse, Hover,
+    HoverContents, MarkedString, OneOf, Range, ResourceOp, SymbolInformation, SymbolKind, Uri, WorkspaceEdit,
+    WorkspaceSymbolResponse,
 };
-use reins_tools::{Place, RenameStep, Symbol, TextReplace};
+use reins_tools::{Calls, Place, RenameStep, Symbol, TextReplace};
 use serde_json::Value;
 
-use crate::connection::Connection;
+use crate::encoding::Encoding;
+
+/// Where the columns of a server's answer are counted from: how it counts them, and the text of
+/// each file as it sees it.
+pub(crate) trait Texts {
+    fn encoding(&self) -> Encoding;
+    fn text_of(&self, path: &Path) -> Option<String>;
+}
 
 /// The path of a `file://` URI.
 pub(crate) fn path_of(uri: &Uri) -> Option<PathBuf> {
@@ -20,9 +28,9 @@ pub(crate) fn path_of(uri: &Uri) -> Option<PathBuf> {
 }
 
 /// `range` of the file at `path` as a place.
-pub(crate) fn place(connection: &Connection, path: &Path, range: &Range) -> Place {
-    let text = connection.text_of(path).unwrap_or_default();
-    let encoding = connection.encoding();
+pub(crate) fn place(texts: &dyn Texts, path: &Path, range: &Range) -> Place {
+    let text = texts.text_of(path).unwrap_or_default();
+    let encoding = texts.encoding();
     Place {
         path: path.to_path_buf(),
         start: encoding.point(&text, range.start.line, range.start.character),
@@ -31,7 +39,7 @@ pub(crate) fn place(connection: &Connection, path: &Path, range: &Range) -> Plac
 }
 
 /// A definition-like answer (`Location`, `Location[]`, `LocationLink[]` or null) as places.
-pub(crate) fn places(connection: &Connection, answer: Value) -> Vec<Place> {
+pub(crate) fn places(texts: &dyn Texts, answer: Value) -> Vec<Place> {
     if answer.is_null() {
         return Vec::new();
     }
@@ -45,7 +53,7 @@ pub(crate) fn places(connection: &Connection, answer: Value) -> Vec<Place> {
             links.into_iter().map(|link| (link.target_uri, link.target_selection_range)).collect()
         }
     };
-    targets.iter().filter_map(|(uri, range)| Some(place(connection, &path_of(uri)?, range))).collect()
+    targets.iter().filter_map(|(uri, range)| Some(place(texts, &path_of(uri)?, range))).collect()
 }
 
 /// A hover's text: its markup as it is (Markdown reads well to a model), parts one a paragraph.
@@ -64,22 +72,20 @@ pub(crate) fn hover_text(answer: Value) -> Option<String> {
 }
 
 /// A file's outline, nested symbols after their parent.
-pub(crate) fn document_symbols(connection: &Connection, path: &Path, answer: Value) -> Vec<Symbol> {
+pub(crate) fn document_symbols(texts: &dyn Texts, path: &Path, answer: Value) -> Vec<Symbol> {
     let Ok(response) = serde_json::from_value::<DocumentSymbolResponse>(answer) else { return Vec::new() };
     match response {
-        DocumentSymbolResponse::Flat(flat) => {
-            flat.into_iter().filter_map(|info| information(connection, info)).collect()
-        }
+        DocumentSymbolResponse::Flat(flat) => flat.into_iter().filter_map(|info| information(texts, info)).collect(),
         DocumentSymbolResponse::Nested(nested) => {
             let mut out = Vec::new();
-            flatten(connection, path, nested, 0, None, &mut out);
+            flatten(texts, path, nested, 0, None, &mut out);
             out
         }
     }
 }
 
 fn flatten(
-    connection: &Connection,
+    texts: &dyn Texts,
     path: &Path,
     symbols: Vec<DocumentSymbol>,
     depth: u32,
@@ -90,35 +96,33 @@ fn flatten(
         out.push(Symbol {
             name: symbol.name.clone(),
             kind: kind_name(symbol.kind).to_string(),
-            place: place(connection, path, &symbol.selection_range),
+            place: place(texts, path, &symbol.selection_range),
             container: container.map(str::to_string),
             depth,
         });
         if let Some(children) = symbol.children {
-            flatten(connection, path, children, depth + 1, Some(&symbol.name), out);
+            flatten(texts, path, children, depth + 1, Some(&symbol.name), out);
         }
     }
 }
 
 #[allow(deprecated)]
-fn information(connection: &Connection, info: SymbolInformation) -> Option<Symbol> {
+fn information(texts: &dyn Texts, info: SymbolInformation) -> Option<Symbol> {
     let path = path_of(&info.location.uri)?;
     Some(Symbol {
         name: info.name,
         kind: kind_name(info.kind).to_string(),
-        place: place(connection, &path, &info.location.range),
+        place: place(texts, &path, &info.location.range),
         container: info.container_name.filter(|name| !name.is_empty()),
         depth: 0,
     })
 }
 
 /// `workspace/symbol`'s answer.
-pub(crate) fn workspace_symbols(connection: &Connection, answer: Value) -> Vec<Symbol> {
+pub(crate) fn workspace_symbols(texts: &dyn Texts, answer: Value) -> Vec<Symbol> {
     let Ok(response) = serde_json::from_value::<WorkspaceSymbolResponse>(answer) else { return Vec::new() };
     match response {
-        WorkspaceSymbolResponse::Flat(flat) => {
-            flat.into_iter().filter_map(|info| information(connection, info)).collect()
-        }
+        WorkspaceSymbolResponse::Flat(flat) => flat.into_iter().filter_map(|info| information(texts, info)).collect(),
         WorkspaceSymbolResponse::Nested(nested) => nested
             .into_iter()
             .filter_map(|symbol| {
@@ -130,7 +134,7 @@ pub(crate) fn workspace_symbols(connection: &Connection, answer: Value) -> Vec<S
                 Some(Symbol {
                     name: symbol.name,
                     kind: kind_name(symbol.kind).to_string(),
-                    place: place(connection, &path, &range),
+                    place: place(texts, &path, &range),
                     container: symbol.container_name.filter(|name| !name.is_empty()),
                     depth: 0,
                 })
@@ -140,25 +144,61 @@ pub(crate) fn workspace_symbols(connection: &Connection, answer: Value) -> Vec<S
 }
 
 /// A call hierarchy item as a symbol (where its name is).
-pub(crate) fn call_item(connection: &Connection, item: &CallHierarchyItem) -> Option<Symbol> {
+pub(crate) fn call_item(texts: &dyn Texts, item: &CallHierarchyItem) -> Option<Symbol> {
     let path = path_of(&item.uri)?;
     Some(Symbol {
         name: item.name.clone(),
         kind: kind_name(item.kind).to_string(),
-        place: place(connection, &path, &item.selection_range),
+        place: place(texts, &path, &item.selection_range),
         container: item.detail.clone().filter(|detail| !detail.is_empty()),
         depth: 0,
     })
 }
 
-/// A workspace edit as rename steps, in the server's order: `documentChanges` when it gives
-/// them, else `changes` by file.
-pub(crate) fn rename_steps(connection: &Connection, edit: WorkspaceEdit) -> Vec<RenameStep> {
+/// The calls of a call hierarchy `item` (`callHierarchy/incomingCalls` or `outgoingCalls`'s
+/// answer): each function that calls it or that it calls, with where the calls are.
+pub(crate) fn calls(
+    texts: &dyn Texts,
+    direction: Calls,
+    item: &CallHierarchyItem,
+    answer: Value,
+) -> Vec<(Symbol, Vec<Place>)> {
+    let mut out = Vec::new();
+    match direction {
+        Calls::Incoming => {
+            let calls: Vec<CallHierarchyIncomingCall> = serde_json::from_value(answer).unwrap_or_default();
+            for call in calls {
+                let Some(caller) = call_item(texts, &call.from) else { continue };
+                let sites = call.from_ranges.iter().map(|range| place(texts, &caller.place.path, range)).collect();
+                out.push((caller, sites));
+            }
+        }
+        Calls::Outgoing => {
+            let calls: Vec<CallHierarchyOutgoingCall> = serde_json::from_value(answer).unwrap_or_default();
+            let Some(from) = path_of(&item.uri) else { return out };
+            for call in calls {
+                let Some(callee) = call_item(texts, &call.to) else { continue };
+                let sites = call.from_ranges.iter().map(|range| place(texts, &from, range)).collect();
+                out.push((callee, sites));
+            }
+        }
+    }
+    out
+}
+
+/// `textDocument/rename`'s answer as rename steps, in the server's order: `documentChanges`
+/// when it gives them, else `changes` by file.
+pub(crate) fn rename_steps(texts: &dyn Texts, answer: Value) -> Result<Vec<RenameStep>, String> {
+    if answer.is_null() {
+        return Err("the language server has no rename for the symbol there".to_string());
+    }
+    let edit: WorkspaceEdit = serde_json::from_value(answer)
+        .map_err(|err| format!("the language server's rename is not a workspace edit: {err}"))?;
     let replaces = |path: &Path, edits: Vec<ls_types::TextEdit>| -> Vec<TextReplace> {
         edits
             .into_iter()
             .map(|edit| {
-                let at = place(connection, path, &edit.range);
+                let at = place(texts, path, &edit.range);
                 TextReplace { start: at.start, end: at.end, text: edit.new_text }
             })
             .collect()
@@ -211,7 +251,7 @@ pub(crate) fn rename_steps(connection: &Connection, edit: WorkspaceEdit) -> Vec<
             }
         }
     }
-    steps
+    Ok(steps)
 }
 
 fn plain_edit(edit: OneOf<ls_types::TextEdit, ls_types::AnnotatedTextEdit>) -> ls_types::TextEdit {
@@ -222,8 +262,8 @@ fn plain_edit(edit: OneOf<ls_types::TextEdit, ls_types::AnnotatedTextEdit>) -> l
 }
 
 /// A published diagnostic in the tools' terms (1-based line and column).
-pub(crate) fn diagnostic(connection: &Connection, path: &Path, diagnostic: &Diagnostic) -> reins_tools::Diagnostic {
-    let at = place(connection, path, &diagnostic.range).start;
+pub(crate) fn diagnostic(texts: &dyn Texts, path: &Path, diagnostic: &Diagnostic) -> reins_tools::Diagnostic {
+    let at = place(texts, path, &diagnostic.range).start;
     let severity = match diagnostic.severity {
         Some(DiagnosticSeverity::WARNING) => reins_tools::Severity::Warning,
         Some(DiagnosticSeverity::INFORMATION) => reins_tools::Severity::Information,

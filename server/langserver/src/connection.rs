@@ -22,8 +22,9 @@ use tokio::sync::{mpsc, oneshot, watch};
 use crate::config::ServerConfig;
 use crate::encoding::Encoding;
 
-/// How long `initialize` may take.
-const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long `initialize` may take: less than the `lsp` tool's own time limit, so that the model
+/// is told which server hangs rather than that the tool timed out.
+const START_TIMEOUT: Duration = Duration::from_secs(45);
 /// Stderr lines kept to explain a crash.
 const STDERR_TAIL: usize = 20;
 
@@ -61,6 +62,10 @@ struct State {
     progress: std::collections::HashSet<String>,
     /// Why it stopped, once it did.
     ended: Option<String>,
+    /// A request the server left unanswered past its time (id, method, seconds waited): until
+    /// it answers that one, it is taken to hang and asked nothing more, so that each question
+    /// does not wait the whole time again.
+    hung: Option<(i64, String, u64)>,
 }
 
 pub(crate) struct Connection {
@@ -199,6 +204,47 @@ impl Connection {
 
     /// Sends a request and waits for its answer (an error answer is a sentence).
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, String> {
+        let (_, receiver) = self.send_request(method, params)?;
+        let sent = std::time::Instant::now();
+        let answer = receiver.await;
+        timing(method, sent);
+        self.answer(method, answer)
+    }
+
+    /// Sends a request and waits at most `timeout` for its answer; a server that lets it pass
+    /// is taken to hang (see `State::hung`), and fails every request at once until it answers.
+    pub async fn request_within(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, String> {
+        if let Some((_, asked, secs)) = &lock(&self.state).hung {
+            return Err(self.hangs(asked, *secs));
+        }
+        let (id, receiver) = self.send_request(method, params)?;
+        let sent = std::time::Instant::now();
+        match tokio::time::timeout(timeout, receiver).await {
+            Ok(answer) => {
+                timing(method, sent);
+                self.answer(method, answer)
+            }
+            Err(_) => {
+                let mut state = lock(&self.state);
+                // Unless it answered just now.
+                if state.pending.contains_key(&id) {
+                    state.hung.get_or_insert((id, method.to_string(), timeout.as_secs()));
+                }
+                Err(self.hangs(method, timeout.as_secs()))
+            }
+        }
+    }
+
+    fn hangs(&self, method: &str, secs: u64) -> String {
+        format!(
+            "the language server {} has not answered {method}, asked more than {secs} s ago: it hangs, and is not \
+             asked again until it answers",
+            self.name
+        )
+    }
+
+    /// Sends a request; its answer will come through the receiver.
+    fn send_request(&self, method: &str, params: Value) -> Result<(i64, oneshot::Receiver<Answer>), String> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (sender, receiver) = oneshot::channel();
         {
@@ -208,11 +254,12 @@ impl Connection {
             }
             state.pending.insert(id, sender);
         }
-        let sent = std::time::Instant::now();
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        let answer = receiver.await;
-        // The server's own time, for the bench to weigh the tool's time against.
-        tracing::debug!(target: "reins_langserver::timing", "{method} answered in {} us", sent.elapsed().as_micros());
+        Ok((id, receiver))
+    }
+
+    /// The answer to `method` as the caller wants it: the result, or a sentence.
+    fn answer(&self, method: &str, answer: Result<Answer, oneshot::error::RecvError>) -> Result<Value, String> {
         let stopped = || Failure::Stopped(format!("the language server {} stopped", self.name));
         match answer.unwrap_or_else(|_| Err(stopped())) {
             Ok(answer) => Ok(answer),
@@ -374,7 +421,11 @@ impl Connection {
                     )),
                     None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
                 };
-                if let Some(waiter) = lock(&self.state).pending.remove(&id) {
+                let mut state = lock(&self.state);
+                if state.hung.as_ref().is_some_and(|(hung, ..)| *hung == id) {
+                    state.hung = None;
+                }
+                if let Some(waiter) = state.pending.remove(&id) {
                     let _ = waiter.send(answer);
                 }
             }
@@ -409,6 +460,11 @@ impl Connection {
             _ => {}
         }
     }
+}
+
+/// The server's own time, for the bench to weigh the tool's time against.
+fn timing(method: &str, sent: std::time::Instant) {
+    tracing::debug!(target: "reins_langserver::timing", "{method} answered in {} us", sent.elapsed().as_micros());
 }
 
 /// What reins answers a server's own request: no configuration, progress tokens accepted,
@@ -522,5 +578,15 @@ async fn read_stderr(stderr: tokio::process::ChildStderr, state: Arc<Mutex<State
 impl Drop for Connection {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+impl crate::answers::Texts for Connection {
+    fn encoding(&self) -> Encoding {
+        Connection::encoding(self)
+    }
+
+    fn text_of(&self, path: &Path) -> Option<String> {
+        Connection::text_of(self, path)
     }
 }

@@ -160,14 +160,7 @@ impl LanguageServers {
 
     /// Sends `method` and waits at most [`REQUEST_TIMEOUT`].
     pub(crate) async fn request(&self, connection: &Connection, method: &str, params: Value) -> Result<Value, String> {
-        match tokio::time::timeout(REQUEST_TIMEOUT, connection.request(method, params)).await {
-            Ok(answer) => answer,
-            Err(_) => Err(format!(
-                "the language server {} did not answer {method} within {} s",
-                connection.name,
-                REQUEST_TIMEOUT.as_secs()
-            )),
-        }
+        connection.request_within(method, params, REQUEST_TIMEOUT).await
     }
 
     /// Stops every server (politely, then their process groups). Call before exiting; dropping

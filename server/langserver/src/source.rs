@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use ls_types::{CallHierarchyIncomingCall, CallHierarchyItem, CallHierarchyOutgoingCall, WorkspaceEdit};
+use ls_types::CallHierarchyItem;
 use reins_tools::{Calls, DiagnosticSource, FileDiagnostics, LanguageSource, Lookup, Place, Point, RenameStep, Symbol};
 use serde_json::{Value, json};
 
@@ -38,6 +38,24 @@ impl LanguageServers {
     }
 }
 
+/// The request of a lookup, the capability that offers it, and what it finds, in words.
+pub(crate) fn lookup_method(lookup: Lookup) -> (&'static str, &'static str, &'static str) {
+    match lookup {
+        Lookup::Definition => ("textDocument/definition", "definitionProvider", "definitions"),
+        Lookup::TypeDefinition => ("textDocument/typeDefinition", "typeDefinitionProvider", "type definitions"),
+        Lookup::Implementation => ("textDocument/implementation", "implementationProvider", "implementations"),
+        Lookup::References => ("textDocument/references", "referencesProvider", "references"),
+    }
+}
+
+/// The request that follows a call hierarchy item one way.
+pub(crate) fn calls_method(direction: Calls) -> &'static str {
+    match direction {
+        Calls::Incoming => "callHierarchy/incomingCalls",
+        Calls::Outgoing => "callHierarchy/outgoingCalls",
+    }
+}
+
 #[async_trait]
 impl LanguageSource for LanguageServers {
     fn covers(&self, path: &Path) -> bool {
@@ -46,18 +64,13 @@ impl LanguageSource for LanguageServers {
 
     async fn lookup(&self, lookup: Lookup, path: &Path, at: Point) -> Result<Vec<Place>, String> {
         let (connection, mut params, opened) = self.at(path, at).await?;
-        let (method, provider, what) = match lookup {
-            Lookup::Definition => ("textDocument/definition", "definitionProvider", "definitions"),
-            Lookup::TypeDefinition => ("textDocument/typeDefinition", "typeDefinitionProvider", "type definitions"),
-            Lookup::Implementation => ("textDocument/implementation", "implementationProvider", "implementations"),
-            Lookup::References => ("textDocument/references", "referencesProvider", "references"),
-        };
+        let (method, provider, what) = lookup_method(lookup);
         Self::able(&connection, provider, what)?;
         if lookup == Lookup::References {
             params["context"] = json!({"includeDeclaration": true});
         }
         let answer = self.ask(&connection, method, params, opened).await?;
-        Ok(answers::places(&connection, answer))
+        Ok(answers::places(connection.as_ref(), answer))
     }
 
     async fn hover(&self, path: &Path, at: Point) -> Result<Option<String>, String> {
@@ -72,7 +85,7 @@ impl LanguageSource for LanguageServers {
         Self::able(&connection, "documentSymbolProvider", "document symbols")?;
         let params = json!({"textDocument": {"uri": uri_of(path)?}});
         let answer = self.ask(&connection, "textDocument/documentSymbol", params, opened).await?;
-        Ok(answers::document_symbols(&connection, path, answer))
+        Ok(answers::document_symbols(connection.as_ref(), path, answer))
     }
 
     async fn workspace_symbols(&self, query: &str, near: Option<&Path>) -> Result<Vec<Symbol>, String> {
@@ -93,7 +106,7 @@ impl LanguageSource for LanguageServers {
                 continue;
             }
             match self.ask(&connection, "workspace/symbol", json!({"query": query}), opened).await {
-                Ok(answer) => symbols.extend(answers::workspace_symbols(&connection, answer)),
+                Ok(answer) => symbols.extend(answers::workspace_symbols(connection.as_ref(), answer)),
                 Err(err) => errors.push(err),
             }
         }
@@ -110,34 +123,8 @@ impl LanguageSource for LanguageServers {
         let items: Vec<CallHierarchyItem> = serde_json::from_value(answer).unwrap_or_default();
         let Some(item) = items.into_iter().next() else { return Ok(Vec::new()) };
         let params = json!({"item": item});
-        let mut out = Vec::new();
-        match direction {
-            Calls::Incoming => {
-                let answer = self.request(&connection, "callHierarchy/incomingCalls", params).await?;
-                let calls: Vec<CallHierarchyIncomingCall> = serde_json::from_value(answer).unwrap_or_default();
-                for call in calls {
-                    let Some(caller) = answers::call_item(&connection, &call.from) else { continue };
-                    let sites = call
-                        .from_ranges
-                        .iter()
-                        .map(|range| answers::place(&connection, &caller.place.path, range))
-                        .collect();
-                    out.push((caller, sites));
-                }
-            }
-            Calls::Outgoing => {
-                let answer = self.request(&connection, "callHierarchy/outgoingCalls", params).await?;
-                let calls: Vec<CallHierarchyOutgoingCall> = serde_json::from_value(answer).unwrap_or_default();
-                let Some(from) = answers::path_of(&item.uri) else { return Ok(out) };
-                for call in calls {
-                    let Some(callee) = answers::call_item(&connection, &call.to) else { continue };
-                    let sites =
-                        call.from_ranges.iter().map(|range| answers::place(&connection, &from, range)).collect();
-                    out.push((callee, sites));
-                }
-            }
-        }
-        Ok(out)
+        let answer = self.request(&connection, calls_method(direction), params).await?;
+        Ok(answers::calls(connection.as_ref(), direction, &item, answer))
     }
 
     async fn rename(&self, path: &Path, at: Point, new_name: &str) -> Result<Vec<RenameStep>, String> {
@@ -153,12 +140,7 @@ impl LanguageSource for LanguageServers {
         params["newName"] = json!(new_name);
         connection.idle(std::time::Duration::from_secs(10)).await;
         let answer = self.request(&connection, "textDocument/rename", params).await?;
-        if answer.is_null() {
-            return Err("the language server has no rename for the symbol there".to_string());
-        }
-        let edit: WorkspaceEdit = serde_json::from_value(answer)
-            .map_err(|err| format!("the language server's rename is not a workspace edit: {err}"))?;
-        Ok(answers::rename_steps(&connection, edit))
+        answers::rename_steps(connection.as_ref(), answer)
     }
 }
 
@@ -190,8 +172,11 @@ impl DiagnosticSource for LanguageServers {
         for (path, connection, version) in synced {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             if let Some(published) = connection.wait_published(path, version, left).await {
-                let diagnostics =
-                    published.diagnostics.iter().map(|found| answers::diagnostic(&connection, path, found)).collect();
+                let diagnostics = published
+                    .diagnostics
+                    .iter()
+                    .map(|found| answers::diagnostic(connection.as_ref(), path, found))
+                    .collect();
                 files.push(FileDiagnostics { path: path.clone(), diagnostics });
             }
         }

@@ -83,6 +83,38 @@ pub fn diagnostics_answer(answer: Value) -> Result<Vec<(String, Vec<Diagnostic>)
     Ok(out)
 }
 
+/// The answer to `reins/languageServer`: `null` when none of the editor's servers for the file
+/// offers the method, else `{server, positionEncoding, result}` (or `error` in place of
+/// `result` when the server answered with one). Anything else is an error.
+pub fn language_server_answer(answer: Value) -> Result<Option<reins_langserver::EditorAnswer>, String> {
+    if answer.is_null() {
+        return Ok(None);
+    }
+    let Some(fields) = answer.as_object() else {
+        return Err(format!(
+            "the editor answered reins/languageServer with neither null nor an object: {}",
+            short(&answer)
+        ));
+    };
+    let server = fields.get("server").and_then(Value::as_str).unwrap_or("of the editor").to_string();
+    let encoding = match fields.get("positionEncoding").and_then(Value::as_str) {
+        Some("utf-8") => reins_langserver::Encoding::Utf8,
+        Some("utf-32") => reins_langserver::Encoding::Utf32,
+        _ => reins_langserver::Encoding::Utf16,
+    };
+    let result = match (fields.get("result"), fields.get("error")) {
+        (_, Some(error)) => Err(match error.get("message").and_then(Value::as_str) {
+            Some(message) => message.to_string(),
+            None => short(error),
+        }),
+        (Some(result), None) => Ok(result.clone()),
+        (None, None) => {
+            return Err(format!("the editor answered reins/languageServer without a result: {}", short(&answer)));
+        }
+    };
+    Ok(Some(reins_langserver::EditorAnswer { server, encoding, result }))
+}
+
 /// An LSP diagnostic as reins's tools see it: 1-based line, and a 1-based column in characters
 /// of `text` (the open buffer) when there is one. reins's copy of the buffer may lag behind the
 /// editor's (clients hold changes back a moment): where the position lies past the end of its

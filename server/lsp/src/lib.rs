@@ -12,6 +12,7 @@ mod config;
 mod diagnostics;
 mod dispatch;
 pub(crate) mod documents;
+mod editor_language;
 mod events;
 mod from_proto;
 mod handshake;

@@ -31,6 +31,7 @@ use crate::commands::{self, Command};
 use crate::config::{self, EditorSettings};
 use crate::diagnostics::EditorDiagnostics;
 use crate::documents::{Documents, PositionEncoding};
+use crate::editor_language::EditorLanguage;
 use crate::events::Events;
 use crate::review::{ReviewApprover, Reviews};
 use crate::workspace::EditorWorkspace;
@@ -47,6 +48,8 @@ pub struct State {
     pub workspace: Arc<EditorWorkspace>,
     /// The editor's diagnostics, when it answers `reins/diagnostics`.
     pub diagnostics: Arc<EditorDiagnostics>,
+    /// The editor's own language servers, when it answers `reins/languageServer`.
+    pub language: Arc<EditorLanguage>,
     /// The editor's layer of the settings; the settings in force are the harness's.
     pub editor_settings: EditorSettings,
     /// What `initialize` found wrong in the settings and the skill files, shown once the client
@@ -100,11 +103,14 @@ impl Server {
             persist: true,
             warn: show_warning(client.clone()),
         });
+        let language = Arc::new(EditorLanguage::new(client.clone(), documents.clone()));
+        harness.use_editor_servers(language.clone());
         let state = State {
             client,
             documents,
             workspace,
             diagnostics,
+            language,
             editor_settings: EditorSettings::default(),
             startup_warnings: Mutex::default(),
             events,
@@ -264,6 +270,7 @@ impl State {
 
         let options = params.initialization_options.as_ref().unwrap_or(&Value::Null);
         self.diagnostics.initialize(options);
+        self.language.initialize(options);
         self.events.initialize(options);
         let loaded = config::load(env_var, roots.first().map(PathBuf::as_path));
         self.workspace.set_roots(roots);

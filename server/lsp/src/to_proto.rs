@@ -345,6 +345,15 @@ pub fn diagnostics_request(uris: Option<&[String]>) -> Value {
     }
 }
 
+/// The params of `reins/languageServer`: a request for one of the editor's own servers, about
+/// the document `uri` (about none in particular when `None`).
+pub fn language_server_request(uri: Option<&str>, method: &str, params: Value) -> Value {
+    match uri {
+        Some(uri) => json!({ "uri": uri, "method": method, "params": params }),
+        None => json!({ "method": method, "params": params }),
+    }
+}
+
 /// The first line of `text`, shortened, in backticks.
 fn quote(text: &str) -> String {
     let mut lines = text.lines().filter(|line| !line.trim().is_empty());

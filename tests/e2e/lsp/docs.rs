@@ -116,7 +116,11 @@ async fn every_documented_example_matches_the_server() {
     let mut options = json!({});
     for example in examples.iter().filter(|e| e.kind == "initialization") {
         for (key, value) in example.json.as_object().cloned().unwrap_or_default() {
-            options[key] = value;
+            // Each document says what the client answers: the capabilities add up.
+            match (options.get_mut(&key), value) {
+                (Some(Value::Object(have)), Value::Object(more)) if key == "capabilities" => have.extend(more),
+                (_, value) => options[key] = value,
+            }
         }
     }
     let lsp = start(
@@ -247,6 +251,23 @@ async fn every_documented_example_matches_the_server() {
         })
         .await
         .unwrap();
+
+    // The `lsp` tool asks the editor's own language server (`reins/languageServer`), and the
+    // documented answer reaches the model as reins's lines.
+    lsp.server.push(Reply::tool_call(
+        "call_7",
+        "lsp",
+        json!({"operation": "definition", "path": "src/lib.rs", "line": 2, "symbol": "answer"}),
+    ));
+    lsp.server.push(Reply::text("It is defined there."));
+    let looking = lsp.client.command("reins.chat.send", json!({"text": "where is answer?"})).await.unwrap();
+    lsp.run_events(looking["runId"].as_str().unwrap()).await;
+    let told = lsp.server.chat_requests().iter().any(|request| {
+        request.body["messages"].as_array().is_some_and(|messages| {
+            messages.iter().any(|m| m["role"] == "tool" && m["content"] == "src/lib.rs:\n  2:4: fn answer() -> u32 {")
+        })
+    });
+    assert!(told, "the editor's definition did not reach the model as src/lib.rs:2:4");
 
     let notifications = lsp.client.notifications();
     let mut checked = 0;

@@ -127,11 +127,12 @@ function M.command()
 end
 
 --- The initializationOptions: the user's settings, and what the plugin can do besides LSP
---- (it answers `reins/diagnostics` from vim.diagnostic, and shows a failed run in the chat, so
---- the server sends no `window/showMessage` saying it again).
+--- (it answers `reins/diagnostics` from vim.diagnostic and `reins/languageServer` from the
+--- language servers vim.lsp runs, and shows a failed run in the chat, so the server sends no
+--- `window/showMessage` saying it again).
 local function init_options()
   local options = vim.deepcopy(config.options.init_options or {})
-  options.capabilities = vim.tbl_extend("force", options.capabilities or {}, { diagnostics = true, chat = true })
+  options.capabilities = vim.tbl_extend("force", options.capabilities or {}, { diagnostics = true, languageServers = true, chat = true })
   local connect = config.options.connect
   if connect and not connect.path then
     options.token = M.listen_token()
@@ -162,6 +163,9 @@ local function lsp_config()
       end,
       ["reins/diagnostics"] = function(err, params, ctx)
         return require("reins.diagnostics").handler(err, params, ctx)
+      end,
+      ["reins/languageServer"] = function(err, params, ctx)
+        return require("reins.language_servers").handler(err, params, ctx)
       end,
     },
   }

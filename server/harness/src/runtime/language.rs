@@ -1,5 +1,6 @@
-//! The language servers behind a session's `lsp` and `rename` tools and, where no editor
-//! answers, its after-edit diagnostics: those of the settings in force (`[lsp_servers]` over the
+//! The language servers behind a session's `lsp` and `rename` tools — the editor's own when it
+//! offers them (`reins lsp`), else or besides those reins starts — and, where no editor answers,
+//! its after-edit diagnostics. The started ones are those of the settings in force (`[lsp_servers]` over the
 //! ones found on `PATH`), for the workspace's roots, built on first need — no server starts
 //! until a tool asks about a file of its language — and rebuilt when the servers or the roots
 //! change (the old ones stop).
@@ -8,8 +9,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use reins_agent::Tool;
-use reins_langserver::{LanguageServers, ServerConfig};
-use reins_tools::{LspTool, RenameTool};
+use reins_langserver::{Editor, EditorServers, LanguageServers, ServerConfig};
+use reins_tools::{LanguageSource, LspTool, RenameTool};
 
 use super::{Harness, ToolEnv, lock};
 
@@ -17,6 +18,8 @@ use super::{Harness, ToolEnv, lock};
 #[derive(Default)]
 pub(super) struct LanguageState {
     built: Option<Built>,
+    /// The editor that passes requests to its own servers, when the surface has one.
+    editor: Option<Arc<dyn Editor>>,
 }
 
 /// The configs and roots the servers were built for, and the servers (`None` when the workspace
@@ -51,13 +54,25 @@ impl Harness {
         servers
     }
 
-    /// `lsp` and `rename` over the language servers, when there are any.
+    /// Asks `editor` first for what the `lsp` and `rename` tools need, from the next session
+    /// on (while it says it answers), and the started servers only when it cannot answer.
+    pub fn use_editor_servers(&self, editor: Arc<dyn Editor>) {
+        lock(&self.language).editor = Some(editor);
+    }
+
+    /// `lsp` and `rename` over the editor's servers and the started ones, when there are any.
     pub(super) fn language_tools(&self, tool_env: &ToolEnv) -> Vec<Arc<dyn Tool>> {
-        let Some(servers) = self.language_servers() else { return Vec::new() };
+        let started = self.language_servers();
+        let editor = lock(&self.language).editor.clone().filter(|editor| editor.available());
+        let source: Arc<dyn LanguageSource> = match (editor, started) {
+            (Some(editor), started) => Arc::new(EditorServers::new(editor, started)),
+            (None, Some(started)) => started,
+            (None, None) => return Vec::new(),
+        };
         let workspace = tool_env.workspace.clone();
         tool_env.wrap(vec![
-            Arc::new(LspTool::new(workspace.clone(), servers.clone())),
-            Arc::new(RenameTool::new(workspace, servers)),
+            Arc::new(LspTool::new(workspace.clone(), source.clone())),
+            Arc::new(RenameTool::new(workspace, source)),
         ])
     }
 

@@ -61,7 +61,7 @@ pub use runtime::{
 };
 pub use sessions::{SessionInfo, SessionPage, SessionTreeView, TreeNode};
 pub use settings::{DEFAULT_BASE_URL, DEFAULT_MODEL, KeySource, Settings};
-pub use skills::{Scope, Skill, Skills, Warning};
+pub use skills::{AllowedTools, Scope, Skill, Skills, Warning};
 pub use stops::{REFUSAL_STOP, budget_stop};
 pub use summary::{FileActivity, render_transcript};
 pub use templates::{Template, Templates};

@@ -121,10 +121,16 @@ pub(crate) fn offline_harness(cwd: Option<&PathBuf>, warn: Warn) -> Result<Arc<H
 
 fn run(args: &SessionsArgs) -> Result<String, String> {
     let harness = offline_harness(args.cwd.as_ref(), Arc::new(|_| {}))?;
+    // Sessions are kept per workspace: when there is none, the user learns which one was looked in.
+    let workspace = args.cwd.clone().or_else(|| std::env::current_dir().ok()).unwrap_or_default();
+    let none = format!("no sessions in this workspace ({}) yet", visible_line(&workspace.display().to_string()));
     let to_json = |value: serde_json::Result<String>| value.map(|text| text + "\n").map_err(|e| e.to_string());
     match &args.command {
         SessionsCommand::List => {
             let list = harness.list_sessions().map_err(|e| e.to_string())?;
+            if list.is_empty() && !args.json {
+                return Ok(format!("{none}\n"));
+            }
             let json = || Value::Array(list.iter().map(to_proto::session_info).collect());
             if args.json {
                 to_json(serde_json::to_string_pretty(&json()))
@@ -144,11 +150,9 @@ fn run(args: &SessionsArgs) -> Result<String, String> {
         SessionsCommand::Export { entry, session, format } => {
             let id = match session {
                 Some(id_or_path) => harness.open_session(id_or_path),
-                None => harness.continue_recent().and_then(|id| {
-                    id.ok_or_else(|| {
-                        reins_harness::HarnessError::InvalidArgument("no sessions in this workspace yet".into())
-                    })
-                }),
+                None => harness
+                    .continue_recent()
+                    .and_then(|id| id.ok_or(reins_harness::HarnessError::InvalidArgument(none))),
             };
             let id = id.map_err(|e| e.to_string())?;
             harness.export(&id, entry.as_deref(), *format).map_err(|e| e.to_string())

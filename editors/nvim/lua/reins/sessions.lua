@@ -113,7 +113,9 @@ function M.pick()
     end
     local sessions = result.sessions or {}
     if #sessions == 0 then
-      return vim.notify("reins: no sessions in this workspace yet", vim.log.levels.INFO)
+      -- Sessions are kept per workspace: say which one was looked in.
+      local root = vim.fn.fnamemodify(client.root(0), ":~")
+      return vim.notify(("reins: no sessions in this workspace (%s) yet"):format(root), vim.log.levels.INFO)
     end
     vim.ui.select(sessions, { prompt = "reins sessions", format_item = M.describe }, function(s)
       if not s then

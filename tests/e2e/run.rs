@@ -725,3 +725,17 @@ async fn thinking_maps_per_provider_and_the_session_keeps_it() {
     assert_eq!(run.code, Some(2));
     assert!(run.stderr.contains("off|minimal|low|medium|high|xhigh"), "{}", run.stderr);
 }
+
+/// Issue 28: `--continue` where there is no session yet says so, and the run goes on in a new one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn continue_without_a_session_says_so_and_starts_one() {
+    let dir = workspace(&[]);
+    let server = ScriptedServer::start(vec![Reply::text("hello"), Reply::text("again")]).await;
+    let run = reins_run(&server, dir.path(), &["--continue", "hi"]).await;
+    assert_eq!((run.code, run.stdout.trim()), (Some(0), "hello"), "{}", run.stderr);
+    let said = "reins: --continue: there is no session in this workspace yet; starting a new one";
+    assert!(run.stderr.contains(said), "{}", run.stderr);
+    let run = reins_run(&server, dir.path(), &["--continue", "hi"]).await;
+    assert_eq!((run.code, run.stdout.trim()), (Some(0), "again"), "{}", run.stderr);
+    assert!(!run.stderr.contains("no session"), "a session to continue is continued quietly: {}", run.stderr);
+}

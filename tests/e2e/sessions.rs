@@ -49,7 +49,11 @@ async fn sessions_tree_without_an_id_shows_the_most_recent_session() {
     let dir = workspace(&[]);
     let empty = reins(None, dir.path(), &["sessions", "tree"]).await;
     assert_eq!(empty.code, Some(1));
-    assert_eq!(empty.stderr, "reins: there are no sessions in this workspace yet\n");
+    // Sessions are kept per workspace: the message names the one looked in.
+    let root = dir.path().canonicalize().unwrap();
+    assert_eq!(empty.stderr, format!("reins: there are no sessions in this workspace ({}) yet\n", root.display()));
+    let list = reins(None, dir.path(), &["sessions", "list"]).await;
+    assert_eq!(list.stdout, format!("no sessions in this workspace ({}) yet\n", root.display()));
 
     let server = ScriptedServer::start(vec![Reply::text("A"), Reply::text("B"), Reply::text("A again")]).await;
     let tree_shows = |first_message: &'static str| {

@@ -62,9 +62,16 @@ impl Setup {
         std::fs::write(self.reins_home.join("trusted-workspaces"), format!("{}\n", root.display())).unwrap();
     }
 
-    /// `reins run ARGS` to the end: exit code, stdout, stderr.
+    /// `reins run --yes ARGS` to the end: exit code, stdout, stderr.
     async fn run(&self, server: &ScriptedServer, args: &[&str]) -> (Option<i32>, String, String) {
-        let mut full = vec!["run", "--yes", "--no-session"];
+        let mut full = vec!["--yes"];
+        full.extend_from_slice(args);
+        self.run_asking(server, &full).await
+    }
+
+    /// `reins run ARGS` with no terminal to ask at: a call that needs asking is refused.
+    async fn run_asking(&self, server: &ScriptedServer, args: &[&str]) -> (Option<i32>, String, String) {
+        let mut full = vec!["run", "--no-session"];
         full.extend_from_slice(args);
         let mut command = reins_command(Some(&server.base_url()), self.project.path(), &full);
         command.env("HOME", &self.home).env("REINS_HOME", &self.reins_home);
@@ -297,4 +304,87 @@ async fn export_writes_a_standalone_page_of_the_branch() {
     let early = support::reins(None, dir.path(), &["sessions", "export", entry]).await;
     assert_eq!(early.code, Some(0), "{}", early.stderr);
     assert!(early.stdout.contains("say &lt;hi&gt;") && !early.stdout.contains("Done:"), "{}", early.stdout);
+}
+
+/// The tool results of the last request, in order: `ran: …` or `refused: …`.
+fn tool_results(body: &Value) -> Vec<String> {
+    let messages = body["messages"].as_array().unwrap();
+    let results = messages.iter().filter(|message| message["role"] == "tool");
+    results
+        .map(|message| {
+            let text =
+                message["content"].as_str().map(str::to_string).unwrap_or_else(|| message["content"].to_string());
+            match text.contains("needs the user's approval") || text.contains("do not allow") {
+                true => format!("refused: {}", text.lines().next().unwrap_or_default()),
+                false => format!("ran: {}", text.trim()),
+            }
+        })
+        .collect()
+}
+
+/// Issue 30: `allowed-tools: Bash(git:*)` approves the git commands the model runs while the skill
+/// goes on, and nothing else: not a command after `;`, `&&` or `|`, not one inside `$(…)`, not a
+/// redirection; and the user's `deny` still wins.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skills_bash_rule_approves_plain_git_commands_only_and_deny_still_wins() {
+    let setup = Setup::new(&[("a.txt", "a\n")]);
+    std::process::Command::new("git").args(["init", "-q"]).current_dir(setup.project.path()).status().unwrap();
+    setup.write(
+        &setup.home.join(".agents/skills/git-helper/SKILL.md"),
+        "---\nname: git-helper\ndescription: Look at the repository.\nallowed-tools: Read Bash(git:*)\n---\nRun git.\n",
+    );
+    let bash = |id: &str, command: &str| Reply::tool_call(id, "bash", json!({"command": command}));
+    let server = ScriptedServer::start(vec![
+        bash("c1", "git status --short"),
+        bash("c2", "git status; touch pwned1"),
+        bash("c3", "git log && touch pwned2"),
+        bash("c4", "git log | tee pwned3"),
+        bash("c5", "git log $(touch pwned4)"),
+        bash("c6", "git status > pwned5"),
+        bash("c7", "touch pwned6"),
+        Reply::text("done"),
+        // A plain message afterwards: the skill's rule is over.
+        bash("c8", "git status --short"),
+        Reply::text("done"),
+        // With bash denied, the skill's rule approves nothing.
+        bash("c9", "git status --short"),
+        Reply::text("done"),
+    ])
+    .await;
+    let (code, _, stderr) = setup.run_asking(&server, &["/skill:git-helper", "what changed?"]).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let requests = server.chat_requests();
+    expect![[r#"
+        [
+            "ran: ?? a.txt",
+            "refused: bash needs the user's approval, which could not be asked (no terminal); the user can rerun with --yes",
+            "refused: bash needs the user's approval, which could not be asked (no terminal); the user can rerun with --yes",
+            "refused: bash needs the user's approval, which could not be asked (no terminal); the user can rerun with --yes",
+            "refused: bash needs the user's approval, which could not be asked (no terminal); the user can rerun with --yes",
+            "refused: bash needs the user's approval, which could not be asked (no terminal); the user can rerun with --yes",
+            "refused: bash needs the user's approval, which could not be asked (no terminal); the user can rerun with --yes",
+        ]
+    "#]]
+    .assert_debug_eq(&tool_results(&requests[7].body));
+    let made: Vec<String> = std::fs::read_dir(setup.project.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("pwned"))
+        .collect();
+    assert!(made.is_empty(), "{made:?}");
+
+    let (code, _, stderr) = setup.run_asking(&server, &["what changed?"]).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    setup.write(&setup.reins_home.join("config.toml"), "[approval]\nbash = \"deny\"\n");
+    let (code, _, stderr) = setup.run_asking(&server, &["/skill:git-helper", "what changed?"]).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let requests = server.chat_requests();
+    let after: Vec<String> = [9, 11].iter().flat_map(|&n| tool_results(&requests[n].body)).collect();
+    expect![[r#"
+        [
+            "refused: bash needs the user's approval, which could not be asked (no terminal); the user can rerun with --yes",
+            "refused: the user's settings do not allow the `bash` tool; do not try it again",
+        ]
+    "#]]
+    .assert_debug_eq(&after);
 }

@@ -29,6 +29,13 @@ end
 
 local function cmd(name, fn, opts)
   vim.api.nvim_create_user_command(name, function(args)
+    -- On an older Neovim the commands exist (0.7 has user commands) but the LSP client they
+    -- need does not: say what is needed instead of failing inside the plugin.
+    if vim.fn.has("nvim-0.11") == 0 then
+      local v = vim.version()
+      local message = ("reins: :%s needs Neovim 0.11 or newer; this is %d.%d.%d"):format(name, v.major, v.minor, v.patch)
+      return vim.notify(message, vim.log.levels.ERROR)
+    end
     ready()
     fn(args)
   end, opts or {})

@@ -35,3 +35,38 @@ T.test("a reason of several lines shows as lines of their own, on a tool call an
     }, block.kind)
   end
 end)
+
+T.test(":ReinsTree draws where branches split, marks the leaf and fits the window", function()
+  local node = function(id, parent, role, preview)
+    return { id = id, parentId = parent or vim.NIL, kind = "message", role = role, preview = preview }
+  end
+  local tree = {
+    leaf = "g7",
+    nodes = {
+      node("a1", nil, "user", "hello"),
+      node("b2", "a1", "assistant", "hi"),
+      node("c3", "b2", "user", "one"),
+      node("d4", "b2", "user", "two"),
+      node("e5", "c3", "assistant", "e"),
+      node("f6", "e5", "user", "f"),
+      node("g7", "e5", "user", "a long message that goes on past the width"),
+      node("h8", "d4", "assistant", "h"),
+    },
+  }
+  local lines = require("reins.sessions").tree_lines(tree)
+  T.eq(lines, {
+    "  you    hello",
+    "  reins  hi",
+    "├─   you    one",
+    "│    reins  e",
+    "│  ├─   you    f",
+    "│  └─ ● you    a long message that goes on past the width",
+    "└─   you    two",
+    "     reins  h",
+  })
+  lines = require("reins.sessions").tree_lines(tree, 30)
+  T.eq(lines[6], "│  └─ ● you    a long message…")
+  for _, line in ipairs(lines) do
+    T.eq(vim.fn.strdisplaywidth(line) <= 30, true, line)
+  end
+end)

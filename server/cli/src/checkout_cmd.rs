@@ -57,10 +57,11 @@ async fn run(request: &CheckoutRequest) -> Result<ExitCode, String> {
     let harness = crate::sessions_cmd::offline_harness(request.cwd.as_ref(), warn)?;
     let session = match &request.session {
         Some(session) => harness.open_session(session).map_err(|e| e.to_string())?,
-        None => harness
-            .continue_recent()
-            .map_err(|e| e.to_string())?
-            .ok_or("no sessions in this workspace yet; nothing to check out")?,
+        None => harness.continue_recent().map_err(|e| e.to_string())?.ok_or_else(|| {
+            let workspace = request.cwd.clone().or_else(|| std::env::current_dir().ok()).unwrap_or_default();
+            let workspace = visible(&workspace.display().to_string()).into_owned();
+            format!("no sessions in this workspace ({workspace}) yet; nothing to check out")
+        })?,
     };
     let tree = harness.tree(&session).map_err(|e| e.to_string())?;
     let entry = find_entry(&tree, &request.entry)?;

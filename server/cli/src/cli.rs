@@ -59,8 +59,8 @@ pub enum Command {
     /// and commands are shown first and run only after you say yes, hunk by hunk: y applies a
     /// hunk, n skips it (you may then give the model a reason), a applies it and the rest, d
     /// skips it and the rest. Without a terminal and without --yes they are refused, and the
-    /// model is told why. Exit status: 0 on a final answer, 130 when cancelled, else 1 with a
-    /// one-line reason on stderr.
+    /// model is told why. Exit status: 0 on a final answer, 130 when cancelled, 2 for a command
+    /// line that cannot be parsed, else 1 with a one-line reason on stderr.
     Run(run_cmd::RunArgs),
     /// The workspace's sessions: list them, show one's tree, or check out an entry (files too)
     Sessions(sessions_cmd::SessionsArgs),
@@ -249,6 +249,21 @@ mod tests {
         assert!(
             matches!(parse(&["run", "--max-turns", "3", "hi"]), Ok(Command::Run(args)) if args.max_turns == Some(3))
         );
+    }
+
+    #[test]
+    fn run_help_names_every_exit_status_and_thinking_completes_to_its_levels() {
+        let mut command = Cli::command();
+        let help = command.find_subcommand_mut("run").unwrap().render_long_help().to_string();
+        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(help.contains("130 when cancelled, 2 for a command line that cannot be parsed, else 1"), "{help}");
+        let mut script = Vec::new();
+        clap_complete::generate(clap_complete::Shell::Bash, &mut Cli::command(), "reins", &mut script);
+        let script = String::from_utf8(script).unwrap();
+        let thinking = &script[script.find("--thinking)").unwrap()..];
+        let thinking = &thinking[..thinking.find(";;").unwrap()];
+        assert!(thinking.contains("\"off minimal low medium high xhigh\""), "{thinking}");
+        assert_eq!(parse(&["run", "--thinking", "lots", "hi"]).unwrap_err(), ErrorKind::InvalidValue);
     }
 
     /// Every subcommand's words, nested ones too (`sessions tree`), but not clap's `help`.

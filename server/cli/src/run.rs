@@ -27,7 +27,7 @@ pub struct RunArgs {
     pub model: Option<String>,
     /// How hard a reasoning model thinks: off, minimal, low, medium, high or xhigh (default: the
     /// session's level, else config `thinking`, else the provider's); kept in the session
-    #[arg(long, value_name = "LEVEL", value_parser = thinking_level)]
+    #[arg(long, value_name = "LEVEL", value_parser = thinking_levels())]
     pub thinking: Option<ThinkingLevel>,
     /// The tools offered, comma-separated names and globs: read, write, edit, apply_patch, bash,
     /// ls, grep, find, mcp__SERVER__TOOL, mcp__*, or read-only for read,ls,grep,find (default: the
@@ -323,7 +323,10 @@ fn choose_session(harness: &Harness, choice: &SessionChoice, model: Option<&str>
         SessionChoice::New | SessionChoice::None => return harness.new_session(None, model),
         SessionChoice::Continue => match harness.continue_recent()? {
             Some(session) => session,
-            None => return harness.new_session(None, model),
+            None => {
+                eprintln!("reins: --continue: there is no session in this workspace yet; starting a new one");
+                return harness.new_session(None, model);
+            }
         },
         SessionChoice::Open(id_or_path) => harness.open_session(id_or_path)?,
         SessionChoice::Fork { session, entry_id } => {
@@ -348,9 +351,13 @@ fn choose_session(harness: &Harness, choice: &SessionChoice, model: Option<&str>
     Ok(session)
 }
 
-/// A `--thinking` value.
-fn thinking_level(value: &str) -> Result<ThinkingLevel, String> {
-    ThinkingLevel::parse(value).ok_or_else(|| format!("expected one of {}", ThinkingLevel::names()))
+/// The `--thinking` values: named, so that completion offers them (not file names) and a typo
+/// lists them.
+fn thinking_levels() -> impl clap::builder::TypedValueParser<Value = ThinkingLevel> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(ThinkingLevel::ALL.map(ThinkingLevel::as_str)).try_map(|name| {
+        ThinkingLevel::parse(&name).ok_or_else(|| format!("expected one of {}", ThinkingLevel::names()))
+    })
 }
 
 /// One item of `--tools`: a tool's name, a glob or `read-only`.

@@ -121,26 +121,38 @@ pub(crate) fn offline_harness(cwd: Option<&PathBuf>, warn: Warn) -> Result<Arc<H
 
 fn run(args: &SessionsArgs) -> Result<String, String> {
     let harness = offline_harness(args.cwd.as_ref(), Arc::new(|_| {}))?;
+    // Sessions are kept per workspace: when there is none, the user learns which one was looked in.
+    let workspace = args.cwd.clone().or_else(|| std::env::current_dir().ok()).unwrap_or_default();
+    let none = format!("no sessions in this workspace ({}) yet", visible_line(&workspace.display().to_string()));
     let to_json = |value: serde_json::Result<String>| value.map(|text| text + "\n").map_err(|e| e.to_string());
     match &args.command {
         SessionsCommand::List => {
             let list = harness.list_sessions().map_err(|e| e.to_string())?;
+            if list.is_empty() && !args.json {
+                return Ok(format!("{none}\n"));
+            }
             let json = || Value::Array(list.iter().map(to_proto::session_info).collect());
-            if args.json { to_json(serde_json::to_string_pretty(&json())) } else { Ok(render_list(&list)) }
+            if args.json {
+                to_json(serde_json::to_string_pretty(&json()))
+            } else {
+                Ok(render_list(&list, terminal_width()))
+            }
         }
         SessionsCommand::Tree { session } => {
             let tree = harness.peek_tree(session.as_deref()).map_err(|e| e.to_string())?;
             let json = || to_proto::SessionTreeJson(&tree);
-            if args.json { to_json(serde_json::to_string_pretty(&json())) } else { Ok(render_tree(&tree)) }
+            if args.json {
+                to_json(serde_json::to_string_pretty(&json()))
+            } else {
+                Ok(render_tree(&tree, terminal_width()))
+            }
         }
         SessionsCommand::Export { entry, session, format } => {
             let id = match session {
                 Some(id_or_path) => harness.open_session(id_or_path),
-                None => harness.continue_recent().and_then(|id| {
-                    id.ok_or_else(|| {
-                        reins_harness::HarnessError::InvalidArgument("no sessions in this workspace yet".into())
-                    })
-                }),
+                None => harness
+                    .continue_recent()
+                    .and_then(|id| id.ok_or(reins_harness::HarnessError::InvalidArgument(none))),
             };
             let id = id.map_err(|e| e.to_string())?;
             harness.export(&id, entry.as_deref(), *format).map_err(|e| e.to_string())
@@ -154,11 +166,12 @@ fn export_format(value: &str) -> Result<reins_harness::ExportFormat, String> {
     reins_harness::ExportFormat::parse(value).ok_or_else(|| "expected html or md".to_string())
 }
 
-fn render_list(list: &[SessionInfo]) -> String {
+/// The sessions, a line each, cut to `width` when there is one.
+fn render_list(list: &[SessionInfo], width: Option<usize>) -> String {
     if list.is_empty() {
         return "no sessions in this workspace yet\n".into();
     }
-    let mut out = String::from("ID        MODIFIED (UTC)     ENTRIES     TOKENS      COST  NAME / FIRST MESSAGE\n");
+    let mut out = fit("ID        MODIFIED (UTC)     ENTRIES     TOKENS      COST  NAME / FIRST MESSAGE\n", width);
     for session in list {
         let modified = humantime::format_rfc3339_seconds(
             std::time::UNIX_EPOCH + std::time::Duration::from_millis(session.modified),
@@ -172,26 +185,29 @@ fn render_list(list: &[SessionInfo]) -> String {
         let usage = &session.usage;
         let tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
         let cost = format!("${:.4}", usage.cost.total);
-        out.push_str(&format!(
-            "{id:<8}  {modified:<17}  {:>7}  {tokens:>9}  {cost:>8}  {title}\n",
-            session.entry_count
+        out.push_str(&fit(
+            &format!("{id:<8}  {modified:<17}  {:>7}  {tokens:>9}  {cost:>8}  {title}\n", session.entry_count),
+            width,
         ));
     }
     out
 }
 
-/// How deep the tree's text indents at most: deeper branches start at this depth, so the text
-/// stays about as long as the file however the branches nest.
+/// How deep the tree's text indents at most (in branch levels): deeper branches start at this
+/// depth, so the text stays about as long as the file however the branches nest.
 const MAX_INDENT: usize = 32;
 
-/// The tree with children indented under their parent; `*` marks the leaf. Linear in the
-/// entries, and each entry is shown once: a crafted file's duplicated id, or an entry named as
-/// its own parent, cannot make it loop or repeat.
-fn render_tree(tree: &SessionTreeView) -> String {
+/// The tree as pi's `/tree` draws it: a chain of entries (one child each) runs down at one
+/// indent, and where a branch splits, each branch starts with `├─` (`└─` for the last) under the
+/// entry it splits from; `*` marks the leaf. With `width`, each line is cut to fit it. Linear in
+/// the entries, and each entry is shown once: a crafted file's duplicated id, or an entry named
+/// as its own parent, cannot make it loop or repeat.
+fn render_tree(tree: &SessionTreeView, width: Option<usize>) -> String {
     let mut out = match &tree.name {
         Some(name) => format!("{} ({})\n", visible_line(&tree.session_id), visible_line(name)),
         None => format!("{}\n", visible_line(&tree.session_id)),
     };
+    out = fit(&out, width);
     let ids: HashSet<&str> = tree.nodes.iter().map(|node| node.id.as_str()).collect();
     let mut children: HashMap<&str, Vec<usize>> = HashMap::new();
     let mut roots = Vec::new();
@@ -202,11 +218,13 @@ fn render_tree(tree: &SessionTreeView) -> String {
         }
     }
     let mut shown = vec![false; tree.nodes.len()];
-    let mut stack: Vec<(usize, usize)> = roots.into_iter().rev().map(|index| (index, 0)).collect();
+    // Each entry with the rails of the branches around it and its own branch's first rail.
+    let mut stack: Vec<(usize, String, &str)> =
+        roots.into_iter().rev().map(|index| (index, String::new(), "")).collect();
     // Entries no root leads to (a cycle through duplicated ids) are shown after, as roots.
     let mut unshown = 0..tree.nodes.len();
-    while let Some((index, depth)) =
-        stack.pop().or_else(|| unshown.find(|&index| !shown[index]).map(|index| (index, 0)))
+    while let Some((index, rails, branch)) =
+        stack.pop().or_else(|| unshown.find(|&index| !shown[index]).map(|index| (index, String::new(), "")))
     {
         if std::mem::replace(&mut shown[index], true) {
             continue;
@@ -216,16 +234,47 @@ fn render_tree(tree: &SessionTreeView) -> String {
         let what = visible_line(node.role.as_deref().unwrap_or(&node.kind));
         let label = node.label.as_deref().map(|label| format!(" [{}]", visible_line(label))).unwrap_or_default();
         let (id, preview) = (visible_line(&node.id), visible_line(&node.preview));
-        let indent = "  ".repeat(depth.min(MAX_INDENT));
-        out.push_str(&format!("{marker} {indent}{id} {what}: {preview}{label}\n"));
+        out.push_str(&fit(&format!("{marker} {rails}{branch}{id} {what}: {preview}{label}\n"), width));
         // Taken, not borrowed: a second entry of the same id finds its children shown.
         let children: Vec<usize> = children.remove(node.id.as_str()).unwrap_or_default();
         let children: Vec<usize> = children.into_iter().filter(|&child| !shown[child]).collect();
-        // A chain (one child) stays at the same depth, so long conversations do not drift right.
-        let child_depth = if children.len() > 1 { depth + 1 } else { depth };
-        stack.extend(children.into_iter().rev().map(|child| (child, child_depth)));
+        // Under a branch's first entry its rail goes on while later branches follow.
+        let mut rails = rails;
+        if rails.chars().count() < MAX_INDENT * 3 {
+            rails.push_str(match branch {
+                "├─ " => "│  ",
+                "└─ " => "   ",
+                _ => "",
+            });
+        }
+        // A chain (one child) stays at the same indent, so long conversations do not drift right.
+        let last = children.len().saturating_sub(1);
+        for (n, child) in children.into_iter().enumerate().rev() {
+            let branch = match (last, n == last) {
+                (0, _) => "",
+                (_, true) => "└─ ",
+                (_, false) => "├─ ",
+            };
+            stack.push((child, rails.clone(), branch));
+        }
     }
     out
+}
+
+/// `line` (ending in a new line) cut to `width` characters with `…`, when there is a width.
+fn fit(line: &str, width: Option<usize>) -> String {
+    let Some(width) = width.filter(|&width| width > 1) else { return line.to_string() };
+    let text = line.trim_end_matches('\n');
+    if text.chars().count() <= width {
+        return line.to_string();
+    }
+    let cut: String = text.chars().take(width - 1).collect();
+    format!("{cut}…\n")
+}
+
+/// The terminal's width when stdout is one, for lines that should not wrap.
+fn terminal_width() -> Option<usize> {
+    terminal_size::terminal_size_of(std::io::stdout()).map(|(width, _)| usize::from(width.0))
 }
 
 #[cfg(test)]
@@ -263,11 +312,50 @@ mod tests {
             s1 (demo)
               a1 user: hello
               b2 assistant: hi
-                c3 user: first try [old]
-                d4 user: second try
-            *   e5 assistant: ok
+              ├─ c3 user: first try [old]
+              └─ d4 user: second try
+            *    e5 assistant: ok
         "#]]
-        .assert_eq(&render_tree(&tree));
+        .assert_eq(&render_tree(&tree, None));
+    }
+
+    #[test]
+    fn branch_points_are_drawn_and_lines_fit_the_width() {
+        let nodes = vec![
+            node("a1", None, "user", "hello"),
+            node("b2", Some("a1"), "assistant", "hi"),
+            node("c3", Some("b2"), "user", "one"),
+            node("d4", Some("b2"), "user", "two"),
+            node("e5", Some("c3"), "assistant", "e"),
+            node("f6", Some("e5"), "user", "f"),
+            node("g7", Some("e5"), "user", "a long message that goes on past the width"),
+            node("h8", Some("d4"), "assistant", "h"),
+        ];
+        let tree = SessionTreeView { session_id: "s1".into(), name: None, leaf: Some("g7".into()), nodes };
+        expect![[r#"
+            s1
+              a1 user: hello
+              b2 assistant: hi
+              ├─ c3 user: one
+              │  e5 assistant: e
+              │  ├─ f6 user: f
+            * │  └─ g7 user: a long message that goes on past the width
+              └─ d4 user: two
+                 h8 assistant: h
+        "#]]
+        .assert_eq(&render_tree(&tree, None));
+        expect![[r#"
+            s1
+              a1 user: hello
+              b2 assistant: hi
+              ├─ c3 user: one
+              │  e5 assistant: e
+              │  ├─ f6 user: f
+            * │  └─ g7 user: a long…
+              └─ d4 user: two
+                 h8 assistant: h
+        "#]]
+        .assert_eq(&render_tree(&tree, Some(24)));
     }
 
     #[test]
@@ -284,12 +372,12 @@ mod tests {
         expect![[r#"
             s1
               a1 user: hello
-            *   b2 assistant: hi
-                a1 user: again
+            * ├─ b2 assistant: hi
+              └─ a1 user: again
               c3 user: c
               d4 user: d
         "#]]
-        .assert_eq(&render_tree(&tree));
+        .assert_eq(&render_tree(&tree, None));
     }
 
     #[test]
@@ -310,7 +398,7 @@ mod tests {
             ID        MODIFIED (UTC)     ENTRIES     TOKENS      COST  NAME / FIRST MESSAGE
             01234567  1970-01-01 00:00         4       1580   $0.0123  hello
         "#]]
-        .assert_eq(&render_list(&[session]));
+        .assert_eq(&render_list(&[session], None));
     }
 
     #[test]

@@ -146,7 +146,11 @@ impl HumanOutput {
                     };
                     writeln!(err, "  {}", self.paint(&format!("✓ {}{told}", first_line(&text, 160)), "2"))?;
                 } else {
-                    writeln!(err, "  {}", self.paint(&format!("✓ {} lines", text.lines().count()), "2"))?;
+                    let lines = match text.lines().count() {
+                        1 => "1 line".to_string(),
+                        n => format!("{n} lines"),
+                    };
+                    writeln!(err, "  {}", self.paint(&format!("✓ {lines}"), "2"))?;
                 }
             }
             // A run that failed before the model took a token has nothing to count: the failure's
@@ -261,6 +265,25 @@ mod tests {
         let unchecked = HumanOutput { color: false, check: None, state: Default::default() };
         let [start, end] = edit("c1", "Edited src/lib.rs");
         assert!(!shown(&unchecked, &[start, end]).contains("checked"));
+    }
+
+    #[test]
+    fn a_result_is_counted_in_lines_one_or_more() {
+        let output = HumanOutput { color: false, check: None, state: Default::default() };
+        let end = |id: &str, text: &str| AgentEvent::ToolExecutionEnd {
+            tool_call_id: id.into(),
+            tool_name: "read".into(),
+            result: reins_ai::ToolResultMessage {
+                tool_call_id: id.into(),
+                tool_name: "read".into(),
+                content: vec![reins_ai::Content::text(text)],
+                is_error: false,
+                details: None,
+                timestamp: 0,
+            },
+            is_error: false,
+        };
+        assert_eq!(shown(&output, &[end("c1", "one"), end("c2", "one\ntwo")]), "  ✓ 1 line\n  ✓ 2 lines\n");
     }
 
     #[test]

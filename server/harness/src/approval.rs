@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::runtime::{RunId, SessionId, lock};
 use reins_settings::LiveSettings;
+use crate::skills::AllowedTools;
 
 pub(crate) struct ApprovalGate {
     pub session_id: SessionId,
@@ -21,7 +22,7 @@ pub(crate) struct ApprovalGate {
     /// Tools the user allowed for the rest of the session when accepting.
     pub allowed: Arc<Mutex<HashSet<String>>>,
     /// Tools the skill that started the run pre-approves (`allowed-tools`); `deny` still wins.
-    pub skill_allowed: Arc<Mutex<HashSet<String>>>,
+    pub skill_allowed: Arc<Mutex<AllowedTools>>,
     pub settings: LiveSettings,
     pub approver: Arc<dyn Approver>,
 }
@@ -33,7 +34,8 @@ impl ApprovalGate {
         proposal: Option<&Proposal>,
         cancel: &CancellationToken,
     ) -> Gate {
-        let allowed = lock(&self.allowed).contains(&call.name) || lock(&self.skill_allowed).contains(&call.name);
+        let allowed =
+            lock(&self.allowed).contains(&call.name) || lock(&self.skill_allowed).covers(&call.name, proposal);
         let answer = without_asking(&self.settings.get().approval, &call.name, allowed, proposal.is_some());
         let (Some(proposal), None) = (proposal, &answer) else { return answer.unwrap_or(Gate::Allow) };
         let run_id = lock(&self.running).clone().unwrap_or_default();
@@ -83,10 +85,38 @@ mod tests {
     }
 
     async fn call(gate: &ApprovalGate, tool: &str) -> Gate {
+        run(gate, tool, "ls").await
+    }
+
+    /// A call of `tool` proposing to run `command`.
+    async fn run(gate: &ApprovalGate, tool: &str, command: &str) -> Gate {
         let call = ToolCall { id: "c1".into(), name: tool.into(), arguments: serde_json::json!({}) };
         let proposal =
-            Proposal::Command(CommandProposal { command: "ls".into(), cwd: PathBuf::from("/w"), timeout_secs: 120 });
+            Proposal::Command(CommandProposal { command: command.into(), cwd: PathBuf::from("/w"), timeout_secs: 120 });
         gate.before_tool_call(&call, Some(&proposal), &CancellationToken::new()).await
+    }
+
+    #[tokio::test]
+    async fn a_skills_bash_rule_passes_its_plain_commands_asks_for_the_rest_and_deny_wins() {
+        let recorder = Arc::new(Recorder(Mutex::new(Vec::new())));
+        let gate = gate(ApprovalPolicy::default(), recorder.clone());
+        let rule = reins_review::CommandRule::parse("git:*").unwrap();
+        *lock(&gate.skill_allowed) = AllowedTools { tools: Vec::new(), commands: vec![rule] };
+        assert_eq!(run(&gate, "bash", "git status").await, Gate::Allow);
+        assert!(lock(&recorder.0).is_empty(), "a plain git command is not asked about");
+        assert_eq!(run(&gate, "bash", "git status; rm -rf x").await, Gate::Allow);
+        assert_eq!(*lock(&recorder.0), ["bash s1/r7 c1"], "a compound command is asked about");
+        // The user's `deny` wins over the skill's rule.
+        let gate = self::gate(ApprovalPolicy::default(), recorder.clone());
+        *lock(&gate.skill_allowed) =
+            AllowedTools { tools: Vec::new(), commands: vec![reins_review::CommandRule::parse("git:*").unwrap()] };
+        let mut denied = ApprovalPolicy::default();
+        denied.set("bash", Policy::Deny);
+        let mut settings = (*gate.settings.get()).clone();
+        settings.approval = denied;
+        gate.settings.set(settings);
+        assert!(matches!(run(&gate, "bash", "git status").await, Gate::Block { .. }), "deny wins");
+        assert_eq!(lock(&recorder.0).len(), 1);
     }
 
     #[tokio::test]

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::skills::{self, Scope, Skills, Warning};
+use crate::skills::{self, AllowedTools, Scope, Skills, Warning};
 use crate::templates::{self, Templates};
 
 /// The built-in commands: name, what it does, its arguments.
@@ -101,7 +101,7 @@ pub enum Expanded {
     /// A built-in command and its arguments (trimmed).
     Builtin { name: String, args: String },
     /// The message the model gets instead, and the tools a forced skill pre-approves.
-    Message { text: String, allowed_tools: Vec<String> },
+    Message { text: String, allowed_tools: AllowedTools },
     /// Not a command: the text goes as it is (`/usr/lib is…` is a message).
     Unchanged,
 }
@@ -168,7 +168,7 @@ impl Resources {
         match self.templates.find(name) {
             Some(template) => Ok(Expanded::Message {
                 text: templates::expand(template, args.trim_start()),
-                allowed_tools: Vec::new(),
+                allowed_tools: AllowedTools::default(),
             }),
             None => Ok(Expanded::Unchanged),
         }
@@ -275,7 +275,7 @@ mod tests {
     fn messages_expand_builtins_are_named_and_the_rest_passes() {
         let (tmp, resources) = resources(FILES, true);
         let message = |text: &str| match resources.expand(text).unwrap() {
-            Expanded::Message { text, allowed_tools } => format!("{text} {allowed_tools:?}"),
+            Expanded::Message { text, allowed_tools } => format!("{text} {:?}", allowed_tools.tools),
             other => format!("{other:?}"),
         };
         assert_eq!(message("/review concurrency"), "Focus on concurrency. []");

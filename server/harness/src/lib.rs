@@ -45,7 +45,7 @@ pub use runtime::{
     ToolsSet,
 };
 pub use sessions::{SessionInfo, SessionPage, SessionTreeView, TreeNode};
-pub use skills::{Scope, Skill, Skills, Warning};
+pub use skills::{AllowedTools, Scope, Skill, Skills, Warning};
 pub use stops::{REFUSAL_STOP, budget_stop};
 pub use summary::{FileActivity, render_transcript};
 pub use templates::{Template, Templates};

@@ -51,6 +51,7 @@ use crate::mcp_start::Warn;
 use crate::prompt::{PromptInputs, build_system_prompt};
 use crate::router::LiveRouter;
 use crate::sessions::{SessionListing, SessionRecorder};
+use crate::skills::AllowedTools;
 use choices::Choices;
 pub use choices::{SessionUsage, ThinkingSet, ToolsSet};
 use reins_settings::LiveSettings;
@@ -166,7 +167,7 @@ struct LiveSession {
     allowed: Arc<Mutex<HashSet<String>>>,
     /// The tools a skill forced with `/skill:name` pre-approves for the run it started (shared
     /// with the approval gate); replaced at each send.
-    skill_allowed: Arc<Mutex<HashSet<String>>>,
+    skill_allowed: Arc<Mutex<AllowedTools>>,
     /// When the session was last used, on the harness's counter: the least recently used idle
     /// sessions are released first.
     last_used: AtomicU64,
@@ -323,7 +324,7 @@ impl Harness {
         };
         let cancel = Arc::new(Mutex::new(CancellationToken::new()));
         let running = Arc::new(Mutex::new(None));
-        let skill_allowed: Arc<Mutex<HashSet<String>>> = Arc::default();
+        let skill_allowed: Arc<Mutex<AllowedTools>> = Arc::default();
         let gate = ApprovalGate {
             session_id: id.clone(),
             running: running.clone(),

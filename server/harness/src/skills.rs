@@ -6,6 +6,8 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use reins_agent::Proposal;
+use reins_review::CommandRule;
 use yaml_rust2::Yaml;
 
 use crate::frontmatter::{self, Document, scalar_text};
@@ -45,10 +47,29 @@ pub struct Skill {
     pub dir: PathBuf,
     /// Only `/skill:name` invokes it; the model is not told about it.
     pub disable_model_invocation: bool,
-    /// Tools approved without asking while a run that `/skill:name` started goes on (reins's
-    /// names: `Read` and `read` both give `read`).
-    pub allowed_tools: Vec<String>,
+    /// What is approved without asking while a run that `/skill:name` started goes on.
+    pub allowed_tools: AllowedTools,
     pub scope: Scope,
+}
+
+/// A skill's `allowed-tools`: whole tools (reins's names: `Read` and `read` both give `read`)
+/// and bash commands by Claude Code's scoped rules (`Bash(git:*)`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AllowedTools {
+    pub tools: Vec<String>,
+    pub commands: Vec<CommandRule>,
+}
+
+impl AllowedTools {
+    /// Whether a call needs no asking: its tool is allowed whole, or it is a `bash` command that
+    /// a rule covers (a compound command never is: see [`CommandRule`]).
+    pub fn covers(&self, tool: &str, proposal: Option<&Proposal>) -> bool {
+        if self.tools.iter().any(|allowed| allowed == tool) {
+            return true;
+        }
+        let Some(Proposal::Command(command)) = proposal else { return false };
+        tool == "bash" && self.commands.iter().any(|rule| rule.matches(&command.command))
+    }
 }
 
 /// Whose a skill or template is: a project's apply only in trusted workspaces.
@@ -243,31 +264,55 @@ fn check_fields(doc: &Document, name: &str) -> Vec<String> {
     warnings
 }
 
-/// `allowed-tools` as reins's tool names: a space- or comma-separated string (the specification's
-/// and Claude Code's forms) or a list. An entry scoped to arguments (`Bash(git:*)`) approves
-/// nothing: reins approves whole tools, and approving all of `bash` for it would approve more
-/// than the skill asked for.
-fn allowed_tools(value: &Yaml) -> (Vec<String>, Vec<String>) {
+/// `allowed-tools` as reins's tool names and bash rules: a space- or comma-separated string (the
+/// specification's and Claude Code's forms) or a list. `Bash(git:*)` approves the bash commands
+/// the rule covers ([`CommandRule`]); an entry scoped to other arguments (`Read(./src/**)`)
+/// approves nothing, as approving the whole tool would approve more than the skill asked for.
+fn allowed_tools(value: &Yaml) -> (AllowedTools, Vec<String>) {
     let entries: Vec<String> = match value {
-        Yaml::BadValue | Yaml::Null => return (Vec::new(), Vec::new()),
+        Yaml::BadValue | Yaml::Null => return (AllowedTools::default(), Vec::new()),
         Yaml::String(text) => split_tool_list(text),
         Yaml::Array(items) => items.iter().filter_map(scalar_text).flat_map(|text| split_tool_list(&text)).collect(),
-        _ => return (Vec::new(), vec!["allowed-tools is not a list of tool names; nothing is pre-approved".into()]),
+        _ => {
+            let warning = "allowed-tools is not a list of tool names; nothing is pre-approved".to_string();
+            return (AllowedTools::default(), vec![warning]);
+        }
     };
-    let mut tools = Vec::new();
+    let mut allowed = AllowedTools::default();
     let mut warnings = Vec::new();
     for entry in entries {
-        if entry.contains('(') {
-            warnings.push(format!("allowed-tools: {entry:?} is not pre-approved (reins approves whole tools only)"));
+        if let Some((tool, specifier)) = entry.split_once('(') {
+            let specifier = specifier.strip_suffix(')');
+            let rule = match specifier {
+                Some(specifier) if tool.eq_ignore_ascii_case("bash") && specifier.trim() == "*" => None,
+                Some(specifier) if tool.eq_ignore_ascii_case("bash") => Some(CommandRule::parse(specifier)),
+                _ => {
+                    warnings.push(format!(
+                        "allowed-tools: {entry:?} is not pre-approved (reins approves whole tools, and bash commands \
+                         by Bash(prefix:*))"
+                    ));
+                    continue;
+                }
+            };
+            match rule {
+                Some(Ok(rule)) => allowed.commands.push(rule),
+                Some(Err(why)) => warnings.push(format!("allowed-tools: {why}; it is not pre-approved")),
+                // `Bash(*)` is `Bash`.
+                None => add_tool(&mut allowed.tools, "bash".to_string()),
+            }
             continue;
         }
         for tool in reins_tool_names(&entry) {
-            if !tools.contains(&tool) {
-                tools.push(tool);
-            }
+            add_tool(&mut allowed.tools, tool);
         }
     }
-    (tools, warnings)
+    (allowed, warnings)
+}
+
+fn add_tool(tools: &mut Vec<String>, tool: String) {
+    if !tools.contains(&tool) {
+        tools.push(tool);
+    }
 }
 
 /// Splits at spaces and commas outside parentheses: `Read, Bash(git add:*) Grep`.
@@ -385,12 +430,13 @@ mod tests {
         let mut out = String::new();
         for skill in &found.skills {
             out.push_str(&format!(
-                "{} [{:?}{}] {:?} tools={:?} at {}\n",
+                "{} [{:?}{}] {:?} tools={:?}{} at {}\n",
                 skill.name,
                 skill.scope,
                 if skill.disable_model_invocation { ", command only" } else { "" },
                 skill.description,
-                skill.allowed_tools,
+                skill.allowed_tools.tools,
+                skill.allowed_tools.commands.iter().map(|rule| format!(" {rule:?}")).collect::<String>(),
                 skill.path.display()
             ));
         }
@@ -411,7 +457,7 @@ mod tests {
                 ),
                 (
                     "user/group/deep/review/SKILL.md",
-                    "---\ndescription: Review code.\nallowed-tools: Read Grep, Bash(git diff:*) Edit\n---\n",
+                    "---\ndescription: Review code.\nallowed-tools: Read Grep, Bash(git diff:*) Edit Read(./src/**) Bash(a && b:*)\n---\n",
                 ),
                 ("user/notes.md", "# just notes, no description"),
                 ("user/quick.md", "---\ndescription: A standalone skill.\n---\nbody"),
@@ -427,13 +473,14 @@ mod tests {
             ],
             expect![[r#"
                 Bad_Name [User, command only] "Still loads." tools=[] at <tmp>/user/Bad_Name/SKILL.md
-                review [User] "Review code." tools=["read", "grep", "edit", "apply_patch"] at <tmp>/user/group/deep/review/SKILL.md
+                review [User] "Review code." tools=["read", "grep", "edit", "apply_patch"] CommandRule { pattern: "git diff *" } at <tmp>/user/group/deep/review/SKILL.md
                 pdf-tools [User] "Extract text from PDFs." tools=[] at <tmp>/user/pdf-tools/SKILL.md
                 quick [User] "A standalone skill." tools=[] at <tmp>/user/quick.md
                 warning: <tmp>/user/Bad_Name/SKILL.md: name may contain only lowercase letters a-z, digits and hyphens
                 warning: <tmp>/user/Bad_Name/SKILL.md: unknown field "foo" is ignored
                 warning: <tmp>/user/broken/SKILL.md: invalid YAML frontmatter: while parsing a flow sequence, expected ',' or ']' at byte 12 line 3 column 1
-                warning: <tmp>/user/group/deep/review/SKILL.md: allowed-tools: "Bash(git diff:*)" is not pre-approved (reins approves whole tools only)
+                warning: <tmp>/user/group/deep/review/SKILL.md: allowed-tools: "Read(./src/**)" is not pre-approved (reins approves whole tools, and bash commands by Bash(prefix:*))
+                warning: <tmp>/user/group/deep/review/SKILL.md: allowed-tools: Bash(a && b:*) is not one plain command; it is not pre-approved
                 warning: <tmp>/user/nodesc/SKILL.md: description is required; the skill is not loaded
                 warning: <tmp>/proj/pdf-tools/SKILL.md: skill name "pdf-tools" is taken by <tmp>/user/pdf-tools/SKILL.md; this one is ignored
             "#]],
@@ -457,7 +504,7 @@ mod tests {
             path: PathBuf::from(format!("/s/{name}/SKILL.md")),
             dir: PathBuf::from(format!("/s/{name}")),
             disable_model_invocation: hidden,
-            allowed_tools: Vec::new(),
+            allowed_tools: AllowedTools::default(),
             scope: Scope::User,
         };
         assert_eq!(prompt_section(&[skill("x", true)], Some("read")), "");

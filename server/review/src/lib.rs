@@ -10,12 +10,14 @@
 //! the user's *review*; *approval* is whether a tool call needs the user's yes at all.
 
 mod approval;
+mod command_rule;
 pub mod diff;
 pub mod merge;
 pub mod notes;
 mod pending;
 
 pub use approval::{ApprovalPolicy, ApprovalRequest, Approver, Changed, Policy, ToolPattern, Verdict, without_asking};
+pub use command_rule::CommandRule;
 pub use diff::{Hunk, LineChange, apply_hunks, hunks, line_changes, split_lines, unified_diff};
 pub use merge::{Conflict, Located, locate, rebase};
 pub use pending::{

@@ -1,7 +1,8 @@
 //! The token figures: what the first request for "hi" weighs — reins with its default tools and
 //! with the read-only set, and pi on the same prompt in the same workspace, both against the scripted server — and what share
 //! of a 50-turn session's input tokens a server with Anthropic's prompt cache (scripted-llm's
-//! [`scripted_llm::PrefixCache`]) reads from its cache, for reins and for pi 1.6.
+//! [`scripted_llm::PrefixCache`]) reads from its cache, for reins and for pi 1.6; and what 20
+//! skills add to reins's first request (their names, descriptions and paths, never a body).
 
 use std::path::Path;
 use std::process::Stdio;
@@ -17,12 +18,17 @@ const MAX_BYTES_RATIO: f64 = 1.25;
 const CACHED_TURNS: usize = 50;
 /// The share of input tokens the cached session must read from the cache.
 const MIN_CACHE_SHARE: f64 = 0.9;
+/// Skills installed for the skills figure, and the body each one has (never sent unless used).
+const SKILLS: usize = 20;
+const SKILL_BODY: &str = "Follow these steps carefully. ";
+const SKILL_BODY_REPEAT: usize = 200;
 /// Claude Sonnet 4.5's prices ($ per million tokens), to say what the cache saves.
 const PRICES: [f64; 3] = [3.0, 0.3, 3.75];
 
 /// Prints the figures; true when a target is missed.
 pub async fn measure(reins: &Path, pis: &[Result<Pi, String>]) -> bool {
     let mut missed = first_request(reins, pis).await;
+    missed |= skills_growth(reins).await;
     missed |= cache_share(reins, pis).await;
     missed
 }
@@ -81,6 +87,55 @@ async fn first_request(reins: &Path, pis: &[Result<Pi, String>]) -> bool {
         }
     }
     missed
+}
+
+/// The first request for "hi" with no skills and with [`SKILLS`] in reins's config folder: what
+/// the skills add (names, descriptions and paths, as the Agent Skills format's progressive
+/// disclosure asks) and that no body is sent. True when a body was sent or a run failed.
+async fn skills_growth(reins: &Path) -> bool {
+    println!("\nfirst request for \"hi\" with {SKILLS} skills (bytes of the body; each skill's body is never sent)");
+    let workspace = match tempfile::tempdir() {
+        Ok(dir) => dir,
+        Err(err) => {
+            println!("  not measured: cannot make a workspace: {err}");
+            return true;
+        }
+    };
+    let Some(without) = reins_first_request(reins, workspace.path(), &[]).await else {
+        println!("  not measured: the run without skills failed");
+        return true;
+    };
+    let body = SKILL_BODY.repeat(SKILL_BODY_REPEAT);
+    let mut listed = 0;
+    for n in 0..SKILLS {
+        let (name, description) = (format!("skill-{n:02}"), format!("Does task number {n}. Use when asked for {n}."));
+        // `REINS_HOME/skills`, the config folder's own (`crate::reins_command` sets REINS_HOME).
+        let path = workspace.path().join(format!(".reins-home/skills/{name}/SKILL.md"));
+        let written = path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| {
+            std::fs::write(&path, format!("---\nname: {name}\ndescription: {description}\n---\n{body}"))
+        });
+        if let Err(err) = written {
+            println!("  not measured: cannot write {}: {err}", path.display());
+            return true;
+        }
+        listed += name.len() + description.len() + path.display().to_string().len();
+    }
+    let Some(with) = reins_first_request(reins, workspace.path(), &[]).await else {
+        println!("  not measured: the run with {SKILLS} skills failed");
+        return true;
+    };
+    let (before, after) = (without.raw_body.len(), with.raw_body.len());
+    let (system_before, system_after) = (parts(&without.body).0, parts(&with.body).0);
+    println!("  0 skills         {before:>7}  (system prompt {system_before})");
+    println!(
+        "  {SKILLS} skills        {after:>7}  (system prompt {system_after}): +{} bytes, of which names, descriptions \
+         and paths {listed}; {} bytes of skill bodies on disk",
+        after.saturating_sub(before),
+        SKILLS * body.len()
+    );
+    let sent = String::from_utf8_lossy(&with.raw_body).contains(SKILL_BODY.trim());
+    println!("  [{}] no skill body in the first request", if sent { "MISSED" } else { "ok" });
+    sent
 }
 
 /// The first model request of `reins run ARGS hi` in `workspace`; `None` when the run failed.

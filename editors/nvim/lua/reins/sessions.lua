@@ -113,7 +113,9 @@ function M.pick()
     end
     local sessions = result.sessions or {}
     if #sessions == 0 then
-      return vim.notify("reins: no sessions in this workspace yet", vim.log.levels.INFO)
+      -- Sessions are kept per workspace: say which one was looked in.
+      local root = vim.fn.fnamemodify(client.root(0), ":~")
+      return vim.notify(("reins: no sessions in this workspace (%s) yet"):format(root), vim.log.levels.INFO)
     end
     vim.ui.select(sessions, { prompt = "reins sessions", format_item = M.describe }, function(s)
       if not s then
@@ -137,12 +139,26 @@ function M.pick()
   end)
 end
 
---- The lines of a session tree: children indented under their parent, the leaf marked. Returns
---- the lines and the node of each line.
-function M.tree_lines(tree)
+--- `line` cut to `width` display cells with "…", when there is a width.
+local function fit(line, width)
+  if not width or width < 2 or vim.fn.strdisplaywidth(line) <= width then
+    return line
+  end
+  local cut = vim.fn.strcharpart(line, 0, width - 1)
+  while vim.fn.strdisplaywidth(cut) > width - 1 do
+    cut = vim.fn.strcharpart(cut, 0, vim.fn.strchars(cut) - 1)
+  end
+  return cut .. "…"
+end
+
+--- The lines of a session tree as pi's `/tree` draws it: a chain of entries runs down at one
+--- indent; where branches split, each starts with `├─` (`└─` for the last) under the entry it
+--- splits from; the leaf is marked `●`. With `width`, each line is cut to fit. Returns the lines
+--- and the node of each line.
+function M.tree_lines(tree, width)
   local children, roots = {}, {}
   for _, node in ipairs(tree.nodes or {}) do
-    if node.parentId then
+    if node.parentId and node.parentId ~= vim.NIL then
       children[node.parentId] = children[node.parentId] or {}
       table.insert(children[node.parentId], node)
     else
@@ -150,25 +166,27 @@ function M.tree_lines(tree)
     end
   end
   local lines, nodes = {}, {}
-  local function walk(node, depth)
-    -- A chain of single children stays at one depth; branches indent.
+  local function walk(node, rails, branch)
     local kids = children[node.id] or {}
     local mark = node.id == tree.leaf and "● " or "  "
     local who = ({ user = "you", assistant = "reins", toolResult = "tool" })[node.role or ""] or node.kind or "?"
     who = who:gsub("_", " ")
     local preview = (node.preview or ""):gsub("%s+", " ")
-    if #preview > 70 then
-      preview = preview:sub(1, 69) .. "…"
-    end
-    local label = node.label and node.label ~= "" and ("  [" .. node.label .. "]") or ""
-    table.insert(lines, ("%s%s%-6s %s%s"):format(string.rep("  ", depth), mark, who, preview, label))
+    local label = node.label and node.label ~= vim.NIL and node.label ~= "" and ("  [" .. node.label .. "]") or ""
+    table.insert(lines, fit(("%s%s%s%-6s %s%s"):format(rails, branch, mark, who, preview, label), width))
     table.insert(nodes, node)
-    for _, kid in ipairs(kids) do
-      walk(kid, #kids > 1 and depth + 1 or depth)
+    -- Under a branch's first entry, its rail goes on while later branches follow; deep nesting
+    -- stops drifting right.
+    local inner = rails .. (branch == "├─ " and "│  " or branch == "└─ " and "   " or "")
+    if vim.fn.strchars(inner) > 48 then
+      inner = rails
+    end
+    for i, kid in ipairs(kids) do
+      walk(kid, inner, #kids == 1 and "" or (i == #kids and "└─ " or "├─ "))
     end
   end
   for _, root in ipairs(roots) do
-    walk(root, 0)
+    walk(root, "", "")
   end
   return lines, nodes
 end
@@ -251,7 +269,8 @@ function M.refresh_tree(done)
     if not (buf and vim.api.nvim_buf_is_valid(buf)) then
       return
     end
-    local lines, nodes = M.tree_lines(tree)
+    local win = vim.fn.bufwinid(buf)
+    local lines, nodes = M.tree_lines(tree, win ~= -1 and vim.api.nvim_win_get_width(win) or vim.o.columns)
     if #lines == 0 then
       lines = { "(empty session)" }
     end

@@ -10,6 +10,7 @@ use super::{Harness, RunStarted, SessionId, lock};
 use crate::commands::{Expanded, Locations, Resources, SlashCommand};
 use crate::error::HarnessError;
 use crate::export::ExportFormat;
+use crate::skills::AllowedTools;
 
 /// What a command did.
 pub enum Executed {
@@ -50,7 +51,7 @@ impl Harness {
     /// The content a run starts with: a template or skill command expanded, its pre-approved
     /// tools put in force for the run (none for any other message).
     pub(super) fn expand_message(&self, session_id: &str, content: &mut [Content]) -> Result<(), HarnessError> {
-        let mut allowed = Vec::new();
+        let mut allowed = AllowedTools::default();
         if let Some(Content::Text { text }) = content.first_mut() {
             match self.resources().expand(text).map_err(HarnessError::InvalidArgument)? {
                 Expanded::Builtin { name, .. } => {
@@ -67,7 +68,7 @@ impl Harness {
             }
         }
         let session = self.session(session_id)?;
-        *lock(&session.skill_allowed) = allowed.into_iter().collect();
+        *lock(&session.skill_allowed) = allowed;
         Ok(())
     }
 

@@ -105,13 +105,16 @@ impl Harness {
     /// The tree of a session by id (or unique prefix) or path, else of the workspace's most
     /// recent session, read without opening it.
     pub fn peek_tree(&self, id_or_path: Option<&str>) -> Result<SessionTreeView, HarnessError> {
-        let path =
-            match id_or_path {
-                Some(id_or_path) => self.store.find(id_or_path, &self.cwd()).map_err(session_error)?,
-                None => self.store.most_recent(&self.cwd()).map_err(session_error)?.ok_or_else(|| {
-                    HarnessError::InvalidArgument("there are no sessions in this workspace yet".into())
-                })?,
-            };
+        let path = match id_or_path {
+            Some(id_or_path) => self.store.find(id_or_path, &self.cwd()).map_err(session_error)?,
+            None => self.store.most_recent(&self.cwd()).map_err(session_error)?.ok_or_else(|| {
+                let workspace = self.cwd();
+                HarnessError::InvalidArgument(format!(
+                    "there are no sessions in this workspace ({}) yet",
+                    workspace.display()
+                ))
+            })?,
+        };
         let tree = reins_session::SessionTree::load(&path).map_err(session_error)?;
         Ok(SessionTreeView::of(&tree.header().id, &tree))
     }

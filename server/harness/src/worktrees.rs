@@ -180,7 +180,7 @@ impl Worktree {
         Worktree::list(data_dir, Some(&repo))
             .into_iter()
             .map(|worktree| {
-                let running = worktree.pid != 0 && Path::new(&format!("/proc/{}", worktree.pid)).exists();
+                let running = alive(worktree.pid);
                 let changed = worktree.changed_paths().unwrap_or_default();
                 WorktreeAgent { worktree, running, changed, cost: 0.0 }
             })
@@ -223,13 +223,19 @@ impl Worktree {
     /// three-way merge of base → agent onto base → user; where both changed the same lines, the
     /// conflict names them and the user's file is left as it is.
     pub fn merge(&self) -> Result<Vec<Merged>, HarnessError> {
+        self.merge_onto(&|path: &Path| {
+            std::fs::read(path).ok().map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        })
+    }
+
+    /// [`Worktree::merge`] onto the user's files as `current` reads them (an editor's open
+    /// buffers before the disk); `current` gets the path in the user's repository.
+    pub fn merge_onto(&self, current: &dyn Fn(&Path) -> Option<String>) -> Result<Vec<Merged>, HarnessError> {
         let changes = self.changes()?;
         Ok(changes
             .into_iter()
             .map(|change| {
-                let current = std::fs::read(self.repo.join(&change.path))
-                    .ok()
-                    .map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+                let current = current(&self.repo.join(&change.path));
                 let result = merge_file(&change, current.as_deref());
                 Merged { path: change.path, current, result }
             })
@@ -271,6 +277,14 @@ fn merge_file(change: &WorktreeChange, current: Option<&str>) -> Result<Option<S
         // Both deleted it, or neither had it: nothing to do.
         _ => Ok(change.after.clone()),
     }
+}
+
+/// Whether process `pid` runs: it exists and is not a zombie (killed, not yet waited for).
+fn alive(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+    // The state follows the command name, which is in parentheses and may hold anything.
+    let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
+    pid != 0 && !matches!(state, Some('Z' | 'X') | None)
 }
 
 fn io_error(path: &Path, err: std::io::Error) -> HarnessError {

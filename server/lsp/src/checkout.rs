@@ -47,7 +47,7 @@ pub fn propose(state: &State, checkout: &Checkout) -> Value {
             }
             _ if file.writes() => match change_of(state, file, &checkout.target) {
                 Ok(change) => {
-                    let id = state.reviews.propose_change(origin.clone(), change, state.workspace.clone());
+                    let (id, _) = state.reviews.propose_change(origin.clone(), change, state.workspace.clone());
                     edits.push(to_proto::checkout_edit(&id, &file.shown, uri, file.action()));
                 }
                 Err(reason) => conflicts.push(to_proto::checkout_conflict(&file.shown, uri, None, None, &reason, None)),

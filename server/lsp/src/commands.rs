@@ -36,6 +36,8 @@ pub const COMMANDS: &[&str] = &[
     "reins.mcp.list",
     "reins.command.list",
     "reins.worktree.list",
+    "reins.worktree.review",
+    "reins.worktree.discard",
 ];
 
 #[derive(Debug, PartialEq)]
@@ -66,6 +68,8 @@ pub enum Command {
     McpList(McpList),
     SlashCommands,
     WorktreeList,
+    WorktreeReview(WorktreeRef),
+    WorktreeDiscard(WorktreeRef),
 }
 
 #[derive(Debug, PartialEq, Deserialize)]
@@ -126,6 +130,16 @@ pub struct SessionList {
 #[serde(deny_unknown_fields)]
 pub struct SessionNew {
     pub name: Option<String>,
+    /// Start the session on a git worktree of its own (a worktree agent).
+    #[serde(default)]
+    pub worktree: bool,
+}
+
+#[derive(Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorktreeRef {
+    /// The worktree agent's id (`reins.worktree.list`).
+    pub id: String,
 }
 
 #[derive(Debug, PartialEq, Deserialize)]
@@ -272,6 +286,8 @@ impl Command {
                 let NoArguments {} = arg(command, arguments)?;
                 Command::WorktreeList
             }
+            "reins.worktree.review" => Command::WorktreeReview(arg(command, arguments)?),
+            "reins.worktree.discard" => Command::WorktreeDiscard(arg(command, arguments)?),
             _ => {
                 return Err(to_proto::invalid_argument(format!(
                     "unknown command {command:?}; the reins commands are: {}",
@@ -308,7 +324,7 @@ mod tests {
         );
         assert_eq!(check("reins.model.list", json!([])), "ModelList");
         assert_eq!(check("reins.mcp.list", json!([])), "McpList(McpList { session_id: None })");
-        assert_eq!(check("reins.session.new", json!([])), "SessionNew(SessionNew { name: None })");
+        assert_eq!(check("reins.session.new", json!([])), "SessionNew(SessionNew { name: None, worktree: false })");
         assert_eq!(
             check("reins.edit.accept", json!({"id": "e1", "hunks": [0, 2], "allowForSession": true})),
             r#"EditAccept(EditAccept { id: "e1", hunks: Some([0, 2]), allow_for_session: true, reason: None })"#

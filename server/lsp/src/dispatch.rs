@@ -71,17 +71,27 @@ pub async fn execute(state: &State, command: Command) -> Result<Value> {
     let empty = || Ok(json!({}));
     match command {
         Command::ChatSend(send) => chat_send(state, send).await,
-        Command::ChatSteer(steer) => {
-            harness.steer(&steer.session_id, steer.text).map_err(to_proto::harness_error).and_then(|()| empty())
-        }
-        Command::ChatFollowUp(follow) => {
-            harness.follow_up(&follow.session_id, follow.text).map_err(to_proto::harness_error).and_then(|()| empty())
-        }
+        Command::ChatSteer(steer) => state
+            .harness_for(&steer.session_id)
+            .steer(&steer.session_id, steer.text)
+            .map_err(to_proto::harness_error)
+            .and_then(|()| empty()),
+        Command::ChatFollowUp(follow) => state
+            .harness_for(&follow.session_id)
+            .follow_up(&follow.session_id, follow.text)
+            .map_err(to_proto::harness_error)
+            .and_then(|()| empty()),
         Command::ChatCancel(session) => {
+            let harness = state.harness_for(&session.session_id);
             let cancelled = harness.cancel(&session.session_id).map_err(to_proto::harness_error)?;
             Ok(json!({ "cancelled": cancelled }))
         }
         Command::Ask(ask) => ask_about_selection(state, ask).await,
+        Command::SessionNew(new) if new.worktree => {
+            // git makes the worktree: off the handler's thread.
+            let (worktrees, name) = (state.worktrees.clone(), new.name);
+            on_disk(harness, move |harness| worktrees.start(harness, name)).await
+        }
         Command::SessionNew(new) => Ok(json!({ "sessionId": state.new_session(new.name)? })),
         Command::SessionList(list) => {
             let page =
@@ -93,12 +103,14 @@ pub async fn execute(state: &State, command: Command) -> Result<Value> {
             Ok(json!({ "sessionId": session_id }))
         }
         Command::SessionMessages(session) => {
-            let messages = harness.messages(&session.session_id).map_err(to_proto::harness_error)?;
+            let messages = state.harness_for(&session.session_id).messages(&session.session_id);
+            let messages = messages.map_err(to_proto::harness_error)?;
             let messages: Vec<_> = messages.iter().map(to_proto::message).collect();
             Ok(json!({ "sessionId": session.session_id, "messages": messages }))
         }
         Command::SessionTree(session) => {
-            let tree = on_disk(harness, move |harness| harness.tree(&session.session_id)).await?;
+            let owner = state.harness_for(&session.session_id);
+            let tree = on_disk(&owner, move |harness| harness.tree(&session.session_id)).await?;
             Ok(to_proto::session_tree(&tree))
         }
         // At one of the user's messages, a fork or a move lands before it and the answer gives
@@ -160,7 +172,8 @@ pub async fn execute(state: &State, command: Command) -> Result<Value> {
             Ok(to_proto::tools_set(&set))
         }
         Command::SessionUsage(session) => {
-            let usage = on_disk(harness, move |harness| harness.usage(&session.session_id)).await?;
+            let owner = state.harness_for(&session.session_id);
+            let usage = on_disk(&owner, move |harness| harness.usage(&session.session_id)).await?;
             Ok(to_proto::session_usage(&usage))
         }
         Command::ModelList => Ok(to_proto::model_list(&harness.settings())),
@@ -178,6 +191,8 @@ pub async fn execute(state: &State, command: Command) -> Result<Value> {
         Command::SlashCommands => Ok(to_proto::slash_commands(&harness.commands())),
         // git answers for each worktree: off the handler's thread.
         Command::WorktreeList => Ok(to_proto::worktree_agents(&on_disk(harness, |h| Ok(h.worktree_agents())).await?)),
+        Command::WorktreeReview(worktree) => state.worktrees.review_by_id(harness.clone(), worktree.id).await,
+        Command::WorktreeDiscard(worktree) => state.worktrees.discard(harness.clone(), worktree.id).await,
     }
 }
 

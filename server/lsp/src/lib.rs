@@ -23,6 +23,7 @@ pub(crate) mod to_proto;
 mod token;
 mod transport;
 mod workspace;
+mod worktree;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -84,15 +84,21 @@ impl Reviews {
 
     /// Holds `change` — not a tool call's: a restore of files to an earlier entry — as a pending
     /// edit of `origin`, and applies it through `workspace` once the user accepts it (some hunks
-    /// or all, rebased onto what the user typed meanwhile); answers the pending edit's id.
-    pub fn propose_change(&self, origin: Origin, change: FileChange, workspace: Arc<EditorWorkspace>) -> String {
+    /// or all, rebased onto what the user typed meanwhile); answers the pending edit's id, and
+    /// the task that ends once it is decided (and, accepted, applied).
+    pub fn propose_change(
+        &self,
+        origin: Origin,
+        change: FileChange,
+        workspace: Arc<EditorWorkspace>,
+    ) -> (String, tokio::task::JoinHandle<()>) {
         let cwd = workspace.cwd();
         let proposal = Proposal::FileChange(change.clone());
         let subject = Subject::each_file(&proposal, |path| reins_tools::display_path(path, &cwd)).into_iter().next();
         let (edit, reply) = self.edits.propose(origin, subject.unwrap_or(Subject::Files(Vec::new())));
         let edits = self.edits.clone();
         let id = edit.id.clone();
-        tokio::spawn(async move {
+        let done = tokio::spawn(async move {
             // No run waits for it: the user decides whenever they like.
             let changes = match edits.wait(&id, reply, &CancellationToken::new()).await {
                 Verdict::Accept { changed: Some(changed), .. } => changed.files,
@@ -106,7 +112,12 @@ impl Reviews {
                 }
             }
         });
-        edit.id
+        (edit.id, done)
+    }
+
+    /// The ids of the edits still pending in run `run_id`.
+    pub fn pending_in_run(&self, run_id: &str) -> Vec<String> {
+        self.edits.list(None).into_iter().filter(|edit| edit.run_id == run_id).map(|edit| edit.id).collect()
     }
 
     /// The user changed the open document `uri`: the hunks of the edits pending on it moved with

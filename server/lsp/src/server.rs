@@ -35,6 +35,7 @@ use crate::editor_language::EditorLanguage;
 use crate::events::Events;
 use crate::review::{ReviewApprover, Reviews};
 use crate::workspace::EditorWorkspace;
+use crate::worktree::WorktreeAgents;
 use crate::{dispatch, from_proto, lock, to_proto};
 
 pub struct Server {
@@ -60,6 +61,8 @@ pub struct State {
     pub reviews: Arc<Reviews>,
     pub work_done_progress: Arc<AtomicBool>,
     pub harness: Arc<Harness>,
+    /// The worktree agents started here, each in a harness of its own.
+    pub worktrees: Arc<WorktreeAgents>,
     initialized: AtomicBool,
 }
 
@@ -105,6 +108,8 @@ impl Server {
         });
         let language = Arc::new(EditorLanguage::new(client.clone(), documents.clone()));
         harness.use_editor_servers(language.clone());
+        let worktrees =
+            Arc::new(WorktreeAgents::new(reviews.clone(), workspace.clone(), documents.clone(), events.clone()));
         let state = State {
             client,
             documents,
@@ -117,6 +122,7 @@ impl Server {
             reviews,
             work_done_progress,
             harness,
+            worktrees,
             initialized: AtomicBool::new(false),
         };
         Self { state: Arc::new(state) }
@@ -160,6 +166,9 @@ impl LanguageServer for Server {
     async fn shutdown(&self) -> Result<()> {
         // The MCP servers' processes go with the session, not with the editor's next restart.
         self.state.harness.shutdown().await;
+        for harness in self.state.worktrees.harnesses() {
+            harness.shutdown().await;
+        }
         Ok(())
     }
 
@@ -318,7 +327,7 @@ impl State {
     /// task, so a run that dies without an outcome is still reported.
     pub fn start_run(&self, session_id: Option<String>, content: Vec<Content>) -> Result<Value> {
         let session_id = self.session_or_new(session_id)?;
-        let started = self.harness.send(&session_id, content).map_err(to_proto::harness_error)?;
+        let started = self.harness_for(&session_id).send(&session_id, content).map_err(to_proto::harness_error)?;
         Ok(self.watch(started))
     }
 
@@ -326,7 +335,7 @@ impl State {
     /// in use afterwards), anything else starts a run like [`State::start_run`].
     pub async fn execute(&self, session_id: Option<String>, text: &str) -> Result<Value> {
         let session_id = self.session_or_new(session_id)?;
-        match self.harness.execute(&session_id, text).await.map_err(to_proto::harness_error)? {
+        match self.harness_for(&session_id).execute(&session_id, text).await.map_err(to_proto::harness_error)? {
             Executed::Started(started) => Ok(self.watch(started)),
             Executed::Done { session_id, output } => Ok(json!({"sessionId": session_id, "output": output})),
         }
@@ -335,8 +344,14 @@ impl State {
     /// [`State::start_run`] for a message still being gathered (see [`Harness::send_later`]).
     pub fn start_run_later(&self, session_id: Option<String>, content: LateContent) -> Result<Value> {
         let session_id = self.session_or_new(session_id)?;
-        let started = self.harness.send_later(&session_id, content).map_err(to_proto::harness_error)?;
+        let started =
+            self.harness_for(&session_id).send_later(&session_id, content).map_err(to_proto::harness_error)?;
         Ok(self.watch(started))
+    }
+
+    /// The harness session `session_id` lives in: a worktree agent's own, else the server's.
+    pub fn harness_for(&self, session_id: &str) -> Arc<Harness> {
+        self.worktrees.harness_of(session_id).unwrap_or_else(|| self.harness.clone())
     }
 
     fn session_or_new(&self, session_id: Option<String>) -> Result<String> {
@@ -346,14 +361,17 @@ impl State {
         }
     }
 
-    /// Reports the end of a started run however it ends; answers `{sessionId, runId}`.
+    /// Reports the end of a started run however it ends, and proposes a worktree agent's change
+    /// then; answers `{sessionId, runId}`.
     fn watch(&self, started: RunStarted) -> Value {
         let events = self.events.clone();
+        let (worktrees, main) = (self.worktrees.clone(), self.harness.clone());
         let (session_id, run_id) = (started.session_id.clone(), started.run_id.clone());
         let done = started.done;
         tokio::spawn(async move {
             let clean = done.await.is_ok();
-            events.run_finished(session_id, run_id, clean);
+            events.run_finished(session_id.clone(), run_id, clean);
+            worktrees.run_finished(main, &session_id).await;
         });
         json!({ "sessionId": started.session_id, "runId": started.run_id })
     }

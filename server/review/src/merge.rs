@@ -86,6 +86,8 @@ pub fn rebase(base: &str, proposed: &str, current: &str) -> Result<String, Confl
             merged.push_str(&proposal);
         } else if !touched_by_proposal || proposal == user {
             merged.push_str(&user);
+        } else if let Some(lines) = line_by_line(&base_lines[span.clone()], &proposal, &user) {
+            merged.push_str(&lines);
         } else {
             conflicts.push(conflict(current_start..current_start + user_line_count, span));
         }
@@ -103,6 +105,27 @@ pub fn rebase(base: &str, proposed: &str, current: &str) -> Result<String, Confl
             Err(first)
         }
     }
+}
+
+/// Both sides changed the lines of a cluster, each keeping their number: merged line by line
+/// when no line was changed differently by the two (a change the user already took, inside a
+/// block they changed around it); `None` otherwise.
+fn line_by_line(base: &[&str], proposal: &str, user: &str) -> Option<String> {
+    let (proposal, user) = (split_lines(proposal), split_lines(user));
+    if proposal.len() != base.len() || user.len() != base.len() {
+        return None;
+    }
+    let mut merged = String::new();
+    for ((base, proposal), user) in base.iter().zip(&proposal).zip(&user) {
+        let line = match (proposal == base, user == base) {
+            (true, _) => user,
+            (false, true) => proposal,
+            (false, false) if proposal == user => user,
+            (false, false) => return None,
+        };
+        merged.push_str(line);
+    }
+    Some(merged)
 }
 
 /// Where a hunk of a proposal made from some text is in that text as the user changed it since.
@@ -313,6 +336,22 @@ mod tests {
     fn the_same_change_on_both_sides_is_kept_once() {
         check_rebase("a\nb\nc\n", "a\nB\nc\nd\n", "a\nB\nc\n", expect![[r#"clean: "a\nB\nc\nd\n""#]]);
         check_rebase("a\nb\n", "a\nx\nb\n", "a\nx\nb\n", expect![[r#"clean: "a\nx\nb\n""#]]);
+    }
+
+    #[test]
+    fn a_change_the_user_already_made_inside_their_own_block_is_kept_once() {
+        // The user took line 2 of the proposal and changed lines 1 and 3 around it: the rest of
+        // the proposal (line 4) still applies, line by line.
+        check_rebase("a\nb\nc\nd\n", "a\nB\nc\nD\n", "A\nB\nC\nd\n", expect![[r#"clean: "A\nB\nC\nD\n""#]]);
+        // A line both changed differently is still a conflict.
+        check_rebase(
+            "a\nb\nc\n",
+            "a\nX\nc\n",
+            "A\nY\nc\n",
+            expect![
+                "conflict at 0..2: the file changed after the edit was proposed: the user changed lines 1-2 of the current text, where the edit changes lines 1-2 of the text it was made from"
+            ],
+        );
     }
 
     #[test]

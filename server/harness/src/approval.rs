@@ -12,8 +12,8 @@ use reins_review::{ApprovalRequest, Approver, without_asking};
 use tokio_util::sync::CancellationToken;
 
 use crate::runtime::{RunId, SessionId, lock};
-use reins_settings::LiveSettings;
 use crate::skills::AllowedTools;
+use reins_settings::LiveSettings;
 
 pub(crate) struct ApprovalGate {
     pub session_id: SessionId,

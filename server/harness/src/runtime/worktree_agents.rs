@@ -12,9 +12,9 @@ use reins_session::SessionFile;
 use reins_tools::FsWorkspace;
 
 use crate::error::HarnessError;
-use crate::live_settings::LiveSettings;
 use crate::sessions::SessionListing;
 use crate::worktrees::{Worktree, WorktreeAgent};
+use reins_settings::LiveSettings;
 
 use super::{Harness, HarnessOptions};
 

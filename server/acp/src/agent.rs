@@ -428,6 +428,7 @@ impl State {
             &messages,
             &to_proto::recorded_changes(&records, &session.cwd.canonicalize().unwrap_or_else(|_| session.cwd.clone())),
             &session.cwd,
+            |tool, arguments| session.harness.look(&id, tool, arguments),
         );
         replay.extend(usage(&session.harness, &id).map(SessionUpdate::UsageUpdate));
         replay.push(to_proto::available_commands(&session.harness.commands()));

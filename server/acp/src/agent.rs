@@ -444,6 +444,7 @@ impl State {
             &messages,
             &to_proto::recorded_changes(&records, &session.cwd.canonicalize().unwrap_or_else(|_| session.cwd.clone())),
             &session.cwd,
+            |tool, arguments| session.harness.look(&id, tool, arguments),
         );
         // The todo list where the session's leaf is: the client shows the plan it left off with.
         let todos = session.harness.todos(&id).unwrap_or_default();

@@ -139,10 +139,10 @@ pub fn permission_request(request: &ApprovalRequest<'_>, cwd: &std::path::Path) 
         }
     };
     let fields = ToolCallUpdateFields::new()
-        .title(to_proto::title(&call.name, &call.arguments))
-        .kind(to_proto::kind(&call.name))
+        .title(request.look.title.clone())
+        .kind(to_proto::kind(request.look.kind))
         .status(ToolCallStatus::Pending)
-        .locations(to_proto::locations(&call.name, &call.arguments, cwd))
+        .locations(to_proto::locations(&request.look.locations, cwd))
         .raw_input(call.arguments.clone())
         .content(content);
     let tool_call = ToolCallUpdate::new(ToolCallId::new(call.id.as_str()), fields);

@@ -236,12 +236,12 @@ impl Pump {
             AgentEvent::MessageUpdate { delta: StreamEvent::Thinking { delta, .. } } if !delta.is_empty() => {
                 self.notify(session_id, to_proto::agent_thought(delta));
             }
-            AgentEvent::ToolExecutionStart { tool_call_id, tool_name, args, .. } => {
+            AgentEvent::ToolExecutionStart { tool_call_id, tool_name, args, look } => {
                 let Some(state) = self.sessions.get(session_id) else { return };
                 let allowed = state.allowed.contains(tool_name);
                 let asks = without_asking(&state.settings.get().approval, tool_name, allowed, true).is_none();
                 let status = if asks { ToolCallStatus::Pending } else { ToolCallStatus::InProgress };
-                let call = to_proto::tool_call(tool_call_id, tool_name, args, &state.cwd, status);
+                let call = to_proto::tool_call(tool_call_id, look, args, &state.cwd, status);
                 self.notify(session_id, SessionUpdate::ToolCall(call));
             }
             AgentEvent::ToolExecutionUpdate { tool_call_id, partial, .. } => {

@@ -1,10 +1,10 @@
 //! Every ACP value reins sends, built from the harness's: the schema types of the SDK are the wire
-//! shapes, and each is made by one function here — a tool call's title, kind and locations, its
+//! shapes, and each is made by one function here — a tool call from its tool's look, its
 //! result as content and diffs, the replay of a conversation, session listings, stop reasons,
 //! usage, and the errors.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, Cost, Diff, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionId,
@@ -12,7 +12,7 @@ use agent_client_protocol::v1::schema::{
     ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use agent_client_protocol::{Error, ErrorCode, UntypedMessage};
-use reins_agent::{FileChange, Todo, TodoStatus, TurnEndReason};
+use reins_agent::{FileChange, Todo, TodoStatus, ToolKind as LookKind, ToolLocation, ToolLook, TurnEndReason};
 use reins_ai::{Content, Message, Model, StopReason as ModelStop, ToolResultMessage, Usage};
 use reins_harness::{FileChangeRecord, HarnessError};
 use serde_json::{Value, json};
@@ -21,8 +21,6 @@ use serde_json::{Value, json};
 const CANCELLED: &str = "(cancelled)";
 /// What a replay shows between two user messages with no answer recorded between them.
 const NO_ANSWER: &str = "(no answer)";
-/// Longest command shown in a tool call's title.
-const TITLE_COMMAND_CHARS: usize = 80;
 /// Longest title of a notice (its whole text is the content).
 const NOTICE_TITLE_CHARS: usize = 120;
 /// Longest piece of the client's input an error quotes back (a 5 MB `cwd` is not sent back whole).
@@ -107,13 +105,13 @@ fn user_chunks(content: &[Content], cwd: &Path) -> Vec<SessionUpdate> {
         .collect()
 }
 
-/// The `tool_call` that announces a call: what it does in a few words, its kind, the files it
-/// touches and its input.
-pub fn tool_call(id: &str, name: &str, args: &Value, cwd: &Path, status: ToolCallStatus) -> ToolCall {
-    ToolCall::new(ToolCallId::new(id), title(name, args))
-        .kind(kind(name))
+/// The `tool_call` that announces a call: its look (what it does in a few words, its kind, the
+/// files it touches, as its tool says) and its input.
+pub fn tool_call(id: &str, look: &ToolLook, args: &Value, cwd: &Path, status: ToolCallStatus) -> ToolCall {
+    ToolCall::new(ToolCallId::new(id), look.title.clone())
+        .kind(kind(look.kind))
         .status(status)
-        .locations(locations(name, args, cwd))
+        .locations(locations(&look.locations, cwd))
         .raw_input(args.clone())
 }
 
@@ -195,70 +193,28 @@ fn fence(output: &str) -> String {
     format!("{fence}\n{output}{newline}{fence}")
 }
 
-/// What a call does, in the words a person scans a transcript for.
-pub fn title(name: &str, args: &Value) -> String {
-    let arg = |key: &str| args.get(key).and_then(Value::as_str).filter(|value| !value.is_empty());
-    let path = arg("path");
-    match name {
-        "read" => format!("Read {}", path.unwrap_or("a file")),
-        "write" => format!("Write {}", path.unwrap_or("a file")),
-        "edit" => format!("Edit {}", path.unwrap_or("a file")),
-        "apply_patch" => {
-            let paths = arg("input").map(reins_tools::patch_paths).unwrap_or_default();
-            if paths.is_empty() { "Apply a patch".to_string() } else { format!("Patch {}", paths.join(", ")) }
-        }
-        "bash" => match arg("command") {
-            Some(command) => {
-                let line = command.lines().next().unwrap_or("");
-                let shown = reins_ai::shorten(line, TITLE_COMMAND_CHARS);
-                let more = if shown.len() < command.trim_end().len() && !shown.ends_with('…') { " …" } else { "" };
-                format!("Run `{shown}`{more}")
-            }
-            None => "Run a command".to_string(),
-        },
-        "ls" => format!("List {}", path.unwrap_or(".")),
-        "grep" => format!("Search for `{}` in {}", arg("pattern").unwrap_or(""), path.unwrap_or(".")),
-        "find" => format!("Find `{}` in {}", arg("pattern").unwrap_or(""), path.unwrap_or(".")),
-        _ => match name.strip_prefix("mcp__").and_then(|rest| rest.split_once("__")) {
-            Some((server, tool)) => format!("{tool} ({server}, MCP)"),
-            None => name.to_string(),
-        },
+/// The kind of a call, for the client's icon.
+pub fn kind(kind: LookKind) -> ToolKind {
+    match kind {
+        LookKind::Read => ToolKind::Read,
+        LookKind::Edit => ToolKind::Edit,
+        LookKind::Execute => ToolKind::Execute,
+        LookKind::Search => ToolKind::Search,
+        LookKind::Fetch => ToolKind::Fetch,
+        LookKind::Other => ToolKind::Other,
     }
 }
 
-/// The kind of a tool, for the client's icon.
-pub fn kind(name: &str) -> ToolKind {
-    match name {
-        "read" => ToolKind::Read,
-        "write" | "edit" | "apply_patch" => ToolKind::Edit,
-        "bash" => ToolKind::Execute,
-        "ls" | "grep" | "find" => ToolKind::Search,
-        _ => ToolKind::Other,
-    }
-}
-
-/// The files a call works on, absolute, with the line where a read starts.
-pub fn locations(name: &str, args: &Value, cwd: &Path) -> Vec<ToolCallLocation> {
-    let absolute = |path: &str| -> PathBuf {
-        let path = Path::new(path);
-        if path.is_absolute() { path.to_path_buf() } else { cwd.join(path) }
-    };
-    let arg = |key: &str| args.get(key).and_then(Value::as_str).filter(|value| !value.is_empty());
-    match name {
-        "read" | "write" | "edit" | "ls" | "grep" | "find" => {
-            let Some(path) = arg("path") else { return Vec::new() };
-            let location = ToolCallLocation::new(absolute(path));
-            let line = args.get("offset").and_then(Value::as_u64).and_then(|line| u32::try_from(line).ok());
-            vec![if name == "read" { location.line(line) } else { location }]
-        }
-        "apply_patch" => arg("input")
-            .map(reins_tools::patch_paths)
-            .unwrap_or_default()
-            .iter()
-            .map(|path| ToolCallLocation::new(absolute(path)))
-            .collect(),
-        _ => Vec::new(),
-    }
+/// The files a call works on, made absolute against `cwd`, with the line a read starts at.
+pub fn locations(locations: &[ToolLocation], cwd: &Path) -> Vec<ToolCallLocation> {
+    locations
+        .iter()
+        .map(|location| {
+            let path = Path::new(&location.path);
+            let path = if path.is_absolute() { path.to_path_buf() } else { cwd.join(path) };
+            ToolCallLocation::new(path).line(location.line)
+        })
+        .collect()
 }
 
 /// Why a prompt turn ended, from how the run ended and the last thing the model said.
@@ -304,11 +260,17 @@ pub fn plan(todos: &[Todo]) -> Plan {
 
 /// A conversation as the updates that show it again (`session/load`): the user's messages, the
 /// agent's thoughts and answers, and each tool call with its final status and content — an edit
-/// with the diff blocks of the live run, from `changes` (by tool call id).
+/// with the diff blocks of the live run, from `changes` (by tool call id), and its look from
+/// `look` (the harness's, by tool name and arguments).
 ///
 /// A turn cut short shows what arrived of its answer, and a user message never follows another
 /// without something of the agent between them (clients merge the two into one).
-pub fn replay(messages: &[Message], changes: &HashMap<String, Vec<FileChange>>, cwd: &Path) -> Vec<SessionUpdate> {
+pub fn replay(
+    messages: &[Message],
+    changes: &HashMap<String, Vec<FileChange>>,
+    cwd: &Path,
+    look: impl Fn(&str, &Value) -> ToolLook,
+) -> Vec<SessionUpdate> {
     let mut updates: Vec<SessionUpdate> = Vec::new();
     for message in messages {
         match message {
@@ -328,7 +290,7 @@ pub fn replay(messages: &[Message], changes: &HashMap<String, Vec<FileChange>>, 
                         Content::Text { text } if !text.is_empty() => updates.push(agent_text(text)),
                         Content::ToolCall(call) => updates.push(SessionUpdate::ToolCall(tool_call(
                             &call.id,
-                            &call.name,
+                            &look(&call.name, &call.arguments),
                             &call.arguments,
                             cwd,
                             ToolCallStatus::Pending,
@@ -461,29 +423,24 @@ mod tests {
     }
 
     #[test]
-    fn titles_say_what_a_call_does() {
-        let titles: Vec<String> = [
-            ("read", json!({"path": "src/a.rs", "offset": 10})),
-            ("bash", json!({"command": "cargo test\ncargo clippy"})),
-            ("grep", json!({"pattern": "TODO"})),
-            ("apply_patch", json!({"input": "*** Begin Patch\n*** Update File: a.rs\n@@\n-a\n+b\n*** End Patch"})),
-            ("mcp__docs__search", json!({"q": "x"})),
-        ]
-        .iter()
-        .map(|(name, args)| format!("{} {:?}", title(name, args), kind(name)))
-        .collect();
-        expect_test::expect![[r#"
-            [
-                "Read src/a.rs Read",
-                "Run `cargo test` … Execute",
-                "Search for `TODO` in . Search",
-                "Patch a.rs Edit",
-                "search (docs, MCP) Other",
-            ]
-        "#]]
-        .assert_debug_eq(&titles);
-        let located = locations("read", &json!({"path": "src/a.rs", "offset": 10}), Path::new("/w"));
-        assert_eq!(serde_json::to_value(located).unwrap(), json!([{"path": "/w/src/a.rs", "line": 10}]));
+    fn a_call_is_shown_as_its_tool_says_it_looks() {
+        let look = ToolLook {
+            title: "Read src/a.rs".into(),
+            kind: LookKind::Read,
+            locations: vec![ToolLocation { path: "src/a.rs".into(), line: Some(10) }, ToolLocation::new("/etc/hosts")],
+            summary: "src/a.rs".into(),
+        };
+        let args = json!({"path": "src/a.rs", "offset": 10});
+        let call = tool_call("c1", &look, &args, Path::new("/w"), ToolCallStatus::InProgress);
+        assert_eq!(
+            serde_json::to_value(call).unwrap(),
+            json!({"toolCallId": "c1", "title": "Read src/a.rs", "kind": "read", "status": "in_progress",
+                   "locations": [{"path": "/w/src/a.rs", "line": 10}, {"path": "/etc/hosts"}], "rawInput": args})
+        );
+        let kinds =
+            [LookKind::Read, LookKind::Edit, LookKind::Execute, LookKind::Search, LookKind::Fetch, LookKind::Other];
+        let names: Vec<Value> = kinds.into_iter().map(|look| serde_json::to_value(kind(look)).unwrap()).collect();
+        assert_eq!(names, ["read", "edit", "execute", "search", "fetch", "other"]);
     }
 
     #[test]

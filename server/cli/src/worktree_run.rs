@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use reins_agent::{FileChange, Proposal};
+use reins_agent::{FileChange, Proposal, ToolLook};
 use reins_ai::ToolCall;
 use reins_harness::{ApprovalRequest, Approver, Verdict, Worktree};
 use reins_tools::{FsWorkspace, Workspace};
@@ -57,8 +57,14 @@ pub async fn propose(worktree: &Worktree, approver: &dyn Approver, yes: bool) ->
     } else if yes {
         Some(proposal.file_changes().to_vec())
     } else {
-        let request =
-            ApprovalRequest { session_id: &worktree.id, run_id: &worktree.id, call: &call, proposal: &proposal };
+        let look = ToolLook::plain(&call.name, &call.arguments);
+        let request = ApprovalRequest {
+            session_id: &worktree.id,
+            run_id: &worktree.id,
+            call: &call,
+            look: &look,
+            proposal: &proposal,
+        };
         match approver.decide(request, &CancellationToken::new()).await {
             Verdict::Accept { changed: None, .. } => Some(proposal.file_changes().to_vec()),
             Verdict::Accept { changed: Some(changed), .. } => Some(changed.files),

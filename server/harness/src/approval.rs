@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use reins_agent::{Gate, Proposal};
+use reins_agent::{Gate, Proposal, ToolLook};
 use reins_ai::ToolCall;
 use reins_review::{ApprovalRequest, Approver, without_asking};
 use tokio_util::sync::CancellationToken;
@@ -31,6 +31,7 @@ impl ApprovalGate {
     pub async fn before_tool_call(
         &self,
         call: &ToolCall,
+        look: &ToolLook,
         proposal: Option<&Proposal>,
         cancel: &CancellationToken,
     ) -> Gate {
@@ -39,7 +40,7 @@ impl ApprovalGate {
         let answer = without_asking(&self.settings.get().approval, &call.name, allowed, proposal.is_some());
         let (Some(proposal), None) = (proposal, &answer) else { return answer.unwrap_or(Gate::Allow) };
         let run_id = lock(&self.running).clone().unwrap_or_default();
-        let request = ApprovalRequest { session_id: &self.session_id, run_id: &run_id, call, proposal };
+        let request = ApprovalRequest { session_id: &self.session_id, run_id: &run_id, call, look, proposal };
         let (gate, allow_for_session) = self.approver.decide(request, cancel).await.into_gate();
         if allow_for_session {
             lock(&self.allowed).insert(call.name.clone());
@@ -93,7 +94,8 @@ mod tests {
         let call = ToolCall { id: "c1".into(), name: tool.into(), arguments: serde_json::json!({}) };
         let proposal =
             Proposal::Command(CommandProposal { command: command.into(), cwd: PathBuf::from("/w"), timeout_secs: 120 });
-        gate.before_tool_call(&call, Some(&proposal), &CancellationToken::new()).await
+        let look = ToolLook::plain(tool, &call.arguments);
+        gate.before_tool_call(&call, &look, Some(&proposal), &CancellationToken::new()).await
     }
 
     #[tokio::test]

@@ -65,7 +65,8 @@ impl Hooks for SessionHooks {
         if let Some(reason) = self.hooks.before_tool(call).await {
             return Gate::Block { reason };
         }
-        let gate = self.gate.before_tool_call(call, proposal, cancel).await;
+        let look = self.tools.look(&call.name, &call.arguments);
+        let gate = self.gate.before_tool_call(call, &look, proposal, cancel).await;
         let allowed = match &gate {
             Gate::Allow => proposal,
             Gate::AllowChanged { proposal, .. } => Some(proposal),

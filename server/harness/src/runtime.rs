@@ -8,6 +8,7 @@ mod choices;
 mod commands;
 mod landing;
 mod language;
+mod look;
 mod marks;
 mod release;
 mod runs;

@@ -32,7 +32,7 @@ pub use names::{MAX_NAME_LEN, assign_names, public_name};
 pub use schema::normalize_input_schema;
 pub use server::ServerState;
 pub use set::{ServerStatus, Servers, SessionServers, ToolInfo};
-pub use tool::McpTool;
+pub use tool::{McpTool, look};
 
 /// How often a server that stopped after it was ready is started again before it is given up.
 pub const MAX_RESTARTS: u32 = 3;

@@ -66,13 +66,8 @@ impl Tool for McpTool {
         Some(self.server.config.tool_timeout)
     }
 
-    /// `tool (server, MCP)`, and the arguments on one line: reins cannot tell what it touches.
     fn look(&self, arguments: &Value) -> ToolLook {
-        let title = match self.name.strip_prefix("mcp__").and_then(|rest| rest.split_once("__")) {
-            Some((server, tool)) => format!("{tool} ({server}, MCP)"),
-            None => self.name.clone(),
-        };
-        ToolLook { title, ..ToolLook::plain(&self.name, arguments) }
+        look(&self.name, arguments)
     }
 
     async fn prepare(&self, arguments: &Value) -> Result<Prepared, ToolError> {
@@ -120,4 +115,15 @@ fn kind(value: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
+}
+
+/// How a call of the MCP tool named `name` looks: `tool (server, MCP)`, and the arguments on one
+/// line, since reins cannot tell what it touches. By the name alone, so a recorded call looks
+/// the same before its server is up.
+pub fn look(name: &str, arguments: &Value) -> ToolLook {
+    let title = match name.strip_prefix("mcp__").and_then(|rest| rest.split_once("__")) {
+        Some((server, tool)) => format!("{tool} ({server}, MCP)"),
+        None => name.to_string(),
+    };
+    ToolLook { title, ..ToolLook::plain(name, arguments) }
 }

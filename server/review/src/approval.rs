@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use globset::{Glob, GlobMatcher};
-use reins_agent::{FileChange, Gate, Proposal};
+use reins_agent::{FileChange, Gate, Proposal, ToolLook};
 use reins_ai::ToolCall;
 use tokio_util::sync::CancellationToken;
 
@@ -130,6 +130,9 @@ pub struct ApprovalRequest<'a> {
     pub session_id: &'a str,
     pub run_id: &'a str,
     pub call: &'a ToolCall,
+    /// How the call looks, as its tool says: a surface shows it as it is, never by the tool's
+    /// name.
+    pub look: &'a ToolLook,
     pub proposal: &'a Proposal,
 }
 

@@ -95,7 +95,10 @@ pub async fn execute(state: &State, command: Command) -> Result<Value> {
         Command::SessionMessages(session) => {
             let messages = harness.messages(&session.session_id).map_err(to_proto::harness_error)?;
             let messages: Vec<_> = messages.iter().map(to_proto::message).collect();
-            Ok(json!({ "sessionId": session.session_id, "messages": messages }))
+            // The todo list where the leaf is, for the chat to show again with the conversation.
+            let todos = harness.todos(&session.session_id).map_err(to_proto::harness_error)?;
+            let todos = to_proto::todos(&todos);
+            Ok(json!({ "sessionId": session.session_id, "messages": messages, "todos": todos }))
         }
         Command::SessionTree(session) => {
             let tree = on_disk(harness, move |harness| harness.tree(&session.session_id)).await?;

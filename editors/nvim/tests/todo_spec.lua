@@ -30,3 +30,20 @@ T.test("the todo list is one checklist, updated where it first showed", function
   T.ok(not text:find("○", 1, true), "the first list was replaced: " .. text)
   T.contains(text, "Fixed, and the tests pass.")
 end)
+
+T.test("a resumed session shows the todo list it was left with", function()
+  local chat = require("reins.chat")
+  local conversation = require("reins.conversation")
+  local sid = chat.current().id
+  conversation.reset(sid)
+  local resumed
+  require("reins.sessions").resume(sid, nil, function(id)
+    resumed = id
+  end)
+  T.wait_for(function()
+    return resumed ~= nil and H.chat_text():find("Fixed, and the tests pass.", 1, true)
+  end, "the resumed conversation")
+  T.wait_for(function()
+    return H.chat_text():find("☰ todo 2/3\n  ✓ Read the parser\n  ✓ Fix the off-by-one\n  ▶ Run the tests", 1, true)
+  end, "the checklist after the conversation")
+end)

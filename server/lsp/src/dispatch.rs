@@ -106,7 +106,10 @@ pub async fn execute(state: &State, command: Command) -> Result<Value> {
             let messages = state.harness_for(&session.session_id).messages(&session.session_id);
             let messages = messages.map_err(to_proto::harness_error)?;
             let messages: Vec<_> = messages.iter().map(to_proto::message).collect();
-            Ok(json!({ "sessionId": session.session_id, "messages": messages }))
+            // The todo list where the leaf is, for the chat to show again with the conversation.
+            let todos = harness.todos(&session.session_id).map_err(to_proto::harness_error)?;
+            let todos = to_proto::todos(&todos);
+            Ok(json!({ "sessionId": session.session_id, "messages": messages, "todos": todos }))
         }
         Command::SessionTree(session) => {
             let owner = state.harness_for(&session.session_id);

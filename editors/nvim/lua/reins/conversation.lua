@@ -315,8 +315,9 @@ function M.apply(session_id, event)
   return true
 end
 
---- Rebuilds a conversation from `reins.session.messages`.
-function M.load(session_id, messages)
+--- Rebuilds a conversation from `reins.session.messages`: its messages, then the todo list the
+--- session had where it was left.
+function M.load(session_id, messages, todos)
   local conv = M.get(session_id)
   conv.blocks, conv.tools, conv.message, conv.last_role, conv.first_message = {}, {}, nil, nil, nil
   conv.tokens, conv.cost, conv.running, conv.todo = 0, 0, false, nil
@@ -333,6 +334,9 @@ function M.load(session_id, messages)
       block.result = result_text(message)
       touch(block)
     end
+  end
+  if type(todos) == "table" and #todos > 0 then
+    M.apply(session_id, { type = "todo_update", todos = todos })
   end
   conv.changed = conv.changed + 1
   return conv

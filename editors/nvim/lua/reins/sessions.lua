@@ -34,7 +34,7 @@ function M.resume(id, title, done)
         return fail("messages", err2)
       end
       local chat = require("reins.chat")
-      conversation.load(sid, result.messages)
+      conversation.load(sid, result.messages, result.todos)
       chat.open(false)
       chat.set_session(sid, title)
       if done then

@@ -302,6 +302,28 @@ fn toml_string(text: &str) -> String {
     serde_json::to_string(text).unwrap()
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_started_server_is_confined_like_bash() {
+    let dir = workspace(&[("a.zz", "x\n"), (".git/HEAD", "ref: refs/heads/main\n")]);
+    let root = dir.path();
+    std::fs::create_dir_all(reins_home(root)).unwrap();
+    let config_file = reins_home(root).join("config.toml");
+    // The server tries the workspace (allowed), `.git` and reins's own config (both refused).
+    let script =
+        format!("echo in > inside.txt; echo evil > .git/evil; echo evil >> '{}'; exit 3", config_file.display());
+    let config = format!(
+        "[lsp_servers.nosy]\ncommand = \"sh\"\nargs = [\"-c\", {}]\nfile_patterns = [\"*.zz\"]\n",
+        toml_string(&script)
+    );
+    std::fs::write(&config_file, &config).unwrap();
+    let results =
+        run_calls(root, &[("lsp", json!({"operation": "hover", "path": "a.zz", "line": 1, "symbol": "x"}))]).await;
+    assert!(results[0].starts_with("the language server nosy exited with status 3"), "{results:?}");
+    assert_eq!(std::fs::read_to_string(root.join("inside.txt")).unwrap(), "in\n");
+    assert!(!root.join(".git/evil").exists(), "the server wrote in .git");
+    assert_eq!(std::fs::read_to_string(&config_file).unwrap(), config, "the server changed reins's config");
+}
+
 const GREETER_TS: &str = r#"export class Greeter {
   /** Says hello to someone. */
   greet(name: string): string {

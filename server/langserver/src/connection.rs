@@ -19,6 +19,8 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch};
 
+use reins_tools::{Sandbox, SandboxMode};
+
 use crate::config::ServerConfig;
 use crate::encoding::Encoding;
 
@@ -78,6 +80,9 @@ pub(crate) struct Connection {
     next_id: AtomicI64,
     /// Bumped at every publishDiagnostics, so waiters wake.
     published: watch::Sender<u64>,
+    /// The enclosure's control socket, when the server runs sandboxed: dropped with the
+    /// connection, it ends the server and everything it started.
+    control: Mutex<Option<std::os::unix::net::UnixStream>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -92,6 +97,7 @@ impl Connection {
         config: &ServerConfig,
         root: &Path,
         env: &[(OsString, OsString)],
+        (sandbox, roots): (&Sandbox, &[PathBuf]),
     ) -> Result<Arc<Connection>, String> {
         let name = &config.name;
         let mut command = tokio::process::Command::new(&config.command);
@@ -112,6 +118,16 @@ impl Connection {
         unsafe {
             command.pre_exec(move || reins_mcp::fork_guard(reins));
         }
+        // Confined as bash's commands are; its wait status then comes through the control
+        // socket (the process reins started is the enclosure's supervisor), and closing the
+        // socket ends the server and all it started.
+        let control = match sandbox.mode {
+            SandboxMode::Off => None,
+            _ => Some(
+                reins_tools::enclose(command.as_std_mut(), sandbox, roots)
+                    .map_err(|err| format!("cannot start the language server {name} in the sandbox: {err}"))?,
+            ),
+        };
         let mut child = command.spawn().map_err(|err| match err.kind() {
             std::io::ErrorKind::NotFound => {
                 format!("the language server {name} (`{}`) is not installed or not on PATH", config.command)
@@ -135,6 +151,7 @@ impl Connection {
             state: state.clone(),
             next_id: AtomicI64::new(1),
             published,
+            control: Mutex::new(None),
         });
         tokio::spawn(write_frames(stdin, receiver));
         let (stderr_sender, mut stderr_done) = watch::channel(false);
@@ -148,8 +165,25 @@ impl Connection {
             read_frames(stdout, reader).await;
         });
         let watcher = Arc::downgrade(&connection);
+        let status_socket = match &control {
+            Some(control) => Some(
+                control
+                    .try_clone()
+                    .and_then(|socket| {
+                        socket.set_nonblocking(true)?;
+                        tokio::net::UnixStream::from_std(socket)
+                    })
+                    .map_err(|err| format!("cannot watch the language server {name}: {err}"))?,
+            ),
+            None => None,
+        };
+        let enclosed = control.is_some();
+        *lock(&connection.control) = control;
         tokio::spawn(async move {
-            let status = child.wait().await;
+            let status = match status_socket {
+                Some(socket) => enclosed_status(socket, &mut child).await,
+                None => child.wait().await,
+            };
             // Its last words explain the exit: wait a moment for them.
             let _ = tokio::time::timeout(Duration::from_millis(500), stderr_done.wait_for(|done| *done)).await;
             if let Some(connection) = watcher.upgrade() {
@@ -164,7 +198,7 @@ impl Connection {
             }
         });
         let initialized =
-            tokio::time::timeout(START_TIMEOUT, connection.request("initialize", initialize_params(root)))
+            tokio::time::timeout(START_TIMEOUT, connection.request("initialize", initialize_params(root, enclosed)))
                 .await
                 .map_err(|_| {
                     connection.kill();
@@ -462,6 +496,22 @@ impl Connection {
     }
 }
 
+/// The wait status of an enclosed server, which its enclosure sends through the control socket
+/// (closed without one: it was killed); the supervisor reins started is reaped too.
+async fn enclosed_status(
+    mut socket: tokio::net::UnixStream,
+    child: &mut tokio::process::Child,
+) -> std::io::Result<std::process::ExitStatus> {
+    use std::os::unix::process::ExitStatusExt;
+    let mut status = [0u8; 4];
+    let status = match socket.read_exact(&mut status).await {
+        Ok(_) => std::process::ExitStatus::from_raw(i32::from_ne_bytes(status)),
+        Err(_) => std::process::ExitStatus::from_raw(libc::SIGKILL),
+    };
+    let _ = child.wait().await;
+    Ok(status)
+}
+
 /// The server's own time, for the bench to weigh the tool's time against.
 fn timing(method: &str, sent: std::time::Instant) {
     tracing::debug!(target: "reins_langserver::timing", "{method} answered in {} us", sent.elapsed().as_micros());
@@ -483,11 +533,14 @@ fn server_request(method: &str, params: Option<&Value>) -> Value {
     }
 }
 
-fn initialize_params(root: &Path) -> Value {
+/// The params of `initialize`. An enclosed server sees its own processes only: reins's process
+/// id would look dead to it (pyright exits at once), so none is given; the enclosure ends the
+/// server with reins instead.
+fn initialize_params(root: &Path, enclosed: bool) -> Value {
     let uri = uri_of(root).unwrap_or_else(|_| Uri::from_file_path("/").expect("the root path is a URI"));
     let name = root.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
     json!({
-        "processId": std::process::id(),
+        "processId": if enclosed { Value::Null } else { json!(std::process::id()) },
         "clientInfo": {"name": "reins", "version": env!("CARGO_PKG_VERSION")},
         "rootUri": uri,
         "rootPath": root,

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
+use reins_tools::Sandbox;
 use serde_json::Value;
 use tokio::sync::OnceCell;
 
@@ -31,12 +32,21 @@ pub struct LanguageServers {
     /// The whole environment of every server it starts: the caller's tool environment, without
     /// the keys reins holds.
     env: Arc<Vec<(OsString, OsString)>>,
+    /// What the servers may touch: bash's sandbox (write only in the roots and the temporary
+    /// directory, `.git` and reins's configuration read-only).
+    sandbox: Arc<Sandbox>,
 }
 
 impl LanguageServers {
     /// The servers of `configs` for a workspace of `roots`; none starts yet. A config whose
-    /// patterns do not parse is left out with a warning. `env` is all its servers see.
-    pub fn new(configs: Vec<ServerConfig>, roots: Vec<PathBuf>, env: Vec<(OsString, OsString)>) -> Self {
+    /// patterns do not parse is left out with a warning. `env` is all its servers see, and they
+    /// run confined to `sandbox`.
+    pub fn new(
+        configs: Vec<ServerConfig>,
+        roots: Vec<PathBuf>,
+        env: Vec<(OsString, OsString)>,
+        sandbox: Sandbox,
+    ) -> Self {
         let configs = configs
             .into_iter()
             .filter_map(|config| {
@@ -55,7 +65,7 @@ impl LanguageServers {
                 Some((config.clone(), set.build().ok()?))
             })
             .collect();
-        Self { configs, roots, running: Mutex::default(), env: Arc::new(env) }
+        Self { configs, roots, running: Mutex::default(), env: Arc::new(env), sandbox: Arc::new(sandbox) }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -124,9 +134,11 @@ impl LanguageServers {
             return started.clone();
         }
         let (config, root, env) = (config.clone(), root.to_path_buf(), self.env.clone());
+        let (sandbox, roots) = (self.sandbox.clone(), self.roots.clone());
         let starting = slot.clone();
         let start = tokio::spawn(async move {
-            starting.get_or_init(|| async { Connection::start(&config, &root, &env).await }).await.clone()
+            let start = || async { Connection::start(&config, &root, &env, (&sandbox, &roots)).await };
+            starting.get_or_init(start).await.clone()
         });
         start.await.unwrap_or_else(|err| Err(format!("the language server's start failed: {err}")))
     }

@@ -47,7 +47,7 @@ pub use grep::GrepTool;
 pub use hook_exec::{HookRun, run_hook};
 pub use language::{Calls, LanguageSource, Lookup, Place, Point, RenameStep, Symbol, TextReplace};
 pub use ls::LsTool;
-pub use namespace::{PROTECTED_NAMES, namespace_support, protected_paths, run_enclosed};
+pub use namespace::{PROTECTED_NAMES, enclose, namespace_support, protected_paths, run_enclosed};
 pub use navigate::{LspInput, LspTool, Operation};
 pub use output_files::MAX_TOTAL_OUTPUT_BYTES;
 pub use patch::{ApplyPatchInput, ApplyPatchTool, Patched, apply_patch_to, patch_paths};

@@ -596,7 +596,7 @@ fn probe() -> Result<(), String> {
 /// Landlock and seccomp where they apply) and gives reins's end of its control socket: the
 /// command's first wait status arrives on it, and closing it ends the command and everything
 /// it started. `command` must have its working directory set.
-pub(crate) fn enclose(
+pub fn enclose(
     command: &mut std::process::Command,
     sandbox: &Sandbox,
     roots: &[PathBuf],

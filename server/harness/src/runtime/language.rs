@@ -44,7 +44,9 @@ impl Harness {
         }
         // What bash and MCP servers see: no provider key, by name or by value.
         let env = self.settings().tool_env(std::env::vars_os());
-        let servers = Some(Arc::new(LanguageServers::new(configs.clone(), roots.clone(), env)))
+        // Confined as bash's commands are.
+        let sandbox = self.settings().exec_policy(Vec::new()).sandbox;
+        let servers = Some(Arc::new(LanguageServers::new(configs.clone(), roots.clone(), env, sandbox)))
             .filter(|servers| servers.covers_some_file());
         if let Some((_, _, Some(old))) = state.built.replace((configs, roots, servers.clone()))
             && let Ok(runtime) = tokio::runtime::Handle::try_current()

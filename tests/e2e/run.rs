@@ -723,7 +723,7 @@ async fn thinking_maps_per_provider_and_the_session_keeps_it() {
 
     let run = reins_run(&server, dir.path(), &["--thinking", "max", "x"]).await;
     assert_eq!(run.code, Some(2));
-    assert!(run.stderr.contains("off|minimal|low|medium|high|xhigh"), "{}", run.stderr);
+    assert!(run.stderr.contains("[possible values: off, minimal, low, medium, high, xhigh]"), "{}", run.stderr);
 }
 
 /// Issue 28: `--continue` where there is no session yet says so, and the run goes on in a new one.

@@ -14,6 +14,9 @@ use crate::error::HarnessError;
 use crate::sessions::{SessionInfo, SessionPage, SessionTreeView};
 use crate::summary::branch_summary;
 
+/// What a fork's name adds to its source's.
+const FORK_MARK: &str = " (fork)";
+
 impl Harness {
     /// Starts a new, empty session with the configured model.
     pub fn new_session(&self, name: Option<String>, model: Option<&str>) -> Result<SessionId, HarnessError> {
@@ -135,7 +138,14 @@ impl Harness {
             file.flush().map_err(session_error)?;
             file.fork(entry_id).map_err(session_error)?
         };
-        Ok(self.go_live_from_file(forked))
+        // The fork carries the path's name; marked, it is told apart from its source in a list.
+        let name =
+            forked.tree().name().filter(|name| !name.ends_with(FORK_MARK)).map(|name| format!("{name}{FORK_MARK}"));
+        let id = self.go_live_from_file(forked);
+        if let Some(name) = name {
+            self.rename(&id, &name)?;
+        }
+        Ok(id)
     }
 
     /// A new session holding the path from the root to `entry_id`, and what bringing the files
@@ -282,5 +292,52 @@ impl Harness {
         }
         session.agent.set_model(model.clone());
         Ok(model)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use async_trait::async_trait;
+    use reins_review::{ApprovalRequest, Approver, Verdict};
+    use reins_tools::FsWorkspace;
+    use tokio_util::sync::CancellationToken;
+
+    use crate::{Harness, HarnessOptions, LiveSettings, Settings};
+
+    struct NoApprover;
+
+    #[async_trait]
+    impl Approver for NoApprover {
+        async fn decide(&self, _: ApprovalRequest<'_>, _: &CancellationToken) -> Verdict {
+            Verdict::Reject { reason: "no".into() }
+        }
+    }
+
+    #[test]
+    fn a_fork_is_named_after_its_source_and_told_apart_from_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let settings = Settings::from_env(|name| (name == "REINS_HOME").then(|| home.display().to_string()));
+        let harness = Harness::new(HarnessOptions {
+            settings: LiveSettings::new(settings),
+            workspace: Arc::new(FsWorkspace::new(vec![dir.path().to_path_buf()]).unwrap()),
+            provider: None,
+            approver: Arc::new(NoApprover),
+            diagnostics: None,
+            events: Arc::new(|_| {}),
+            date: String::new(),
+            persist: true,
+            warn: Arc::new(|_| {}),
+        });
+        let source = harness.new_session(Some("tidy calc".into()), None).unwrap();
+        let leaf = harness.tree(&source).unwrap().leaf.unwrap();
+        let fork = harness.fork(&source, &leaf).unwrap();
+        let again = harness.fork(&fork, &harness.tree(&fork).unwrap().leaf.unwrap()).unwrap();
+        let names: Vec<Option<String>> =
+            [&source, &fork, &again].map(|id| harness.tree(id).unwrap().name).into_iter().collect();
+        let expected = [Some("tidy calc"), Some("tidy calc (fork)"), Some("tidy calc (fork)")];
+        assert_eq!(names, expected.map(|name| name.map(str::to_string)));
     }
 }

@@ -85,6 +85,10 @@ cmd("ReinsPending", function()
   require("reins.review").quickfix()
 end, { desc = "reins: pending proposals in the quickfix list" })
 
+cmd("ReinsAgent", function(args)
+  require("reins.agents").start(args.args)
+end, { nargs = "+", desc = "reins: start an agent on a worktree of its own; its change comes back for review" })
+
 cmd("ReinsAgents", function()
   require("reins.agents").show()
 end, { desc = "reins: worktree agents, running and finished, with cost and changed files" })

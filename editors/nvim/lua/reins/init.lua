@@ -75,6 +75,7 @@ function M.setup(opts)
   end
   require("reins.chat")
   require("reins.review")
+  require("reins.agents")
   M.did_setup = true
 end
 

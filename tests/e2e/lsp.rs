@@ -131,7 +131,9 @@ pub fn reins_lsp(workspace: &Path, args: &[&str]) -> tokio::process::Command {
         .env("HOME", workspace)
         .env("REINS_HOME", workspace.join(".reins-home-for-test"))
         .env("OPENAI_API_KEY", CANARY_KEY)
-        .env("REINS_LOG", "warn");
+        .env("REINS_LOG", "warn")
+        // A test's MCP servers are in its first request however loaded the machine.
+        .env("REINS_MCP_STARTUP_WAIT", "60");
     command
 }
 

@@ -491,3 +491,115 @@ async fn reins_mcp_list_shows_each_server_and_fails_when_one_does() {
         human.stdout
     );
 }
+
+/// A `[mcp_servers.NAME]` table for tests/mcp/test-server.mjs over stdio, with `env` (a TOML
+/// inline table's entries) and `extra` lines.
+fn test_server_table(name: &str, env: &str, extra: &str) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/mcp/test-server.mjs");
+    let modules = support::mcp_prefix().join("node_modules");
+    format!(
+        "[mcp_servers.{name}]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\nenv = {{ MCP_NODE_MODULES = {:?}{env} }}\n{extra}\n",
+        script.display().to_string(),
+        modules.display().to_string()
+    )
+}
+
+/// The bytes of a request's MCP tool declarations, `tool_search` included.
+fn mcp_declaration_bytes(request: &Value) -> usize {
+    let tools = request["tools"].as_array().unwrap();
+    let mcp = |name: &str| name.starts_with("mcp__") || name == "tool_search";
+    tools
+        .iter()
+        .filter(|tool| mcp(tool["function"]["name"].as_str().unwrap_or("")))
+        .map(|tool| tool.to_string().len())
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_hundred_tools_are_found_through_tool_search_and_stay_declared() {
+    let dir = workspace(&[]);
+    config(
+        dir.path(),
+        &format!("{}\n[approval]\n\"mcp__*\" = \"auto\"\n", test_server_table("big", ", MANY_TOOLS = \"300\"", "")),
+    );
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("call_1", "tool_search", json!({"query": "archive invoice", "limit": 1})),
+        Reply::tool_call("call_2", "mcp__big__archive_invoice", json!({"id": "42"})),
+        Reply::text("Done."),
+    ])
+    .await;
+    let run = reins_run(&server, dir.path(), &["archive invoice 42"]).await;
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    let requests = server.chat_requests();
+    let first = tool_names(&requests[0].body);
+    assert!(first.contains(&"tool_search".to_string()) && first.contains(&"read".to_string()), "{first:?}");
+    assert!(first.iter().all(|name| !name.starts_with("mcp__big__")), "no big tool declared: {first:?}");
+    let bytes = mcp_declaration_bytes(&requests[0].body);
+    assert!(bytes < 10_000, "the first request carries {bytes} bytes beyond the built-in tools");
+    assert!(
+        tool_result(&server, "call_1").starts_with("Found 1 tool, declared from your next request on"),
+        "{}",
+        tool_result(&server, "call_1")
+    );
+    // The tool found is declared from the next request on, after all the others: the prefix holds.
+    let second = tool_names(&requests[1].body);
+    assert_eq!(second[..first.len()], first[..], "what was declared keeps its place");
+    assert_eq!(second[first.len()..], ["mcp__big__archive_invoice".to_string()]);
+    assert_eq!(tool_result(&server, "call_2"), "ran archive_invoice", "the server ran the tool found");
+
+    // The session recorded the find: continued, it declares the tool again, at the end.
+    let again = ScriptedServer::start(vec![Reply::text("Still here.")]).await;
+    let run = reins_run(&again, dir.path(), &["--continue", "and again"]).await;
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    assert_eq!(tool_names(&again.chat_requests()[0].body), second, "the same tools in the same order");
+
+    // `exposure = "direct"` declares them all, however many.
+    config(dir.path(), &test_server_table("big", ", MANY_TOOLS = \"300\"", "exposure = \"direct\""));
+    let direct = ScriptedServer::start(vec![Reply::text("Hello.")]).await;
+    let run = reins_run(&direct, dir.path(), &["hello"]).await;
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    let names = tool_names(&direct.chat_requests()[0].body);
+    assert_eq!(names.iter().filter(|name| name.starts_with("mcp__big__")).count(), 311, "{names:?}");
+    assert!(!names.contains(&"tool_search".to_string()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_never_answers_costs_a_run_little_and_a_slow_one_joins_when_ready() {
+    let dir = workspace(&[]);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/mcp/test-server.mjs");
+    let modules = support::mcp_prefix().join("node_modules");
+    let slow = format!("sleep 4; exec node '{}' stdio", script.display());
+    config(
+        dir.path(),
+        &format!(
+            "[mcp_servers.hung]\ncommand = \"sleep\"\nargs = [\"600\"]\nstartup_timeout_sec = 60\n\n\
+             [mcp_servers.slow]\ncommand = \"sh\"\nargs = [\"-c\", {slow:?}]\nenv = {{ MCP_NODE_MODULES = {:?} }}\n\
+             startup_timeout_sec = 60\n\n[approval]\n\"mcp__*\" = \"auto\"\nbash = \"auto\"\n",
+            modules.display().to_string()
+        ),
+    );
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("call_1", "bash", json!({"command": "sleep 8"})),
+        Reply::tool_call("call_2", "mcp__slow__echo", json!({"text": "late"})),
+        Reply::text("Done."),
+    ])
+    .await;
+    let started = std::time::Instant::now();
+    // The wait of a plain run (the other tests wait longer).
+    let command = support::reins_command(Some(&server.base_url()), dir.path(), &["run", "wait, then echo"])
+        .env("REINS_MCP_STARTUP_WAIT", "1.5")
+        .output();
+    let output = command.await.unwrap();
+    let took = started.elapsed();
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&output.stderr));
+    // 8 s of the command, and neither server's 60 s startup timeout.
+    assert!(took < Duration::from_secs(30), "the run took {took:?}");
+    let requests = server.chat_requests();
+    let first = tool_names(&requests[0].body);
+    assert!(first.iter().all(|name| !name.starts_with("mcp__")), "no server was ready: {first:?}");
+    let second = tool_names(&requests[1].body);
+    assert_eq!(second[..first.len()], first[..], "the built-in tools keep their place");
+    assert!(second.contains(&"mcp__slow__echo".to_string()), "the slow server joined: {second:?}");
+    assert!(!second.iter().any(|name| name.starts_with("mcp__hung__")));
+    assert_eq!(tool_result(&server, "call_2"), "echo: late");
+}

@@ -8,6 +8,8 @@
 //   RECORD_FILE       where cancellations are appended, one line each (optional)
 //   PORT              the HTTP port (http mode); the server prints "listening on PORT" to stderr
 //   FAIL_INITIALIZE   (http mode) answer `initialize` with HTTP 500 and a JSON body that is not MCP
+//   MANY_TOOLS        offer this many more tools, named VERB_NOUN (`archive_invoice`), each with a
+//                     description and schema of the size real servers' tools have (about 600 bytes)
 import { appendFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { randomUUID } from "node:crypto";
@@ -44,6 +46,35 @@ const tools = [
   { name: "http500", description: "Over HTTP, the call is answered with status 500.", inputSchema: object() },
   { name: "add_tool", description: "Adds a tool and says the list changed.", inputSchema: object({ name: { type: "string" } }, ["name"]) },
 ];
+
+// Tools of the size real servers have, for the bench and the tests of deferred tools.
+const verbs = ["create", "list", "get", "update", "delete", "archive", "export", "import", "search", "count"];
+const nouns = [
+  "invoice", "customer", "ticket", "repository", "branch", "deployment", "alert", "dashboard", "user", "team",
+  "project", "issue", "comment", "label", "milestone", "release", "pipeline", "secret", "webhook", "domain",
+  "certificate", "bucket", "table", "query", "report", "subscription", "payment", "refund", "coupon", "order",
+];
+for (let n = 0; n < Number(process.env.MANY_TOOLS || 0); n++) {
+  const verb = verbs[n % verbs.length];
+  const noun = nouns[Math.floor(n / verbs.length) % nouns.length];
+  const round = Math.floor(n / (verbs.length * nouns.length));
+  tools.push({
+    name: round ? `${verb}_${noun}_${round}` : `${verb}_${noun}`,
+    description:
+      `${verb[0].toUpperCase()}${verb.slice(1)}s ${noun} records in the workspace's ${noun} service. ` +
+      `Use it when the user asks to ${verb} a ${noun}; it answers the ${noun} as JSON with its id, ` +
+      `state, owner and timestamps. Fails when the ${noun} does not exist or access is denied.`,
+    inputSchema: object(
+      {
+        id: { type: "string", description: `The ${noun}'s id, as other ${noun} tools answer it.` },
+        fields: { type: "array", items: { type: "string" }, description: "Which fields to answer; all when left out." },
+        limit: { type: "integer", description: "How many records at most (1 to 100)." },
+        dry_run: { type: "boolean", description: "Check the request without changing anything." },
+      },
+      ["id"],
+    ),
+  });
+}
 
 function newServer() {
   const server = new Server({ name: "reins-test-server", version: "1.0.0" }, { capabilities: { tools: { listChanged: true } } });

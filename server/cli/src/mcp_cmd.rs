@@ -58,7 +58,7 @@ pub fn main(args: McpArgs) -> ExitCode {
     let servers = configured_servers(&settings, vec![root], Arc::new(|_| {}));
     let statuses = runtime.block_on(async {
         let session = SessionServers::global(servers.clone());
-        session.tools().await;
+        session.start().await;
         let statuses = session.status();
         servers.stop().await;
         statuses

@@ -180,6 +180,9 @@ async fn run(args: RunArgs) -> ExitCode {
         persist,
         warn: Arc::new(|message: &str| eprintln!("reins: warning: {}", reins_ai::visible(message))),
     });
+    // The MCP servers start while the session is set up; the first request waits for them only
+    // briefly.
+    harness.start_mcp_servers();
     // A skill file that is not quite one loads where it can; the user hears what is wrong with it.
     for warning in &harness.resources().skills.warnings {
         eprintln!("reins: skill: {}", reins_ai::visible(&warning.to_string()));

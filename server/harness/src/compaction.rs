@@ -92,7 +92,7 @@ impl Hooks for SessionHooks {
     }
 
     async fn prepare_next_turn(&self, context: &mut AgentContext) {
-        context.tools = self.tools.current().await;
+        context.tools = self.tools.current(&context.model).await;
         let Some(auto) = &self.auto_compact else { return };
         let settings = auto.settings.get().compaction.clone();
         if !settings.auto || !near_window(context, 0, settings.reserve_tokens) {

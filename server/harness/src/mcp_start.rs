@@ -33,6 +33,7 @@ pub(crate) fn servers(
         return Servers::empty();
     }
     let base_env = settings.tool_env(std::env::vars_os());
+    let starting_wait = settings.mcp_startup_wait;
     let key = PoolKey { configs: configs.clone(), roots: roots.clone(), base_env: base_env.clone() };
     // The same servers already in use are joined, not started twice (see `mcp_pool`).
     mcp_pool::shared(key, &warn, |listeners| {
@@ -44,6 +45,7 @@ pub(crate) fn servers(
                 mcp_pool::tell(&listeners, &notice.message);
             }),
             max_restarts: MAX_RESTARTS,
+            starting_wait,
         };
         Servers::new(configs, options)
     })

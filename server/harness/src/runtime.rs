@@ -376,7 +376,14 @@ impl Harness {
         let builtin = self.tools_for(&model, tool_env);
         // MCP tools join at each run and turn, once their servers are up.
         let servers = lock(&self.mcp).servers.clone();
-        let session_tools = Arc::new(SessionTools::new(builtin, servers, tool_env.recorder.clone(), offered));
+        let session_tools = Arc::new(SessionTools::new(
+            builtin,
+            servers,
+            tool_env.recorder.clone(),
+            offered,
+            file.as_ref(),
+            self.settings.clone(),
+        ));
         let tools = session_tools.offered_builtin();
         let context =
             AgentContext { system_prompt: self.system_prompt(&tools), model, messages, tools, thinking: None };

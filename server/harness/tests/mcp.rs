@@ -62,6 +62,8 @@ fn harness(
         _ => None,
     });
     settings.mcp_servers = configured;
+    // The first request has the servers in it however loaded the machine.
+    settings.mcp_startup_wait = std::time::Duration::from_secs(60);
     Harness::new(HarnessOptions {
         settings: LiveSettings::new(settings),
         workspace: Arc::new(FsWorkspace::new(vec![dir.to_path_buf()]).unwrap()),

@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use reins_ai::ApiKey;
 
+use crate::exposure::Exposure;
+
 /// How long a server may take to start and answer `initialize` and `tools/list` (Codex's default).
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long one tool call may take (Codex's default).
@@ -25,6 +27,9 @@ pub struct ServerConfig {
     pub enabled_tools: Option<Vec<String>>,
     /// Tools never offered, whatever `enabled_tools` says.
     pub disabled_tools: Vec<String>,
+    /// How its tools reach the model; `None`: declared directly unless the MCP tools together
+    /// pass the session's threshold (see `exposure`).
+    pub exposure: Option<Exposure>,
     /// Where it was configured, for listings and warnings: a file, `editor settings`,
     /// `session/new`.
     pub origin: String,
@@ -73,6 +78,7 @@ impl ServerConfig {
             tool_timeout: DEFAULT_TOOL_TIMEOUT,
             enabled_tools: None,
             disabled_tools: Vec::new(),
+            exposure: None,
             origin: String::new(),
         }
     }

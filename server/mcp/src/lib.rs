@@ -12,6 +12,7 @@ mod arguments;
 mod config;
 mod connection;
 mod content;
+mod exposure;
 mod guard;
 mod http;
 mod names;
@@ -20,19 +21,23 @@ mod server;
 mod set;
 mod stdio;
 mod tool;
+mod tool_search;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 pub use config::{DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, ServerConfig, Transport};
+pub use exposure::{Declared, Exposure, defer_above};
 /// Also what ends a language server's process group with reins (`reins-langserver`).
 pub use guard::fork_guard;
 pub use names::{MAX_NAME_LEN, assign_names, public_name};
 pub use schema::normalize_input_schema;
-pub use server::ServerState;
-pub use set::{ServerStatus, Servers, SessionServers, ToolInfo};
+pub use server::{STARTING_WAIT, ServerState};
+pub use set::{Declaring, ServerStatus, Servers, SessionServers, ToolInfo};
 pub use tool::{McpTool, look};
+pub use tool_search::TOOL_SEARCH;
 
 /// How often a server that stopped after it was ready is started again before it is given up.
 pub const MAX_RESTARTS: u32 = 3;
@@ -48,6 +53,8 @@ pub struct Options {
     /// Where warnings go: a server could not start, or stopped.
     pub notify: Arc<dyn Fn(Notice) + Send + Sync>,
     pub max_restarts: u32,
+    /// How long a request for tools waits for a server that is starting, once per start.
+    pub starting_wait: Duration,
 }
 
 /// A warning about one server, for the user (stderr in `reins run`, `window/showMessage` in
@@ -61,6 +68,12 @@ pub struct Notice {
 
 impl Default for Options {
     fn default() -> Self {
-        Self { base_env: Vec::new(), roots: Vec::new(), notify: Arc::new(|_| {}), max_restarts: MAX_RESTARTS }
+        Self {
+            base_env: Vec::new(),
+            roots: Vec::new(),
+            notify: Arc::new(|_| {}),
+            max_restarts: MAX_RESTARTS,
+            starting_wait: STARTING_WAIT,
+        }
     }
 }

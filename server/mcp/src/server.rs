@@ -2,12 +2,17 @@
 //! fresh (`tools/list_changed`), a death reported once and repaired by a restart on the next use
 //! while the restart budget lasts, stopped with its process group.
 //!
+//! A request for tools waits only briefly for a server still starting (see [`STARTING_WAIT`]):
+//! the start goes on in the background, and the server's tools join the first request after it
+//! is ready. A server that never answers costs a run that wait, not its startup timeout.
+//!
 //! A server that fails to start stays failed (its reason shows in listings) until its set is
 //! built again, as when the configuration changes: retrying a missing command every run would
 //! only repeat the same warning.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use reins_agent::lock;
 use rmcp::model::{
@@ -25,6 +30,11 @@ use crate::config::ServerConfig;
 use crate::connection::Connection;
 use crate::http::http_answer;
 use crate::{Notice, Options};
+
+/// How long a request for tools waits for a server that is starting, once per start, unless the
+/// set's options say otherwise: a local server is ready by then, and one that never answers
+/// costs a run no more.
+pub const STARTING_WAIT: Duration = Duration::from_millis(1500);
 
 /// Where a server is in its life, for listings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,6 +68,10 @@ pub(crate) struct Server {
     restarts: AtomicU32,
     /// Changes whenever the tool list may have: a new connection, a fresh listing.
     generation: AtomicU64,
+    /// Set once a request waited for the start under way; cleared when the start ends.
+    waited: AtomicBool,
+    /// Cancelled when the server is stopped: a start under way gives up at once.
+    stopping: CancellationToken,
 }
 
 enum State {
@@ -91,7 +105,26 @@ impl Server {
             starting: tokio::sync::Mutex::new(()),
             restarts: AtomicU32::new(0),
             generation: AtomicU64::new(0),
+            waited: AtomicBool::new(false),
+            stopping: CancellationToken::new(),
         }
+    }
+
+    /// How long a request for tools waits for this server: `None` (until it answers) when it
+    /// is ready, failed or stopped; the set's `starting_wait` when the request starts it or is the first
+    /// to wait for the start under way; not at all when another request waited already.
+    pub(crate) fn patience(&self) -> Option<Duration> {
+        let starting = match &*lock(&self.state) {
+            State::Idle | State::Exited(_) => false,
+            State::Starting => true,
+            State::Ready(live) => match live.connection.lost() {
+                Some(_) => false,
+                None => return None,
+            },
+            State::Failed(_) | State::Stopped => return None,
+        };
+        let waited = self.waited.swap(true, Ordering::SeqCst);
+        Some(if starting && waited { Duration::ZERO } else { self.options.starting_wait })
     }
 
     pub(crate) fn name(&self) -> &str {
@@ -196,6 +229,7 @@ impl Server {
 
     /// Stops the server; it is not started again.
     pub(crate) async fn stop(&self) {
+        self.stopping.cancel();
         let _starting = self.starting.lock().await;
         let previous = std::mem::replace(&mut *lock(&self.state), State::Stopped);
         if let State::Ready(live) = previous {
@@ -237,7 +271,16 @@ impl Server {
             self.restarts.fetch_add(1, Ordering::SeqCst);
         }
         *lock(&self.state) = State::Starting;
-        match self.start().await {
+        let started = tokio::select! {
+            started = self.start() => started,
+            _ = self.stopping.cancelled() => Err("it was stopped while starting".to_string()),
+        };
+        self.waited.store(false, Ordering::SeqCst);
+        if self.stopping.is_cancelled() {
+            *lock(&self.state) = State::Stopped;
+            return Err(format!("the MCP server `{}` was stopped", self.name()));
+        }
+        match started {
             Ok(live) => {
                 let live = Arc::new(live);
                 *lock(&self.state) = State::Ready(live.clone());

@@ -4,12 +4,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use reins_agent::Tool;
 use tokio::task::JoinSet;
+use tokio::time::Instant;
 
 use crate::Options;
 use crate::config::ServerConfig;
+use crate::exposure::{Candidate, Declared, Exposure};
 use crate::names::assign_names;
 use crate::server::{Server, ServerState, ServerTool};
 use crate::tool::McpTool;
+use crate::tool_search::{Entry, TOOL_SEARCH, ToolSearch};
 
 /// Servers started together: the configured ones, or one session's own.
 pub struct Servers {
@@ -21,15 +24,25 @@ pub struct Servers {
 pub struct SessionServers {
     global: Arc<Servers>,
     own: Arc<Servers>,
+    declared: Arc<Declared>,
     cache: Mutex<ToolCache>,
 }
 
-/// The tools last handed out, and the (server, generation) pairs they were built from, so that
-/// the agent gets the same tools (and sends the same specs) until something changes.
+/// The servers' tools last built, and the (server, generation) pairs they were built from, so
+/// that a turn does not build 300 tools (and compile their schemas) again for nothing.
 #[derive(Default)]
 struct ToolCache {
     key: Vec<(usize, u64)>,
-    tools: Vec<Arc<dyn Tool>>,
+    tools: Vec<Arc<McpTool>>,
+}
+
+/// What the session asks for when it takes the tools of a request.
+pub struct Declaring<'a> {
+    /// Past how many tokens of MCP tool declarations the tools of servers without an `exposure`
+    /// are deferred; `None`: never.
+    pub defer_above: Option<u64>,
+    /// Whether the session's tool set offers the tool of this public name.
+    pub offers: &'a (dyn Fn(&str) -> bool + Sync),
 }
 
 /// A server as `reins mcp list` shows it.
@@ -51,6 +64,17 @@ pub struct ToolInfo {
     /// The server's name for it.
     pub tool: String,
     pub description: String,
+}
+
+impl Default for Declaring<'_> {
+    /// Every tool offered, none deferred unless its server says so.
+    fn default() -> Self {
+        Self { defer_above: None, offers: &every }
+    }
+}
+
+fn every(_: &str) -> bool {
+    true
 }
 
 impl Servers {
@@ -76,7 +100,7 @@ impl Servers {
     /// Starts every server not started yet, concurrently, each within its startup timeout, and
     /// returns when each is ready or has failed.
     pub async fn start(&self) {
-        tools_of(&self.servers).await;
+        tools_of(&self.servers, false).await;
     }
 
     /// Stops every server and its processes; none starts again.
@@ -91,13 +115,19 @@ impl Servers {
 }
 
 impl SessionServers {
-    pub fn new(global: Arc<Servers>, own: Arc<Servers>) -> Self {
-        Self { global, own, cache: Mutex::default() }
+    /// `declared` is the session's: what it declared and found so far.
+    pub fn new(global: Arc<Servers>, own: Arc<Servers>, declared: Arc<Declared>) -> Self {
+        Self { global, own, declared, cache: Mutex::default() }
     }
 
-    /// The configured servers alone.
+    /// The configured servers alone, for a listing.
     pub fn global(global: Arc<Servers>) -> Self {
-        Self::new(global, Servers::empty())
+        Self::new(global, Servers::empty(), Declared::unrecorded())
+    }
+
+    /// What the session declared and found.
+    pub fn declared(&self) -> &Arc<Declared> {
+        &self.declared
     }
 
     /// The configured servers this session joins.
@@ -110,23 +140,67 @@ impl SessionServers {
         &self.own
     }
 
-    /// The tools for the model's next turn. Starts servers not started yet (and restarts ones
+    /// The tools for the model's next turn: the MCP tools declared (see `exposure`), and
+    /// `tool_search` when some are deferred. Starts servers not started yet (and restarts ones
     /// that stopped, within their budget), concurrently, and lists again the tools of servers
-    /// that said they changed.
-    pub async fn tools(&self) -> Vec<Arc<dyn Tool>> {
+    /// that said they changed. A server still starting is waited for briefly, once (see
+    /// [`crate::STARTING_WAIT`]); its tools join when it is ready.
+    pub async fn tools(&self, declaring: &Declaring<'_>) -> Vec<Arc<dyn Tool>> {
         let servers = self.servers();
-        let lists = tools_of(&servers).await;
+        let lists = tools_of(&servers, true).await;
         let key: Vec<(usize, u64)> =
             servers.iter().map(|server| (Arc::as_ptr(server) as usize, server.generation())).collect();
-        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
-        if cache.key != key || cache.tools.is_empty() {
-            let tools = named(&servers, &lists)
-                .into_iter()
-                .map(|(server, tool, name)| Arc::new(McpTool::new(name, server.clone(), tool)) as Arc<dyn Tool>)
-                .collect();
-            *cache = ToolCache { key, tools };
-        }
-        cache.tools.clone()
+        let tools = {
+            let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+            if cache.key != key || cache.tools.is_empty() {
+                let tools = named(&servers, &lists)
+                    .into_iter()
+                    .map(|(server, tool, name)| Arc::new(McpTool::new(name, server.clone(), tool)))
+                    .collect();
+                *cache = ToolCache { key, tools };
+            }
+            cache.tools.clone()
+        };
+        self.declare(tools, declaring)
+    }
+
+    /// Starts every server not started yet and waits until each is ready or has failed.
+    pub async fn start(&self) {
+        tools_of(&self.servers(), false).await;
+    }
+
+    /// Of `tools` (the servers' offered ones, in order), those to declare, in the session's
+    /// order, with `tool_search` over the deferred rest.
+    fn declare(&self, mut tools: Vec<Arc<McpTool>>, declaring: &Declaring<'_>) -> Vec<Arc<dyn Tool>> {
+        tools.retain(|tool| (declaring.offers)(tool.name()));
+        let total: u64 = tools.iter().map(|tool| tool.tokens()).sum();
+        let past = declaring.defer_above.is_some_and(|limit| total > limit);
+        let deferred = |tool: &McpTool| match tool.exposure() {
+            Some(Exposure::Direct) => false,
+            Some(Exposure::Deferred) => true,
+            None => past,
+        };
+        let candidates: Vec<Candidate> =
+            tools.iter().map(|tool| Candidate { name: tool.name(), deferred: deferred(tool) }).collect();
+        let names = self.declared.declare(&candidates, TOOL_SEARCH);
+        let catalogue: Vec<Entry> = tools
+            .iter()
+            .filter(|tool| deferred(tool))
+            .map(|tool| Entry {
+                name: tool.name().to_string(),
+                server: tool.server().to_string(),
+                tool: tool.tool().to_string(),
+                description: tool.description().to_string(),
+            })
+            .collect();
+        let mut search = (!catalogue.is_empty()).then(|| ToolSearch::new(catalogue, self.declared.clone()));
+        names
+            .iter()
+            .filter_map(|name| match name.as_str() {
+                TOOL_SEARCH => search.take().map(|search| Arc::new(search) as Arc<dyn Tool>),
+                name => tools.iter().find(|tool| tool.name() == name).map(|tool| tool.clone() as Arc<dyn Tool>),
+            })
+            .collect()
     }
 
     /// Each server's state and offered tools, without starting any.
@@ -159,19 +233,34 @@ impl SessionServers {
     }
 }
 
-/// The tools of each server, in order, asked of all at once.
-async fn tools_of(servers: &[Arc<Server>]) -> Vec<Arc<[ServerTool]>> {
-    let mut asking = JoinSet::new();
-    for (index, server) in servers.iter().enumerate() {
-        let server = server.clone();
-        asking.spawn(async move { (index, server.tools().await) });
-    }
-    let mut lists: Vec<Arc<[ServerTool]>> = vec![Arc::from([]); servers.len()];
-    while let Some(joined) = asking.join_next().await {
-        match joined {
-            Ok((index, tools)) => lists[index] = tools,
-            Err(err) => tracing::error!("starting an MCP server failed: {err}"),
-        }
+/// The tools of each server, in order, asked of all at once. When `brief`, a server that is
+/// starting is waited for only as its [`Server::patience`] says; the start goes on in the
+/// background, and until it ends the server offers nothing.
+async fn tools_of(servers: &[Arc<Server>], brief: bool) -> Vec<Arc<[ServerTool]>> {
+    let asked: Vec<_> = servers
+        .iter()
+        .map(|server| {
+            let patience = if brief { server.patience() } else { None };
+            let server = server.clone();
+            // Spawned, not joined in a set: a start outlives the request that began it.
+            (patience, tokio::spawn(async move { server.tools().await }))
+        })
+        .collect();
+    let asked_at = Instant::now();
+    let mut lists: Vec<Arc<[ServerTool]>> = Vec::with_capacity(servers.len());
+    for (patience, answer) in asked {
+        let answer = match patience {
+            None => Ok(answer.await),
+            Some(wait) => tokio::time::timeout_at(asked_at + wait, answer).await,
+        };
+        lists.push(match answer {
+            Ok(Ok(tools)) => tools,
+            Ok(Err(err)) => {
+                tracing::error!("starting an MCP server failed: {err}");
+                Arc::from([])
+            }
+            Err(_) => Arc::from([]),
+        });
     }
     lists
 }

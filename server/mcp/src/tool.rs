@@ -23,6 +23,8 @@ pub struct McpTool {
     server: Arc<Server>,
     /// The server's own schema, which arguments are checked against.
     arguments: Arguments,
+    /// What its declaration costs in a request, in tokens (estimated: 4 bytes a token).
+    tokens: u64,
 }
 
 impl McpTool {
@@ -32,7 +34,25 @@ impl McpTool {
             description: tool.description.clone(),
             parameters: normalize_input_schema(&tool.input_schema),
         };
-        Self { name, spec, tool: tool.name.clone(), server, arguments: Arguments::new(&tool.input_schema) }
+        let bytes = spec.name.len() + spec.description.len() + spec.parameters.to_string().len();
+        let tokens = bytes.div_ceil(4) as u64;
+        Self { name, spec, tool: tool.name.clone(), server, arguments: Arguments::new(&tool.input_schema), tokens }
+    }
+
+    /// What its declaration costs in a request, in tokens (estimated).
+    pub fn tokens(&self) -> u64 {
+        self.tokens
+    }
+
+    /// Whether its server asks for it to be deferred (`Some(Deferred)`), declared directly, or
+    /// leaves it to the threshold (`None`).
+    pub fn exposure(&self) -> Option<crate::Exposure> {
+        self.server.config.exposure
+    }
+
+    /// Its description, as the server gave it.
+    pub fn description(&self) -> &str {
+        &self.spec.description
     }
 
     /// The server's name.

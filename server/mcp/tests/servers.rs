@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use reins_ai::Content;
-use reins_mcp::{ServerConfig, ServerState, Servers, SessionServers, Transport};
+use reins_mcp::{Declared, Declaring, ServerConfig, ServerState, Servers, SessionServers, Transport};
 use serde_json::json;
 use support::*;
 use tokio_util::sync::CancellationToken;
@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 async fn the_reference_server_over_stdio() {
     let harness = Harness::new();
     let session = harness.session(vec![everything("everything")]);
-    let tools = session.tools().await;
+    let tools = session.tools(&Declaring::default()).await;
     for name in ["mcp__everything__echo", "mcp__everything__get-sum", "mcp__everything__get-tiny-image"] {
         assert!(names(&tools).contains(&name.to_string()), "{name} in {:?}", names(&tools));
     }
@@ -64,7 +64,7 @@ async fn the_filesystem_server_says_each_thing_once_and_no_base64() {
     std::fs::write(root.join("c.png"), b"\x89PNG\r\n\x1a\n0000").unwrap();
     let harness = Harness::new();
     let session = harness.session(vec![filesystem("fs", &root)]);
-    let tools = session.tools().await;
+    let tools = session.tools(&Declaring::default()).await;
     let path = |name: &str| root.join(name).display().to_string();
 
     // Its structuredContent repeats the text: the model reads the file once.
@@ -100,7 +100,7 @@ async fn the_reference_server_over_streamable_http() {
     let servers =
         Servers::new(vec![ServerConfig::http("web", format!("http://127.0.0.1:{port}/mcp"))], harness.options());
     let session = SessionServers::global(servers.clone());
-    let tools = session.tools().await;
+    let tools = session.tools(&Declaring::default()).await;
     let output = call(&find(&tools, "mcp__web__echo"), json!({"message": "over http"})).await.unwrap();
     assert_eq!(text(&output), "Echo: over http");
     assert_eq!(session.status()[0].state, ServerState::Ready);
@@ -129,7 +129,7 @@ async fn http_headers_and_the_bearer_token_are_sent() {
     }
     let harness = Harness::new();
     let session = harness.session(vec![config]);
-    let tools = session.tools().await;
+    let tools = session.tools(&Declaring::default()).await;
     let output = call(&find(&tools, "mcp__t__headers"), json!({})).await.unwrap();
     let headers: serde_json::Value = serde_json::from_str(&text(&output)).unwrap();
     assert_eq!((headers["authorization"].as_str(), headers["x-team"].as_str()), (Some("Bearer tok-123"), Some("core")));
@@ -159,7 +159,7 @@ async fn http_error_statuses_are_told_with_the_start_of_the_body() {
     let harness = Harness::new();
     let (_server, url) = http_test_server(&[("FAIL_INITIALIZE", "1")]).await;
     let session = harness.session(vec![ServerConfig::http("broken", url.as_str())]);
-    assert!(session.tools().await.is_empty());
+    assert!(session.tools(&Declaring::default()).await.is_empty());
     let ServerState::Failed(reason) = &session.status()[0].state else { panic!("{:?}", session.status()) };
     assert_eq!(
         *reason,
@@ -169,7 +169,7 @@ async fn http_error_statuses_are_told_with_the_start_of_the_body() {
     // On a call, the model reads it, and the server is still there for the next call.
     let (_server, url) = http_test_server(&[]).await;
     let session = harness.session(vec![ServerConfig::http("t", url)]);
-    let tools = session.tools().await;
+    let tools = session.tools(&Declaring::default()).await;
     let error = call(&find(&tools, "mcp__t__http500"), json!({})).await.unwrap_err();
     assert_eq!(
         error.0,
@@ -186,7 +186,7 @@ async fn a_server_gets_only_the_environment_it_is_given() {
     let mut config = test_server("t", record.path());
     set_env(&mut config, &[("TOKEN", "from-config")]);
     let session = harness.session(vec![config]);
-    let tools = session.tools().await;
+    let tools = session.tools(&Declaring::default()).await;
     let output = call(&find(&tools, "mcp__t__env"), json!({})).await.unwrap();
     let env: serde_json::Value = serde_json::from_str(&text(&output)).unwrap();
     let mut names: Vec<&str> = env.as_object().unwrap().keys().map(String::as_str).collect();
@@ -204,7 +204,7 @@ async fn odd_answers_junk_on_stdout_and_is_error() {
     let harness = Harness::new();
     let record = tempfile::NamedTempFile::new().unwrap();
     let session = harness.session(vec![test_server("t", record.path())]);
-    let tools = session.tools().await;
+    let tools = session.tools(&Declaring::default()).await;
 
     // A stray line on stdout does not end the connection.
     let output = call(&find(&tools, "mcp__t__junk"), json!({})).await.unwrap();
@@ -246,10 +246,10 @@ async fn tools_list_changed_over_http_refreshes_the_tools_for_the_next_turn() {
 async fn check_tools_list_changed(config: ServerConfig) {
     let harness = Harness::new();
     let session = harness.session(vec![config]);
-    let before = session.tools().await;
+    let before = session.tools(&Declaring::default()).await;
     assert!(!names(&before).contains(&"mcp__t__late".to_string()));
     // The same tools, the same objects, while nothing changes.
-    let again = session.tools().await;
+    let again = session.tools(&Declaring::default()).await;
     assert!(before.iter().zip(&again).all(|(a, b)| Arc::ptr_eq(a, b)));
 
     // The server announces the change before it answers: the very next list has the tool, every
@@ -257,7 +257,7 @@ async fn check_tools_list_changed(config: ServerConfig) {
     for round in 0..30 {
         let name = format!("late{round}");
         call(&find(&before, "mcp__t__add_tool"), json!({"name": name})).await.unwrap();
-        let after = session.tools().await;
+        let after = session.tools(&Declaring::default()).await;
         assert!(names(&after).contains(&format!("mcp__t__{name}")), "round {round}: {:?}", names(&after));
     }
     session.own().stop().await;
@@ -270,7 +270,7 @@ async fn a_server_that_crashes_mid_call_is_restarted_on_the_next_call_within_a_b
     let mut options = harness.options();
     options.max_restarts = 1;
     let session = SessionServers::global(Servers::new(vec![test_server("t", record.path())], options));
-    let tools = session.tools().await;
+    let tools = session.tools(&Declaring::default()).await;
 
     let error = call(&find(&tools, "mcp__t__crash"), json!({})).await.unwrap_err();
     assert!(
@@ -294,7 +294,7 @@ async fn a_server_that_crashes_mid_call_is_restarted_on_the_next_call_within_a_b
     let error = call(&find(&tools, "mcp__t__echo"), json!({"text": "again"})).await.unwrap_err();
     assert!(error.0.contains("is not available") && error.0.contains("gave up after 1 restarts"), "{error}");
     assert!(matches!(&session.status()[0].state, ServerState::Failed(reason) if reason.contains("gave up")));
-    assert!(session.tools().await.is_empty(), "a server given up offers no tools");
+    assert!(session.tools(&Declaring::default()).await.is_empty(), "a server given up offers no tools");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -302,7 +302,7 @@ async fn cancelling_a_call_tells_the_server() {
     let harness = Harness::new();
     let record = tempfile::NamedTempFile::new().unwrap();
     let session = harness.session(vec![test_server("t", record.path())]);
-    let tools = session.tools().await;
+    let tools = session.tools(&Declaring::default()).await;
     let sleep = find(&tools, "mcp__t__sleep");
 
     let cancel = CancellationToken::new();
@@ -347,7 +347,7 @@ async fn super_call(tools: &[Arc<dyn reins_agent::Tool>], name: &str, arguments:
 async fn progress_notifications_become_updates() {
     let harness = Harness::new();
     let session = harness.session(vec![everything("everything")]);
-    let tools = session.tools().await;
+    let tools = session.tools(&Declaring::default()).await;
     let updates = Arc::new(Mutex::new(Vec::new()));
     let sink = updates.clone();
     let on_update = move |text: &str| sink.lock().unwrap().push(text.to_string());
@@ -387,7 +387,7 @@ async fn servers_that_cannot_start_are_named_with_the_reason_and_the_rest_goes_o
     ];
     let started = Instant::now();
     let session = harness.session(configs);
-    let tools = session.tools().await;
+    let tools = session.tools(&Declaring::default()).await;
     // Concurrently: one slow server's timeout is the whole wait, not three.
     assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
     assert!(names(&tools).iter().all(|name| name.starts_with("mcp__good__")), "{:?}", names(&tools));
@@ -423,7 +423,7 @@ async fn servers_that_cannot_start_are_named_with_the_reason_and_the_rest_goes_o
     assert!(notices.iter().all(|notice| notice.ends_with("going on without its tools")), "{notices:?}");
 
     // A failed server is not retried every turn: no new warnings.
-    session.tools().await;
+    session.tools(&Declaring::default()).await;
     assert_eq!(harness.notices().len(), 6);
     session.own().stop().await;
 }
@@ -446,7 +446,7 @@ async fn stopping_kills_the_whole_process_group_and_so_does_dropping() {
 
     let servers = Servers::new(vec![wrapped("a")], harness.options());
     let session = SessionServers::global(servers.clone());
-    let tools = session.tools().await;
+    let tools = session.tools(&Declaring::default()).await;
     let pid: i32 = super_call(&tools, "mcp__a__pid", json!({})).await.parse().unwrap();
     assert!(alive(pid));
     servers.stop().await;
@@ -455,7 +455,7 @@ async fn stopping_kills_the_whole_process_group_and_so_does_dropping() {
     assert!(call(&find(&tools, "mcp__a__echo"), json!({"text": "x"})).await.unwrap_err().0.contains("was stopped"));
 
     let session = harness.session(vec![wrapped("b")]);
-    let tools = session.tools().await;
+    let tools = session.tools(&Declaring::default()).await;
     let pid: i32 = super_call(&tools, "mcp__b__pid", json!({})).await.parse().unwrap();
     drop(tools);
     drop(session);
@@ -471,8 +471,8 @@ async fn a_session_joins_its_own_servers_with_the_configured_ones() {
     let mut own_docs = everything("docs");
     own_docs.origin = "session/new".into();
     let own = Servers::new(vec![own_docs], harness.options());
-    let session = SessionServers::new(global.clone(), own.clone());
-    let tools = names(&session.tools().await);
+    let session = SessionServers::new(global.clone(), own.clone(), Declared::unrecorded());
+    let tools = names(&session.tools(&Declaring::default()).await);
     // The session's `docs` shadows the configured one.
     assert!(
         tools.contains(&"mcp__shared__echo".to_string()) && tools.contains(&"mcp__docs__get-sum".to_string()),
@@ -484,13 +484,16 @@ async fn a_session_joins_its_own_servers_with_the_configured_ones() {
 
     // Another session of the same configured servers shares their processes.
     let other = SessionServers::global(global.clone());
-    let shared = find(&other.tools().await, "mcp__shared__pid");
-    let mine = find(&session.tools().await, "mcp__shared__pid");
+    let shared = find(&other.tools(&Declaring::default()).await, "mcp__shared__pid");
+    let mine = find(&session.tools(&Declaring::default()).await, "mcp__shared__pid");
     assert_eq!(text(&call(&shared, json!({})).await.unwrap()), text(&call(&mine, json!({})).await.unwrap()));
 
     // Ending the session stops its own servers only.
     session.own().stop().await;
-    assert_eq!(SessionServers::new(global.clone(), own).status()[1].state, ServerState::Stopped);
+    assert_eq!(
+        SessionServers::new(global.clone(), own, Declared::unrecorded()).status()[1].state,
+        ServerState::Stopped
+    );
     assert_eq!(other.status().iter().filter(|s| s.state == ServerState::Ready).count(), 2);
     global.stop().await;
 }

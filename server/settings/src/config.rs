@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use reins_ai::{ApiKey, Efforts, ThinkingLevel};
 use reins_tools::{EditFormat, SandboxMode};
@@ -87,6 +88,11 @@ pub struct ConfigLayer {
     pub edit_format: Option<EditFormatChoice>,
     /// `[tools] enabled`: the tools offered (names and globs), unless a session chose its own.
     pub tools_enabled: Option<ToolSet>,
+    /// `[tools] mcp_deferred_above`: the share of the context window past which MCP tools are
+    /// found through `tool_search` instead of declared.
+    pub mcp_deferred_above: Option<f64>,
+    /// `[tools] mcp_startup_wait`: how long a request waits for MCP servers still starting.
+    pub mcp_startup_wait: Option<Duration>,
     pub sandbox: SandboxLayer,
     pub diagnostics: DiagnosticsLayer,
     pub providers: BTreeMap<String, ProviderLayer>,
@@ -345,6 +351,13 @@ impl Reader<'_> {
                             },
                             "edit_format" => {
                                 layer.edit_format = self.edit_format(&path, value, true).or(layer.edit_format)
+                            }
+                            "mcp_startup_wait" => {
+                                let seconds = self.float(&path, value).map(|seconds| seconds.min(3_600.0));
+                                layer.mcp_startup_wait = seconds.map(Duration::from_secs_f64).or(layer.mcp_startup_wait)
+                            }
+                            "mcp_deferred_above" => {
+                                layer.mcp_deferred_above = self.float(&path, value).or(layer.mcp_deferred_above)
                             }
                             _ => self.unknown(&path, value),
                         }
@@ -789,6 +802,8 @@ keep_recent_tokens = 2000
 
 [tools]
 enabled = ["read-only", "mcp__docs__*"]
+mcp_deferred_above = 0.05
+mcp_startup_wait = 0.5
 
 [limits]
 max_turns = 7
@@ -816,6 +831,8 @@ reasoning_effort = ["minimal", "high"]
         assert_eq!((layer.thinking, layer.max_cost_usd), (Some(ThinkingLevel::High), Some(2.5)));
         let enabled = layer.tools_enabled.unwrap();
         assert_eq!(enabled.items(), ["read", "ls", "grep", "find", "todo", "diagnostics", "lsp", "mcp__docs__*"]);
+        assert_eq!(layer.mcp_deferred_above, Some(0.05));
+        assert_eq!(layer.mcp_startup_wait, Some(Duration::from_millis(500)));
         let lab = &layer.providers["lab"];
         assert_eq!(
             (lab.api_key_env.as_deref(), lab.api_key_command.as_deref()),

@@ -31,6 +31,9 @@ use mcp_servers::{mcp_servers, mcp_variables};
 /// with a local model and no key.
 pub const DEFAULT_BASE_URL: &str = "http://127.0.0.1:11434/v1";
 pub const DEFAULT_MODEL: &str = "qwen2.5-coder:7b";
+/// MCP tools are deferred when they would take more than a tenth of the context window (Claude
+/// Code's default for its tool search).
+pub const DEFAULT_MCP_DEFERRED_ABOVE: f64 = 0.1;
 
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -70,6 +73,12 @@ pub struct Settings {
     /// `[tools] enabled`: the tools sessions offer unless they chose their own; `None`: all of
     /// them (the built-in ones and every MCP server's).
     pub tools_enabled: Option<ToolSet>,
+    /// `[tools] mcp_deferred_above`: past this share of the model's context window, MCP tools
+    /// (of servers without an `exposure`) are found through `tool_search` instead of declared.
+    pub mcp_deferred_above: f64,
+    /// `[tools] mcp_startup_wait` (or `REINS_MCP_STARTUP_WAIT`, in seconds): how long a model
+    /// request waits for MCP servers still starting, once per start; they join when ready.
+    pub mcp_startup_wait: Duration,
     /// What commands may touch, with `~` expanded.
     pub sandbox: Sandbox,
     /// `[tools] edit_format`: which edit tool models get.
@@ -133,7 +142,8 @@ impl std::fmt::Debug for Base {
 }
 
 /// Variables read whatever the config says (`PATH`: where the ready-made language servers are).
-const FIXED_VARS: &[&str] = &["OPENAI_BASE_URL", "OPENAI_API_KEY", "REINS_MODEL", "PATH", "RUSTUP_HOME"];
+const FIXED_VARS: &[&str] =
+    &["OPENAI_BASE_URL", "OPENAI_API_KEY", "REINS_MODEL", "REINS_MCP_STARTUP_WAIT", "PATH", "RUSTUP_HOME"];
 
 /// What a sandboxed command may not read, under the home directory; reins's auth file is added.
 const SECRET_PATHS: &[&str] = &[
@@ -476,6 +486,8 @@ fn compose(base: Arc<Base>, editor: &[ConfigLayer]) -> Settings {
         max_timeout_secs: DEFAULT_MAX_TIMEOUT_SECS,
         pass_env: Vec::new(),
         tools_enabled: None,
+        mcp_deferred_above: DEFAULT_MCP_DEFERRED_ABOVE,
+        mcp_startup_wait: reins_mcp::STARTING_WAIT,
         edit_format: EditFormatChoice::Auto,
         code_diagnostics: DiagnosticsSettings::default(),
         sandbox: Sandbox {
@@ -637,6 +649,14 @@ fn apply_layer(
         settings.tools_enabled = Some(enabled.clone());
         set(settings, "tools.enabled".into());
     }
+    if let Some(wait) = layer.mcp_startup_wait {
+        settings.mcp_startup_wait = wait;
+        set(settings, "tools.mcp_startup_wait".into());
+    }
+    if let Some(share) = layer.mcp_deferred_above {
+        settings.mcp_deferred_above = share;
+        set(settings, "tools.mcp_deferred_above".into());
+    }
     if let Some(pass) = &layer.pass_env {
         settings.pass_env = pass.clone();
         set(settings, "tools.pass_env".into());
@@ -747,11 +767,17 @@ fn apply_layer(
     }
 }
 
-/// `REINS_MODEL`, `OPENAI_BASE_URL` and every provider's base URL variable.
+/// `REINS_MODEL`, `REINS_MCP_STARTUP_WAIT`, `OPENAI_BASE_URL` and every provider's base URL
+/// variable.
 fn apply_env(settings: &mut Settings, env: &BTreeMap<String, String>) {
     if let Some(model) = env.get("REINS_MODEL") {
         settings.model = model.trim().to_string();
         settings.origins.insert("model".into(), Source::Env("REINS_MODEL".into()));
+    }
+    let wait = env.get("REINS_MCP_STARTUP_WAIT").and_then(|seconds| seconds.trim().parse::<f64>().ok());
+    if let Some(seconds) = wait.filter(|seconds| seconds.is_finite() && *seconds >= 0.0) {
+        settings.mcp_startup_wait = Duration::from_secs_f64(seconds.min(3_600.0));
+        settings.origins.insert("tools.mcp_startup_wait".into(), Source::Env("REINS_MCP_STARTUP_WAIT".into()));
     }
     if let Some(url) = env.get("OPENAI_BASE_URL") {
         settings.base_url = trim_url(url);

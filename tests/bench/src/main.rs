@@ -20,6 +20,7 @@ mod langservers;
 mod large_session;
 mod lsp;
 mod mcp;
+mod mcp_tools;
 mod peer;
 mod pi16;
 mod resident;

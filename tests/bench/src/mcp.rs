@@ -103,7 +103,17 @@ async fn run(reins: &Path) -> Result<bool, String> {
     for (name, ok) in &checks {
         println!("  [{}] {name}", if *ok { "ok" } else { "MISSED" });
     }
-    Ok(checks.iter().any(|(_, ok)| !ok))
+    let missed = checks.iter().any(|(_, ok)| !ok);
+    // …/node_modules/@modelcontextprotocol/server-everything/dist/index.js
+    let node_modules = everything.ancestors().nth(4).ok_or("no node_modules above server-everything")?;
+    let tools_missed = match crate::mcp_tools::measure(reins, node_modules).await {
+        Ok(missed) => missed,
+        Err(why) => {
+            println!("\nmcp tools not measured: {why}");
+            false
+        }
+    };
+    Ok(missed || tools_missed)
 }
 
 fn install() -> Result<PathBuf, String> {

@@ -83,6 +83,9 @@ pub fn reins_command(base_url: Option<&str>, workspace: &Path, args: &[&str]) ->
         .env("REINS_HOME", reins_home(workspace))
         .env("OPENAI_API_KEY", CANARY_KEY)
         .env("REINS_MODEL", "scripted-model")
+        // A test's MCP servers are in its first request however loaded the machine (one test
+        // sets the wait of a plain run).
+        .env("REINS_MCP_STARTUP_WAIT", "60")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -195,6 +198,9 @@ pub async fn reins_in_terminal(
         .env("REINS_HOME", reins_home(dir))
         .env("OPENAI_API_KEY", CANARY_KEY)
         .env("REINS_MODEL", "scripted-model")
+        // A test's MCP servers are in its first request however loaded the machine (one test
+        // sets the wait of a plain run).
+        .env("REINS_MCP_STARTUP_WAIT", "60")
         .env("TERM", "dumb")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

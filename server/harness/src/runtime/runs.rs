@@ -87,7 +87,8 @@ impl Harness {
         // The tool set in force, and the MCP servers' tools as they are now (waiting for servers
         // still starting).
         self.refresh_tools(session);
-        session.agent.set_tools(session.toolbox.current().await);
+        let model = session.agent.context().model;
+        session.agent.set_tools(session.toolbox.current(&model).await);
         if let Some(note) = session.apply_thinking(&settings, &session.agent.context().model) {
             (self.options.warn)(&note);
         }

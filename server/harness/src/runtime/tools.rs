@@ -10,12 +10,15 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use reins_agent::Tool;
-use reins_mcp::{ServerConfig, ServerStatus, Servers, SessionServers};
+use reins_ai::Model;
+use reins_mcp::{Declared, Declaring, ServerConfig, ServerStatus, Servers, SessionServers, defer_above};
+use reins_session::{EntryKind, EntryTag, SessionFile};
 
 use super::{Harness, lock};
 use crate::checkpoint::{FileRecorder, recorded};
 use crate::error::HarnessError;
 use crate::mcp_start;
+use reins_settings::LiveSettings;
 use reins_settings::Settings;
 use reins_settings::ToolSet;
 
@@ -33,17 +36,27 @@ pub(crate) struct SessionTools {
     recorder: Option<Arc<FileRecorder>>,
     /// The tool set in force (the session's own, else the settings'); `None` offers every tool.
     offered: Mutex<Option<ToolSet>>,
+    /// Where the share of the context window past which MCP tools are deferred is read.
+    settings: LiveSettings,
 }
 
+/// The custom entry that records the deferred MCP tools `tool_search` found, so that the
+/// session declares them again when it is opened again: `{"tools": [NAME, …]}`.
+pub(crate) const TOOLS_FOUND: &str = "reins.tools_found";
+
 impl SessionTools {
+    /// `file` is the session's, where the tools `tool_search` finds are recorded.
     pub(crate) fn new(
         builtin: Vec<Arc<dyn Tool>>,
         configured: Arc<Servers>,
         recorder: Option<Arc<FileRecorder>>,
         offered: Option<ToolSet>,
+        file: Option<&Arc<Mutex<SessionFile>>>,
+        settings: LiveSettings,
     ) -> Self {
-        let mcp = Mutex::new(Arc::new(SessionServers::global(configured)));
-        Self { builtin: Mutex::new(builtin), mcp, recorder, offered: Mutex::new(offered) }
+        let declared = declared_of(file);
+        let mcp = Mutex::new(Arc::new(SessionServers::new(configured, Servers::empty(), declared)));
+        Self { builtin: Mutex::new(builtin), mcp, recorder, offered: Mutex::new(offered), settings }
     }
 
     /// Every built-in tool, offered or not.
@@ -77,17 +90,20 @@ impl SessionTools {
         tools
     }
 
-    /// The tools for the model's next turn: the built-in ones, then the MCP servers' (started
-    /// first if they are not yet), those the set in force offers.
-    pub(crate) async fn current(&self) -> Vec<Arc<dyn Tool>> {
+    /// The tools for the model's next turn with `model`: the built-in ones, then the MCP
+    /// servers' (started first if they are not yet), those the set in force offers — past the
+    /// threshold of `[tools] mcp_deferred_above`, the MCP tools declared and `tool_search`.
+    pub(crate) async fn current(&self, model: &Model) -> Vec<Arc<dyn Tool>> {
         let servers = self.servers();
-        let mut mcp = servers.tools().await;
+        let defer_above = defer_above(model.context_window, self.settings.get().mcp_deferred_above);
+        let offers = |name: &str| self.offers(name);
+        let mut mcp = servers.tools(&Declaring { defer_above, offers: &offers }).await;
         if let Some(recorder) = &self.recorder {
             mcp = recorded(mcp, recorder);
         }
-        let mut tools = self.builtin();
+        let mut tools = self.offered_builtin();
         tools.extend(mcp);
-        self.offered_of(tools)
+        tools
     }
 
     fn servers(&self) -> Arc<SessionServers> {
@@ -98,21 +114,21 @@ impl SessionTools {
     pub(crate) fn start_in_background(&self) {
         let servers = self.servers();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move { servers.tools().await });
+            runtime.spawn(async move { servers.start().await });
         }
     }
 
     /// Joins the session's own servers with `configured`.
     fn rejoin(&self, configured: Arc<Servers>) {
         let mut mcp = lock(&self.mcp);
-        *mcp = Arc::new(SessionServers::new(configured, mcp.own().clone()));
+        *mcp = Arc::new(SessionServers::new(configured, mcp.own().clone(), mcp.declared().clone()));
     }
 
     /// Replaces the session's own servers; answers the previous ones.
     fn set_own(&self, own: Arc<Servers>) -> Arc<Servers> {
         let mut mcp = lock(&self.mcp);
         let previous = mcp.own().clone();
-        *mcp = Arc::new(SessionServers::new(mcp.configured().clone(), own));
+        *mcp = Arc::new(SessionServers::new(mcp.configured().clone(), own, mcp.declared().clone()));
         previous
     }
 }
@@ -181,7 +197,7 @@ impl Harness {
             Some(session_id) => self.session(session_id)?.toolbox.servers(),
             None => Arc::new(SessionServers::global(lock(&self.mcp).servers.clone())),
         };
-        servers.tools().await;
+        servers.start().await;
         Ok(servers.status())
     }
 
@@ -195,6 +211,48 @@ impl Harness {
         }
         self.stop_language_servers().await;
     }
+}
+
+/// The session's declared MCP tools: those found before, as `file` recorded them on the path to
+/// its leaf; new finds are recorded there.
+fn declared_of(file: Option<&Arc<Mutex<SessionFile>>>) -> Arc<Declared> {
+    let Some(file) = file else { return Declared::unrecorded() };
+    let found = found_on_path(&lock(file));
+    let file = file.clone();
+    Declared::new(found, move |names| {
+        let data = serde_json::json!({ "tools": names });
+        let mut file = lock(&file);
+        let kind = EntryKind::Custom { custom_type: TOOLS_FOUND.to_string(), data: Some(data) };
+        if let Err(err) = file.append(kind).and_then(|_| file.flush()) {
+            tracing::error!("could not record the tools found in {}: {err}", file.path().display());
+        }
+    })
+}
+
+/// The tools the `reins.tools_found` entries on the path to the leaf name, in order.
+fn found_on_path(file: &SessionFile) -> Vec<String> {
+    let tree = file.tree();
+    let Some(leaf) = file.leaf() else { return Vec::new() };
+    let Ok(mut path) = tree.path_to_root(leaf) else { return Vec::new() };
+    path.reverse();
+    let mut found: Vec<String> = Vec::new();
+    for id in path {
+        if tree.get(id).is_none_or(|entry| entry.tag != EntryTag::Custom) {
+            continue;
+        }
+        let Ok(entry) = tree.entry(id) else { continue };
+        let EntryKind::Custom { custom_type, data: Some(data) } = entry.kind else { continue };
+        if custom_type != TOOLS_FOUND {
+            continue;
+        }
+        let names = data["tools"].as_array().into_iter().flatten().filter_map(|name| name.as_str());
+        for name in names {
+            if !found.iter().any(|known| known == name) {
+                found.push(name.to_string());
+            }
+        }
+    }
+    found
 }
 
 /// Stops `servers` unless another harness or session shares them (they stop when the last

@@ -92,6 +92,8 @@ impl Harness {
             ],
             roots: vec![std::env::temp_dir()],
             notify: Arc::new(move |notice| notices.lock().unwrap().push(notice)),
+            // Each test asks for tools as a run would, and wants its servers in them.
+            starting_wait: Duration::from_secs(60),
             ..Options::default()
         }
     }

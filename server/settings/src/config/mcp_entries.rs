@@ -10,6 +10,8 @@
 use std::path::Path;
 use std::time::Duration;
 
+use reins_mcp::Exposure;
+
 use super::{ConfigDiagnostic, ConfigLayer, LayerKind, Node, Reader, Value, canonical, json_node};
 
 /// One MCP server as one source describes it. A later source's server of the same name replaces
@@ -22,6 +24,8 @@ pub struct McpServerLayer {
     pub tool_timeout: Option<Duration>,
     pub enabled_tools: Option<Vec<String>>,
     pub disabled_tools: Vec<String>,
+    /// `exposure = "direct" | "deferred"`.
+    pub exposure: Option<Exposure>,
     pub enabled: bool,
 }
 
@@ -121,6 +125,7 @@ impl Reader<'_> {
             tool_timeout: None,
             enabled_tools: None,
             disabled_tools: Vec::new(),
+            exposure: None,
             enabled: true,
         };
         let own_config = self.kind == LayerKind::User;
@@ -146,6 +151,14 @@ impl Reader<'_> {
                 "enabled_tools" => server.enabled_tools = self.strings(&key, value),
                 "disabled_tools" => server.disabled_tools = self.strings(&key, value).unwrap_or_default(),
                 "enabled" => server.enabled = self.boolean(&key, value).unwrap_or(true),
+                "exposure" => match self.string(&key, value).as_deref() {
+                    Some("direct") => server.exposure = Some(Exposure::Direct),
+                    Some("deferred") => server.exposure = Some(Exposure::Deferred),
+                    Some(other) => {
+                        self.error(&key, value, &format!("expected \"direct\" or \"deferred\", found {other:?}"))
+                    }
+                    None => {}
+                },
                 _ => self.unknown(&key, value),
             }
         }
@@ -342,14 +355,15 @@ url = "https://example.com/mcp"
 bearer_token_env_var = "DOCS_TOKEN"
 http_headers = { "X-Team" = "core" }
 disabled_tools = ["delete"]
+exposure = "deferred"
 
 [mcp_servers.off]
 enabled = false
 "#,
             expect![[r#"
-                everything: McpServerLayer { transport: Some(Stdio { command: "npx", args: ["-y", "@modelcontextprotocol/server-everything", ""], env: [("TOKEN", "t-1"), ("PORT", "8080")], env_vars: ["GITHUB_TOKEN"], cwd: Some("/srv") }), startup_timeout: Some(2.5s), tool_timeout: Some(60s), enabled_tools: Some(["echo"]), disabled_tools: [], enabled: true }
-                docs: McpServerLayer { transport: Some(Http { url: "https://example.com/mcp", bearer_token_env_var: Some("DOCS_TOKEN"), headers: [("X-Team", "core")] }), startup_timeout: None, tool_timeout: None, enabled_tools: None, disabled_tools: ["delete"], enabled: true }
-                off: McpServerLayer { transport: None, startup_timeout: None, tool_timeout: None, enabled_tools: None, disabled_tools: [], enabled: false }"#]],
+                everything: McpServerLayer { transport: Some(Stdio { command: "npx", args: ["-y", "@modelcontextprotocol/server-everything", ""], env: [("TOKEN", "t-1"), ("PORT", "8080")], env_vars: ["GITHUB_TOKEN"], cwd: Some("/srv") }), startup_timeout: Some(2.5s), tool_timeout: Some(60s), enabled_tools: Some(["echo"]), disabled_tools: [], exposure: None, enabled: true }
+                docs: McpServerLayer { transport: Some(Http { url: "https://example.com/mcp", bearer_token_env_var: Some("DOCS_TOKEN"), headers: [("X-Team", "core")] }), startup_timeout: None, tool_timeout: None, enabled_tools: None, disabled_tools: ["delete"], exposure: Some(Deferred), enabled: true }
+                off: McpServerLayer { transport: None, startup_timeout: None, tool_timeout: None, enabled_tools: None, disabled_tools: [], exposure: None, enabled: false }"#]],
         );
     }
 
@@ -375,6 +389,7 @@ url = "ftp://h/mcp"
 [mcp_servers.typo]
 comand = "x"
 tool_timeout_sec = 0
+exposure = "lazy"
 "#,
             expect![[r#"
                 /u/config.toml:2: mcp_servers.both: set either `command` (a stdio server) or `url` (a streamable HTTP server), not both
@@ -383,6 +398,7 @@ tool_timeout_sec = 0
                 /u/config.toml:13: mcp_servers.ftp: `url` must start with http:// or https://, found "ftp://h/mcp"
                 /u/config.toml:17: mcp_servers.typo.comand: unknown key; it was ignored
                 /u/config.toml:18: mcp_servers.typo.tool_timeout_sec: expected a number of seconds above 0
+                /u/config.toml:19: mcp_servers.typo.exposure: expected "direct" or "deferred", found "lazy"
                 /u/config.toml:16: mcp_servers.typo: a server needs a `command` (a stdio server) or a `url` (a streamable HTTP server)"#]],
         );
     }
@@ -393,7 +409,7 @@ tool_timeout_sec = 0
             LayerKind::Project,
             "[mcp_servers.gh]\ncommand = \"gh-mcp\"\nenv_vars = [\"GITHUB_TOKEN\"]\n",
             expect![[r#"
-                gh: McpServerLayer { transport: Some(Stdio { command: "gh-mcp", args: [], env: [], env_vars: [], cwd: None }), startup_timeout: None, tool_timeout: None, enabled_tools: None, disabled_tools: [], enabled: true }
+                gh: McpServerLayer { transport: Some(Stdio { command: "gh-mcp", args: [], env: [], env_vars: [], cwd: None }), startup_timeout: None, tool_timeout: None, enabled_tools: None, disabled_tools: [], exposure: None, enabled: true }
                 /u/config.toml:3: mcp_servers.gh.env_vars: only your own config.toml can pass variables of reins's environment to a server"#]],
         );
     }

@@ -99,6 +99,7 @@ impl McpServerSetting<'_> {
             tool_timeout: self.server.tool_timeout.unwrap_or(DEFAULT_TOOL_TIMEOUT),
             enabled_tools: self.server.enabled_tools.clone(),
             disabled_tools: self.server.disabled_tools.clone(),
+            exposure: self.server.exposure,
             origin: self.source.to_string(),
         })
     }

@@ -25,7 +25,7 @@ pub use landing::Landing;
 pub use runs::LateContent;
 pub use subagents::{Parent, SUBAGENT_ENTRY, TASK_TOOL};
 pub use todos::TODO_ENTRY;
-pub(crate) use todos::todo_data;
+pub(crate) use todos::{todo_data, todo_preview};
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;

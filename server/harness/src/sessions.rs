@@ -238,6 +238,7 @@ fn custom_preview(custom_type: &str, data: Option<&serde_json::Value>) -> String
             let field = |name: &str| data.get(name).and_then(serde_json::Value::as_str).unwrap_or_default().to_string();
             format!("subagent {}: {}", field("sessionId"), field("name"))
         }
+        crate::runtime::TODO_ENTRY => crate::runtime::todo_preview(&data),
         _ => custom_type.to_string(),
     }
 }

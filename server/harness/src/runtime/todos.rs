@@ -31,6 +31,18 @@ fn parse(data: &Value) -> Vec<Todo> {
         .collect()
 }
 
+/// How an entry shows in a session's tree: how far along its list was.
+pub(crate) fn todo_preview(data: &Value) -> String {
+    let todos = parse(data);
+    if todos.is_empty() {
+        return "todo list cleared".to_string();
+    }
+    let done = todos.iter().filter(|todo| todo.status == TodoStatus::Completed).count();
+    let current = todos.iter().find(|todo| todo.status == TodoStatus::InProgress);
+    let doing = current.map(|todo| format!(": {}", todo.content)).unwrap_or_default();
+    format!("todo list, {done} of {} done{doing}", todos.len())
+}
+
 impl Harness {
     /// The session's todo list where its leaf is now (empty when none was kept).
     pub fn todos(&self, session_id: &str) -> Result<Vec<Todo>, HarnessError> {
@@ -53,5 +65,7 @@ mod tests {
         let odd = json!({"todos": [{"content": "a", "status": "blocked"}, {"content": "b", "status": "pending"}, 3]});
         assert_eq!(parse(&odd), [Todo { content: "b".into(), status: TodoStatus::Pending }]);
         assert!(parse(&json!("nothing")).is_empty());
+        assert_eq!(todo_preview(&todo_data(&todos)), "todo list, 1 of 3 done: fix");
+        assert_eq!(todo_preview(&json!({"todos": []})), "todo list cleared");
     }
 }

@@ -70,3 +70,12 @@ T.test(":ReinsTree draws where branches split, marks the leaf and fits the windo
     T.eq(vim.fn.strdisplaywidth(line) <= 30, true, line)
   end
 end)
+
+T.test("the prompt's key hints keep the send key when the window is narrow", function()
+  local winbar = require("reins.chat").prompt_winbar(require("reins.config").options.keymaps)
+  local shown = function(width)
+    return vim.api.nvim_eval_statusline(winbar, { maxwidth = width }).str
+  end
+  T.eq(shown(120), " <C-s> send · <C-g> steer · <C-c> cancel · <C-n> new")
+  T.eq(shown(24), " <C-s> send · <C-g> ste>", "cut at the end, not the start")
+end)

@@ -84,6 +84,18 @@ T.test("a two-hunk edit proposed after an answer is shown inline", function()
   table.sort(deleted)
   T.eq(deleted, { 2, 5 }, "rows highlighted as replaced")
   T.eq(virt, { "+   return b + a -- commutative", "+   return -(b - a)" }, "proposed lines")
+  -- The proposed lines start at the window's edge, their `+` in the sign column, so their text
+  -- lines up with the text of the lines they replace.
+  vim.cmd("redraw")
+  local textoff = vim.fn.getwininfo(vim.fn.bufwinid(buf))[1].textoff
+  for _, m in ipairs(marks) do
+    local d = m[4]
+    if d.virt_lines then
+      T.eq(d.virt_lines_leftcol, true, "from the window's edge")
+      -- The `+` and the gutter's width, then the line's own two-space indent.
+      T.eq(vim.fn.strdisplaywidth(d.virt_lines[1][1][1]:match("^%+%s*")), textoff + 2, "the text under the text")
+    end
+  end
   T.wait_for(function()
     return H.chat_text():find("▸ ⏸ edit math.lua — 2 hunks · waiting for your review", 1, true)
   end, "the proposal in the panel")

@@ -396,15 +396,20 @@ local function style_window(win, is_prompt)
   wo.list = false
   if is_prompt then
     wo.winfixheight = true
-    local k = config.options.keymaps
-    local hints = {}
-    for _, pair in ipairs({ { k.send, "send" }, { k.steer, "steer" }, { k.cancel, "cancel" }, { k.new, "new" } }) do
-      if pair[1] then
-        table.insert(hints, pair[1] .. " " .. pair[2])
-      end
-    end
-    wo.winbar = "%#ReinsWinbarDim# " .. table.concat(hints, " · "):gsub("%%", "%%%%")
+    wo.winbar = M.prompt_winbar(config.options.keymaps)
   end
+end
+
+--- The prompt's key hints as a winbar. A narrow window cuts them at the end (`%<` there; the
+--- default cuts the start), so the key that sends stays in view.
+function M.prompt_winbar(k)
+  local hints = {}
+  for _, pair in ipairs({ { k.send, "send" }, { k.steer, "steer" }, { k.cancel, "cancel" }, { k.new, "new" } }) do
+    if pair[1] then
+      table.insert(hints, pair[1] .. " " .. pair[2])
+    end
+  end
+  return "%#ReinsWinbarDim# " .. table.concat(hints, " · "):gsub("%%", "%%%%") .. "%<"
 end
 
 function M.is_open()

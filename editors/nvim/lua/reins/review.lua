@@ -85,6 +85,20 @@ local function inline_rows(p, hunk)
   return { first = g.first + shift, last = g.last + shift, new = g.new }
 end
 
+--- The columns left of the text in the window showing `buf` (signs, numbers, folds), as they are
+--- once the review's signs show: proposed lines start at the window's edge with their `+` there,
+--- so their text lines up with the lines they replace.
+local function gutter(buf, line_count)
+  local win = vim.fn.bufwinid(buf)
+  if win == -1 then
+    return 2
+  end
+  local wo = vim.wo[win]
+  local signs = (wo.signcolumn == "no" or wo.signcolumn == "number") and 0 or tonumber(wo.signcolumn:match(":(%d)")) or 1
+  local numbers = (wo.number or wo.relativenumber) and math.max(wo.numberwidth, #tostring(line_count) + 1) or 0
+  return 2 * signs + numbers + (tonumber(wo.foldcolumn) or 0)
+end
+
 local function draw_inline(p)
   local buf = p.view.buf
   vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
@@ -102,6 +116,9 @@ local function draw_inline(p)
     end
   end
   local width = math.max(vim.o.columns, 80)
+  local left = gutter(buf, line_count)
+  -- With no gutter at all the `+` takes two columns of its own, as before.
+  local plus = left > 0 and ("+" .. string.rep(" ", left - 1)) or "+ "
   p.view.rows = {}
   for _, hunk in ipairs(p.edit.hunks) do
     local g = inline_rows(p, hunk)
@@ -121,7 +138,7 @@ local function draw_inline(p)
     local virt = {}
     if decided ~= false then
       for _, l in ipairs(g.new) do
-        local text = "+ " .. l
+        local text = plus .. l
         table.insert(virt, { { text .. string.rep(" ", width - vim.fn.strdisplaywidth(text)), add_group } })
       end
     end
@@ -134,6 +151,7 @@ local function draw_inline(p)
         virt_text_pos = "eol",
         virt_lines = #virt > 0 and virt or nil,
         virt_lines_above = g.first < line_count,
+        virt_lines_leftcol = left > 0,
         priority = 200,
       })
     else
@@ -141,7 +159,7 @@ local function draw_inline(p)
       local first, last = math.min(g.first, line_count - 1), math.min(g.last, line_count - 1)
       vim.api.nvim_buf_set_extmark(buf, ns, first, 0, { virt_text = label, virt_text_pos = "eol", priority = 200 })
       if #virt > 0 then
-        vim.api.nvim_buf_set_extmark(buf, ns, last, 0, { virt_lines = virt, priority = 200 })
+        vim.api.nvim_buf_set_extmark(buf, ns, last, 0, { virt_lines = virt, virt_lines_leftcol = left > 0, priority = 200 })
       end
     end
   end

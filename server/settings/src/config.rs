@@ -13,10 +13,13 @@ use reins_ai::{ApiKey, Efforts, ThinkingLevel};
 use reins_tools::{EditFormat, SandboxMode};
 use toml::de::{DeTable, DeValue};
 
+use crate::Settings;
 use crate::registry::Api;
 use crate::tool_set::ToolSet;
 use reins_review::{Policy, ToolPattern};
 
+#[macro_use]
+mod keys;
 mod hooks;
 pub use hooks::{DEFAULT_HOOK_TIMEOUT_SECS, HookConfig, HookEvent};
 mod mcp_entries;
@@ -60,49 +63,123 @@ pub struct ConfigDiagnostic {
     pub message: String,
 }
 
-/// What one source sets; `None` and empty maps leave the value below in force.
-#[derive(Debug, Clone, Default)]
-pub struct ConfigLayer {
-    pub model: Option<String>,
-    /// The OpenAI-compatible endpoint for models the registry does not know.
-    pub base_url: Option<String>,
-    pub api_key: Option<ApiKey>,
-    pub approval: BTreeMap<String, Policy>,
-    pub compaction_auto: Option<bool>,
-    pub reserve_tokens: Option<u64>,
-    pub keep_recent_tokens: Option<u64>,
-    pub max_turns: Option<u32>,
-    /// `[limits] stream_idle_timeout`, in seconds.
-    pub stream_idle_timeout: Option<u64>,
-    /// `[limits] max_cost_usd`: what one session may spend on model calls, in US dollars.
-    pub max_cost_usd: Option<f64>,
-    /// `[limits] max_subagents`: subagents (`task` calls) at work at once.
-    pub max_subagents: Option<usize>,
-    /// How hard reasoning models think, unless a session says otherwise.
-    pub thinking: Option<ThinkingLevel>,
-    /// `[tools]`: the longest timeout a `bash` call may ask for, in seconds.
-    pub max_timeout: Option<u64>,
-    /// `[tools]`: globs of variables passed to tools although their names look secret.
-    pub pass_env: Option<Vec<String>>,
-    /// `[tools]`: which edit tool models get (`auto`: as the model's registry entry says).
-    pub edit_format: Option<EditFormatChoice>,
-    /// `[tools] enabled`: the tools offered (names and globs), unless a session chose its own.
-    pub tools_enabled: Option<ToolSet>,
-    /// `[tools] mcp_deferred_above`: the share of the context window past which MCP tools are
-    /// found through `tool_search` instead of declared.
-    pub mcp_deferred_above: Option<f64>,
-    /// `[tools] mcp_startup_wait`: how long a request waits for MCP servers still starting.
-    pub mcp_startup_wait: Option<Duration>,
-    pub sandbox: SandboxLayer,
-    pub diagnostics: DiagnosticsLayer,
-    pub providers: BTreeMap<String, ProviderLayer>,
-    pub models: Vec<ModelLayer>,
-    /// `[mcp_servers.NAME]`, in the order written.
-    pub mcp_servers: Vec<(String, McpServerLayer)>,
-    /// `[lsp_servers.NAME]`, in the order written.
-    pub lsp_servers: Vec<(String, LspServerLayer)>,
-    /// `[[hooks]]`, in the order written.
-    pub hooks: Vec<HookConfig>,
+keys! {
+    /// What one source sets; `None` and empty maps leave the value below in force.
+    pub struct ConfigLayer {
+        "model" => model: String =
+            |r, path, node| r.string(path, node),
+            |s, model| s.model = model;
+        /// The OpenAI-compatible endpoint for models the registry does not know.
+        "base_url" => base_url: String =
+            |r, path, node| r.string(path, node).map(|url| trim_url(&url)),
+            |s, url| {
+                s.base_url = url;
+                s.base_url_configured = true;
+            };
+        /// How hard reasoning models think, unless a session says otherwise.
+        "thinking" => thinking: ThinkingLevel =
+            |r, path, node| r.thinking(path, node),
+            |s, level| s.thinking = Some(level);
+        "compaction.auto" => compaction_auto: bool =
+            |r, path, node| r.boolean(path, node),
+            |s, auto| s.compaction.auto = auto;
+        "compaction.reserve_tokens" => reserve_tokens: u64 =
+            |r, path, node| r.uint(path, node),
+            |s, tokens| s.compaction.reserve_tokens = tokens;
+        "compaction.keep_recent_tokens" => keep_recent_tokens: u64 =
+            |r, path, node| r.uint(path, node),
+            |s, tokens| s.compaction.keep_recent_tokens = tokens;
+        "limits.max_turns" => max_turns: u32 =
+            |r, path, node| r.count_from_one(path, node, "expected a number of turns from 1 up"),
+            |s, turns| s.max_turns = Some(turns);
+        /// `[limits] max_cost_usd`: what one session may spend on model calls, in US dollars.
+        "limits.max_cost_usd" => max_cost_usd: f64 =
+            |r, path, node| r.float(path, node),
+            |s, dollars| s.max_cost_usd = Some(dollars);
+        /// `[limits] max_subagents`: subagents (`task` calls) at work at once.
+        "limits.max_subagents" => max_subagents: usize =
+            |r, path, node| r.count_from_one(path, node, "expected a number of subagents from 1 up"),
+            |s, count| s.max_subagents = count;
+        /// `[limits] stream_idle_timeout`, in seconds.
+        "limits.stream_idle_timeout" => stream_idle_timeout: u64 =
+            |r, path, node| r.seconds_from_one(path, node),
+            |s, seconds| s.stream_idle_timeout_secs = seconds;
+        /// `[tools]`: the longest timeout a `bash` call may ask for, in seconds.
+        "tools.max_timeout" => max_timeout: u64 =
+            |r, path, node| r.seconds_from_one(path, node),
+            |s, seconds| s.max_timeout_secs = seconds;
+        /// `[tools] enabled`: the tools offered (names and globs), unless a session chose its own.
+        "tools.enabled" => tools_enabled: ToolSet =
+            |r, path, node| match r.strings(path, node).map(|items| ToolSet::parse(&items)) {
+                Some(Ok(set)) => Some(set),
+                Some(Err(reason)) => r.refuse(path, node, &reason),
+                None => None,
+            },
+            |s, enabled| s.tools_enabled = Some(enabled);
+        /// `[tools]`: globs of variables passed to tools although their names look secret.
+        "tools.pass_env" => pass_env: Vec<String> =
+            |r, path, node| match r.kind {
+                LayerKind::User => r.strings(path, node),
+                _ => r.refuse(path, node, "only your own config.toml can pass secrets to tools"),
+            },
+            |s, pass| s.pass_env = pass;
+        /// `[tools]`: which edit tool models get (`auto`: as the model's registry entry says).
+        "tools.edit_format" => edit_format: EditFormatChoice =
+            |r, path, node| r.edit_format(path, node, true),
+            |s, format| s.edit_format = format;
+        /// `[tools] mcp_deferred_above`: the share of the context window past which MCP tools are
+        /// found through `tool_search` instead of declared.
+        "tools.mcp_deferred_above" => mcp_deferred_above: f64 =
+            |r, path, node| r.float(path, node),
+            |s, share| s.mcp_deferred_above = share;
+        /// `[tools] mcp_startup_wait`: how long a request waits for MCP servers still starting.
+        "tools.mcp_startup_wait" => mcp_startup_wait: Duration =
+            |r, path, node| r.float(path, node).map(|seconds| Duration::from_secs_f64(seconds.min(3_600.0))),
+            |s, wait| s.mcp_startup_wait = wait;
+    }
+    others {
+        pub api_key: Option<ApiKey>,
+        pub approval: BTreeMap<String, Policy>,
+        pub sandbox: SandboxLayer,
+        pub diagnostics: DiagnosticsLayer,
+        pub providers: BTreeMap<String, ProviderLayer>,
+        pub models: Vec<ModelLayer>,
+        /// `[mcp_servers.NAME]`, in the order written.
+        pub mcp_servers: Vec<(String, McpServerLayer)>,
+        /// `[lsp_servers.NAME]`, in the order written.
+        pub lsp_servers: Vec<(String, LspServerLayer)>,
+        /// `[[hooks]]`, in the order written.
+        pub hooks: Vec<HookConfig>,
+    }
+}
+
+keys! {
+    /// `[diagnostics]`: the problems the agent's edits caused, told to it.
+    pub struct DiagnosticsLayer {
+        "diagnostics.after_edit" => after_edit: bool =
+            |r, path, node| r.boolean(path, node),
+            |s, after_edit| s.code_diagnostics.after_edit = after_edit;
+        /// Milliseconds.
+        "diagnostics.settle_ms" => settle_ms: u64 =
+            |r, path, node| match r.uint(path, node) {
+                Some(ms) if ms > 60_000 => r.refuse(path, node, "expected milliseconds from 0 to 60000"),
+                ms => ms,
+            },
+            |s, ms| s.code_diagnostics.settle_ms = ms;
+        "diagnostics.warnings" => warnings: bool =
+            |r, path, node| r.boolean(path, node),
+            |s, warnings| s.code_diagnostics.warnings = warnings;
+        "diagnostics.command" => command: String =
+            |r, path, node| match r.kind {
+                LayerKind::Editor => r.refuse(path, node, "editor settings cannot run commands; set it in config.toml"),
+                _ => r.string(path, node),
+            },
+            |s, command| s.code_diagnostics.command = Some(command);
+        /// Seconds.
+        "diagnostics.command_timeout" => command_timeout: u64 =
+            |r, path, node| r.seconds_from_one(path, node),
+            |s, seconds| s.code_diagnostics.command_timeout_secs = seconds;
+    }
 }
 
 /// `[tools] edit_format`: one dialect for every model, or each model's own (`auto`).
@@ -121,18 +198,6 @@ pub struct SandboxLayer {
     pub writable: Option<Vec<String>>,
     /// Added to the built-in list of secrets.
     pub deny_read: Vec<String>,
-}
-
-/// `[diagnostics]`: the problems the agent's edits caused, told to it.
-#[derive(Debug, Clone, Default)]
-pub struct DiagnosticsLayer {
-    pub after_edit: Option<bool>,
-    /// Milliseconds.
-    pub settle_ms: Option<u64>,
-    pub warnings: Option<bool>,
-    pub command: Option<String>,
-    /// Seconds.
-    pub command_timeout: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -278,10 +343,12 @@ impl Reader<'_> {
         let mut layer = ConfigLayer::default();
         let Some(entries) = self.table("", root) else { return layer };
         for (key, node) in entries {
-            match canonical(key).as_str() {
-                "model" => layer.model = self.string(key, node),
-                "thinking" => layer.thinking = self.thinking(key, node),
-                "base_url" => layer.base_url = self.string(key, node).map(|url| trim_url(&url)),
+            let name = canonical(key);
+            // A dotted key (`"limits.max_turns" = 3`) is one odd name, not a path.
+            if !name.contains('.') && layer.read(self, &name, key, node) {
+                continue;
+            }
+            match name.as_str() {
                 "api_key" => layer.api_key = self.key(key, node),
                 "approval" => {
                     for (tool, value) in self.table(key, node).unwrap_or_default() {
@@ -298,76 +365,15 @@ impl Reader<'_> {
                         }
                     }
                 }
-                "compaction" => {
-                    for (field, value) in self.table(key, node).unwrap_or_default() {
-                        let path = format!("{key}.{field}");
-                        match canonical(field).as_str() {
-                            "auto" => layer.compaction_auto = self.boolean(&path, value),
-                            "reserve_tokens" => layer.reserve_tokens = self.uint(&path, value),
-                            "keep_recent_tokens" => layer.keep_recent_tokens = self.uint(&path, value),
-                            _ => self.unknown(&path, value),
-                        }
-                    }
+                "compaction" | "limits" | "tools" => {
+                    self.section(key, node, |reader, name, path, value| layer.read(reader, name, path, value))
                 }
-                "limits" => {
-                    for (field, value) in self.table(key, node).unwrap_or_default() {
-                        let path = format!("{key}.{field}");
-                        match canonical(field).as_str() {
-                            "max_turns" => match self.uint(&path, value).map(u32::try_from) {
-                                Some(Ok(turns)) if turns > 0 => layer.max_turns = Some(turns),
-                                Some(_) => self.error(&path, value, "expected a number of turns from 1 up"),
-                                None => {}
-                            },
-                            "max_cost_usd" => layer.max_cost_usd = self.float(&path, value),
-                            "max_subagents" => match self.uint(&path, value).map(usize::try_from) {
-                                Some(Ok(count)) if count > 0 => layer.max_subagents = Some(count),
-                                Some(_) => self.error(&path, value, "expected a number of subagents from 1 up"),
-                                None => {}
-                            },
-                            "stream_idle_timeout" => match self.uint(&path, value) {
-                                Some(0) => self.error(&path, value, "expected a number of seconds from 1 up"),
-                                seconds => layer.stream_idle_timeout = seconds.or(layer.stream_idle_timeout),
-                            },
-                            _ => self.unknown(&path, value),
-                        }
-                    }
-                }
-                "tools" => {
-                    for (field, value) in self.table(key, node).unwrap_or_default() {
-                        let path = format!("{key}.{field}");
-                        match canonical(field).as_str() {
-                            "max_timeout" => match self.uint(&path, value) {
-                                Some(0) => self.error(&path, value, "expected a number of seconds from 1 up"),
-                                seconds => layer.max_timeout = seconds.or(layer.max_timeout),
-                            },
-                            "pass_env" if self.kind != LayerKind::User => {
-                                self.error(&path, value, "only your own config.toml can pass secrets to tools")
-                            }
-                            "pass_env" => layer.pass_env = self.strings(&path, value),
-                            "enabled" => match self.strings(&path, value).map(|items| ToolSet::parse(&items)) {
-                                Some(Ok(set)) => layer.tools_enabled = Some(set),
-                                Some(Err(reason)) => self.error(&path, value, &reason),
-                                None => {}
-                            },
-                            "edit_format" => {
-                                layer.edit_format = self.edit_format(&path, value, true).or(layer.edit_format)
-                            }
-                            "mcp_startup_wait" => {
-                                let seconds = self.float(&path, value).map(|seconds| seconds.min(3_600.0));
-                                layer.mcp_startup_wait = seconds.map(Duration::from_secs_f64).or(layer.mcp_startup_wait)
-                            }
-                            "mcp_deferred_above" => {
-                                layer.mcp_deferred_above = self.float(&path, value).or(layer.mcp_deferred_above)
-                            }
-                            _ => self.unknown(&path, value),
-                        }
-                    }
-                }
+                "diagnostics" => self
+                    .section(key, node, |reader, name, path, value| layer.diagnostics.read(reader, name, path, value)),
                 "sandbox" => layer.sandbox = self.sandbox(key, node),
                 "mcp_servers" => self.mcp_servers(key, node, &mut layer.mcp_servers),
                 "lsp_servers" => self.lsp_servers(key, node, &mut layer.lsp_servers),
                 "hooks" => self.hooks(key, node, &mut layer.hooks),
-                "diagnostics" => layer.diagnostics = self.diagnostics(key, node),
                 "providers" => {
                     for (name, value) in self.table(key, node).unwrap_or_default() {
                         let provider = self.provider(&format!("{key}.{name}"), value);
@@ -420,29 +426,16 @@ impl Reader<'_> {
         sandbox
     }
 
-    fn diagnostics(&mut self, path: &str, node: &Node) -> DiagnosticsLayer {
-        let mut diagnostics = DiagnosticsLayer::default();
-        for (field, value) in self.table(path, node).unwrap_or_default() {
-            let key = format!("{path}.{field}");
-            match canonical(field).as_str() {
-                "after_edit" => diagnostics.after_edit = self.boolean(&key, value),
-                "settle_ms" => match self.uint(&key, value) {
-                    Some(ms) if ms > 60_000 => self.error(&key, value, "expected milliseconds from 0 to 60000"),
-                    ms => diagnostics.settle_ms = ms.or(diagnostics.settle_ms),
-                },
-                "warnings" => diagnostics.warnings = self.boolean(&key, value),
-                "command" if self.kind == LayerKind::Editor => {
-                    self.error(&key, value, "editor settings cannot run commands; set it in config.toml")
-                }
-                "command" => diagnostics.command = self.string(&key, value),
-                "command_timeout" => match self.uint(&key, value) {
-                    Some(0) => self.error(&key, value, "expected a number of seconds from 1 up"),
-                    seconds => diagnostics.command_timeout = seconds.or(diagnostics.command_timeout),
-                },
-                _ => self.unknown(&key, value),
+    /// The fields of section `key` (`[limits]`), each read by `read` (its canonical path, its
+    /// path as written, its value), which says whether the key is known.
+    fn section(&mut self, key: &str, node: &Node, mut read: impl FnMut(&mut Self, &str, &str, &Node) -> bool) {
+        let section = canonical(key);
+        for (field, value) in self.table(key, node).unwrap_or_default() {
+            let path = format!("{key}.{field}");
+            if !read(self, &format!("{section}.{}", canonical(field)), &path, value) {
+                self.unknown(&path, value);
             }
         }
-        diagnostics
     }
 
     fn provider(&mut self, path: &str, node: &Node) -> ProviderLayer {
@@ -627,6 +620,19 @@ impl Reader<'_> {
         }
     }
 
+    /// A count from 1 up that fits `T`; `message` says what was expected otherwise.
+    fn count_from_one<T: TryFrom<u64>>(&mut self, path: &str, node: &Node, message: &str) -> Option<T> {
+        match self.uint(path, node).map(|n| (n, T::try_from(n))) {
+            Some((n, Ok(value))) if n > 0 => Some(value),
+            Some(_) => self.refuse(path, node, message),
+            None => None,
+        }
+    }
+
+    fn seconds_from_one(&mut self, path: &str, node: &Node) -> Option<u64> {
+        self.count_from_one(path, node, "expected a number of seconds from 1 up")
+    }
+
     fn float(&mut self, path: &str, node: &Node) -> Option<f64> {
         match node.value {
             Value::Int(n) if n >= 0 => Some(n as f64),
@@ -663,6 +669,12 @@ impl Reader<'_> {
             Value::Other(kind) => kind,
         };
         self.error(path, node, &format!("expected {expected}, found {found}"));
+        None
+    }
+
+    /// Reports `message` about the value at `path`, which is not taken.
+    fn refuse<T>(&mut self, path: &str, node: &Node, message: &str) -> Option<T> {
+        self.error(path, node, message);
         None
     }
 
@@ -859,6 +871,19 @@ reasoning_effort = ["minimal", "high"]
         .assert_eq(&diagnostics(LayerKind::User, text));
         let (layer, _) = ConfigLayer::from_toml(Path::new("c.toml"), text, LayerKind::User);
         assert_eq!((layer.model.as_deref(), layer.approval.get("edit")), (Some("m"), Some(&Policy::Auto)));
+    }
+
+    #[test]
+    fn every_plain_key_is_read_at_the_path_it_is_declared_with() {
+        for path in ConfigLayer::PLAIN_KEYS.iter().chain(DiagnosticsLayer::PLAIN_KEYS) {
+            // A table is no plain key's value: each says so under its own path, none is unknown.
+            let text = match path.split_once('.') {
+                Some((section, field)) => format!("[{section}]\n{field} = {{}}\n"),
+                None => format!("{path} = {{}}\n"),
+            };
+            let found = diagnostics(LayerKind::User, &text);
+            assert!(found.contains(&format!(": {path}: expected ")), "{path}: {found}");
+        }
     }
 
     #[test]

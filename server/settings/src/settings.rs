@@ -596,95 +596,13 @@ fn apply_layer(
     let set = |settings: &mut Settings, key: String| {
         settings.origins.insert(key, source.clone());
     };
-    if let Some(model) = &layer.model {
-        settings.model = model.clone();
-        set(settings, "model".into());
-    }
-    if let Some(url) = &layer.base_url {
-        settings.base_url = url.clone();
-        settings.base_url_configured = true;
-        set(settings, "base_url".into());
-    }
+    // The plain keys, then the [diagnostics] ones (each declared once, in `config.rs`).
+    let mut set_plain = |settings: &mut Settings, key: &str| set(settings, key.to_string());
+    layer.apply(settings, &mut set_plain);
+    layer.diagnostics.apply(settings, &mut set_plain);
     for (tool, policy) in &layer.approval {
         settings.approval.set(tool, *policy);
         set(settings, format!("approval.{tool}"));
-    }
-    if let Some(auto) = layer.compaction_auto {
-        settings.compaction.auto = auto;
-        set(settings, "compaction.auto".into());
-    }
-    if let Some(tokens) = layer.reserve_tokens {
-        settings.compaction.reserve_tokens = tokens;
-        set(settings, "compaction.reserve_tokens".into());
-    }
-    if let Some(tokens) = layer.keep_recent_tokens {
-        settings.compaction.keep_recent_tokens = tokens;
-        set(settings, "compaction.keep_recent_tokens".into());
-    }
-    if let Some(turns) = layer.max_turns {
-        settings.max_turns = Some(turns);
-        set(settings, "limits.max_turns".into());
-    }
-    if let Some(dollars) = layer.max_cost_usd {
-        settings.max_cost_usd = Some(dollars);
-        set(settings, "limits.max_cost_usd".into());
-    }
-    if let Some(count) = layer.max_subagents {
-        settings.max_subagents = count;
-        set(settings, "limits.max_subagents".into());
-    }
-    if let Some(level) = layer.thinking {
-        settings.thinking = Some(level);
-        set(settings, "thinking".into());
-    }
-    if let Some(seconds) = layer.stream_idle_timeout {
-        settings.stream_idle_timeout_secs = seconds;
-        set(settings, "limits.stream_idle_timeout".into());
-    }
-    if let Some(seconds) = layer.max_timeout {
-        settings.max_timeout_secs = seconds;
-        set(settings, "tools.max_timeout".into());
-    }
-    if let Some(enabled) = &layer.tools_enabled {
-        settings.tools_enabled = Some(enabled.clone());
-        set(settings, "tools.enabled".into());
-    }
-    if let Some(wait) = layer.mcp_startup_wait {
-        settings.mcp_startup_wait = wait;
-        set(settings, "tools.mcp_startup_wait".into());
-    }
-    if let Some(share) = layer.mcp_deferred_above {
-        settings.mcp_deferred_above = share;
-        set(settings, "tools.mcp_deferred_above".into());
-    }
-    if let Some(pass) = &layer.pass_env {
-        settings.pass_env = pass.clone();
-        set(settings, "tools.pass_env".into());
-    }
-    if let Some(format) = layer.edit_format {
-        settings.edit_format = format;
-        set(settings, "tools.edit_format".into());
-    }
-    let found = &layer.diagnostics;
-    if let Some(after_edit) = found.after_edit {
-        settings.code_diagnostics.after_edit = after_edit;
-        set(settings, "diagnostics.after_edit".into());
-    }
-    if let Some(ms) = found.settle_ms {
-        settings.code_diagnostics.settle_ms = ms;
-        set(settings, "diagnostics.settle_ms".into());
-    }
-    if let Some(warnings) = found.warnings {
-        settings.code_diagnostics.warnings = warnings;
-        set(settings, "diagnostics.warnings".into());
-    }
-    if let Some(command) = &found.command {
-        settings.code_diagnostics.command = Some(command.clone());
-        set(settings, "diagnostics.command".into());
-    }
-    if let Some(seconds) = found.command_timeout {
-        settings.code_diagnostics.command_timeout_secs = seconds;
-        set(settings, "diagnostics.command_timeout".into());
     }
     let home = settings.base.home.clone();
     let expand = |path: &String| match path.strip_prefix("~/") {

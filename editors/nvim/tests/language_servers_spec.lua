@@ -211,3 +211,23 @@ T.test("a rename from the editor's pyright is reviewed per hunk, and R on the pr
     return H.buf_text(app_buf) .. "\n" == app and H.buf_text(shapes_buf) .. "\n" == shapes
   end, "both files as they were")
 end)
+
+T.test("a file no server of the editor's is for is answered null, without the long wait", function()
+  vim.fn.writefile({ "just text" }, dir .. "/notes.txt")
+  local uri = vim.uri_from_fname(dir .. "/notes.txt")
+  local answer, took
+  coroutine.wrap(function()
+    local started = vim.uv.hrtime()
+    answer = require("reins.language_servers").answer({
+      uri = uri,
+      method = "textDocument/hover",
+      params = { textDocument = { uri = uri }, position = { line = 0, character = 1 } },
+    }, require("reins.client").get())
+    took = (vim.uv.hrtime() - started) / 1e6
+  end)()
+  T.wait_for(function()
+    return answer ~= nil
+  end, "the answer", 5000)
+  T.eq(answer, vim.NIL, "null: reins falls back to a server of its own")
+  T.ok(took < require("reins.language_servers").attach_timeout_ms / 2, ("answered in %d ms"):format(took))
+end)

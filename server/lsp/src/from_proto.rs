@@ -164,9 +164,37 @@ fn short(value: &Value) -> String {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
     use tower_lsp_server::ls_types::{Position, Range};
 
     use super::*;
+
+    #[test]
+    fn language_server_answers_read_as_answer_failure_none_or_error() {
+        let read = |answer: Value| match language_server_answer(answer) {
+            Ok(Some(answer)) => format!("{} {:?} {:?}", answer.server, answer.encoding, answer.result),
+            Ok(None) => "none offers it".to_string(),
+            Err(err) => format!("error: {err}"),
+        };
+        assert_eq!(
+            read(json!({"server": "pyright", "positionEncoding": "utf-8", "result": [1]})),
+            "pyright Utf8 Ok(Array [Number(1)])"
+        );
+        assert_eq!(read(json!({"server": "clangd", "result": null})), "clangd Utf16 Ok(Null)");
+        assert_eq!(
+            read(json!({"server": "gopls", "error": {"code": -32803, "message": "no identifier here"}})),
+            "gopls Utf16 Err(\"no identifier here\")"
+        );
+        assert_eq!(read(Value::Null), "none offers it");
+        assert_eq!(
+            read(json!({"server": "pyright"})),
+            "error: the editor answered reins/languageServer without a result: {\"server\":\"pyright\"}"
+        );
+        assert_eq!(
+            read(json!([1])),
+            "error: the editor answered reins/languageServer with neither null nor an object: [1]"
+        );
+    }
 
     fn column(text: &str, line: u32, character: u32, encoding: PositionEncoding) -> u32 {
         let at = Position { line, character };

@@ -6,8 +6,10 @@
 -- or null when none offers the method. See protocol-docs/language-servers.md.
 local M = {}
 
---- How long a buffer loaded just now waits for a server that offers the method to attach.
+--- How long a server that is starting is waited for.
 M.attach_timeout_ms = 10000
+--- How long a buffer loaded just now waits for any server to attach.
+M.appear_ms = 500
 --- How long a server may take to answer (reins gives up sooner or later itself).
 M.answer_timeout_ms = 30000
 
@@ -47,11 +49,12 @@ local function buffer_for(uri)
 end
 
 --- The clients other than reins (`reins_id`) that offer `method`, for `bufnr` (every running
---- client when nil); and whether some client there is still starting.
+--- client when nil); whether some client there is still starting; and whether there is any.
 local function offering(bufnr, method, reins_id)
-  local found, starting = {}, false
+  local found, starting, any = {}, false, false
   for _, c in ipairs(vim.lsp.get_clients({ bufnr = bufnr, _uninitialized = true })) do
     if c.id ~= reins_id and c.name ~= "reins" then
+      any = true
       if not c.initialized then
         starting = true
       elseif c:supports_method(method, bufnr) then
@@ -59,19 +62,22 @@ local function offering(bufnr, method, reins_id)
       end
     end
   end
-  return found, starting
+  return found, starting, any
 end
 
 --- The client to ask: one attached to the buffer that offers `method`, waited for (at most
---- `attach_timeout_ms`) only while a client is starting or the buffer was loaded just now.
+--- `attach_timeout_ms`) while a client is starting; a buffer loaded just now gets
+--- `appear_ms` for one to attach at all (its FileType autocommands start them at once, so a
+--- file no server is for is not waited for long).
 local function client_for(bufnr, method, reins_id, fresh)
   local waited = 0
   while true do
-    local found, starting = offering(bufnr, method, reins_id)
+    local found, starting, any = offering(bufnr, method, reins_id)
     if #found > 0 then
       return found[1]
     end
-    if not (starting or fresh) or waited >= M.attach_timeout_ms then
+    local may_come = starting or (fresh and not any and waited < M.appear_ms)
+    if not may_come or waited >= M.attach_timeout_ms then
       return nil
     end
     sleep(50)

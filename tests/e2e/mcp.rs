@@ -317,7 +317,7 @@ async fn a_call_that_times_out_is_cancelled_on_the_server() {
     // The server's stdin is logged on its way in, to see the cancellation arrive.
     let script = format!("tee -a '{}' | node '{}' stdio", log.display(), everything_js());
     shell_server(dir.path(), "slow", &script, "tool_timeout_sec = 1");
-    let server = model_calling("mcp__slow__trigger-long-running-operation", json!({"duration": 20, "steps": 20})).await;
+    let server = model_calling("mcp__slow__trigger-long-running-operation", json!({"duration": 20, "steps": 2})).await;
     let started = std::time::Instant::now();
     let run = reins_run(&server, dir.path(), &["wait"]).await;
     assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
@@ -602,4 +602,42 @@ async fn a_server_that_never_answers_costs_a_run_little_and_a_slow_one_joins_whe
     assert!(second.contains(&"mcp__slow__echo".to_string()), "the slow server joined: {second:?}");
     assert!(!second.iter().any(|name| name.starts_with("mcp__hung__")));
     assert_eq!(tool_result(&server, "call_2"), "echo: late");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_that_say_they_change_nothing_run_unasked_only_when_the_user_says_so() {
+    let dir = workspace(&[]);
+    let script = Reply::tool_call("call_1", "mcp__t__echo", json!({"text": "read only"}));
+    let other = Reply::tool_call("call_2", "mcp__t__pid", json!({}));
+    let refused = "needs the user's approval, which could not be asked (no terminal); the user can rerun with --yes";
+
+    // By default a hint is only a hint: both are asked about (and, with no terminal, refused).
+    config(dir.path(), &test_server_table("t", "", ""));
+    let server = ScriptedServer::start(vec![script.clone(), other.clone(), Reply::text("Done.")]).await;
+    let run = reins_run(&server, dir.path(), &["go"]).await;
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    assert_eq!(tool_result(&server, "call_1"), format!("mcp__t__echo {refused}"));
+
+    // `mcp_read_only = "auto"`: the tool whose server says `readOnlyHint` runs; the other is asked.
+    config(dir.path(), &format!("{}\n[approval]\nmcp_read_only = \"auto\"\n", test_server_table("t", "", "")));
+    let server = ScriptedServer::start(vec![script.clone(), other, Reply::text("Done.")]).await;
+    let run = reins_run(&server, dir.path(), &["go"]).await;
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    assert_eq!(tool_result(&server, "call_1"), "echo: read only");
+    assert_eq!(tool_result(&server, "call_2"), format!("mcp__t__pid {refused}"));
+
+    // `deny` wins over the hint.
+    config(
+        dir.path(),
+        &format!(
+            "{}\n[approval]\nmcp_read_only = \"auto\"\n\"mcp__t__echo\" = \"deny\"\n",
+            test_server_table("t", "", "")
+        ),
+    );
+    let server = ScriptedServer::start(vec![script, Reply::text("Done.")]).await;
+    reins_run(&server, dir.path(), &["go"]).await;
+    assert_eq!(
+        tool_result(&server, "call_1"),
+        "the user's settings do not allow the `mcp__t__echo` tool; do not try it again"
+    );
 }

@@ -34,7 +34,12 @@ const record = (line) => {
 const object = (properties = {}, required = []) => ({ type: "object", properties, required });
 
 const tools = [
-  { name: "echo", description: "Echoes the text back.", inputSchema: object({ text: { type: "string" } }, ["text"]) },
+  {
+    name: "echo",
+    description: "Echoes the text back.",
+    inputSchema: object({ text: { type: "string" } }, ["text"]),
+    annotations: { readOnlyHint: true },
+  },
   { name: "sleep", description: "Waits, then answers.", inputSchema: object({ seconds: { type: "number" } }, ["seconds"]) },
   { name: "crash", description: "Exits the server in the middle of the call.", inputSchema: object() },
   { name: "junk", description: "Prints a line that is not JSON-RPC to stdout, then answers.", inputSchema: object() },

@@ -99,6 +99,9 @@ pub struct ServerCall {
     /// The server's name for the tool.
     pub tool: String,
     pub arguments: Value,
+    /// The server says the tool changes nothing (MCP's `readOnlyHint`): a hint from a program
+    /// reins does not control, which the user may choose to trust (`[approval] mcp_read_only`).
+    pub read_only_hint: bool,
 }
 
 /// A call that passed validation and preparation, waiting for the gate.

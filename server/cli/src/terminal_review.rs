@@ -505,6 +505,7 @@ mod tests {
             server: "docs".into(),
             tool: "search".into(),
             arguments: serde_json::json!({"query": "rope", "limit": 3}),
+            read_only_hint: false,
         };
         expect![[r#"
             MCP server `docs`, tool `search`, with:
@@ -518,6 +519,7 @@ mod tests {
             server: "s".into(),
             tool: "t".into(),
             arguments: serde_json::json!({"text": "é".repeat(3000)}),
+            read_only_hint: false,
         };
         let shown = render_server_call(&long, false);
         assert!(shown.len() < MAX_SHOWN_ARGUMENTS + 200 && shown.contains("more bytes)"), "{shown}");

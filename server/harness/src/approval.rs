@@ -37,7 +37,13 @@ impl ApprovalGate {
     ) -> Gate {
         let allowed =
             lock(&self.allowed).contains(&call.name) || lock(&self.skill_allowed).covers(&call.name, proposal);
-        let answer = without_asking(&self.settings.get().approval, &call.name, allowed, proposal.is_some());
+        let policy = &self.settings.get().approval;
+        let mut answer = without_asking(policy, &call.name, allowed, proposal.is_some());
+        // A server's word that its tool changes nothing, where the user said to take it.
+        let hinted = matches!(proposal, Some(Proposal::ServerCall(server_call)) if server_call.read_only_hint);
+        if answer.is_none() && hinted && policy.trusts_mcp_read_only() {
+            answer = Some(Gate::Allow);
+        }
         let (Some(proposal), None) = (proposal, &answer) else { return answer.unwrap_or(Gate::Allow) };
         let run_id = lock(&self.running).clone().unwrap_or_default();
         let request = ApprovalRequest { session_id: &self.session_id, run_id: &run_id, call, look, proposal };

@@ -35,6 +35,10 @@ use crate::{Notice, Options};
 /// set's options say otherwise: a local server is ready by then, and one that never answers
 /// costs a run no more.
 pub const STARTING_WAIT: Duration = Duration::from_millis(1500);
+/// A call's timeout starts again with each progress notification, up to this many times the
+/// timeout in all: a server that reports progress is working, one that says nothing for the
+/// whole timeout is stopped.
+pub(crate) const PROGRESS_STRETCH: u32 = 10;
 
 /// Where a server is in its life, for listings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +61,8 @@ pub(crate) struct ServerTool {
     pub(crate) name: String,
     pub(crate) description: String,
     pub(crate) input_schema: Arc<JsonObject>,
+    /// `annotations.readOnlyHint`.
+    pub(crate) read_only_hint: bool,
 }
 
 pub(crate) struct Server {
@@ -176,16 +182,24 @@ impl Server {
         lock(&live.tools).clone()
     }
 
-    /// Calls a tool. Progress goes to `on_progress`; `cancel` (or dropping the future) tells the
-    /// server the call is cancelled. The error is for the model.
+    /// Calls a tool (`shown`, its public name, is for messages). Progress goes to
+    /// `on_progress` and starts the call's timeout again (see [`PROGRESS_STRETCH`]); `cancel`,
+    /// the timeout or dropping the future tells the server the call is cancelled. The error is
+    /// for the model.
     pub(crate) async fn call(
         &self,
         tool: &str,
+        shown: &str,
         arguments: JsonObject,
         cancel: &CancellationToken,
         on_progress: &(dyn Fn(&str) + Send + Sync),
     ) -> Result<Value, String> {
         let live = self.ready().await?;
+        // Timed from here: a restart has its own timeout.
+        let timeout = self.config.tool_timeout;
+        let started = Instant::now();
+        let latest = started + timeout * PROGRESS_STRETCH;
+        let mut deadline = started + timeout;
         let peer = live.connection.service.peer().clone();
         let request = ClientRequest::CallToolRequest(CallToolRequest {
             method: Default::default(),
@@ -221,7 +235,21 @@ impl Server {
                         Err(_) => Err(self.call_failed(&live, ServiceError::TransportClosed).await),
                     };
                 }
-                Some(text) = progress.recv() => on_progress(&text),
+                Some(text) = progress.recv() => {
+                    on_progress(&text);
+                    deadline = (Instant::now() + timeout).min(latest);
+                }
+                _ = tokio::time::sleep_until(deadline) => {
+                    let seconds = |duration: Duration| duration.as_secs_f64();
+                    return Err(if deadline >= latest {
+                        format!(
+                            "the tool `{shown}` ran for {} s, reporting progress, and was stopped",
+                            seconds(latest - started)
+                        )
+                    } else {
+                        format!("the tool `{shown}` timed out after {} s and was stopped", seconds(timeout))
+                    });
+                }
                 _ = cancel.cancelled() => return Err("cancelled".to_string()),
             }
         }
@@ -372,6 +400,7 @@ async fn list_tools(connection: &Connection, deadline: Instant) -> Result<Vec<Se
         .into_iter()
         .map(|tool| ServerTool {
             description: tool.description.map(|text| text.into_owned()).or(tool.title).unwrap_or_default(),
+            read_only_hint: tool.annotations.as_ref().and_then(|hints| hints.read_only_hint).unwrap_or(false),
             name: tool.name.into_owned(),
             input_schema: tool.input_schema,
         })

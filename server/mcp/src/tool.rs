@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::arguments::Arguments;
 use crate::content::tool_output;
 use crate::schema::normalize_input_schema;
-use crate::server::{Server, ServerTool};
+use crate::server::{PROGRESS_STRETCH, Server, ServerTool};
 
 /// Tool `tool` of `server`, offered to the model as `name` (`mcp__server__tool`).
 pub struct McpTool {
@@ -25,6 +25,8 @@ pub struct McpTool {
     arguments: Arguments,
     /// What its declaration costs in a request, in tokens (estimated: 4 bytes a token).
     tokens: u64,
+    /// The server's `readOnlyHint`, for the approval gate.
+    read_only_hint: bool,
 }
 
 impl McpTool {
@@ -36,7 +38,9 @@ impl McpTool {
         };
         let bytes = spec.name.len() + spec.description.len() + spec.parameters.to_string().len();
         let tokens = bytes.div_ceil(4) as u64;
-        Self { name, spec, tool: tool.name.clone(), server, arguments: Arguments::new(&tool.input_schema), tokens }
+        let arguments = Arguments::new(&tool.input_schema);
+        let read_only_hint = tool.read_only_hint;
+        Self { name, spec, tool: tool.name.clone(), server, arguments, tokens, read_only_hint }
     }
 
     /// What its declaration costs in a request, in tokens (estimated).
@@ -82,8 +86,10 @@ impl Tool for McpTool {
         false
     }
 
+    /// The agent's timer is a backstop only: the call keeps its own, which progress
+    /// notifications start again (see `Server::call`).
     fn timeout(&self) -> Option<Duration> {
-        Some(self.server.config.tool_timeout)
+        Some(self.server.config.tool_timeout * PROGRESS_STRETCH + Duration::from_secs(5))
     }
 
     fn look(&self, arguments: &Value) -> ToolLook {
@@ -107,6 +113,7 @@ impl Tool for McpTool {
             server: self.server.name().to_string(),
             tool: self.tool.clone(),
             arguments: Value::Object(arguments.clone()),
+            read_only_hint: self.read_only_hint,
         });
         Ok(Prepared { proposal: Some(proposal), input: Box::new(arguments) })
     }
@@ -121,7 +128,8 @@ impl Tool for McpTool {
             .input
             .downcast::<JsonObject>()
             .map_err(|_| ToolError::new(format!("internal error: {} was prepared by another tool", self.name)))?;
-        let result = self.server.call(&self.tool, *arguments, &cx.cancel, cx.on_update).await.map_err(ToolError)?;
+        let result =
+            self.server.call(&self.tool, &self.name, *arguments, &cx.cancel, cx.on_update).await.map_err(ToolError)?;
         tool_output(self.server.name(), &self.tool, &result)
     }
 }

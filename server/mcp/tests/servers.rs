@@ -344,6 +344,28 @@ async fn super_call(tools: &[Arc<dyn reins_agent::Tool>], name: &str, arguments:
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_extends_a_calls_timeout_and_silence_ends_it() {
+    let harness = Harness::new();
+    let record = tempfile::NamedTempFile::new().unwrap();
+    let mut reporting = everything("everything");
+    reporting.tool_timeout = Duration::from_secs(1);
+    let mut silent = test_server("t", record.path());
+    silent.tool_timeout = Duration::from_secs(1);
+    let session = harness.session(vec![reporting, silent]);
+    let tools = session.tools(&Declaring::default()).await;
+    // Three seconds in all, with progress every quarter of a second: never a second of silence.
+    let long = find(&tools, "mcp__everything__trigger-long-running-operation");
+    let output = call(&long, json!({"duration": 3, "steps": 12})).await.unwrap();
+    assert!(text(&output).starts_with("Long running operation completed"), "{}", text(&output));
+    // Three seconds without a word: stopped after one, and the server told.
+    let started = Instant::now();
+    let err = call(&find(&tools, "mcp__t__sleep"), json!({"seconds": 3})).await.unwrap_err();
+    assert_eq!(err.0, "the tool `mcp__t__sleep` timed out after 1 s and was stopped");
+    assert!(started.elapsed() < Duration::from_millis(2500), "{:?}", started.elapsed());
+    session.own().stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_notifications_become_updates() {
     let harness = Harness::new();
     let session = harness.session(vec![everything("everything")]);

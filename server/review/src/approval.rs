@@ -22,6 +22,10 @@ pub enum Policy {
     Deny,
 }
 
+/// The `[approval]` key that approves the calls of MCP tools whose server says they change
+/// nothing (`readOnlyHint`) where they would be asked about.
+pub const MCP_READ_ONLY: &str = "mcp_read_only";
+
 /// Per-tool policies, by exact name or by a glob on the name (`mcp__docs__*`). An exact name
 /// wins over globs, and of the globs that match, the longest; tools nothing names are `auto`.
 #[derive(Debug, Clone, PartialEq)]
@@ -84,6 +88,12 @@ impl ApprovalPolicy {
     /// The policy for `tool`. `apply_patch` is the other dialect of `edit`, and `rename` an edit
     /// the language server works out: without a policy of their own they follow `edit`'s, so
     /// `approval.edit = "auto"` means every file edit.
+    /// Whether the user trusts MCP tools that say they change nothing: `[approval]
+    /// mcp_read_only = "auto"`, set by name (a glob does not say it).
+    pub fn trusts_mcp_read_only(&self) -> bool {
+        self.per_tool.get(MCP_READ_ONLY) == Some(&Policy::Auto)
+    }
+
     pub fn for_tool(&self, tool: &str) -> Policy {
         if let Some(policy) = self.per_tool.get(tool) {
             return *policy;

@@ -16,7 +16,9 @@ pub mod merge;
 pub mod notes;
 mod pending;
 
-pub use approval::{ApprovalPolicy, ApprovalRequest, Approver, Changed, Policy, ToolPattern, Verdict, without_asking};
+pub use approval::{
+    ApprovalPolicy, ApprovalRequest, Approver, Changed, MCP_READ_ONLY, Policy, ToolPattern, Verdict, without_asking,
+};
 pub use command_rule::CommandRule;
 pub use diff::{Hunk, LineChange, apply_hunks, hunks, line_changes, split_lines, unified_diff};
 pub use merge::{Conflict, Located, locate, rebase};

@@ -150,6 +150,8 @@ async fn per_call(reins: &Path, workspace: &Path, call: impl Fn(usize) -> Reply)
         .env("OPENAI_API_KEY", "bench")
         .env("REINS_MODEL", "scripted-model")
         .env("REINS_HOME", workspace.join(".reins-home"))
+        // What is timed is the calls: the server is in the first request, however slow to start.
+        .env("REINS_MCP_STARTUP_WAIT", "60")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .kill_on_drop(true)

@@ -22,6 +22,6 @@ T.test("an ask offers only the ask.tools set, recorded in its own session", func
   T.eq(#files, 1, "one session file")
   local text = table.concat(vim.fn.readfile(files[1]), "\n")
   T.contains(text, '"type":"active_tools_change"')
-  T.contains(text, '"tools":["read","ls","grep","find","diagnostics","lsp"]')
+  T.contains(text, '"tools":["read","ls","grep","find","todo","diagnostics","lsp"]')
   T.contains(text, "unknown tool `write`; the available tools are: read, ls, grep, find")
 end)

@@ -190,6 +190,10 @@ impl WorktreeAgents {
         let documents = self.documents.clone();
         let landed = worktree.clone();
         let removed = on_blocking(move || {
+            if !landed.dir.exists() {
+                // Discarded meanwhile.
+                return Ok(false);
+            }
             let merged = landed.merge_onto(&|path: &Path| current_text(&documents, path).map(|(text, _)| text))?;
             let done = merged.iter().all(|file| file.result.as_ref().is_ok_and(|after| *after == file.current));
             if done {

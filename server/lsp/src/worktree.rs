@@ -208,7 +208,9 @@ impl WorktreeAgents {
                 let event = json!({"type": "worktree_removed", "id": worktree.id});
                 self.events.review(session_id, run_id, event);
             }
+            // Or discarded while it was merged.
             Ok(false) => {}
+            Err(_) if !worktree.dir.exists() => {}
             Err(err) => tracing::warn!("worktree {}: {}", worktree.id, err.message),
         }
     }

@@ -233,6 +233,8 @@ impl Run<'_> {
     /// left after this run's calls so far.
     fn over_budget(&mut self) -> Option<String> {
         let left = match &self.limits.shared_budget {
+            // A budget of turns only: no call is too dear.
+            Some(shared) if shared.left().is_infinite() => return None,
             Some(shared) => shared.left(),
             None => self.limits.max_cost_usd? - self.usage.cost.total,
         };
@@ -246,11 +248,18 @@ impl Run<'_> {
         })
     }
 
+    /// The turns taken against the limit after `turn`: this run's, or its family's when it shares
+    /// a budget (a subagent's turns are its parent's too).
+    fn turns_taken(&self, turn: u32) -> u32 {
+        let family = self.limits.shared_budget.as_ref().map_or(0, |shared| shared.turns());
+        turn.max(family)
+    }
+
     /// The reason a turn whose tool results go back to the model ends with.
     fn observation_reason(&self, turn: u32) -> TurnEndReason {
         match self.interrupt.stopped() {
             Some(cause) => cause.reason(),
-            None if turn >= self.limits.max_turns => TurnEndReason::MaxTurns,
+            None if self.turns_taken(turn) >= self.limits.max_turns => TurnEndReason::MaxTurns,
             None => TurnEndReason::ToolObservations,
         }
     }
@@ -278,7 +287,7 @@ impl Run<'_> {
     fn end_final_answer(&mut self, turn: u32, message: AssistantMessage) -> TurnEnd {
         let reason = TurnEndReason::FinalAnswer;
         (self.emit)(AgentEvent::TurnEnd { turn, reason, message, tool_results: Vec::new() });
-        if turn >= self.limits.max_turns {
+        if self.turns_taken(turn) >= self.limits.max_turns {
             // Queued messages stay queued for the next run.
             return TurnEnd::Stop { reason, error: None };
         }

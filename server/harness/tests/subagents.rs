@@ -258,4 +258,33 @@ async fn children_pay_from_the_parents_budget() {
     assert_eq!(outcome.reason, TurnEndReason::Budget, "{:?}", outcome.error);
     assert_eq!(results(&outcome.messages), ["iota answer", "kappa answer"]);
     assert_eq!(model.chat_requests().len(), 3);
+    // The parent's file says what its children spent: its usage counts their calls as its
+    // `task` calls' own model work, so a later run's budget starts from all of it.
+    let usage = harness.usage(&parent).unwrap();
+    let kinds: Vec<(&str, String)> =
+        usage.calls.iter().map(|call| (call.kind.as_str(), format!("{:.2}", call.usage.cost.total))).collect();
+    assert_eq!(kinds, [("assistant", "0.03".to_string()), ("tool", "0.03".to_string()), ("tool", "0.03".to_string())]);
+    assert!((usage.total.cost.total - 0.09).abs() < 1e-9, "{}", usage.total.cost.total);
+}
+
+#[tokio::test]
+async fn children_draw_their_turns_from_the_parents_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    // The family may make three model calls: the parent's first and one for each child.
+    let model = ScriptedServer::start(vec![
+        calls(&[task("t1", "lambda-job"), task("t2", "mu-job")]),
+        Reply::text("lambda answer").when("lambda-job"),
+        Reply::text("mu answer").when("mu-job"),
+        Reply::text("never asked for"),
+    ])
+    .await;
+    let (harness, _) = harness(tmp.path(), &model, |settings| settings.max_turns = Some(3));
+    let parent = harness.new_session(None, None).unwrap();
+
+    let outcome = harness.send(&parent, vec![Content::text("go")]).unwrap().done.await.unwrap();
+
+    // Alone the parent had two turns left; its children took them.
+    assert_eq!(outcome.reason, TurnEndReason::MaxTurns, "{:?}", outcome.error);
+    assert_eq!(results(&outcome.messages), ["lambda answer", "mu answer"]);
+    assert_eq!(model.chat_requests().len(), 3);
 }

@@ -190,6 +190,10 @@ impl WorktreeAgents {
         let documents = self.documents.clone();
         let landed = worktree.clone();
         let removed = on_blocking(move || {
+            if !landed.dir.exists() {
+                // Discarded meanwhile.
+                return Ok(false);
+            }
             let merged = landed.merge_onto(&|path: &Path| current_text(&documents, path).map(|(text, _)| text))?;
             let done = merged.iter().all(|file| file.result.as_ref().is_ok_and(|after| *after == file.current));
             if done {
@@ -204,7 +208,9 @@ impl WorktreeAgents {
                 let event = json!({"type": "worktree_removed", "id": worktree.id});
                 self.events.review(session_id, run_id, event);
             }
+            // Or discarded while it was merged.
             Ok(false) => {}
+            Err(_) if !worktree.dir.exists() => {}
             Err(err) => tracing::warn!("worktree {}: {}", worktree.id, err.message),
         }
     }

@@ -30,7 +30,7 @@ pub use format::{Entry, EntryKind, EntryTag, Header};
 pub use index::{INDEX_FILE, SessionIndex};
 pub use message::{
     BRANCH_SUMMARY_PREFIX, BRANCH_SUMMARY_SUFFIX, BlockRecord, COMPACTION_SUMMARY_PREFIX, COMPACTION_SUMMARY_SUFFIX,
-    ContentField, MessageRecord,
+    ContentField, MessageRecord, UsageRecord,
 };
 pub use session_file::{Durability, SessionFile};
 pub use store::{SessionStore, encode_cwd};

@@ -223,6 +223,13 @@ impl MessageRecord {
                 tool_name: Some(result.tool_name.clone()),
                 content: Some(blocks_field(&result.content)),
                 details: result.details.clone(),
+                // A tool that called a model itself (a subagent's `task`) says what that cost in
+                // its details' `usage`; the file keeps it where pi 1.6 keeps a tool's own usage.
+                usage: result
+                    .details
+                    .as_ref()
+                    .and_then(|details| details.get("usage"))
+                    .and_then(|usage| serde_json::from_value(usage.clone()).ok()),
                 is_error: Some(result.is_error),
                 timestamp: Some(result.timestamp),
                 ..MessageRecord::default()

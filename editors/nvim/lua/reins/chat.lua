@@ -642,6 +642,11 @@ function M.set_prompt(text)
 end
 
 client.on_event(function(params)
+  -- A subagent's tools also show nested under its parent's `task` call.
+  local parent = params.parentSessionId
+  if parent and conversation.apply_child(parent, params.parentToolCallId, params.event) and parent == M.session_id then
+    M.schedule()
+  end
   local changed = conversation.apply(params.sessionId, params.event)
   if changed and (params.sessionId == M.session_id or M.session_id == nil) then
     if M.session_id == nil and params.event.type == "agent_start" then

@@ -216,6 +216,34 @@ local function settle_proposal(conv, block, is_error)
   end
 end
 
+--- Applies one event of a subagent's run to its parent's conversation: each tool the child
+--- starts is a line under the parent's `task` call (by the child's call id), with its status.
+--- Answers whether the parent's view changed.
+function M.apply_child(parent_session_id, parent_call_id, event)
+  local t = event.type
+  if t ~= "tool_execution_start" and t ~= "tool_execution_end" then
+    return false
+  end
+  local conv = M.get(parent_session_id)
+  local task = conv.tools[parent_call_id]
+  if not task then
+    return false
+  end
+  task.children = task.children or {}
+  task.child_index = task.child_index or {}
+  local child = task.child_index[event.toolCallId]
+  if not child then
+    child = { name = event.toolName, args = event.args, status = "running" }
+    task.child_index[event.toolCallId] = child
+    table.insert(task.children, child)
+  end
+  if t == "tool_execution_end" then
+    child.status = event.isError and "error" or "ok"
+  end
+  touch(task)
+  return true
+end
+
 --- Applies one agent event to the session's conversation.
 function M.apply(session_id, event)
   local conv = M.get(session_id)

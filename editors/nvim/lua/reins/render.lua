@@ -215,6 +215,14 @@ function renderers.tool(block)
     head = head .. status
   end
   local lines = { head }
+  -- A subagent's tools (the `task` call's children), one indented line each.
+  for _, child in ipairs(block.children or {}) do
+    local child_subject = M.tool_subject({ args = child.args, args_text = "" })
+    local child_icon = M.icons[child.status] or "?"
+    local line = ("    ↳ %s %s %s"):format(child_icon, child.name or "tool", child_subject)
+    table.insert(hls, { #lines, 0, -1, status_group[child.status] or "ReinsToolRunning" })
+    table.insert(lines, line)
+  end
   if p and p.status == "waiting" then
     table.insert(lines, M.review_hint())
     table.insert(hls, { 1, 0, -1, "ReinsHint" })

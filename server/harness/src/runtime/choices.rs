@@ -151,17 +151,22 @@ impl LiveSession {
     /// US dollars the session has spent on model calls: every call its file records, or (not
     /// kept on disk) every answer in its conversation.
     pub(super) fn spent(&self) -> f64 {
+        self.used().cost.total
+    }
+
+    /// The tokens and dollars of every model call the session made (see [`Self::spent`]).
+    pub(super) fn used(&self) -> reins_ai::Usage {
         match &self.file {
-            Some(file) => lock(file).tree().total_usage().cost.total,
-            None => self
-                .agent
-                .messages()
-                .iter()
-                .filter_map(|message| match message {
-                    reins_ai::Message::Assistant(assistant) => Some(assistant.usage.cost.total),
-                    _ => None,
-                })
-                .sum(),
+            Some(file) => lock(file).tree().total_usage(),
+            None => {
+                let mut total = reins_ai::Usage::default();
+                for message in self.agent.messages() {
+                    if let reins_ai::Message::Assistant(assistant) = message {
+                        total.add(&assistant.usage);
+                    }
+                }
+                total
+            }
         }
     }
 }

@@ -140,12 +140,12 @@ impl Harness {
     fn limits_for(&self, session: &LiveSession, settings: &Settings) -> reins_agent::Limits {
         let mut limits = settings.limits();
         limits.max_cost_usd = settings.max_cost_usd.map(|max| max - session.spent());
-        // A subagent pays from its parent's run's budget; a session's own run opens one that its
-        // subagents will pay from.
+        // A subagent pays from its parent's run's budget, dollars and turns; a session's own run
+        // opens one that its subagents will pay from (turns only, without a cost limit).
         let inherited = lock(&session.spawn).as_ref().map(|spawn| spawn.budget.clone());
         let budget = match inherited {
             Some(budget) => budget,
-            None => limits.max_cost_usd.map(|left| Arc::new(SharedBudget::new(left))),
+            None => Some(Arc::new(SharedBudget::new(limits.max_cost_usd.unwrap_or(f64::INFINITY)))),
         };
         *lock(&session.budget) = budget.clone();
         limits.shared_budget = budget;

@@ -5,7 +5,8 @@
 //! a `reins.subagent` entry where it was spawned. The child works through the same workspace,
 //! approval gate and recorder as any session, with the tools the parent gave it (read-only
 //! unless asked, never more than the parent's), and pays from the parent's budget. Only its
-//! final answer goes back to the parent's model; its events go to every surface, marked with
+//! final answer goes back to the parent's model (and what it spent to the parent's file, as the
+//! `task` result's own usage); its events go to every surface, marked with
 //! the parent's session and tool call, and each tool it starts is a progress line of the
 //! parent's call. Several `task` calls in one answer run at once (the tool is read-only to the
 //! loop: what it changes goes through the child's own gate), at most
@@ -20,7 +21,7 @@ use reins_agent::{
     string_argument,
 };
 use reins_ai::{Content, Message, now_ms};
-use reins_session::{Durability, EntryKind};
+use reins_session::{Durability, EntryKind, UsageRecord};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -139,8 +140,11 @@ impl TypedTool for TaskTool {
         };
         guard.armed = false;
         harness.end_spawn(&child);
-        let path = harness.session(&child).ok().and_then(|session| session.path());
-        let details = json!({ "sessionId": child, "path": path });
+        let session = harness.session(&child).ok();
+        let path = session.as_ref().and_then(|session| session.path());
+        // What the child spent goes into the parent's file with this result (its `usage`).
+        let used = session.map(|session| UsageRecord::from(&session.used()));
+        let details = json!({ "sessionId": child, "path": path, "usage": used });
         Ok(ToolOutput::text(answer(outcome.as_ref())).with_details(details))
     }
 }

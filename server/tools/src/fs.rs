@@ -4,6 +4,7 @@
 //! are resolved, and the result must lie inside one of the roots. Writes are atomic and refuse to
 //! overwrite text that changed since the change was computed; deletes and moves check it too.
 
+use std::collections::HashMap;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Component, Path, PathBuf};
@@ -40,6 +41,12 @@ impl FsWorkspace {
 
     /// [`Workspace::resolve`] for a path that is already a `Path`.
     pub fn resolve_path(&self, path: &Path) -> Result<PathBuf, WorkspaceError> {
+        self.resolve_with(path, None)
+    }
+
+    /// [`FsWorkspace::resolve_path`], its directory's real path taken from (and added to) `dirs`
+    /// when given: the paths of one batch then share the resolution of their directories.
+    fn resolve_with(&self, path: &Path, dirs: Option<&mut RealDirs>) -> Result<PathBuf, WorkspaceError> {
         // Taken literally, `~/x` would create a directory named `~` in the workspace, a trap for
         // the next `rm -rf ~`; the model means the home directory, which it should spell out.
         if path.components().next() == Some(Component::Normal("~".as_ref())) {
@@ -52,7 +59,12 @@ impl FsWorkspace {
         };
         // Only the real path is checked: a root may be reached through an alias (a symlinked
         // home directory), and the real path is what the tools go on to use.
-        let real = real_path(&normalize(&absolute), 0).map_err(|err| io_error(path, &err))?;
+        let normalized = normalize(&absolute);
+        let real = match dirs {
+            Some(dirs) => real_path_in(&normalized, dirs),
+            None => real_path(&normalized, 0),
+        };
+        let real = real.map_err(|err| io_error(path, &err))?;
         if !self.under_roots(&real) {
             return Err(outside());
         }
@@ -76,6 +88,18 @@ impl Workspace for FsWorkspace {
 
     fn is_inside(&self, path: &Path) -> bool {
         self.resolve_path(path).is_ok()
+    }
+
+    fn resolve_all_writable(&self, paths: &[&str]) -> Vec<Result<PathBuf, WorkspaceError>> {
+        let mut dirs = RealDirs::new();
+        let resolve = |path: &&str| {
+            let real = self.resolve_with(Path::new(path), Some(&mut dirs))?;
+            if in_git_dir(&real, &self.roots) {
+                return Err(WorkspaceError::GitDir(real));
+            }
+            Ok(real)
+        };
+        paths.iter().map(resolve).collect()
     }
 
     async fn read_text(&self, path: &Path) -> Result<TextFile, WorkspaceError> {
@@ -188,6 +212,31 @@ fn real_path(path: &Path, hops: usize) -> io::Result<PathBuf> {
         real.push(name);
     }
     Ok(real)
+}
+
+/// Real paths of the directories of one batch of paths, by their normalised path.
+type RealDirs = HashMap<PathBuf, PathBuf>;
+
+/// [`real_path`] of `path`, its directory's real path from `dirs` (resolved once per batch): a
+/// path whose last component is not a symlink is its directory's real path and that name, which
+/// costs one `lstat` instead of a `readlink` per component.
+fn real_path_in(path: &Path, dirs: &mut RealDirs) -> io::Result<PathBuf> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else { return real_path(path, 0) };
+    match fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => return real_path(path, 0),
+        Ok(_) => {}
+        Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+        Err(err) => return Err(err),
+    }
+    let real_dir = match dirs.get(dir) {
+        Some(real) => real.clone(),
+        None => {
+            let real = real_path(dir, 0)?;
+            dirs.insert(dir.to_path_buf(), real.clone());
+            real
+        }
+    };
+    Ok(real_dir.join(name))
 }
 
 /// The file's bytes, `None` when it does not exist.

@@ -67,6 +67,12 @@ pub trait Workspace: Send + Sync {
         Ok(real)
     }
 
+    /// [`Workspace::resolve_writable`] for many paths at once, in order: a checkout's files,
+    /// where an implementation can resolve the directories they share once instead of per path.
+    fn resolve_all_writable(&self, paths: &[&str]) -> Vec<Result<PathBuf, WorkspaceError>> {
+        paths.iter().map(|path| self.resolve_writable(path)).collect()
+    }
+
     /// Whether `path` (absolute), with its symlinks followed, lies inside the roots: a walk
     /// (`grep`, `find`, `ls`) asks this of every symlink it meets, so no tool reads or shows
     /// through a link that leads out.

@@ -305,3 +305,36 @@ fn a_name_that_merely_ends_in_git_is_written() {
         "#]],
     );
 }
+
+/// A checkout resolves its files together, sharing their directories' resolution: each answer is
+/// the one the path gets alone, symlinks, escapes, `.git` and missing directories included.
+#[test]
+fn paths_resolved_together_resolve_as_each_alone() {
+    let fixture = fixture();
+    std::fs::create_dir_all(fixture.path(".git")).unwrap();
+    let outside = format!("{}/secret.txt", fixture.outside.display());
+    let paths = [
+        "inside.txt",
+        "sub/deeper.txt",
+        "sub/new.txt",
+        "inner/deeper.txt",
+        "inner/new.txt",
+        "link-file",
+        "link-dir/secret.txt",
+        "link-dir/new/file.txt",
+        "dangling",
+        "missing/dir/file.txt",
+        "missing/dir/other.txt",
+        "inner/../sub/./deeper.txt",
+        "../outside/secret.txt",
+        outside.as_str(),
+        ".git/config",
+        "sub/.git/hooks/x",
+        "inside.txt/below",
+    ];
+    let together = fixture.workspace.resolve_all_writable(&paths);
+    let alone: Vec<_> = paths.iter().map(|path| fixture.workspace.resolve_writable(path)).collect();
+    assert_eq!(together, alone);
+    let inside = together.iter().filter(|answer| answer.is_ok()).count();
+    assert_eq!(inside, 8, "{together:#?}");
+}

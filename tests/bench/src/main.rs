@@ -50,8 +50,12 @@ struct Figures {
     per_turn_overhead: Duration,
     /// Peak RSS of the tool-loop run; `None` when it could not be measured.
     peak_rss_kib: Option<u64>,
+    /// The peaks of the tool-loop run's anonymous and file-backed parts (reins only).
+    turn: Option<resident::Resident>,
     /// An initialized, idle `reins lsp` (reins only: the peers have no language server).
     idle_lsp: Option<resident::Resident>,
+    /// The size of the `reins` binary on disk (reins only).
+    binary_bytes: Option<u64>,
 }
 
 fn main() {
@@ -242,17 +246,19 @@ async fn measure_reins(reins: &Path, workspace: &Path) -> Figures {
 
     // A separate run of the loop under the wrapper, so the wrapper does not touch the timings.
     let server = ScriptedServer::start(tool_loop_script()).await;
-    let peak_rss_kib = peak_rss_kib_of(&reins_command(reins, workspace, &server, "read the file line by line"))
+    let peak = peak_resident_of(&reins_command(reins, workspace, &server, "read the file line by line"))
         .await
         .inspect_err(|why| eprintln!("bench: reins peak RSS not measured: {why}"))
         .ok();
+    let (peak_rss_kib, turn) = (peak.map(|(kib, _)| kib), peak.map(|(_, parts)| parts));
 
     let idle_lsp = resident::idle_lsp(reins, workspace)
         .await
         .inspect_err(|why| eprintln!("bench: idle reins lsp not measured: {why}"))
         .ok();
 
-    Figures { startup, one_turn, per_turn_overhead, peak_rss_kib, idle_lsp }
+    let binary_bytes = std::fs::metadata(reins).map(|meta| meta.len()).ok();
+    Figures { startup, one_turn, per_turn_overhead, peak_rss_kib, turn, idle_lsp, binary_bytes }
 }
 
 /// `LOOP_TURNS` turns, each reading one line of `lines.txt`, then a final answer.
@@ -311,12 +317,17 @@ where
 
 /// Peak RSS in KiB of one run of `command` (program, arguments, environment and directory; its
 /// stdin and stdout are null), for one process at a time.
+pub async fn peak_rss_kib_of(command: &std::process::Command) -> Result<u64, String> {
+    peak_resident_of(command).await.map(|(kib, _)| kib)
+}
+
+/// [`peak_rss_kib_of`], with the peaks of the run's anonymous and file-backed parts, sampled.
 ///
 /// The bench's own `RUSAGE_CHILDREN` mixes every child it ever waited for, and a child's peak
 /// starts from the memory of the process that spawned it; so the command runs as the only child
 /// of a fresh, small copy of this binary ([`run_rss_wrapper`]), which reports the figure in a
 /// file. The floor this leaves is the wrapper's own RSS at spawn time, about 2 MB.
-pub async fn peak_rss_kib_of(command: &std::process::Command) -> Result<u64, String> {
+pub async fn peak_resident_of(command: &std::process::Command) -> Result<(u64, resident::Resident), String> {
     let exe = std::env::current_exe().map_err(|err| format!("cannot find the bench binary: {err}"))?;
     let scratch = tempfile::tempdir().map_err(|err| format!("cannot make a temp dir: {err}"))?;
     let report = scratch.path().join("peak-rss-kib");
@@ -342,21 +353,34 @@ pub async fn peak_rss_kib_of(command: &std::process::Command) -> Result<u64, Str
         return Err(format!("{:?} failed under the RSS wrapper: {status}", command.get_program()));
     }
     let text = std::fs::read_to_string(&report).map_err(|err| format!("the RSS wrapper left no figure: {err}"))?;
-    text.trim().parse().map_err(|_| format!("the RSS wrapper wrote {text:?}, not a number"))
+    let numbers: Vec<u64> = text.split_whitespace().filter_map(|number| number.parse().ok()).collect();
+    let [peak, anonymous_kib, file_kib, binary_kib] = numbers[..] else {
+        return Err(format!("the RSS wrapper wrote {text:?}, not four numbers"));
+    };
+    let parts = resident::Resident { total_kib: peak, anonymous_kib, file_kib, binary_kib };
+    Ok((peak, parts))
 }
 
 /// The wrapper side of [`peak_rss_kib_of`]: runs `PROGRAM ARGS…` as this process's only child,
-/// writes its peak RSS (KiB) to `FILE`, and exits with the program's exit code.
+/// writes its peak RSS and the sampled peaks of its anonymous, file-backed and own-binary parts
+/// (KiB) to `FILE`, and exits with the program's exit code.
 fn run_rss_wrapper(args: &[OsString]) -> i32 {
     let [report, program, program_args @ ..] = args else {
         eprintln!("bench: usage: reins-bench {RSS_WRAPPER_FLAG} FILE PROGRAM [ARGS...]");
         return 2;
     };
-    let status = match std::process::Command::new(program).args(program_args).status() {
-        Ok(status) => status,
+    let mut child = match std::process::Command::new(program).args(program_args).spawn() {
+        Ok(child) => child,
         Err(err) => {
             eprintln!("bench: cannot run {program:?}: {err}");
             return 127;
+        }
+    };
+    let (status, parts) = match resident::wait_sampling(&mut child) {
+        Ok(done) => done,
+        Err(err) => {
+            eprintln!("bench: cannot wait for {program:?}: {err}");
+            return 2;
         }
     };
     // With a single child, RUSAGE_CHILDREN is that child's peak (or of what it waited for).
@@ -367,7 +391,8 @@ fn run_rss_wrapper(args: &[OsString]) -> i32 {
             return 2;
         }
     };
-    if let Err(err) = std::fs::write(report, peak.to_string()) {
+    let figures = format!("{peak} {} {} {}", parts.anonymous_kib, parts.file_kib, parts.binary_kib);
+    if let Err(err) = std::fs::write(report, figures) {
         eprintln!("bench: cannot write {report:?}: {err}");
         return 2;
     }
@@ -392,14 +417,19 @@ type Row = (&'static str, fn(&Figures) -> Option<f64>, &'static str);
 fn print_figures(reins: &Figures, peers: &[(String, Result<Figures, String>)]) {
     let measured: Vec<(&str, &Figures)> =
         peers.iter().filter_map(|(name, figures)| Some((name.as_str(), figures.as_ref().ok()?))).collect();
-    let rows: [Row; 7] = [
+    let rows: [Row; 12] = [
         ("startup (--version)", |f| Some(ms(f.startup)), "ms"),
         ("one-turn run", |f| Some(ms(f.one_turn)), "ms"),
         ("overhead per turn (x100)", |f| Some(ms(f.per_turn_overhead)), "ms"),
         ("peak RSS (tool loop)", |f| f.peak_rss_kib.map(|kib| kib as f64 / 1024.0), "MB"),
+        ("  anonymous, at most", |f| f.turn.map(|r| r.anonymous_kib as f64 / 1024.0), "MB"),
+        ("  file-backed, at most", |f| f.turn.map(|r| r.file_kib as f64 / 1024.0), "MB"),
+        ("    of the binary", |f| f.turn.map(|r| r.binary_kib as f64 / 1024.0), "MB"),
         ("idle reins lsp RSS", |f| f.idle_lsp.map(|r| r.total_kib as f64 / 1024.0), "MB"),
         ("  anonymous", |f| f.idle_lsp.map(|r| r.anonymous_kib as f64 / 1024.0), "MB"),
         ("  file-backed", |f| f.idle_lsp.map(|r| r.file_kib as f64 / 1024.0), "MB"),
+        ("    of the binary", |f| f.idle_lsp.map(|r| r.binary_kib as f64 / 1024.0), "MB"),
+        ("binary size", |f| f.binary_bytes.map(|bytes| bytes as f64 / 1024.0 / 1024.0), "MB"),
     ];
     let show = |value: Option<f64>, unit: &str| match value {
         Some(value) if value < 10.0 => format!("{value:.3} {unit}"),

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use scripted_llm::{Reply, ScriptedServer};
 use serde_json::json;
 
-use crate::{Figures, LOOP_TURNS, median_of, peak_rss_kib_of, tool_loop_script};
+use crate::{Figures, LOOP_TURNS, median_of, peak_resident_of, tool_loop_script};
 
 /// The pi the bench compares with first (the current one), and the one before it.
 pub const PI_VERSIONS: [&str; 2] = ["1.6.0", "0.73.1"];
@@ -71,12 +71,20 @@ pub async fn measure_pi(pi: &Pi, workspace: &Path) -> Result<Figures, String> {
 
     let server = ScriptedServer::start(tool_loop_script()).await;
     pi.configure(&server)?;
-    let peak_rss_kib = peak_rss_kib_of(&pi.command(workspace, &print_args("read the file line by line")))
+    let (peak_rss_kib, turn) = peak_resident_of(&pi.command(workspace, &print_args("read the file line by line")))
         .await
         .map_err(|why| format!("pi peak RSS: {why}"))?;
     all_replies_played(&server)?;
 
-    Ok(Figures { startup, one_turn, per_turn_overhead, peak_rss_kib: Some(peak_rss_kib), idle_lsp: None })
+    Ok(Figures {
+        startup,
+        one_turn,
+        per_turn_overhead,
+        peak_rss_kib: Some(peak_rss_kib),
+        turn: Some(turn),
+        idle_lsp: None,
+        binary_bytes: None,
+    })
 }
 
 impl Pi {

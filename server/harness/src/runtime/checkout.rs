@@ -126,8 +126,10 @@ impl Harness {
         journal: Journal,
     ) -> Result<Vec<(reins_checkpoints::JournalFile, Written)>, HarnessError> {
         let workspace = self.options.workspace.clone();
-        let inside = move |path: &Path| {
-            path.to_str().is_some_and(|text| workspace.resolve_writable(text).is_ok_and(|real| real == path))
+        let inside_now = inside_workspace(workspace.as_ref(), &journal);
+        let inside = move |path: &Path| match inside_now.get(path) {
+            Some(inside) => *inside,
+            None => path.to_str().is_some_and(|text| workspace.resolve_writable(text).is_ok_and(|real| real == path)),
         };
         let written = journal.apply(&inside);
         let file = session.file()?.clone();
@@ -168,8 +170,8 @@ impl Harness {
         };
         let mut resolved = HashMap::new();
         let mut current = HashMap::new();
-        for recorded in plan.recorded_paths() {
-            let path = self.resolve_recorded(&cwd, recorded);
+        let recorded_paths = plan.recorded_paths();
+        for (recorded, path) in recorded_paths.iter().zip(self.resolve_recorded(&cwd, &recorded_paths)) {
             if let Ok(path) = &path
                 && !current.contains_key(path)
             {
@@ -199,16 +201,23 @@ impl Harness {
         })
     }
 
-    /// A recorded path (relative to the session's working directory) inside the workspace, or
-    /// why it is not.
-    fn resolve_recorded(&self, cwd: &Path, recorded: &str) -> Result<PathBuf, String> {
-        let full = cwd.join(recorded);
-        let full = full.to_str().ok_or_else(|| "its path is not UTF-8".to_string())?;
-        self.options.workspace.resolve_writable(full).map_err(|err| match err {
+    /// Each recorded path (relative to the session's working directory) inside the workspace,
+    /// or why it is not; resolved together, so the directories they share are resolved once.
+    fn resolve_recorded(&self, cwd: &Path, recorded: &[&str]) -> Vec<Result<PathBuf, String>> {
+        let full: Vec<PathBuf> = recorded.iter().map(|recorded| cwd.join(recorded)).collect();
+        let utf8: Vec<&str> = full.iter().filter_map(|full| full.to_str()).collect();
+        let mut resolved = self.options.workspace.resolve_all_writable(&utf8).into_iter();
+        let why = |err| match err {
             WorkspaceError::OutsideRoots { .. } => "it is outside the workspace".to_string(),
             WorkspaceError::GitDir(_) => "it is inside .git, which only git and the user change".to_string(),
             other => other.to_string(),
-        })
+        };
+        let not_utf8 = || Err("its path is not UTF-8".to_string());
+        let each = |full: &PathBuf| match full.to_str() {
+            Some(_) => resolved.next().map_or_else(not_utf8, |answer| answer.map_err(why)),
+            None => not_utf8(),
+        };
+        full.iter().map(each).collect()
     }
 
     /// A file's content now: the open buffer, else the disk; `None` when there is no such file.
@@ -223,6 +232,26 @@ impl Harness {
             Err(err) => Err(format!("it cannot be read: {err}")),
         }
     }
+}
+
+/// Whether each file of `journal` and each directory above it up to its root is inside the
+/// workspace as it is (its real path is itself, writable), resolved together just before the
+/// journal is applied; a path not asked here is resolved when asked.
+fn inside_workspace(workspace: &dyn reins_tools::Workspace, journal: &Journal) -> HashMap<PathBuf, bool> {
+    let roots = workspace.roots();
+    let mut paths: Vec<&Path> = Vec::new();
+    for file in &journal.files {
+        paths.extend(file.path.ancestors().take_while(|path| roots.iter().any(|root| path.starts_with(root))));
+    }
+    paths.sort();
+    paths.dedup();
+    let texts: Vec<&str> = paths.iter().filter_map(|path| path.to_str()).collect();
+    let answers = workspace.resolve_all_writable(&texts);
+    texts
+        .iter()
+        .zip(answers)
+        .map(|(text, real)| (PathBuf::from(text), real.is_ok_and(|real| real == Path::new(text))))
+        .collect()
 }
 
 #[cfg(test)]

@@ -49,7 +49,9 @@ async fn one_family(reins: &Path, count: usize) -> Result<(u64, Duration), Strin
     std::fs::write(dir.path().join("lines.txt"), lines).map_err(|err| err.to_string())?;
     let home = dir.path().join("home");
     std::fs::create_dir_all(&home).map_err(|err| err.to_string())?;
-    std::fs::write(home.join("config.toml"), format!("[limits]\nmax_subagents = {count}\n"))
+    // Children's model calls count against the parent's `max_turns`: ten children of ten turns
+    // each go past the default, so the family gets room for all of them.
+    std::fs::write(home.join("config.toml"), format!("[limits]\nmax_subagents = {count}\nmax_turns = 1000\n"))
         .map_err(|err| err.to_string())?;
     let mut script = vec![(0..count).fold(Reply::default(), |reply, n| {
         reply.with_tool_call(format!("t{n}"), "task", json!({"prompt": format!("job-{n}-of-the-bench")}))

@@ -51,6 +51,9 @@ pub struct WorktreeChange {
     pub path: String,
     pub base: Option<String>,
     pub after: Option<String>,
+    /// The agent left a symbolic link or another file that is not a regular one here: it is
+    /// never read through (a link could point at anything the sandbox hides) nor carried over.
+    pub not_a_file: bool,
 }
 
 /// What the agent's change to one file makes of the user's file now.
@@ -212,9 +215,13 @@ impl Worktree {
         for path in names.split(|byte| *byte == 0).filter(|path| !path.is_empty()) {
             let path = String::from_utf8_lossy(path).into_owned();
             let base = git_bytes(&self.dir, &["show", &format!("{}:{path}", self.base)]).ok();
-            let after = std::fs::read(self.dir.join(&path)).ok();
+            let (after, not_a_file) = match read_regular(&self.dir, &path) {
+                Read::File(bytes) => (Some(bytes), false),
+                Read::Gone => (None, false),
+                Read::NotAFile => (None, true),
+            };
             let text = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).into_owned();
-            changes.push(WorktreeChange { path, base: base.map(text), after: after.map(text) });
+            changes.push(WorktreeChange { path, base: base.map(text), after: after.map(text), not_a_file });
         }
         Ok(changes)
     }
@@ -257,9 +264,49 @@ impl Worktree {
     }
 }
 
+/// What is at a path the agent changed.
+enum Read {
+    File(Vec<u8>),
+    Gone,
+    NotAFile,
+}
+
+/// Reads `path` in the worktree `dir` only if it is a regular file inside it: no symbolic link
+/// at its end or on its way (checked again on the open file, in case one was swapped in).
+fn read_regular(dir: &Path, path: &str) -> Read {
+    use std::io::Read as _;
+    use std::os::unix::fs::MetadataExt;
+    let full = dir.join(path);
+    let stat = match std::fs::symlink_metadata(&full) {
+        Ok(stat) => stat,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Read::Gone,
+        Err(_) => return Read::NotAFile,
+    };
+    let inside = |parent: &Path| match (parent.canonicalize(), dir.canonicalize()) {
+        (Ok(parent), Ok(dir)) => parent.starts_with(dir),
+        _ => false,
+    };
+    if !stat.file_type().is_file() || !full.parent().is_some_and(inside) {
+        return Read::NotAFile;
+    }
+    let Ok(mut file) = std::fs::File::open(&full) else { return Read::NotAFile };
+    match file.metadata() {
+        Ok(opened) if opened.dev() == stat.dev() && opened.ino() == stat.ino() => {}
+        _ => return Read::NotAFile,
+    }
+    let mut bytes = Vec::new();
+    match file.read_to_end(&mut bytes) {
+        Ok(_) => Read::File(bytes),
+        Err(_) => Read::NotAFile,
+    }
+}
+
 /// One file's merge: the agent's change onto the user's file now.
 fn merge_file(change: &WorktreeChange, current: Option<&str>) -> Result<Option<String>, Conflict> {
     let conflict = |description: &str| Conflict { lines: 0..0, description: format!("{}: {description}", change.path) };
+    if change.not_a_file {
+        return Err(conflict("the agent left a symbolic link or special file here, which is not carried over"));
+    }
     if current == change.base.as_deref() {
         return Ok(change.after.clone());
     }
@@ -408,6 +455,24 @@ mod tests {
             ]
         "#]]
         .assert_debug_eq(&shown);
+    }
+
+    #[test]
+    fn a_link_the_agent_leaves_is_a_conflict_and_is_never_read_through() {
+        let (tmp, repo, data) = repo();
+        let secret = tmp.path().join("secret.txt");
+        std::fs::write(&secret, "the key\n").unwrap();
+        let worktree = Worktree::create(&repo, &data, "w1").unwrap();
+        std::os::unix::fs::symlink(&secret, worktree.dir.join("leak.txt")).unwrap();
+        std::fs::remove_file(worktree.dir.join("b.txt")).unwrap();
+        std::os::unix::fs::symlink(&secret, worktree.dir.join("b.txt")).unwrap();
+        let merged = worktree.merge().unwrap();
+        for path in ["b.txt", "leak.txt"] {
+            let one = merged.iter().find(|merged| merged.path == path).unwrap();
+            let conflict = one.result.clone().unwrap_err();
+            assert!(conflict.description.contains("symbolic link"), "{conflict:?}");
+        }
+        assert!(!format!("{merged:?}").contains("the key"), "{merged:?}");
     }
 
     #[test]

@@ -22,6 +22,28 @@ pub(crate) trait Texts {
     fn text_of(&self, path: &Path) -> Option<String>;
 }
 
+/// The largest file read from disk to place an answer's positions: a language server or an
+/// editor may name any path, `/dev/zero` included.
+const MAX_TEXT_BYTES: u64 = 16 << 20;
+
+/// The text of `path` on disk, when it is a regular file (a FIFO named in an answer would block
+/// the read forever) of at most [`MAX_TEXT_BYTES`].
+pub fn disk_text(path: &Path) -> Option<String> {
+    use std::io::Read as _;
+    let regular = |stat: std::fs::Metadata| stat.is_file() && stat.len() <= MAX_TEXT_BYTES;
+    // Looked at before the open, which would wait for a FIFO's writer, and again on the open file.
+    if !regular(std::fs::metadata(path).ok()?) {
+        return None;
+    }
+    let file = std::fs::File::open(path).ok()?;
+    if !regular(file.metadata().ok()?) {
+        return None;
+    }
+    let mut text = String::new();
+    file.take(MAX_TEXT_BYTES).read_to_string(&mut text).ok()?;
+    Some(text)
+}
+
 /// The path of a `file://` URI.
 pub(crate) fn path_of(uri: &Uri) -> Option<PathBuf> {
     (uri.scheme().as_str() == "file").then(|| uri.to_file_path().map(|path| path.into_owned())).flatten()
@@ -314,5 +336,24 @@ fn kind_name(kind: SymbolKind) -> &'static str {
         SymbolKind::OPERATOR => "operator",
         SymbolKind::TYPE_PARAMETER => "type parameter",
         _ => "symbol",
+    }
+}
+
+#[cfg(test)]
+mod disk_tests {
+    use super::*;
+
+    #[test]
+    fn only_regular_files_of_a_bounded_size_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.py");
+        std::fs::write(&file, "x = 1\n").unwrap();
+        assert_eq!(disk_text(&file).as_deref(), Some("x = 1\n"));
+        assert_eq!(disk_text(Path::new("/dev/zero")), None);
+        assert_eq!(disk_text(dir.path()), None);
+        assert_eq!(disk_text(&dir.path().join("missing")), None);
+        let fifo = dir.path().join("fifo");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        assert_eq!(disk_text(&fifo), None, "a FIFO is not waited on");
     }
 }

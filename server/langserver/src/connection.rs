@@ -388,7 +388,7 @@ impl Connection {
         if let Some(document) = lock(&self.state).documents.get(path) {
             return Some(document.text.clone());
         }
-        std::fs::read_to_string(path).ok()
+        crate::answers::disk_text(path)
     }
 
     /// What the server last published for `path`.

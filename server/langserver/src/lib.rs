@@ -17,6 +17,7 @@ mod encoding;
 mod servers;
 mod source;
 
+pub use answers::disk_text;
 pub use config::{ServerConfig, language_id, on_path, ready_made, root_of};
 pub use editor::{Editor, EditorAnswer, EditorServers};
 pub use encoding::Encoding;

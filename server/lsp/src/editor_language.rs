@@ -69,7 +69,7 @@ impl Editor for EditorLanguage {
         if let Some(document) = lock(&self.documents).by_path(path) {
             return Some(document.text());
         }
-        std::fs::read_to_string(path).ok()
+        reins_langserver::disk_text(path)
     }
 
     async fn request(&self, path: Option<&Path>, method: &str, params: Value) -> Result<Option<EditorAnswer>, String> {

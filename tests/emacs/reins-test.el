@@ -93,11 +93,12 @@ holding FILES ((NAME . TEXT) ...).  The environment then names the server as a u
     dir))
 
 (defun reins-test-load-reins ()
-  "Load editors/emacs/reins.el as a user does, recording every `reins/event' it handles.
+  "Load editors/emacs/reins.el and reins-eglot.el as a user of the eglot set-up does, recording every `reins/event' it handles.
 Emacs then reads a megabyte of process output at a time (as many LSP users set it) and is busy
 for 0.3 s right after sending each command, as a busy Emacs is: the server's answer and what
 follows it (a run's events, a `workspace/applyEdit') wait in the pipe and arrive in one read."
   (load (expand-file-name "../editors/emacs/reins.el" reins-test-root) nil t)
+  (load (expand-file-name "../editors/emacs/reins-eglot.el" reins-test-root) nil t)
   (cl-defmethod eglot-handle-notification :before (_server (_method (eql reins/event)) &rest params)
     (push params reins-test-events))
   (setq read-process-output-max (* 1024 1024))
@@ -129,6 +130,44 @@ picker, as a user would; returns the titles that were offered."
       (let ((last-nonmenu-event ?\r))
         (eglot--read-execute-code-action actions (eglot-current-server) nil)))
     titles))
+
+;;; reins.el: its own connection, beside the buffer's language server
+
+(defun reins-test-load-reins-el ()
+  "Load editors/emacs/reins.el as a user does, recording every `reins/event' it hears.
+As in `reins-test-load-reins', Emacs reads a megabyte of output at a time and is busy for 0.3 s
+after sending each command, so an answer and what follows it arrive in one read."
+  (load (expand-file-name "../editors/emacs/reins.el" reins-test-root) nil t)
+  (add-hook 'reins-event-functions (lambda (_connection params) (push params reins-test-events)))
+  (setq read-process-output-max (* 1024 1024))
+  (advice-add 'jsonrpc-connection-send :after
+              (lambda (_connection &rest message)
+                (when (equal (plist-get message :method) :workspace/executeCommand)
+                  (call-process "sleep" nil nil nil "0.3")))))
+
+(defun reins-test-chat-buffer ()
+  "The chat buffer, or a failure."
+  (or (cl-find-if (lambda (b) (eq (buffer-local-value 'major-mode b) 'reins-chat-mode)) (buffer-list))
+      (reins-test-fail "there is no chat buffer")))
+
+(defun reins-test-type-and-send (text)
+  "Type TEXT in the chat's prompt and press C-c C-c, as a user does."
+  (goto-char (point-max))
+  (insert text)
+  (call-interactively (key-binding (kbd "C-c C-c"))))
+
+(defun reins-test-chat-shows (regexp)
+  "Whether the chat's transcript holds a match for REGEXP."
+  (with-current-buffer (reins-test-chat-buffer)
+    (string-match-p regexp (buffer-substring-no-properties (point-min) reins-chat--prompt))))
+
+(defun reins-test-tool-results ()
+  "The text of each tool result of the last run, in order."
+  (let ((end (plist-get (reins-test-event "agent_end") :event)))
+    (cl-loop for m across (plist-get end :messages)
+             when (equal (plist-get m :role) "toolResult")
+             collect (mapconcat (lambda (block) (or (plist-get block :text) ""))
+                                (append (plist-get m :content) nil) ""))))
 
 (provide 'reins-test)
 ;;; reins-test.el ends here

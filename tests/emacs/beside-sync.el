@@ -1,0 +1,67 @@
+;;; beside-sync.el --- reins beside the buffer's own language server  -*- lexical-binding: t; -*-
+
+;; Run in batch (see scripts/test):
+;;   REINS_BIN=… SCRIPTED_LLM_BIN=… emacs -Q --batch -l tests/emacs/beside-sync.el
+;;
+;; The buffer has its own language server: eglot runs pyright (tests/langservers/install.sh) on
+;; a Python file with an undefined name.  reins.el starts `reins lsp' beside it, on a connection
+;; of its own, and eglot keeps pyright.  The user types a line and does not save; the model
+;; reads the file and asks for the diagnostics: it reads the unsaved line (didOpen/didChange),
+;; and pyright's error (Flymake's, forwarded through `reins/diagnostics').
+
+(load (expand-file-name "reins-test.el" (file-name-directory load-file-name)) nil t)
+
+(defun reins-test-pyright ()
+  "The path of pyright-langserver, installed by tests/langservers/install.sh when missing."
+  (let ((prefix (with-temp-buffer
+                  (unless (zerop (call-process "bash" nil (list t nil) nil
+                                               (expand-file-name "langservers/install.sh" reins-test-root)))
+                    (reins-test-fail "tests/langservers/install.sh failed"))
+                  (string-trim (buffer-string)))))
+    (expand-file-name "node_modules/.bin/pyright-langserver" prefix)))
+
+(let* ((dir (reins-test-setup
+             (vector `((toolCalls . ,(vector '((id . "call_1") (name . "read") (arguments . ((path . "calc.py"))))
+                                             '((id . "call_2") (name . "diagnostics") (arguments . ((paths . ["calc.py"])))))))
+                     '((text . "The file uses an undefined name.")))
+             '(("calc.py" . "def total(xs):\n    return sum(xs) + missing_name\n"))))
+       (file (expand-file-name "calc.py" dir))
+       (pyright (reins-test-pyright)))
+  (reins-test-load-reins-el)
+  ;; The user's own set-up: eglot with pyright for Python.
+  (require 'eglot)
+  (add-to-list 'eglot-server-programs `((python-mode python-ts-mode) ,pyright "--stdio"))
+  (find-file file)
+  (python-mode)
+  (apply #'eglot (eglot--guess-contact))
+  (reins-test-wait "pyright to connect" (lambda () (eglot-current-server)))
+  (flymake-start)
+  (reins-test-wait "pyright's diagnostic in Flymake"
+                   (lambda () (cl-some (lambda (d) (string-match-p "missing_name" (flymake-diagnostic-text d)))
+                                       (flymake-diagnostics))))
+  ;; Unsaved typing, before and after reins starts.
+  (goto-char (point-min))
+  (insert "# typed before reins\n")
+  (reins-chat)
+  (set-buffer (find-buffer-visiting file))
+  (goto-char (point-max))
+  (insert "# typed after, not saved\n")
+  (with-current-buffer (reins-test-chat-buffer)
+    (reins-test-type-and-send "What is wrong in calc.py?"))
+  (reins-test-wait "the run to end" (lambda () (reins-test-event "agent_end")))
+  (let ((results (reins-test-tool-results)))
+    (unless (string-match-p "# typed before reins" (car results))
+      (reins-test-fail "the model did not read the unsaved text: %S" (car results)))
+    (unless (string-match-p "# typed after, not saved" (car results))
+      (reins-test-fail "the model did not read the change: %S" (car results)))
+    (unless (string-match-p "calc\\.py:3:[0-9]+: error.*\"missing_name\" is not defined (Pyright)" (cadr results))
+      (reins-test-fail "the model did not get pyright's diagnostic: %S" (cadr results))))
+  ;; eglot still runs pyright for the buffer; reins is not one of eglot's servers.
+  (with-current-buffer (find-buffer-visiting file)
+    (let ((server (eglot-current-server)))
+      (unless (and server (jsonrpc-running-p server))
+        (reins-test-fail "eglot lost the buffer's own server"))
+      (when (equal (plist-get (eglot--server-info server) :name) "reins")
+        (reins-test-fail "reins took the place of the buffer's own server")))
+    (unless (buffer-modified-p) (reins-test-fail "the buffer was saved behind the user's back")))
+  (reins-test-pass "reins ran beside pyright, read unsaved typing and was told pyright's error"))

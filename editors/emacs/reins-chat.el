@@ -102,13 +102,14 @@ cancels the running turn, \\[reins-chat-new] starts a new session.
   (let ((inhibit-read-only t)
         (prompt (if reins-chat--prompt (buffer-substring-no-properties reins-chat--prompt (point-max)) "")))
     (erase-buffer)
-    (setq reins-chat--output (copy-marker (point-min) t)
-          reins-chat--last nil
+    (setq reins-chat--last nil
           reins-chat--tools (make-hash-table :test #'equal)
           reins-chat--todo nil
           reins-chat--proposals (make-hash-table :test #'equal))
     (insert (propertize (reins-chat--separator) 'read-only t 'front-sticky t 'rear-nonsticky t))
-    (setq reins-chat--prompt (copy-marker (point)))
+    (setq reins-chat--prompt (copy-marker (point))
+          ;; Made after the separator, so that what is written at it goes before the separator.
+          reins-chat--output (copy-marker (point-min) t))
     (insert prompt)))
 
 (defun reins-chat (&optional root)
@@ -132,7 +133,7 @@ line before them."
         (unless (or (bobp) (eq (char-before) ?\n)) (insert (propertize "\n" 'read-only t)))
         (when (and (not (bobp)) (or (eq kind 'user) (and (eq kind 'text) (memq reins-chat--last '(user user-line)))))
           (insert (propertize "\n" 'read-only t))))
-      (insert (propertize text 'read-only t 'face face))
+      (insert (propertize text 'read-only t 'front-sticky '(read-only) 'face face))
       (setq reins-chat--last kind))))
 
 (defun reins-chat--line (kind text &optional face)
@@ -282,7 +283,9 @@ line before them."
                                             (plist-get delta :attempt) (plist-get delta :maxRetries))
                             'reins-chat-notice)))))
     ("tool_execution_start"
-     (reins-chat--tool-start (plist-get event :toolCallId) (plist-get event :toolName) (plist-get event :args)))
+     ;; The todo list shows itself (todo_update): a line for its call would say nothing more.
+     (unless (equal (plist-get event :toolName) "todo")
+       (reins-chat--tool-start (plist-get event :toolCallId) (plist-get event :toolName) (plist-get event :args))))
     ("tool_execution_end"
      (let ((result (plist-get event :result)))
        (reins-chat--tool-end (plist-get event :toolCallId) (eq (plist-get event :isError) t)

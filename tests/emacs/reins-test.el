@@ -27,6 +27,10 @@
 (defun reins-test-fail (format-string &rest args)
   ;; Straight to stderr: a test may be capturing `message'.
   (princ (format "FAIL: %s\n" (apply #'format format-string args)) #'external-debugging-output)
+  (dolist (buffer (buffer-list))
+    (when (eq (buffer-local-value 'major-mode buffer) 'reins-chat-mode)
+      (princ (format "%s:\n%s\n" (buffer-name buffer) (with-current-buffer buffer (buffer-string)))
+             #'external-debugging-output)))
   (kill-emacs 1))
 
 (defun reins-test-pass (what)

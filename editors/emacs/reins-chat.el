@@ -13,6 +13,7 @@
 (declare-function reins--hunks-text "reins")
 (declare-function reins--uri-to-path "reins")
 (declare-function reins-execute "reins")
+(declare-function reins-review "reins-review")
 (declare-function reins-execute-async "reins")
 (declare-function reins--root "reins")
 (declare-function reins-connection-root "reins")
@@ -50,6 +51,7 @@
     (define-key map (kbd "C-c C-c") #'reins-chat-send)
     (define-key map (kbd "C-c C-k") #'reins-chat-cancel)
     (define-key map (kbd "C-c C-n") #'reins-chat-new)
+    (define-key map (kbd "C-c C-r") #'reins-review)
     map)
   "Keys of the chat.")
 
@@ -65,7 +67,7 @@ cancels the running turn, \\[reins-chat-new] starts a new session.
 (defun reins-chat--separator ()
   "The line between transcript and prompt, naming the keys."
   (concat (propertize (substitute-command-keys
-                       "── \\<reins-chat-mode-map>\\[reins-chat-send] send · \\[reins-chat-cancel] cancel · \\[reins-chat-new] new session ──")
+                       "── \\<reins-chat-mode-map>\\[reins-chat-send] send · \\[reins-chat-cancel] cancel · \\[reins-review] review · \\[reins-chat-new] new session ──")
                       'face 'reins-chat-separator)
           "\n"))
 

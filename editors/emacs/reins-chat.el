@@ -14,6 +14,8 @@
 (declare-function reins--uri-to-path "reins")
 (declare-function reins-execute "reins")
 (declare-function reins-review "reins-review")
+(declare-function reins-sessions "reins-sessions")
+(declare-function reins-tree "reins-sessions")
 (declare-function reins-execute-async "reins")
 (declare-function reins--root "reins")
 (declare-function reins-connection-root "reins")
@@ -52,6 +54,8 @@
     (define-key map (kbd "C-c C-k") #'reins-chat-cancel)
     (define-key map (kbd "C-c C-n") #'reins-chat-new)
     (define-key map (kbd "C-c C-r") #'reins-review)
+    (define-key map (kbd "C-c C-s") #'reins-sessions)
+    (define-key map (kbd "C-c C-t") #'reins-tree)
     map)
   "Keys of the chat.")
 
@@ -67,7 +71,7 @@ cancels the running turn, \\[reins-chat-new] starts a new session.
 (defun reins-chat--separator ()
   "The line between transcript and prompt, naming the keys."
   (concat (propertize (substitute-command-keys
-                       "── \\<reins-chat-mode-map>\\[reins-chat-send] send · \\[reins-chat-cancel] cancel · \\[reins-review] review · \\[reins-chat-new] new session ──")
+                       "── \\<reins-chat-mode-map>\\[reins-chat-send] send · \\[reins-chat-cancel] cancel · \\[reins-sessions] sessions · \\[reins-tree] tree · C-h m more ──")
                       'face 'reins-chat-separator)
           "\n"))
 

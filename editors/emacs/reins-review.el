@@ -69,7 +69,7 @@ lists of lines."
 
 (defun reins-review--help ()
   (substitute-command-keys
-   "\\<reins-review-mode-map>\\[reins-review-toggle] accept/reject the hunk · \\[reins-review-apply] apply the edit as marked · \\[reins-review-reject] reject it · \\[reins-review-next]/\\[reins-review-previous] next/previous hunk · \\[reins-review-visit] go there\n"))
+   "\\<reins-review-mode-map>\\[reins-review-toggle] toggle hunk · \\[reins-review-apply] apply marked · \\[reins-review-reject] reject · \\[reins-review-next]/\\[reins-review-previous] move · \\[reins-review-visit] visit\n"))
 
 (defun reins-review--title (connection edit)
   "The line that heads EDIT of CONNECTION."
@@ -253,7 +253,11 @@ reason you may give), or none (rejected).  A command or call runs."
                                 reins-review--pending)))
          (when entry
            (setq reins-review--pending (delq entry reins-review--pending))
-           (reins-review--render))))
+           (reins-review--render)
+           ;; Nothing left to decide: the window goes back to what it showed (the file, often).
+           (unless reins-review--pending
+             (dolist (window (get-buffer-window-list reins-review-buffer nil t))
+               (quit-restore-window window 'bury))))))
       ("connection_closed"
        (setq reins-review--pending (cl-remove connection reins-review--pending :key #'car))
        (when (get-buffer reins-review-buffer) (reins-review--render))))))

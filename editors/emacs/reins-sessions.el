@@ -19,6 +19,7 @@
 (declare-function reins-chat--reset "reins-chat")
 (declare-function reins-chat--user "reins-chat")
 (declare-function reins-chat--insert "reins-chat")
+(declare-function reins-chat--line "reins-chat")
 (declare-function reins-chat--tool-start "reins-chat")
 (declare-function reins-chat--tool-end "reins-chat")
 (declare-function reins-chat--todo "reins-chat")
@@ -84,7 +85,11 @@
            ("text" (reins-chat--insert 'text (or (plist-get block :text) "")))
            ("toolCall"
             (unless (equal (plist-get block :name) "todo")
-              (reins-chat--tool-start (plist-get block :id) (plist-get block :name) (plist-get block :arguments)))))))
+              (reins-chat--tool-start (plist-get block :id) (plist-get block :name) (plist-get block :arguments))))))
+       (let ((error (plist-get message :error)))
+         (when error
+           (reins-chat--line 'notice (concat "✗ " (reins-chat--one-line (or (plist-get error :message) "the model call failed")))
+                             'reins-chat-error))))
       ("toolResult"
        (reins-chat--tool-end (plist-get message :toolCallId) (eq (plist-get message :isError) t)
                              (reins-chat--content-text (plist-get message :content))))))
@@ -115,8 +120,10 @@
   "NODE on a line of at most WIDTH characters: who said it and what."
   (let* ((who (or (plist-get node :role) (plist-get node :kind)))
          (label (plist-get node :label))
-         (text (concat (pcase who ("user" "❯ ") ("assistant" "◀ ") (_ (concat who ": ")))
-                       (reins-chat--one-line (plist-get node :preview))
+         (preview (reins-chat--one-line (plist-get node :preview)))
+         (text (concat (pcase who ("user" "❯ ") ("assistant" "◀ ") ("toolResult" "↳ ")
+                              (_ (concat "· " (replace-regexp-in-string "_" " " (or who "entry")) ": ")))
+                       (if (string-empty-p preview) "(no text)" preview)
                        (if (and label (not (string-empty-p label))) (format " [%s]" label) ""))))
     (if (> (length text) width) (concat (substring text 0 (max 1 (1- width))) "…") text)))
 

@@ -127,12 +127,17 @@ initializationOptions, which carry the token."
       (_ (format "✗ %s %s %s%s" (or (car proposal) "edit") id outcome
                  (if (and reason (not (string-empty-p reason))) (format ": %s" reason) ""))))))
 
+(defvar reins-eglot--session nil
+  "The session of the last run shown in `*reins*': asks about code continue it.")
+
 (cl-defmethod eglot-handle-notification (_server (_method (eql reins/event)) &rest params)
   "Show a `reins/event' in `*reins*'."
   (let* ((event (plist-get params :event))
          (type (plist-get event :type)))
     (pcase type
       ("agent_start"
+       (unless (plist-get params :parentSessionId)
+         (setq reins-eglot--session (plist-get params :sessionId)))
        (reins-eglot--insert "\n── reins ──\n")
        (reins-eglot--show))
       ("message_update"
@@ -246,14 +251,24 @@ unknown)."
 
 ;;; Commands
 
+(defun reins-eglot-new-session ()
+  "Make the next ask about code start a new session."
+  (interactive)
+  (setq reins-eglot--session nil)
+  (message "reins: the next ask starts a new session"))
+
 (defun reins-eglot--ask-argument (argument)
-  "ARGUMENT of a `reins.ask' command, with a question asked for when it has none."
-  (if (plist-get argument :question)
-      argument
-    (let ((question (read-string "Ask reins about the selection: ")))
-      (when (string-empty-p (string-trim question))
-        (user-error "No question; nothing was asked"))
-      (plist-put (copy-sequence argument) :question question))))
+  "ARGUMENT of a `reins.ask' command, with a question asked for when it has none, and the
+session of the last run, so that the ask follows up on it rather than starting anew."
+  (let ((argument (copy-sequence argument)))
+    (unless (plist-get argument :question)
+      (let ((question (read-string "Ask reins about the selection: ")))
+        (when (string-empty-p (string-trim question))
+          (user-error "No question; nothing was asked"))
+        (setq argument (plist-put argument :question question))))
+    (when (and reins-eglot--session (not (plist-get argument :sessionId)))
+      (setq argument (plist-put argument :sessionId reins-eglot--session)))
+    argument))
 
 ;; Emacs 28 and 29: a code action's command runs through `eglot-execute-command'.
 (cl-defmethod eglot-execute-command (server (_command (eql reins.ask)) arguments)

@@ -7,13 +7,15 @@
 ;; only by the environment (OPENAI_BASE_URL, REINS_MODEL).  The scripted model answers at once,
 ;; so the answer reaches Emacs in the same read as the answer to the code action's request: it
 ;; must still show in *reins* without waiting for more output from the server.  Then "Ask agent
-;; about selection" asks for its question, and a failed run says why in *reins*.
+;; about selection" asks for its question and follows up in the same session, and a failed run
+;; says why in *reins*.
 ;; `reins-test-load-reins' makes "the same read" certain rather than likely.
 
 (load (expand-file-name "reins-test.el" (file-name-directory load-file-name)) nil t)
 
 (defconst reins-test-answer "This function adds two numbers and returns the sum.")
 (defconst reins-test-second "It returns a + b.")
+(defvar reins-test-first-session nil "The session of the first run.")
 
 (let* ((dir (reins-test-setup
              (vector `((text . ,reins-test-answer))
@@ -37,6 +39,7 @@
     (unless (get-buffer-window "*reins*" t)
       (reins-test-fail "*reins* was not shown when the run started"))
     (reins-test-wait "the run to end" (lambda () (reins-test-event "agent_end")))
+    (setq reins-test-first-session (plist-get (reins-test-event "agent_end") :sessionId))
     (let* ((end (plist-get (reins-test-event "agent_end") :event))
            (answer (cl-find-if (lambda (m) (equal (plist-get m :role) "assistant"))
                                (append (plist-get end :messages) nil))))
@@ -55,6 +58,8 @@
     (reins-test-wait "the second answer in *reins*"
                      (lambda () (reins-test-shows (regexp-quote reins-test-second))))
     (reins-test-wait "the second run to end" (lambda () (reins-test-event "agent_end")))
+    (unless (equal (plist-get (reins-test-event "agent_end") :sessionId) reins-test-first-session)
+      (reins-test-fail "the ask started a new session instead of following up on the last one"))
     (let* ((prompt (cl-loop for params in reins-test-events
                             for event = (plist-get params :event)
                             when (and (equal (plist-get event :type) "message_start")

@@ -266,8 +266,13 @@ line before them."
   (pcase type
     ("connection_closed"
      (setq reins-chat--running nil)
-     (reins-chat--line 'notice "✗ reins stopped; M-x reins-chat starts it again (its log: *reins … stderr*)"
-                       'reins-chat-error))
+     (let ((status (plist-get event :status))
+           (log (plist-get event :log)))
+       (if (memq status '(0 nil))
+           (reins-chat--line 'notice "■ reins stopped; M-x reins-chat starts it again" 'reins-chat-notice)
+         (reins-chat--line 'notice (format "✗ reins exited (status %s); M-x reins-chat starts it again%s"
+                                           status (if log (format " (its log: %s)" (string-trim log)) ""))
+                           'reins-chat-error))))
     ("show_message"
      (when (memq (plist-get event :level) '(1 2))
        (reins-chat--line 'notice (concat "! " (reins-chat--one-line (plist-get event :message))) 'reins-chat-notice)))))

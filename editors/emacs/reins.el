@@ -348,8 +348,12 @@ TCP `reins-connect' needs."
     (with-current-buffer buffer
       (when (eq reins--connection connection)
         (reins--detach))))
-  (run-hook-with-args 'reins-event-functions connection
-                      (list :event (list :type "connection_closed"))))
+  (let ((process (jsonrpc--process connection)))
+    (run-hook-with-args 'reins-event-functions connection
+                        (list :event (list :type "connection_closed"
+                                           :status (and process (process-exit-status process))
+                                           :log (and process (buffer-live-p (process-get process 'jsonrpc-stderr))
+                                                     (buffer-name (process-get process 'jsonrpc-stderr))))))))
 
 (defun reins-shutdown ()
   "Stop the reins of the current project."

@@ -7,7 +7,8 @@
 ;; a Python file with an undefined name.  reins.el starts `reins lsp' beside it, on a connection
 ;; of its own, and eglot keeps pyright.  The user types a line and does not save; the model
 ;; reads the file and asks for the diagnostics: it reads the unsaved line (didOpen/didChange),
-;; and pyright's error (Flymake's, forwarded through `reins/diagnostics').
+;; and pyright's error (Flymake's, forwarded through `reins/diagnostics').  Its `lsp' tool asks
+;; eglot's pyright for a definition (`reins/languageServer') instead of starting one of its own.
 
 (load (expand-file-name "reins-test.el" (file-name-directory load-file-name)) nil t)
 
@@ -22,12 +23,18 @@
 
 (let* ((dir (reins-test-setup
              (vector `((toolCalls . ,(vector '((id . "call_1") (name . "read") (arguments . ((path . "calc.py"))))
-                                             '((id . "call_2") (name . "diagnostics") (arguments . ((paths . ["calc.py"])))))))
+                                             '((id . "call_2") (name . "diagnostics") (arguments . ((paths . ["calc.py"]))))
+                                             '((id . "call_3") (name . "lsp")
+                                               (arguments . ((operation . "definition") (path . "calc.py")
+                                                             (line . 6) (symbol . "total")))))))
                      '((text . "The file uses an undefined name.")))
-             '(("calc.py" . "def total(xs):\n    return sum(xs) + missing_name\n"))))
+             '(("calc.py" . "def total(xs):\n    return sum(xs) + missing_name\n\n\nprint(total([1, 2]))\n"))))
        (file (expand-file-name "calc.py" dir))
-       (pyright (reins-test-pyright)))
+       (pyright (reins-test-pyright))
+       (asked nil))
   (reins-test-load-reins-el)
+  (advice-add 'reins--language-server-answer :filter-return
+              (lambda (answer) (push answer asked) answer))
   ;; The user's own set-up: eglot with pyright for Python.
   (require 'eglot)
   (add-to-list 'eglot-server-programs `((python-mode python-ts-mode) ,pyright "--stdio"))
@@ -55,7 +62,12 @@
     (unless (string-match-p "# typed after, not saved" (car results))
       (reins-test-fail "the model did not read the change: %S" (car results)))
     (unless (string-match-p "calc\\.py:3:[0-9]+: error.*\"missing_name\" is not defined (Pyright)" (cadr results))
-      (reins-test-fail "the model did not get pyright's diagnostic: %S" (cadr results))))
+      (reins-test-fail "the model did not get pyright's diagnostic: %S" (cadr results)))
+    ;; The definition comes from eglot's pyright, through reins/languageServer.
+    (unless (string-match-p "calc\\.py:\n *2:5: def total" (nth 2 results))
+      (reins-test-fail "the definition was %S" (nth 2 results)))
+    (unless (cl-some (lambda (answer) (plist-get answer :result)) asked)
+      (reins-test-fail "reins did not ask the editor's server: %S" asked)))
   ;; eglot still runs pyright for the buffer; reins is not one of eglot's servers.
   (with-current-buffer (find-buffer-visiting file)
     (let ((server (eglot-current-server)))
@@ -64,4 +76,4 @@
       (when (equal (plist-get (eglot--server-info server) :name) "reins")
         (reins-test-fail "reins took the place of the buffer's own server")))
     (unless (buffer-modified-p) (reins-test-fail "the buffer was saved behind the user's back")))
-  (reins-test-pass "reins ran beside pyright, read unsaved typing and was told pyright's error"))
+  (reins-test-pass "reins ran beside pyright, read unsaved typing, was told pyright's error and asked pyright for a definition"))

@@ -8,6 +8,7 @@
 
 (require 'cl-lib)
 (require 'subr-x)
+(require 'jsonrpc)
 
 (declare-function reins-ensure-connection "reins")
 (declare-function reins--hunks-text "reins")
@@ -41,6 +42,7 @@
 (defvar-local reins-chat--connection nil "The connection this chat talks to.")
 (defvar-local reins-chat--session nil "The session the chat follows, or nil before the first message.")
 (defvar-local reins-chat--running nil "Whether a run of the session is under way.")
+(defvar-local reins-chat--model nil "The model that answered last, as the header shows it.")
 (defvar-local reins-chat--output nil "Where the transcript grows: the end of it.")
 (defvar-local reins-chat--prompt nil "Where the prompt starts.")
 (defvar-local reins-chat--last nil "The kind of the last thing written: user, text, tool, notice.")
@@ -77,10 +79,11 @@ cancels the running turn, \\[reins-chat-new] starts a new session.
 
 (defun reins-chat--header ()
   "The header line: the project, the session and whether it runs."
-  (format " reins · %s · %s%s"
+  (format " reins · %s · %s%s%s"
           (file-name-nondirectory (directory-file-name (reins-connection-root reins-chat--connection)))
           (if reins-chat--session (concat "session " (substring reins-chat--session 0 (min 8 (length reins-chat--session))))
             "new session")
+          (if reins-chat--model (concat " · " reins-chat--model) "")
           (if reins-chat--running " · running…" "")))
 
 (defun reins-chat--buffer-name (root)
@@ -93,9 +96,34 @@ cancels the running turn, \\[reins-chat-new] starts a new session.
                      (eq (buffer-local-value 'reins-chat--connection buffer) connection)))
               (buffer-list)))
 
+(defun reins-chat--orphan (connection)
+  "A chat buffer of CONNECTION's project whose reins has stopped, or nil."
+  (cl-find-if (lambda (buffer)
+                (and (eq (buffer-local-value 'major-mode buffer) 'reins-chat-mode)
+                     (let ((old (buffer-local-value 'reins-chat--connection buffer)))
+                       (and (not (jsonrpc-running-p old))
+                            (equal (reins-connection-root old) (reins-connection-root connection))))))
+              (buffer-list)))
+
+(defun reins-chat--adopt (buffer connection)
+  "Make BUFFER, a chat whose reins stopped, talk to CONNECTION: its session opened there again."
+  (with-current-buffer buffer
+    (setq reins-chat--connection connection
+          reins-chat--running nil)
+    (when reins-chat--session
+      (condition-case err
+          (reins-execute connection "reins.session.open" (list :sessionId reins-chat--session))
+        (error (reins-chat--line 'notice (format "✗ the session could not be opened again (%s); the next message starts a new one"
+                                                 (error-message-string err))
+                                 'reins-chat-error)
+               (setq reins-chat--session nil))))
+    buffer))
+
 (defun reins-chat--buffer (connection)
   "The chat buffer of CONNECTION, made when there is none."
   (or (reins-chat--find connection)
+      (let ((orphan (reins-chat--orphan connection)))
+        (and orphan (reins-chat--adopt orphan connection)))
       (with-current-buffer (get-buffer-create (reins-chat--buffer-name (reins-connection-root connection)))
         (reins-chat-mode)
         (setq reins-chat--connection connection
@@ -284,6 +312,9 @@ line before them."
     ("message_start"
      (when (equal (plist-get (plist-get event :message) :role) "user")
        (reins-chat--user (plist-get event :message))))
+    ("message_end"
+     (let ((model (plist-get (plist-get event :message) :model)))
+       (when (stringp model) (setq reins-chat--model model))))
     ("message_update"
      (let ((delta (plist-get event :delta)))
        (pcase (plist-get delta :kind)
@@ -353,6 +384,9 @@ that is read when it ends."
   (let ((text (string-trim (buffer-substring-no-properties reins-chat--prompt (point-max))))
         (buffer (current-buffer)))
     (when (string-empty-p text) (user-error "reins: type a message below the line first"))
+    ;; reins stopped since: start it again, the session opened there anew.
+    (unless (jsonrpc-running-p reins-chat--connection)
+      (reins-chat--adopt buffer (reins-ensure-connection (reins-connection-root reins-chat--connection))))
     (let ((session (reins-chat--ensure-session))
           (inhibit-read-only t))
       (delete-region reins-chat--prompt (point-max))

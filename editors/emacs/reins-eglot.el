@@ -128,16 +128,16 @@ initializationOptions, which carry the token."
                  (if (and reason (not (string-empty-p reason))) (format ": %s" reason) ""))))))
 
 (defvar reins-eglot--session nil
-  "The session of the last run shown in `*reins*': asks about code continue it.")
+  "(SERVER . SESSION) of the last run shown in `*reins*': asks to SERVER continue SESSION.")
 
-(cl-defmethod eglot-handle-notification (_server (_method (eql reins/event)) &rest params)
+(cl-defmethod eglot-handle-notification (server (_method (eql reins/event)) &rest params)
   "Show a `reins/event' in `*reins*'."
   (let* ((event (plist-get params :event))
          (type (plist-get event :type)))
     (pcase type
       ("agent_start"
        (unless (plist-get params :parentSessionId)
-         (setq reins-eglot--session (plist-get params :sessionId)))
+         (setq reins-eglot--session (cons server (plist-get params :sessionId))))
        (reins-eglot--insert "\n── reins ──\n")
        (reins-eglot--show))
       ("message_update"
@@ -257,24 +257,24 @@ unknown)."
   (setq reins-eglot--session nil)
   (message "reins: the next ask starts a new session"))
 
-(defun reins-eglot--ask-argument (argument)
-  "ARGUMENT of a `reins.ask' command, with a question asked for when it has none, and the
-session of the last run, so that the ask follows up on it rather than starting anew."
+(defun reins-eglot--ask-argument (server argument)
+  "ARGUMENT of a `reins.ask' command to SERVER, with a question asked for when it has none, and
+the session of SERVER's last run, so that the ask follows up on it rather than starting anew."
   (let ((argument (copy-sequence argument)))
     (unless (plist-get argument :question)
       (let ((question (read-string "Ask reins about the selection: ")))
         (when (string-empty-p (string-trim question))
           (user-error "No question; nothing was asked"))
         (setq argument (plist-put argument :question question))))
-    (when (and reins-eglot--session (not (plist-get argument :sessionId)))
-      (setq argument (plist-put argument :sessionId reins-eglot--session)))
+    (when (and (eq (car reins-eglot--session) server) (not (plist-get argument :sessionId)))
+      (setq argument (plist-put argument :sessionId (cdr reins-eglot--session))))
     argument))
 
 ;; Emacs 28 and 29: a code action's command runs through `eglot-execute-command'.
 (cl-defmethod eglot-execute-command (server (_command (eql reins.ask)) arguments)
   "Ask for the question of \"Ask agent about selection\" when it has none."
   (reins-eglot--show)
-  (cl-call-next-method server 'reins.ask (vector (reins-eglot--ask-argument (aref arguments 0)))))
+  (cl-call-next-method server 'reins.ask (vector (reins-eglot--ask-argument server (aref arguments 0)))))
 
 ;; Emacs 30: through `eglot-execute', which no longer calls `eglot-execute-command'; a code
 ;; action comes back to it with its Command, a Command with its ExecuteCommandParams.
@@ -287,7 +287,7 @@ session of the last run, so that the ask follows up on it rather than starting a
       (let ((arguments (plist-get action :arguments)))
         (cl-call-next-method
          server (plist-put (copy-sequence action) :arguments
-                           (vector (reins-eglot--ask-argument (aref arguments 0)))))))))
+                           (vector (reins-eglot--ask-argument server (aref arguments 0)))))))))
 
 (defun reins-eglot--pending ()
   "The pending edits of the current server, oldest first."

@@ -29,6 +29,7 @@
 (defvar reins-chat--connection)
 (defvar reins-chat--session)
 (defvar reins-chat--running)
+(defvar reins-chat--model)
 
 ;;; The list
 
@@ -80,6 +81,7 @@
     (pcase (plist-get message :role)
       ("user" (reins-chat--user message))
       ("assistant"
+       (when (stringp (plist-get message :model)) (setq reins-chat--model (plist-get message :model)))
        (dolist (block (append (plist-get message :content) nil))
          (pcase (plist-get block :type)
            ("text" (reins-chat--insert 'text (or (plist-get block :text) "")))

@@ -364,7 +364,12 @@ TCP `reins-connect' needs."
     (unless connection (user-error "reins: not running in %s" (reins--root)))
     (ignore-errors (jsonrpc-request connection :shutdown nil :timeout 3))
     (ignore-errors (jsonrpc-notify connection :exit nil))
-    (jsonrpc-shutdown connection)))
+    ;; reins exits by itself on `exit'; it is killed only if it does not within 3 s.
+    (let ((process (jsonrpc--process connection))
+          (deadline (+ (float-time) 3)))
+      (while (and (process-live-p process) (< (float-time) deadline))
+        (accept-process-output process 0.05))
+      (when (process-live-p process) (jsonrpc-shutdown connection)))))
 
 ;;; Buffers: what reins sees of them
 

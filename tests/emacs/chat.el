@@ -7,7 +7,8 @@
 ;; model's todo list and its tool call (title and status).  The next message continues the same
 ;; session; C-c C-k cancels a turn that would never end; a failed model call says in one line
 ;; what to do; and an ask about a region of the file (`reins-ask') lands in the chat's session
-;; as a follow-up rather than in a new one.
+;; as a follow-up rather than in a new one.  When reins stops, the next message starts it again
+;; and continues the session; the header names the model.
 
 (load (expand-file-name "reins-test.el" (file-name-directory load-file-name)) nil t)
 
@@ -23,7 +24,8 @@
               '((text . "The second step is done."))
               '((fault . ((kind . "endless") (everyMs . 50))))
               '((error . ((status . 401) (body . "{\"error\": {\"message\": \"bad key\"}}"))))
-              '((text . "That line returns the sum.")))
+              '((text . "That line returns the sum."))
+              '((text . "Yes, still here.")))
              '(("calc.py" . "def total(xs):\n    return sum(xs)\n"))))
        (file (expand-file-name "calc.py" dir)))
   (reins-test-load-reins-el)
@@ -80,6 +82,17 @@
       (unless (equal (plist-get (reins-test-event "agent_end") :sessionId) first-session)
         (reins-test-fail "the ask started another session"))
       (unless (reins-test-chat-shows "❯ What does line 2 return\\?")
-        (reins-test-fail "the ask's question is not in the chat")))
+        (reins-test-fail "the ask's question is not in the chat"))
+      ;; reins stops; the next message starts it again and goes on in the same session.
+      (with-current-buffer (find-buffer-visiting file) (reins-shutdown))
+      (reins-test-wait "the chat to say reins stopped" (lambda () (reins-test-chat-shows "■ reins stopped")))
+      (setq reins-test-events nil)
+      (with-current-buffer chat (reins-test-type-and-send "Still there?"))
+      (reins-test-wait "the answer from the new reins" (lambda () (reins-test-chat-shows "Yes, still here\\.")))
+      (reins-test-wait "its run to end" (lambda () (reins-test-event "agent_end")))
+      (unless (equal (plist-get (reins-test-event "agent_end") :sessionId) first-session)
+        (reins-test-fail "after the restart the chat left its session"))
+      (unless (string-match-p "scripted-model" (with-current-buffer chat (reins-chat--header)))
+        (reins-test-fail "the header does not name the model: %S" (with-current-buffer chat (reins-chat--header)))))
     (message "chat:\n%s" (with-current-buffer chat (buffer-string))))
   (reins-test-pass "the chat streamed, followed up in one session, cancelled, said what failed, and took an ask"))

@@ -73,7 +73,7 @@ cancels the running turn, \\[reins-chat-new] starts a new session.
 (defun reins-chat--separator ()
   "The line between transcript and prompt, naming the keys."
   (concat (propertize (substitute-command-keys
-                       "── \\<reins-chat-mode-map>\\[reins-chat-send] send · \\[reins-chat-cancel] cancel · \\[reins-sessions] sessions · \\[reins-tree] tree · C-h m more ──")
+                       "── \\<reins-chat-mode-map>\\[reins-chat-send] send · \\[reins-chat-cancel] cancel · \\[reins-sessions] sessions · \\[reins-tree] tree · C-h m more")
                       'face 'reins-chat-separator)
           "\n"))
 

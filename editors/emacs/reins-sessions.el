@@ -30,6 +30,7 @@
 (defvar reins-chat--session)
 (defvar reins-chat--running)
 (defvar reins-chat--model)
+(defvar reins-event-functions)
 
 ;;; The list
 
@@ -240,6 +241,23 @@ entries at one indent, a branch point's children under `├─' and `└─'."
       (reins-sessions-resume connection forked (plist-get result :prompt))
       (when (window-live-p tree-window) (select-window tree-window)))
     (message "reins: forked into session %s" (substring forked 0 (min 8 (length forked))))))
+
+(defun reins-tree--on-event (connection params)
+  "Draw the tree again when a run of its session ends, if it is shown."
+  (when (equal (plist-get (plist-get params :event) :type) "agent_end")
+    (let ((buffer (get-buffer "*reins tree*")))
+      (when (and buffer (get-buffer-window buffer t))
+        (with-current-buffer buffer
+          (when (and (eq reins-tree--connection connection)
+                     (equal reins-tree--session (plist-get params :sessionId)))
+            ;; After the answer to this notification is written: a request from inside a
+            ;; notification handler would wait inside jsonrpc's filter.
+            (run-at-time 0 nil (lambda ()
+                                 (when (buffer-live-p buffer)
+                                   (with-current-buffer buffer
+                                     (ignore-errors (reins-tree-refresh))))))))))))
+
+(add-hook 'reins-event-functions #'reins-tree--on-event)
 
 (provide 'reins-sessions)
 ;;; reins-sessions.el ends here

@@ -68,7 +68,9 @@
       (when (reins-test-chat-shows "Third answer") (reins-test-fail "the chat still shows what came after"))
       (delete-region reins-chat--prompt (point-max)))
     (reins-test-run "Another take on the first" "Fourth answer.")
-    (with-current-buffer "*reins tree*" (reins-tree-refresh))
+    ;; The tree, shown, is drawn again when the run ends.
+    (reins-test-wait "the tree to show the new branch"
+                     (lambda () (string-match-p "Fourth answer" (reins-test-tree-text))))
     (let ((tree (reins-test-tree-text)))
       (dolist (line '("  ❯ First question\n  ◀ First answer.\n  ├─ ❯ More on the first\n  │  ◀ Third answer.\n  └─ ❯ Another take on the first\n* "))
         (unless (string-match-p (regexp-quote line) tree)

@@ -14,7 +14,8 @@
 ;; whatever else runs in the buffer (eglot, lsp-mode, a Flymake checker, or nothing).  It sends
 ;; reins the project's open buffers as you type (didOpen/didChange), so the agent reads unsaved
 ;; text, and answers reins's `reins/diagnostics' from Flymake, whichever backend filled it
-;; (eglot's, lsp-mode's, a checker), so the agent hears what your real language server says;
+;; (eglot's, lsp-mode's, a checker) and from Flycheck, so the agent hears what your real
+;; language server says;
 ;; its `lsp' tool (definitions, references, symbols…) asks eglot's server of the file
 ;; (`reins/languageServer') rather than start a second one.
 ;; (The older set-up, reins as eglot's server of some modes, is `reins-eglot.el'.)
@@ -210,12 +211,61 @@ The fixed one queues them (`jsonrpc-mqueue') and needs no help."
             (when source (list :source source))
             (when code (list :code code)))))
 
+(declare-function flycheck-get-checker-for-buffer "flycheck")
+(declare-function flycheck-error-line "flycheck")
+(declare-function flycheck-error-column "flycheck")
+(declare-function flycheck-error-end-line "flycheck")
+(declare-function flycheck-error-end-column "flycheck")
+(declare-function flycheck-error-level "flycheck")
+(declare-function flycheck-error-message "flycheck")
+(declare-function flycheck-error-checker "flycheck")
+(declare-function flycheck-error-id "flycheck")
+(defvar flycheck-current-errors)
+
+(defun reins--flycheck-point (line column)
+  "The position of Flycheck's 1-based LINE and COLUMN (nil: the line's start)."
+  (save-excursion
+    (save-restriction
+      (widen)
+      (goto-char (point-min))
+      (forward-line (1- (max 1 line)))
+      (min (line-end-position) (+ (point) (max 0 (1- (or column 1))))))))
+
+(defun reins--flycheck-diagnostic (err)
+  "The Flycheck error ERR as an LSP Diagnostic."
+  (let* ((start (reins--flycheck-point (flycheck-error-line err) (flycheck-error-column err)))
+         (end-line (and (fboundp 'flycheck-error-end-line) (flycheck-error-end-line err)))
+         (end (if end-line
+                  (reins--flycheck-point end-line (flycheck-error-end-column err))
+                (save-excursion (goto-char start) (line-end-position))))
+         (id (flycheck-error-id err)))
+    (append (list :range (list :start (reins--position start) :end (reins--position (max start end)))
+                  :severity (pcase (flycheck-error-level err) ('error 1) ('warning 2) (_ 3))
+                  :message (or (flycheck-error-message err) "")
+                  :source (symbol-name (flycheck-error-checker err)))
+            (when id (list :code (format "%s" id))))))
+
+(defun reins--flycheck-checked-p ()
+  "Whether Flycheck checks the current buffer."
+  (and (bound-and-true-p flycheck-mode)
+       (fboundp 'flycheck-get-checker-for-buffer)
+       (flycheck-get-checker-for-buffer)))
+
 (defun reins--flymake-diagnostics (&optional beg end)
-  "The current buffer's Flymake diagnostics (between BEG and END), reins's own left out, as
-LSP Diagnostics."
-  (when (bound-and-true-p flymake-mode)
-    (mapcar #'reins--lsp-diagnostic
-            (cl-remove-if #'reins--own-diagnostic-p (flymake-diagnostics beg end)))))
+  "The current buffer's diagnostics (between BEG and END) as LSP Diagnostics: Flymake's,
+whichever backend filled it (eglot's, lsp-mode's, a checker), reins's own left out, and
+Flycheck's (lsp-mode's default when Flycheck is installed)."
+  (append
+   (when (bound-and-true-p flymake-mode)
+     (mapcar #'reins--lsp-diagnostic
+             (cl-remove-if #'reins--own-diagnostic-p (flymake-diagnostics beg end))))
+   (when (reins--flycheck-checked-p)
+     (cl-loop for err in flycheck-current-errors
+              for diagnostic = (reins--flycheck-diagnostic err)
+              for start = (reins--point (plist-get (plist-get diagnostic :range) :start))
+              when (or (not beg) (and (>= start (save-excursion (goto-char beg) (line-beginning-position)))
+                                      (<= start end)))
+              collect diagnostic))))
 
 (defun reins--hunks-text (hunks count)
   "\"hunk 1\" or \"hunks 1, 3\" for the 0-based HUNKS, of COUNT."
@@ -547,7 +597,8 @@ unknown rather than absent."
           (vconcat
            (cl-loop for (buffer . uri) in buffers
                     when (with-current-buffer buffer
-                           (and (bound-and-true-p flymake-mode) (flymake-running-backends)))
+                           (or (and (bound-and-true-p flymake-mode) (flymake-running-backends))
+                               (reins--flycheck-checked-p)))
                     collect (with-current-buffer buffer
                               (list :uri uri :diagnostics (vconcat (reins--flymake-diagnostics)))))))))
 

@@ -15,7 +15,6 @@
 (declare-function reins--point "reins")
 (declare-function reins--uri-to-path "reins")
 (declare-function reins-connection-root "reins")
-(declare-function reins--hunks-text "reins")
 (defvar reins-event-functions)
 
 (defconst reins-review-buffer "*reins review*")
@@ -42,6 +41,12 @@ booleans, one per hunk: whether it is to be accepted.")
   (setq-local truncate-lines t))
 
 ;;; Showing
+
+(defun reins--hunks-text (hunks count)
+  "\"hunk 1\" or \"hunks 1, 3\" for the 0-based HUNKS, of COUNT."
+  (let ((shown (mapconcat (lambda (i) (number-to-string (1+ i))) hunks ", ")))
+    (format "%s %s of %d" (if (cdr hunks) "hunks" "hunk") shown count)))
+
 
 (defun reins-review--file-text-buffer (uri)
   "A buffer holding URI's text: the one visiting it, else a temporary copy of the file."

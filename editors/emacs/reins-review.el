@@ -57,6 +57,14 @@ booleans, one per hunk: whether it is to be accepted.")
             (when (and path (file-readable-p path)) (insert-file-contents path)))
           buffer))))
 
+(defun reins-review--context (hunk)
+  "The line above HUNK's in the current buffer, when it has text: where the change is."
+  (save-excursion
+    (goto-char (reins--point (plist-get (plist-get hunk :range) :start)))
+    (when (zerop (forward-line -1))
+      (let ((line (buffer-substring-no-properties (point) (line-end-position))))
+        (unless (string-blank-p line) line)))))
+
 (defun reins-review--hunk-lines (hunk)
   "The whole lines HUNK changes in the current buffer, and what they become: (OLD . NEW),
 lists of lines."
@@ -108,12 +116,14 @@ lists of lines."
             (cl-loop for hunk in hunks
                      for i from 0
                      do (let ((lines (with-current-buffer text (reins-review--hunk-lines hunk)))
+                              (context (with-current-buffer text (reins-review--context hunk)))
                               (hunk-start (point)))
                           (insert (propertize "  " 'reins-stop t))
                           (insert (format "%s hunk %d of %d · line %d\n"
                                           (if (aref chosen i) "[x] accept" "[ ] reject")
                                           (1+ i) (length hunks)
                                           (1+ (plist-get (plist-get (plist-get hunk :range) :start) :line))))
+                          (when context (insert (propertize (concat "   " context) 'face 'diff-context) "\n"))
                           (dolist (line (car lines)) (insert (propertize (concat "  -" line) 'face 'diff-removed) "\n"))
                           (dolist (line (cdr lines)) (insert (propertize (concat "  +" line) 'face 'diff-added) "\n"))
                           (put-text-property hunk-start (point) 'reins-hunk i)))

@@ -4,7 +4,8 @@
 ;;   REINS_BIN=… SCRIPTED_LLM_BIN=… emacs -Q --batch -l tests/emacs/review.el
 ;;
 ;; The model edits three functions of a file in one edit.  *reins review* shows itself with the
-;; three hunks, each as the lines it removes and adds, all marked to be accepted.  The user turns
+;; three hunks, each as the line above it and the lines it removes and adds, all marked to be
+;; accepted.  The user turns
 ;; hunk 2 to reject (SPC), applies (C-c C-c) giving a reason: hunks 1 and 3 land in the buffer
 ;; (unsaved; one undo takes them back), hunk 2 does not, and the model is told so, in the
 ;; numbering the user saw, with the reason.  Then a command is run from the same buffer.
@@ -38,8 +39,8 @@
   (unless (get-buffer-window "*reins review*" t) (reins-test-fail "*reins review* was not shown"))
   (with-current-buffer "*reins review*"
     (dolist (shown '("e1 · edit calc.py · 3 hunks"
-                     "  [x] accept hunk 1 of 3 · line 2\n  -    return a + b\n  +    return b + a\n"
-                     "  [x] accept hunk 2 of 3 · line 6\n  -    return a - b\n  +    return -(b - a)\n"
+                     "  [x] accept hunk 1 of 3 · line 2\n   def add(a, b):\n  -    return a + b\n  +    return b + a\n"
+                     "  [x] accept hunk 2 of 3 · line 6\n   def sub(a, b):\n  -    return a - b\n  +    return -(b - a)\n"
                      "  [x] accept hunk 3 of 3 · line 10\n"))
       (unless (string-match-p (regexp-quote shown) (buffer-string))
         (reins-test-fail "*reins review* does not show %S:\n%s" shown (buffer-string))))

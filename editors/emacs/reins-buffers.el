@@ -13,6 +13,7 @@
 (defvar reins-sync-predicate)
 (declare-function reins--live-connection "reins-connection")
 (declare-function reins--root "reins-connection")
+(declare-function reins--any-connection-p "reins-connection")
 
 ;;; Positions and URIs
 
@@ -152,7 +153,9 @@ more) is sent as the whole text, which cannot go wrong."
 
 (defun reins--attach-buffer ()
   "Sync the current buffer with its project's reins, if that runs."
-  (when (and buffer-file-name (not reins--connection) (funcall reins-sync-predicate))
+  ;; Cheap when no reins runs: no project lookup for every file visited.
+  (when (and buffer-file-name (not reins--connection) (reins--any-connection-p)
+             (funcall reins-sync-predicate))
     (let ((connection (reins--live-connection (reins--root))))
       (when connection (reins--open connection)))))
 

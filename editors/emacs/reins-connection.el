@@ -201,6 +201,10 @@ TCP `reins-connect' needs."
           (reins--open connection))))
     connection))
 
+(defun reins--any-connection-p ()
+  "Whether a reins runs for any project."
+  (> (hash-table-count reins--connections) 0))
+
 (defun reins--live-connection (root)
   "The running connection of ROOT, or nil."
   (let ((connection (gethash root reins--connections)))

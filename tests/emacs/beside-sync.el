@@ -23,12 +23,14 @@
 
 (let* ((dir (reins-test-setup
              (vector `((toolCalls . ,(vector '((id . "call_1") (name . "read") (arguments . ((path . "calc.py"))))
+                                             '((id . "call_4") (name . "read") (arguments . ((path . "other.py"))))
                                              '((id . "call_2") (name . "diagnostics") (arguments . ((paths . ["calc.py"]))))
                                              '((id . "call_3") (name . "lsp")
                                                (arguments . ((operation . "definition") (path . "calc.py")
                                                              (line . 6) (symbol . "total")))))))
                      '((text . "The file uses an undefined name.")))
-             '(("calc.py" . "def total(xs):\n    return sum(xs) + missing_name\n\n\nprint(total([1, 2]))\n"))))
+             '(("calc.py" . "def total(xs):\n    return sum(xs) + missing_name\n\n\nprint(total([1, 2]))\n")
+               ("other.py" . "x = 1\n"))))
        (file (expand-file-name "calc.py" dir))
        (pyright (reins-test-pyright))
        (asked nil))
@@ -53,6 +55,11 @@
   (set-buffer (find-buffer-visiting file))
   (goto-char (point-max))
   (insert "# typed after, not saved\n")
+  ;; A file visited once reins runs is sent too, with its unsaved text.
+  (with-current-buffer (find-file-noselect (expand-file-name "other.py" dir))
+    (python-mode)
+    (goto-char (point-max))
+    (insert "y = 2  # typed in a file opened later\n"))
   (with-current-buffer (reins-test-chat-buffer)
     (reins-test-type-and-send "What is wrong in calc.py?"))
   (reins-test-wait "the run to end" (lambda () (reins-test-event "agent_end")))
@@ -61,6 +68,9 @@
       (reins-test-fail "the model did not read the unsaved text: %S" (car results)))
     (unless (string-match-p "# typed after, not saved" (car results))
       (reins-test-fail "the model did not read the change: %S" (car results)))
+    (unless (string-match-p "typed in a file opened later" (nth 1 results))
+      (reins-test-fail "the model did not read the later file's unsaved text: %S" (nth 1 results)))
+    (setq results (cons (car results) (cddr results)))
     (unless (string-match-p "calc\\.py:3:[0-9]+: error.*\"missing_name\" is not defined (Pyright)" (cadr results))
       (reins-test-fail "the model did not get pyright's diagnostic: %S" (cadr results)))
     ;; The definition comes from eglot's pyright, through reins/languageServer.

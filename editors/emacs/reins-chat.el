@@ -49,6 +49,7 @@
 (defvar-local reins-chat--tools nil "Tool call id -> the marker of its status mark.")
 (defvar-local reins-chat--todo nil "(START . END) of the todo list, changed in place.")
 (defvar-local reins-chat--proposals nil "Pending edit id -> what it is, in a few words.")
+(defvar-local reins-chat--reviewed nil "Tool call ids whose proposal the transcript reports.")
 
 (defvar reins-chat-mode-map
   (let ((map (make-sparse-keymap)))
@@ -139,7 +140,8 @@ cancels the running turn, \\[reins-chat-new] starts a new session.
     (setq reins-chat--last nil
           reins-chat--tools (make-hash-table :test #'equal)
           reins-chat--todo nil
-          reins-chat--proposals (make-hash-table :test #'equal))
+          reins-chat--proposals (make-hash-table :test #'equal)
+          reins-chat--reviewed (make-hash-table :test #'equal))
     (insert (propertize (reins-chat--separator) 'read-only t 'front-sticky t 'rear-nonsticky t))
     (setq reins-chat--prompt (copy-marker (point))
           ;; Made after the separator, so that what is written at it goes before the separator.
@@ -206,6 +208,17 @@ line before them."
           (when (and failed why)
             (end-of-line)
             (insert (propertize (concat " — " (reins-chat--one-line why 100)) 'read-only t 'face 'reins-chat-error))))))))
+
+(defun reins-chat--settle-tools ()
+  "Mark the tool calls that never ended (the run was cancelled or failed) with ■."
+  (let ((inhibit-read-only t))
+    (maphash (lambda (_id marker)
+               (when (eq (char-after marker) ?⋯)
+                 (save-excursion
+                   (goto-char marker)
+                   (delete-char 1)
+                   (insert (propertize "■" 'read-only t 'face 'reins-chat-notice)))))
+             reins-chat--tools)))
 
 (defun reins-chat--todo-text (todos)
   "The todo list TODOS: how far along it is, then a line per step."
@@ -331,13 +344,16 @@ line before them."
     ("tool_execution_end"
      (let ((result (plist-get event :result)))
        (reins-chat--tool-end (plist-get event :toolCallId) (eq (plist-get event :isError) t)
-                             (reins-chat--content-text (plist-get result :content)))))
+                             (unless (gethash (plist-get event :toolCallId) reins-chat--reviewed)
+                               (reins-chat--content-text (plist-get result :content))))))
     ("todo_update" (reins-chat--todo (append (plist-get event :todos) nil)))
     ("edit_proposed"
      (let* ((edit (plist-get event :edit))
             (what (reins-chat--proposal-text edit))
             (hunks (length (plist-get edit :hunks))))
        (puthash (plist-get edit :id) (cons what hunks) reins-chat--proposals)
+       ;; Its outcome gets a line of its own: the call's line need not repeat it.
+       (when (plist-get edit :toolCallId) (puthash (plist-get edit :toolCallId) t reins-chat--reviewed))
        (reins-chat--line 'notice
                          (if (plist-get edit :uri)
                              (format "  ⏸ %s: %d hunk%s wait for your review in *reins review*"
@@ -350,6 +366,7 @@ line before them."
        (remhash (plist-get event :id) reins-chat--proposals)))
     ("agent_end"
      (setq reins-chat--running nil)
+     (reins-chat--settle-tools)
      (let ((error (plist-get event :error))
            (reason (plist-get event :reason)))
        (cond ((and (stringp error) (not (string-empty-p error)))

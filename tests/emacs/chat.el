@@ -6,9 +6,9 @@
 ;; M-x reins-chat, a message typed below the line and C-c C-c: the answer streams in, with the
 ;; model's todo list and its tool call (title and status).  The next message continues the same
 ;; session; C-c C-k cancels a turn that would never end; a failed model call says in one line
-;; what to do; and an ask about a region of the file (`reins-ask') lands in the chat's session
-;; as a follow-up rather than in a new one.  When reins stops, the next message starts it again
-;; and continues the session; the header names the model.
+;; what to do; and an ask about a region of the file (`reins-ask', or reins's code actions)
+;; lands in the chat's session as a follow-up rather than in a new one.  When reins stops, the
+;; next message starts it again and continues the session; the header names the model.
 
 (load (expand-file-name "reins-test.el" (file-name-directory load-file-name)) nil t)
 
@@ -25,6 +25,7 @@
               '((fault . ((kind . "endless") (everyMs . 50))))
               '((error . ((status . 401) (body . "{\"error\": {\"message\": \"bad key\"}}"))))
               '((text . "That line returns the sum."))
+              '((text . "No tests yet."))
               '((text . "Yes, still here.")))
              '(("calc.py" . "def total(xs):\n    return sum(xs)\n"))))
        (file (expand-file-name "calc.py" dir)))
@@ -83,6 +84,28 @@
         (reins-test-fail "the ask started another session"))
       (unless (reins-test-chat-shows "❯ What does line 2 return\\?")
         (reins-test-fail "the ask's question is not in the chat"))
+      ;; reins's code actions on the region: "Ask agent about selection" asks for the question
+      ;; and goes to the chat's session too.
+      (setq reins-test-events nil)
+      (let (offered)
+        (with-current-buffer (find-buffer-visiting file)
+          (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "Is it tested?"))
+                    ((symbol-function 'completing-read)
+                     (lambda (_prompt choices &rest _) (setq offered choices) "Ask agent about selection")))
+            (goto-char (point-min))
+            (set-mark (point))
+            (forward-line 2)
+            (activate-mark)
+            (call-interactively #'reins-code-actions)))
+        (dolist (title '("Ask agent about selection" "Agent: explain this" "Agent: review this"))
+          (unless (member title offered)
+            (reins-test-fail "the code actions offered %S, not %S" offered title))))
+      (reins-test-wait "the code action's answer" (lambda () (reins-test-chat-shows "No tests yet\\.")))
+      (reins-test-wait "its run to end" (lambda () (reins-test-event "agent_end")))
+      (unless (equal (plist-get (reins-test-event "agent_end") :sessionId) first-session)
+        (reins-test-fail "the code action started another session"))
+      (unless (reins-test-chat-shows "❯ Is it tested\\?")
+        (reins-test-fail "the code action's question is not in the chat"))
       ;; reins stops; the next message starts it again and goes on in the same session.
       (with-current-buffer (find-buffer-visiting file) (reins-shutdown))
       (reins-test-wait "the chat to say reins stopped" (lambda () (reins-test-chat-shows "■ reins stopped")))

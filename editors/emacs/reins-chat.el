@@ -332,6 +332,10 @@ line before them."
      (let ((delta (plist-get event :delta)))
        (pcase (plist-get delta :kind)
          ("text" (reins-chat--insert 'text (plist-get delta :delta)))
+         ;; The model's reasoning is not the answer: a sign of life, once per stretch of it.
+         ("thinking"
+          (unless (eq reins-chat--last 'thinking-line)
+            (reins-chat--line 'thinking "… thinking" 'reins-chat-tool)))
          ("retry"
           (reins-chat--line 'notice (format "⟳ the model call failed (%s); retrying (%s/%s)…"
                                             (reins-chat--one-line (plist-get delta :reason) 80)

@@ -20,7 +20,7 @@
                                         (arguments . ((todos . ,(vector '((content . "Read calc.py") (status . "completed"))
                                                                         '((content . "Explain it") (status . "in_progress")))))))
                                       '((id . "call_2") (name . "read") (arguments . ((path . "calc.py")))))))
-              `((text . ,reins-test-answer) (chunkChars . 4) (chunkDelayMs . 10))
+              `((thinking . "The user wants a plan.") (text . ,reins-test-answer) (chunkChars . 4) (chunkDelayMs . 10))
               '((text . "The second step is done."))
               '((fault . ((kind . "endless") (everyMs . 50))))
               '((error . ((status . 401) (body . "{\"error\": {\"message\": \"bad key\"}}"))))
@@ -40,9 +40,11 @@
     (reins-test-wait "the answer in the chat" (lambda () (reins-test-chat-shows (regexp-quote reins-test-answer))))
     (reins-test-wait "the run to end" (lambda () (reins-test-event "agent_end")))
     (dolist (shown '("❯ Plan and explain calc.py" "☰ todo 1/2\n  ✓ Read calc.py\n  ▶ Explain it"
-                     "  ✓ read calc.py"))
+                     "  ✓ read calc.py\n… thinking\n" "I read calc.py"))
       (unless (reins-test-chat-shows (regexp-quote shown))
         (reins-test-fail "the chat does not show %S:\n%s" shown (with-current-buffer chat (buffer-string)))))
+    (when (reins-test-chat-shows "The user wants a plan")
+      (reins-test-fail "the model's reasoning was shown as its answer"))
     (with-current-buffer chat
       (unless (string-empty-p (buffer-substring-no-properties reins-chat--prompt (point-max)))
         (reins-test-fail "the prompt was not emptied after sending"))

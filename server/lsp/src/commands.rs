@@ -89,6 +89,9 @@ pub struct ContextRef {
     pub uri: String,
     /// Absent: the whole document.
     pub range: Option<Range>,
+    /// Diagnostics the client quotes with the piece (the chat's `#diagnostics`).
+    #[serde(default)]
+    pub diagnostics: Vec<Diagnostic>,
 }
 
 #[derive(Debug, PartialEq, Deserialize)]

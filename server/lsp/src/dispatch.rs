@@ -205,7 +205,7 @@ async fn chat_send(state: &State, send: ChatSend) -> Result<Value> {
     }
     let mut selections = Vec::new();
     for context in send.context {
-        selections.push(selection(state, &context.uri, context.range, Vec::new()).await?);
+        selections.push(selection(state, &context.uri, context.range, context.diagnostics).await?);
     }
     if send.text.starts_with('/') && selections.is_empty() {
         // A slash command: a built-in is carried out, a template or skill starts a run.

@@ -3,6 +3,7 @@
 -- from the first block that changed; the view follows the end unless the user moved away.
 local client = require("reins.client")
 local config = require("reins.config")
+local context = require("reins.context")
 local conversation = require("reins.conversation")
 local render = require("reins.render")
 
@@ -377,10 +378,16 @@ local function ensure_bufs()
     vim.bo[state.pbuf].filetype = "markdown"
     vim.bo[state.pbuf].bufhidden = "hide"
     require("reins.keymaps").prompt(state.pbuf)
+    -- <C-x><C-o> completes `@` files and `#` context words without a completion plugin; the
+    -- menu also opens by itself as they are typed, the first item shown but not inserted.
+    vim.bo[state.pbuf].omnifunc = "v:lua.require'reins.context'.omnifunc"
+    pcall(function()
+      vim.bo[state.pbuf].completeopt = "menuone,noinsert,popup"
+    end)
     vim.api.nvim_create_autocmd("TextChangedI", {
       buffer = state.pbuf,
       callback = function()
-        M.complete_commands()
+        M.complete()
       end,
     })
   end
@@ -489,33 +496,61 @@ function M.windows()
   return state.win, state.pwin
 end
 
---- The prompt's text, cleared.
-local function take_prompt()
+--- The prompt's text.
+local function prompt_text()
   if not valid_buf(state.pbuf) then
     return ""
   end
-  local text = vim.trim(table.concat(vim.api.nvim_buf_get_lines(state.pbuf, 0, -1, false), "\n"))
-  if text ~= "" then
+  return vim.trim(table.concat(vim.api.nvim_buf_get_lines(state.pbuf, 0, -1, false), "\n"))
+end
+
+local function clear_prompt()
+  if valid_buf(state.pbuf) then
     vim.api.nvim_buf_set_lines(state.pbuf, 0, -1, false, {})
+  end
+end
+
+--- The prompt's text, cleared.
+local function take_prompt()
+  local text = prompt_text()
+  if text ~= "" then
+    clear_prompt()
   end
   return text
 end
 
---- Sends `text` (default: the prompt's) to the current session, starting one when there is none.
---- While a run is in progress the text is queued as a follow-up.
+--- Sends `text` (default: the prompt's) to the current session, starting one when there is none,
+--- with what its context words (`@file`, `#buffer`, `#selection`, `#diagnostics`, `#diff`)
+--- attach. While a run is in progress the text is queued as a follow-up. The prompt is cleared
+--- only once the message can go: a context word that attaches nothing leaves it as it was.
 function M.send(text)
-  text = text or take_prompt()
+  local from_prompt = text == nil
+  text = text or prompt_text()
   if text == "" then
     return
   end
-  M.follow()
+  local resolved, why = context.resolve(text)
+  if not resolved then
+    return vim.notify("reins: " .. why, vim.log.levels.WARN)
+  end
   local conv = M.current()
+  if conv and conv.running and #resolved.context > 0 then
+    return vim.notify("reins: files and selections can be attached once the run has ended (or cancel it)", vim.log.levels.WARN)
+  end
+  if from_prompt then
+    clear_prompt()
+  end
+  M.follow()
   if conv and conv.running then
-    client.exec("reins.chat.followUp", { sessionId = M.session_id, text = text })
+    client.exec("reins.chat.followUp", { sessionId = M.session_id, text = resolved.text })
     vim.notify("reins: queued as a follow-up to the run in progress", vim.log.levels.INFO)
     return
   end
-  client.exec("reins.chat.send", { text = text, sessionId = M.session_id }, function(err, result)
+  local arg = { text = resolved.text, sessionId = M.session_id }
+  if #resolved.context > 0 then
+    arg.context = resolved.context
+  end
+  client.exec("reins.chat.send", arg, function(err, result)
     if err then
       vim.notify("reins: " .. client.error_text(err), vim.log.levels.ERROR)
       return
@@ -544,6 +579,25 @@ function M.command_items(commands, typed)
     end
   end
   return items
+end
+
+--- Completion as the user types in the prompt: `@` files and `#` context words anywhere, slash
+--- commands at its start.
+function M.complete()
+  if vim.api.nvim_get_current_buf() ~= state.pbuf then
+    return
+  end
+  local start, word = context.word_before(vim.api.nvim_get_current_line(), vim.api.nvim_win_get_cursor(0)[2])
+  if start then
+    -- Asked again at each key even with the menu open: files match fuzzily, which the menu's
+    -- own narrowing (by prefix) would not do.
+    local items = context.items(word, context.root())
+    if #items > 0 and vim.fn.mode():sub(1, 1) == "i" then
+      vim.fn.complete(start + 1, items)
+    end
+    return
+  end
+  M.complete_commands()
 end
 
 --- Typing a slash command at the start of the prompt lists the matching ones (built-ins,

@@ -74,8 +74,29 @@ T.test("a context word that attaches nothing says why and keeps the prompt", fun
   chat.send()
   T.eq(notices, { "reins: #selection: nothing was selected in other.py" })
   T.eq(H.buf_text(pbuf), "Explain #selection", "the prompt is kept")
-  -- `@` of something that is no file (a decorator) is text.
+  -- `@` of something that is no file (a decorator), or of a file out of the workspace, is text.
+  local outside = vim.fn.tempname()
+  vim.fn.writefile({ "secret" }, outside)
   T.eq(require("reins.context").resolve("use @dataclass here").context, {})
+  T.eq(require("reins.context").resolve("see @../" .. vim.fs.basename(outside)).context, {})
+  T.eq(require("reins.context").resolve("see @" .. outside).context, {})
+end)
+
+T.test("a message the server refuses goes back to the prompt", function()
+  -- A link inside the workspace to a file outside it: the server reads through canonical paths.
+  local outside = vim.fn.tempname()
+  vim.fn.writefile({ "secret" }, outside)
+  vim.uv.fs_symlink(outside, dir .. "/link.txt")
+  local notices = H.capture_notices()
+  local _, pbuf = chat.buffers()
+  vim.api.nvim_buf_set_lines(pbuf, 0, -1, false, { "Read @link.txt" })
+  chat.send()
+  T.wait_for(function()
+    return #notices > 0
+  end, "the refusal")
+  T.ok(notices[1]:find("outside", 1, true), notices[1])
+  T.eq(H.buf_text(pbuf), "Read @link.txt", "the text is back in the prompt")
+  T.ok(not H.chat_text():find("secret", 1, true), "nothing of the file reached the chat")
 end)
 
 T.test("@ and # complete in the prompt: as typed, and with <C-x><C-o>", function()

@@ -566,6 +566,11 @@ function M.send(text)
   end
   client.exec("reins.chat.send", arg, function(err, result)
     if err then
+      -- Refused (an attachment it cannot read, a busy session): the text goes back to be sent
+      -- again, unless something was typed meanwhile.
+      if from_prompt and valid_buf(state.pbuf) and prompt_text() == "" then
+        vim.api.nvim_buf_set_lines(state.pbuf, 0, -1, false, vim.split(text, "\n", { plain = true }))
+      end
       vim.notify("reins: " .. client.error_text(err), vim.log.levels.ERROR)
       return
     end

@@ -203,8 +203,10 @@ function M.resolve(text)
       if vim.startswith(word, "@") then
         local path = vim.fs.normalize(root .. "/" .. word:sub(2))
         local stat = vim.uv.fs_stat(path)
-        -- `@decorator` or a handle is not a file: left as text.
-        if stat and stat.type == "file" then
+        -- `@decorator` or a handle is not a file, nor is a path out of the workspace (the server
+        -- would refuse it): left as text.
+        local inside = vim.startswith(path, vim.fs.normalize(root) .. "/") and not path:find("/../", 1, true)
+        if inside and stat and stat.type == "file" then
           whole(vim.uri_from_fname(path))
         end
       elseif word == "#buffer" or word == "#diagnostics" then

@@ -217,6 +217,29 @@ async fn send_streams_events_to_agent_end_with_progress() {
     assert_eq!(lsp.client.shutdown().await, Some(0));
 }
 
+/// `reins.session.lastRequest` answers the request as the model server received it — its URL and
+/// its JSON body, exactly — with a key that a message quotes redacted; both `null` before the
+/// session's first model call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_request_is_what_the_model_server_received_with_keys_redacted() {
+    let lsp = start(&[], vec![Reply::text("ok")], json!({"apiKey": CANARY_KEY})).await;
+    let session = lsp.client.command("reins.session.new", json!({})).await.unwrap();
+    let session_id = session["sessionId"].as_str().unwrap();
+    let before = lsp.client.command("reins.session.lastRequest", json!({"sessionId": session_id})).await.unwrap();
+    assert_eq!(before, json!({"url": null, "body": null}));
+
+    let text = format!("my key is {CANARY_KEY}, keep it");
+    let started = lsp.client.command("reins.chat.send", json!({"text": text, "sessionId": session_id})).await.unwrap();
+    lsp.run_events(started["runId"].as_str().unwrap()).await;
+    let last = lsp.client.command("reins.session.lastRequest", json!({"sessionId": session_id})).await.unwrap();
+    let received = lsp.server.chat_requests().pop().unwrap();
+    assert_eq!(last["url"], format!("{}/chat/completions", lsp.server.base_url().trim_end_matches('/')));
+    let redacted: Value = serde_json::from_str(&received.body.to_string().replace(CANARY_KEY, "<redacted>")).unwrap();
+    assert_eq!(last["body"], redacted);
+    assert!(last["body"].to_string().contains("my key is <redacted>, keep it"));
+    assert!(!last.to_string().contains(CANARY_KEY));
+}
+
 /// The model server dies mid-answer: `agent_end` says so in one line with what to do. A client
 /// that shows it in a chat (`capabilities.chat`) gets no `window/showMessage` repeating it;
 /// another client does.

@@ -287,7 +287,7 @@ T.test("slash commands complete from the server's list, and a built-in answers i
   T.eq(words("/")[1], "/compact")
   T.eq(chat.command_items(listed.commands, "/rev")[1].abbr, "/review [focus]")
   local notices = H.capture_notices()
-  chat.send("/model")
+  chat.send("/model scripted")
   T.wait_for(function()
     for _, notice in ipairs(notices) do
       if notice:find("reins: Model: ", 1, true) then

@@ -23,6 +23,17 @@ T.test("a narrow winbar drops the cost, then the tokens, then shortens the title
   T.eq(bar(nil, title, 30), " reins · Can these be clear… | ")
 end)
 
+T.test("the model shows without its provider, after the status, and goes before the title would", function()
+  local model = "ollama/qwen2.5-coder:7b"
+  local function with_model(width)
+    return (render.winbar(conv, title, width, model):gsub("%%#%w+#", ""):gsub("%%=", "|"))
+  end
+  T.eq(with_model(120), " reins · Can these be clearer, and w… |⏸ review · qwen2.5-coder:7b · 12.3k tokens · $0.0123 ")
+  T.eq(with_model(70), " reins · Can these be clearer, and w… |⏸ review · qwen2.5-coder:7b ")
+  T.eq(with_model(55), " reins · Can these be cle… |⏸ review · qwen2.5-coder:7b ")
+  T.eq(with_model(45), " reins · Can these be clearer, and… |⏸ review ")
+end)
+
 T.test("a reason of several lines shows as lines of their own, on a tool call and on a proposal", function()
   local reason = "the user changed the same lines meanwhile: line 3\nb.py was not moved"
   local proposal = { kind = "proposal", tool = "edit", path = "a.py", hunks = 1, status = "stale", reason = reason }

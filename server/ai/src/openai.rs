@@ -30,6 +30,13 @@ impl OpenAiCompatible {
         Self { transport: Transport::new(api_key, options) }
     }
 
+    /// Where a model call goes and the body it sends, as [`Provider::stream`] makes them (the
+    /// headers, which carry the key, left out): what a user debugging a prompt wants to see.
+    pub fn wire_request(request: &Request) -> (String, serde_json::Value) {
+        let body = serde_json::to_value(request::chat_request(request)).unwrap_or(serde_json::Value::Null);
+        (url(request), body)
+    }
+
     fn headers(&self) -> Result<HeaderMap, ProviderError> {
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -48,7 +55,7 @@ impl OpenAiCompatible {
 #[async_trait]
 impl Provider for OpenAiCompatible {
     async fn stream(&self, request: &Request, on_event: EventSink<'_>, cancel: &CancellationToken) -> AssistantMessage {
-        let url = format!("{}/chat/completions", request.model.base_url.trim_end_matches('/'));
+        let url = url(request);
         tracing::debug!(url, model = request.model.id, messages = request.messages.len(), "chat completions request");
         let body = serde_json::to_vec(&request::chat_request(request));
         let assembler = Assembler::new(on_event);
@@ -56,4 +63,9 @@ impl Provider for OpenAiCompatible {
         let outgoing = Outgoing { url: &url, on_event, body, headers: self.headers(), http_error, output_limit };
         self.transport.call(outgoing, assembler, &request.model, cancel).await
     }
+}
+
+/// The endpoint of a model call.
+fn url(request: &Request) -> String {
+    format!("{}/chat/completions", request.model.base_url.trim_end_matches('/'))
 }

@@ -8,6 +8,7 @@ mod choices;
 mod commands;
 mod landing;
 mod language;
+mod last_request;
 mod look;
 mod marks;
 mod release;
@@ -22,6 +23,7 @@ mod worktree_agents;
 pub use checkout::{CheckedOut, Checkout, Resumed};
 pub use commands::Executed;
 pub use landing::Landing;
+pub use last_request::SentRequest;
 pub use runs::LateContent;
 pub use subagents::{Parent, SUBAGENT_ENTRY, TASK_TOOL};
 pub use todos::TODO_ENTRY;
@@ -55,6 +57,7 @@ use crate::sessions::{SessionListing, SessionRecorder};
 use crate::skills::AllowedTools;
 use choices::Choices;
 pub use choices::{SessionUsage, ThinkingSet, ToolsSet};
+use last_request::{Recording, RequestSlot};
 use reins_settings::LiveSettings;
 use reins_settings::Settings;
 use reins_settings::ToolSet;
@@ -176,6 +179,8 @@ struct LiveSession {
     spawn: Mutex<Option<Spawn>>,
     /// The budget of its run in progress, which its subagents pay from too.
     budget: Mutex<Option<Arc<SharedBudget>>>,
+    /// The request its agent last sent to the model.
+    last_request: RequestSlot,
 }
 
 /// What a session's tools work through: the workspace, recording the file changes that land when
@@ -336,7 +341,9 @@ impl Harness {
         };
         let tool_env = ToolEnv { session_id: id.clone(), workspace, recorder };
         let offered = choices.tools.clone().or_else(|| self.settings().tools_enabled.clone());
-        let (agent, toolbox) = self.new_agent(model, messages, offered, gate, file.clone(), cancel.clone(), &tool_env);
+        let last_request = RequestSlot::default();
+        let (agent, toolbox) =
+            self.new_agent(model, messages, offered, gate, file.clone(), cancel.clone(), &tool_env, &last_request);
         let prompted = Mutex::new(toolbox.offered_builtin().iter().map(|tool| tool.name().to_string()).collect());
         let choices = Mutex::new(choices);
         let session = Arc::new(LiveSession {
@@ -354,6 +361,7 @@ impl Harness {
             last_used: AtomicU64::new(self.next()),
             spawn: Mutex::default(),
             budget: Mutex::default(),
+            last_request,
         });
         lock(&self.released).remove(&id);
         lock(&self.sessions).insert(id.clone(), session);
@@ -371,6 +379,7 @@ impl Harness {
         file: Option<Arc<Mutex<SessionFile>>>,
         cancel: Arc<Mutex<CancellationToken>>,
         tool_env: &ToolEnv,
+        last_request: &RequestSlot,
     ) -> (Agent, Arc<SessionTools>) {
         let settings = self.settings();
         let builtin = self.tools_for(&model, tool_env);
@@ -413,7 +422,8 @@ impl Harness {
             },
             edits: Mutex::default(),
         });
-        (Agent::new(context, self.provider.clone(), hooks, settings.limits()), session_tools)
+        let provider = Arc::new(Recording { inner: self.provider.clone(), slot: last_request.clone() });
+        (Agent::new(context, provider, hooks, settings.limits()), session_tools)
     }
 
     /// The built-in tools a session with `model` gets, with the edit tool in the dialect the

@@ -28,6 +28,7 @@ pub const COMMANDS: &[&str] = &[
     "reins.session.setThinking",
     "reins.session.setTools",
     "reins.session.usage",
+    "reins.session.lastRequest",
     "reins.model.list",
     "reins.model.set",
     "reins.edit.accept",
@@ -60,6 +61,7 @@ pub enum Command {
     SessionSetThinking(SetThinking),
     SessionSetTools(SetTools),
     SessionUsage(SessionRef),
+    SessionLastRequest(SessionRef),
     ModelList,
     ModelSet(ModelSet),
     EditAccept(EditAccept),
@@ -89,6 +91,9 @@ pub struct ContextRef {
     pub uri: String,
     /// Absent: the whole document.
     pub range: Option<Range>,
+    /// Diagnostics the client quotes with the piece (the chat's `#diagnostics`).
+    #[serde(default)]
+    pub diagnostics: Vec<Diagnostic>,
 }
 
 #[derive(Debug, PartialEq, Deserialize)]
@@ -269,6 +274,7 @@ impl Command {
             "reins.session.setThinking" => Command::SessionSetThinking(arg(command, arguments)?),
             "reins.session.setTools" => Command::SessionSetTools(arg(command, arguments)?),
             "reins.session.usage" => Command::SessionUsage(arg(command, arguments)?),
+            "reins.session.lastRequest" => Command::SessionLastRequest(arg(command, arguments)?),
             "reins.model.list" => {
                 let NoArguments {} = arg(command, arguments)?;
                 Command::ModelList

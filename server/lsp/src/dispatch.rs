@@ -179,6 +179,11 @@ pub async fn execute(state: &State, command: Command) -> Result<Value> {
             let usage = on_disk(&owner, move |harness| harness.usage(&session.session_id)).await?;
             Ok(to_proto::session_usage(&usage))
         }
+        Command::SessionLastRequest(session) => {
+            let owner = state.harness_for(&session.session_id);
+            let sent = on_disk(&owner, move |harness| harness.last_request(&session.session_id)).await?;
+            Ok(to_proto::sent_request(sent.as_ref()))
+        }
         Command::ModelList => Ok(to_proto::model_list(&harness.settings())),
         Command::ModelSet(set) => model_set(state, set),
         Command::EditAccept(accept) => {
@@ -205,7 +210,7 @@ async fn chat_send(state: &State, send: ChatSend) -> Result<Value> {
     }
     let mut selections = Vec::new();
     for context in send.context {
-        selections.push(selection(state, &context.uri, context.range, Vec::new()).await?);
+        selections.push(selection(state, &context.uri, context.range, context.diagnostics).await?);
     }
     if send.text.starts_with('/') && selections.is_empty() {
         // A slash command: a built-in is carried out, a template or skill starts a run.

@@ -4,8 +4,8 @@
 
 use reins_ai::{Model, Prices};
 use reins_harness::{
-    CommandRan, Compacted, FileOutcome, ListedModel, SessionInfo, SessionPage, SessionTreeView, SessionUsage, Settings,
-    Status, ToolsSet, TreeNode, UNTRACKED_WARNING, Written,
+    CommandRan, Compacted, FileOutcome, ListedModel, SentRequest, SessionInfo, SessionPage, SessionTreeView,
+    SessionUsage, Settings, Status, ToolsSet, TreeNode, UNTRACKED_WARNING, Written,
 };
 use reins_mcp::{ServerState, ServerStatus};
 use serde::Serialize;
@@ -93,6 +93,15 @@ pub fn session_info(session: &SessionInfo) -> Value {
 /// offers the session's model.
 pub fn tools_set(set: &ToolsSet) -> Value {
     json!({ "tools": set.tools, "offered": set.offered })
+}
+
+/// The answer of `reins.session.lastRequest`: where the session's last model call went and its
+/// body; both `null` before its first call.
+pub fn sent_request(request: Option<&SentRequest>) -> Value {
+    match request {
+        Some(request) => json!({ "url": request.url, "body": request.body }),
+        None => json!({ "url": null, "body": null }),
+    }
 }
 
 /// The answer of `reins.session.usage`: the model calls of the current branch, then the total of

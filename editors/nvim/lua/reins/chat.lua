@@ -3,6 +3,7 @@
 -- from the first block that changed; the view follows the end unless the user moved away.
 local client = require("reins.client")
 local config = require("reins.config")
+local context = require("reins.context")
 local conversation = require("reins.conversation")
 local render = require("reins.render")
 
@@ -27,6 +28,7 @@ local state = {
   follow = {}, -- chat window -> false when it does not follow the end
   marks = {}, -- chat window -> its "new output below" float
   mark_buf = nil,
+  completed = nil, -- the prompt's text before the cursor when completion last looked at it
 }
 
 --- Counts redraws; tests read it to see that streaming is batched.
@@ -50,7 +52,9 @@ local welcome = {
   "Write in the prompt below and press %s to send.",
   "%s cancels a run, %s steers it, %s starts a new session.",
   "",
+  "@file, #buffer, #selection, #diagnostics and #diff attach context; / lists commands.",
   "Select code and run :ReinsAsk to ask about it; :ReinsSessions resumes an earlier session.",
+  "%s lists every key; in the chat %s yanks the code block under the cursor, %s answers again.",
 }
 
 local function welcome_lines()
@@ -58,6 +62,7 @@ local function welcome_lines()
   local lines = vim.deepcopy(welcome)
   lines[3] = lines[3]:format(k.send or ":ReinsSend")
   lines[4] = lines[4]:format(k.cancel or "-", k.steer or "-", k.new or ":ReinsNew")
+  lines[8] = lines[8]:format(k.help or "-", k.yank_code or "-", k.regenerate or "/regenerate")
   if state.last then
     table.insert(lines, 2, "")
     table.insert(lines, 3, ("Last session: %s"):format(require("reins.sessions").describe(state.last)))
@@ -123,7 +128,8 @@ local function update_winbar()
   if valid_win(state.win) then
     local conv = M.current()
     local title = M.title or (conv and conv.first_message) or (M.session_id and M.session_id:sub(1, 8))
-    vim.wo[state.win].winbar = render.winbar(conv, title, vim.api.nvim_win_get_width(state.win))
+    local model = require("reins.model").of(M.session_id, update_winbar)
+    vim.wo[state.win].winbar = render.winbar(conv, title, vim.api.nvim_win_get_width(state.win), model)
   end
 end
 
@@ -377,10 +383,16 @@ local function ensure_bufs()
     vim.bo[state.pbuf].filetype = "markdown"
     vim.bo[state.pbuf].bufhidden = "hide"
     require("reins.keymaps").prompt(state.pbuf)
+    -- <C-x><C-o> completes `@` files and `#` context words without a completion plugin; the
+    -- menu also opens by itself as they are typed, the first item shown but not inserted.
+    vim.bo[state.pbuf].omnifunc = "v:lua.require'reins.context'.omnifunc"
+    pcall(function()
+      vim.bo[state.pbuf].completeopt = "menuone,noinsert,popup"
+    end)
     vim.api.nvim_create_autocmd("TextChangedI", {
       buffer = state.pbuf,
       callback = function()
-        M.complete_commands()
+        M.complete()
       end,
     })
   end
@@ -489,34 +501,76 @@ function M.windows()
   return state.win, state.pwin
 end
 
---- The prompt's text, cleared.
-local function take_prompt()
+--- The prompt's text.
+local function prompt_text()
   if not valid_buf(state.pbuf) then
     return ""
   end
-  local text = vim.trim(table.concat(vim.api.nvim_buf_get_lines(state.pbuf, 0, -1, false), "\n"))
-  if text ~= "" then
+  return vim.trim(table.concat(vim.api.nvim_buf_get_lines(state.pbuf, 0, -1, false), "\n"))
+end
+
+local function clear_prompt()
+  if valid_buf(state.pbuf) then
     vim.api.nvim_buf_set_lines(state.pbuf, 0, -1, false, {})
+  end
+end
+
+--- The prompt's text, cleared.
+local function take_prompt()
+  local text = prompt_text()
+  if text ~= "" then
+    clear_prompt()
   end
   return text
 end
 
---- Sends `text` (default: the prompt's) to the current session, starting one when there is none.
---- While a run is in progress the text is queued as a follow-up.
+--- Sends `text` (default: the prompt's) to the current session, starting one when there is none,
+--- with what its context words (`@file`, `#buffer`, `#selection`, `#diagnostics`, `#diff`)
+--- attach. While a run is in progress the text is queued as a follow-up. The prompt is cleared
+--- only once the message can go: a context word that attaches nothing leaves it as it was.
 function M.send(text)
-  text = text or take_prompt()
+  local from_prompt = text == nil
+  text = text or prompt_text()
   if text == "" then
     return
   end
-  M.follow()
+  if require("reins.slash").run(text) then
+    if from_prompt then
+      clear_prompt()
+    end
+    return
+  end
+  local resolved, why = context.resolve(text)
+  if not resolved then
+    return vim.notify("reins: " .. why, vim.log.levels.WARN)
+  end
   local conv = M.current()
+  if conv and conv.running and #resolved.context > 0 then
+    return vim.notify("reins: files and selections can be attached once the run has ended (or cancel it)", vim.log.levels.WARN)
+  end
+  if from_prompt then
+    if vim.fn.pumvisible() == 1 and vim.fn.mode():sub(1, 1) == "i" then
+      vim.fn.complete(vim.fn.col("."), {}) -- the menu goes with the text it was for
+    end
+    clear_prompt()
+  end
+  M.follow()
   if conv and conv.running then
-    client.exec("reins.chat.followUp", { sessionId = M.session_id, text = text })
+    client.exec("reins.chat.followUp", { sessionId = M.session_id, text = resolved.text })
     vim.notify("reins: queued as a follow-up to the run in progress", vim.log.levels.INFO)
     return
   end
-  client.exec("reins.chat.send", { text = text, sessionId = M.session_id }, function(err, result)
+  local arg = { text = resolved.text, sessionId = M.session_id }
+  if #resolved.context > 0 then
+    arg.context = resolved.context
+  end
+  client.exec("reins.chat.send", arg, function(err, result)
     if err then
+      -- Refused (an attachment it cannot read, a busy session): the text goes back to be sent
+      -- again, unless something was typed meanwhile.
+      if from_prompt and valid_buf(state.pbuf) and prompt_text() == "" then
+        vim.api.nvim_buf_set_lines(state.pbuf, 0, -1, false, vim.split(text, "\n", { plain = true }))
+      end
       vim.notify("reins: " .. client.error_text(err), vim.log.levels.ERROR)
       return
     end
@@ -546,6 +600,32 @@ function M.command_items(commands, typed)
   return items
 end
 
+--- Completion as the user types in the prompt: `@` files and `#` context words anywhere, slash
+--- commands at its start.
+function M.complete()
+  if vim.api.nvim_get_current_buf() ~= state.pbuf then
+    return
+  end
+  local line, col = vim.api.nvim_get_current_line(), vim.api.nvim_win_get_cursor(0)[2]
+  -- The text as the menu was last opened for: a menu closed with <C-e> stays closed.
+  local typed = line:sub(1, col)
+  if typed == state.completed then
+    return
+  end
+  state.completed = typed
+  local start, word = context.word_before(line, col)
+  if start then
+    -- Asked again at each key even with the menu open: files match fuzzily, which the menu's
+    -- own narrowing (by prefix) would not do.
+    local items = context.items(word, context.root())
+    if #items > 0 and vim.fn.mode():sub(1, 1) == "i" then
+      vim.fn.complete(start + 1, items)
+    end
+    return
+  end
+  M.complete_commands()
+end
+
 --- Typing a slash command at the start of the prompt lists the matching ones (built-ins,
 --- prompt templates, skills), as the server knows them now.
 function M.complete_commands()
@@ -553,7 +633,16 @@ function M.complete_commands()
     return
   end
   local row = vim.api.nvim_win_get_cursor(0)[1]
-  if row ~= 1 or not vim.api.nvim_get_current_line():match("^/[%w%-_:]*$") then
+  local line = vim.api.nvim_get_current_line()
+  if row == 1 and line:match("^/%w+ %S*$") then
+    -- A built-in's argument: a model, a thinking level.
+    return require("reins.slash").argument_items(line, function(items, start)
+      if #items > 0 and vim.api.nvim_get_current_buf() == state.pbuf and vim.fn.mode():sub(1, 1) == "i" then
+        vim.fn.complete(start + 1, items)
+      end
+    end)
+  end
+  if row ~= 1 or not line:match("^/[%w%-_:]*$") then
     return
   end
   client.exec("reins.command.list", {}, function(err, result)
@@ -561,7 +650,8 @@ function M.complete_commands()
     if err or not result or vim.api.nvim_get_current_buf() ~= state.pbuf or not typed:match("^/") then
       return
     end
-    local items = M.command_items(result.commands, typed)
+    local commands = vim.list_extend(vim.deepcopy(result.commands or {}), require("reins.slash").own)
+    local items = M.command_items(commands, typed)
     if #items > 0 and vim.fn.mode():sub(1, 1) == "i" then
       vim.fn.complete(1, items)
     end
@@ -604,6 +694,100 @@ function M.new_session()
     conversation.reset(result.sessionId)
     M.set_session(result.sessionId, nil)
   end)
+end
+
+--- Answers the last of the user's messages again: the leaf moves back before it (the old answer
+--- stays in the session's tree, `:ReinsTree` shows both) and the message goes again as it was
+--- sent, its attachments included.
+function M.regenerate()
+  local sid, conv = M.session_id, M.current()
+  if not sid then
+    return vim.notify("reins: nothing to answer again yet", vim.log.levels.WARN)
+  end
+  if conv and conv.running then
+    return vim.notify("reins: a run is in progress; cancel it first", vim.log.levels.WARN)
+  end
+  local function failed(err)
+    vim.notify("reins: regenerate: " .. client.error_text(err), vim.log.levels.ERROR)
+  end
+  client.exec("reins.session.tree", { sessionId = sid }, function(err, tree)
+    if err then
+      return failed(err)
+    end
+    local nodes = {}
+    for _, node in ipairs(tree.nodes or {}) do
+      nodes[node.id] = node
+    end
+    local node = tree.leaf and nodes[tree.leaf]
+    while node and node.role ~= "user" do
+      node = node.parentId and nodes[node.parentId]
+    end
+    if not node then
+      return vim.notify("reins: no message of yours in this session to answer again", vim.log.levels.WARN)
+    end
+    client.exec("reins.session.navigate", { sessionId = sid, entryId = node.id }, function(nav_err, moved)
+      if nav_err or not moved.prompt then
+        return failed(nav_err or "the server gave no message back")
+      end
+      client.exec("reins.session.messages", { sessionId = sid }, function(msg_err, result)
+        if msg_err then
+          return failed(msg_err)
+        end
+        conversation.load(sid, result.messages, result.todos)
+        state.cache, state.shown = {}, nil
+        M.follow()
+        M.render()
+        -- As stored: its context words were resolved when it was first sent.
+        client.exec("reins.chat.send", { text = moved.prompt, sessionId = sid }, function(send_err, started)
+          if send_err then
+            return failed(send_err)
+          end
+          M.running_started(started)
+        end)
+      end)
+    end)
+  end)
+end
+
+--- The fenced code block around chat row `row` (1-based) of `lines`: its lines without the
+--- fences and the fence's indent, or nil.
+function M.code_block_at(lines, row)
+  local open, fence, indent
+  for i, line in ipairs(lines) do
+    if not open and i > row then
+      return nil
+    end
+    local lead, marks, rest = line:match("^(%s*)([`~][`~][`~]+)(.*)$")
+    if marks and marks:match("^`+$") == nil and marks:match("^~+$") == nil then
+      marks = nil
+    end
+    if marks and not open then
+      open, fence, indent = i, marks, #lead
+    elseif marks and open and marks:sub(1, 1) == fence:sub(1, 1) and #marks >= #fence and vim.trim(rest) == "" then
+      if row >= open and row <= i then
+        local out = {}
+        for j = open + 1, i - 1 do
+          local l = lines[j]
+          table.insert(out, l:sub(1, indent):match("^%s*$") and l:sub(indent + 1) or l)
+        end
+        return out
+      end
+      open = nil
+    end
+  end
+  return nil
+end
+
+--- Yanks the code block under the cursor in the chat (without its fences) into the register the
+--- key was given, the unnamed one by default.
+function M.yank_code()
+  local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+  local block = M.code_block_at(lines, vim.api.nvim_win_get_cursor(0)[1])
+  if not block then
+    return vim.notify("reins: no code block under the cursor", vim.log.levels.WARN)
+  end
+  vim.fn.setreg(vim.v.register, block, "l")
+  vim.api.nvim_echo({ { ("reins: yanked %d line%s of code"):format(#block, #block == 1 and "" or "s") } }, false, {})
 end
 
 --- Expands or collapses the thinking or tool call under the cursor.

@@ -49,6 +49,11 @@ M.defaults = {
     toggle = "<CR>", -- expand/collapse the thinking or tool call under the cursor
     close = "q",
     focus_prompt = "i",
+    regenerate = "gr", -- answer the last message again (the old answer stays in the tree)
+    yank_code = "yc", -- yank the code block under the cursor (into the register given, "ayc)
+    pick_model = "gm", -- pick the model of the session
+    show_request = "gR", -- show the request last sent to the model (JSON, keys redacted)
+    help = "?", -- list every key of the chat (in the prompt too, in normal mode)
     -- While any proposal waits (normal mode, in every window; removed after): the proposal under
     -- the cursor, else the latest one.
     accept_all = "<leader>rA",

@@ -103,6 +103,10 @@ local function settle_assistant(conv, message)
       touch(tb)
     end
   end
+  if message.model then
+    -- The model the session talks to, for the title bar.
+    conv.model = (message.provider and (message.provider .. "/") or "") .. message.model
+  end
   if message.stopReason == "error" and message.errorMessage then
     -- `agent_end` may say it again with what to do: it then takes this line's place.
     conv.error_notice = add(conv, { kind = "notice", level = "error", text = message.errorMessage })

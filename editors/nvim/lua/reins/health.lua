@@ -41,6 +41,36 @@ local function check_mcp(health, client)
   end
 end
 
+-- The model of new sessions (and the chat session's, when it differs), and whether its provider
+-- has a key.
+local function check_model(health, client)
+  local result = client:request_sync("workspace/executeCommand", { command = "reins.model.list", arguments = { vim.empty_dict() } }, 5000)
+  if not result or result.err then
+    health.error("reins.model.list failed: " .. (result and result.err and result.err.message or "no answer within 5 s"))
+    return
+  end
+  local current
+  for _, m in ipairs((result.result or {}).models or {}) do
+    if m.current then
+      current = m
+    end
+  end
+  if not current then
+    health.warn("no default model (set model in init_options or config.toml)")
+  elseif current.keyAvailable then
+    health.ok("model of new sessions: " .. current.id .. " (pick another with /model or gm in the chat)")
+  else
+    health.warn(("model of new sessions: %s, whose provider has no key"):format(current.id), {
+      "Set the provider's key (apiKey in init_options, its environment variable, or $REINS_HOME/auth.json), or pick another model with /model",
+    })
+  end
+  local chat = require("reins.chat")
+  local conv = chat.session_id and require("reins.conversation").sessions[chat.session_id]
+  if conv and conv.model and (not current or not vim.endswith(conv.model, current.id)) then
+    health.info("the chat's session talks to " .. conv.model)
+  end
+end
+
 local function provider_url()
   local init = require("reins.config").options.init_options or {}
   local url = init.baseUrl or vim.env.OPENAI_BASE_URL or "http://127.0.0.1:11434/v1"
@@ -95,6 +125,7 @@ function M.check()
     else
       health.ok(("answers commands (reins.session.list: %d sessions in this workspace)"):format(#((result.result or {}).sessions or {})))
     end
+    check_model(health, client)
   end
 
   check_mcp(health, client)

@@ -351,8 +351,9 @@ function M.gap_before(prev, block)
 end
 
 --- The text for the panel's winbar, fitted to `width` columns (when given) by priority: what the
---- run is doing first, then the tokens, the cost, and the title, shortened, in what is left.
-function M.winbar(conv, title, width)
+--- run is doing first, then the model, the tokens, the cost, and the title, shortened, in what
+--- is left.
+function M.winbar(conv, title, width, model)
   local status
   if conv and (conv.waiting or 0) > 0 then
     status = "⏸ review"
@@ -365,20 +366,34 @@ function M.winbar(conv, title, width)
     cost = ("$%.4f"):format(conv.cost)
   end
   local left = " reins"
+  -- The parts in order of priority; `false` is a part left out (a nil would end the list).
   local function right_text(parts)
-    return table.concat(vim.tbl_filter(function(p)
-      return p ~= nil
-    end, parts), " · ")
+    local shown = {}
+    for _, p in ipairs(parts) do
+      if p then
+        table.insert(shown, p)
+      end
+    end
+    return table.concat(shown, " · ")
   end
-  local right = { status, tokens, cost }
+  -- The model without its provider: the part that tells models apart.
+  model = model and model:match("[^/]+$") or false
+  local right = { status or false, model, tokens or false, cost or false }
   local room = (width or math.huge) - vim.fn.strdisplaywidth(left) - 2
-  -- The cost goes first, then the tokens, rather than leave the title under 20 columns.
-  local title_wants = (title and title ~= "") and 23 or 0
-  for drop = #right, 2, -1 do
-    if vim.fn.strdisplaywidth(right_text(right)) + title_wants <= room then
+  local function fits(title_room)
+    return vim.fn.strdisplaywidth(right_text(right)) + title_room <= room
+  end
+  -- The cost goes first, then the tokens, rather than leave the title under 20 columns; the
+  -- model only when not even a short title fits beside it.
+  local has_title = title and title ~= ""
+  for drop = #right, 3, -1 do
+    if fits(has_title and 23 or 0) then
       break
     end
-    right[drop] = nil
+    right[drop] = false
+  end
+  if not fits(has_title and 11 or 0) then
+    right[2] = false
   end
   local right_str = right_text(right)
   room = room - vim.fn.strdisplaywidth(right_str)

@@ -1,0 +1,93 @@
+//! The request a session last sent to its model, for a user debugging a prompt: each session's
+//! provider is wrapped so its turns leave their request behind, and it is shown as the provider's
+//! own encoder makes the body (the headers, which carry the key, left out; any key of the
+//! settings that a message quotes is redacted).
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use reins_ai::{Anthropic, AssistantMessage, EventSink, OpenAiCompatible, Provider, Request};
+use reins_settings::{Api, KeySource};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::{Harness, lock};
+use crate::error::HarnessError;
+
+/// The last request of one session, as its model call left it.
+pub(crate) type RequestSlot = Arc<Mutex<Option<Request>>>;
+
+/// A session's provider: every call goes to `inner`, its request kept in `slot` first.
+pub(crate) struct Recording {
+    pub inner: Arc<dyn Provider>,
+    pub slot: RequestSlot,
+}
+
+/// A request as it went to the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SentRequest {
+    pub url: String,
+    /// The JSON body.
+    pub body: Value,
+}
+
+#[async_trait]
+impl Provider for Recording {
+    async fn stream(&self, request: &Request, on_event: EventSink<'_>, cancel: &CancellationToken) -> AssistantMessage {
+        *lock(&self.slot) = Some(request.clone());
+        self.inner.stream(request, on_event, cancel).await
+    }
+}
+
+impl Harness {
+    /// The request the session's agent last sent to the model; `None` before its first turn.
+    pub fn last_request(&self, session_id: &str) -> Result<Option<SentRequest>, HarnessError> {
+        let session = self.session(session_id)?;
+        let Some(request) = lock(&session.last_request).clone() else { return Ok(None) };
+        let settings = self.settings();
+        let api = settings.registry.provider(&request.model.provider).map_or(Api::OpenAi, |info| info.api);
+        let (url, body) = match api {
+            Api::Anthropic => Anthropic::wire_request(&request),
+            Api::OpenAi => OpenAiCompatible::wire_request(&request),
+        };
+        let mut keys: Vec<String> = settings
+            .keys
+            .values()
+            .filter_map(|source| match source {
+                KeySource::Key(key, _) => Some(key.expose().to_string()),
+                _ => None,
+            })
+            .collect();
+        keys.push(settings.api_key.expose().to_string());
+        Ok(Some(SentRequest { url, body: redact(body, &keys) }))
+    }
+}
+
+/// `value` with every occurrence of a key in its strings replaced by `<redacted>`.
+fn redact(value: Value, keys: &[String]) -> Value {
+    match value {
+        Value::String(text) => Value::String(keys.iter().filter(|key| key.len() >= 8).fold(text, |text, key| {
+            if text.contains(key.as_str()) { text.replace(key.as_str(), "<redacted>") } else { text }
+        })),
+        Value::Array(items) => Value::Array(items.into_iter().map(|item| redact(item, keys)).collect()),
+        Value::Object(map) => Value::Object(map.into_iter().map(|(name, item)| (name, redact(item, keys))).collect()),
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::redact;
+
+    #[test]
+    fn keys_in_any_string_of_the_body_are_redacted_and_short_ones_left() {
+        let body = json!({"messages": [{"role": "user", "content": "my key is sk-secret-123, see"}], "model": "m"});
+        let keys = ["sk-secret-123".to_string(), String::new(), "m".to_string()];
+        assert_eq!(
+            redact(body, &keys),
+            json!({"messages": [{"role": "user", "content": "my key is <redacted>, see"}], "model": "m"})
+        );
+    }
+}

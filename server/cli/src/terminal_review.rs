@@ -1,13 +1,15 @@
 //! Review at the terminal (`reins run`): each file change is held as a pending edit of the
 //! review core and shown hunk by hunk, like `git add -p` — `y` applies a hunk, `n` skips it, `a`
-//! applies it and every hunk after it, `d` skips it and every hunk after it, `?` explains — and
-//! the hunks skipped can come with a reason for the model. The core decides the rest exactly as
+//! applies it and every hunk after it, `d` skips it and every hunk after it, `c` reads a one-line
+//! comment on it for the model, `?` explains — and the hunks skipped can come with a reason for
+//! the model. The comments go to the model with the decision, in one batch. The core decides the rest exactly as
 //! for an editor: what the model is told, and rebasing onto a file changed on disk meanwhile.
 //! A command is a plain y/N. Questions and answers go through the controlling terminal
 //! (`/dev/tty`), so `--json` output on stdout stays clean; without a terminal nothing can be
 //! approved, and the model is told that the user can rerun with `--yes`. Commands, paths, notes,
 //! file contents and MCP calls are shown through `reins_ai::visible`: none can steer the terminal.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -22,7 +24,14 @@ use tokio::sync::{Mutex, mpsc};
 use tokio_util::sync::CancellationToken;
 
 /// What `?` says, and what a file of several hunks shows first.
-const LEGEND: &str = "y: apply this hunk, n: skip it, a: apply it and all after it, d: skip it and all after it";
+const LEGEND: &str =
+    "y: apply this hunk, n: skip it, a: apply it and all after it, d: skip it and all after it, c: comment on it";
+
+/// What `?` says about the one hunk of a file.
+const LEGEND_ONE: &str = "y: apply it, n: skip it, c: comment on it";
+
+/// What the model is told a comment is for, when the user types one.
+const COMMENT_PROMPT: &str = "Comment for the model (one line): ";
 
 /// Asks on the controlling terminal.
 pub struct TerminalApprover {
@@ -53,6 +62,19 @@ struct Review {
     all: bool,
     /// Why the others were not.
     reason: Option<String>,
+    /// The user's comments, by hunk index.
+    comments: BTreeMap<usize, String>,
+}
+
+/// An answer at a hunk's prompt.
+#[derive(Debug, PartialEq)]
+enum HunkAnswer {
+    /// Apply it or not, and whether that holds for the hunks after it.
+    Decide {
+        apply: bool,
+        for_the_rest: bool,
+    },
+    Comment,
 }
 
 impl TerminalApprover {
@@ -75,14 +97,21 @@ impl TerminalApprover {
             let (id, color) = (edit.id.clone(), self.color);
             let asked = tokio::task::spawn_blocking(move || review_on_tty(&edit, color)).await;
             let on_disk = |path: &Path| std::fs::read_to_string(path).ok().map(|text| (text, None));
+            if let Ok(Ok(review)) = &asked {
+                for (hunk, comment) in &review.comments {
+                    if let Err(err) = self.edits.comment(&id, *hunk, comment) {
+                        tracing::warn!("the comment on hunk {} of {id} was refused: {err}", hunk + 1);
+                    }
+                }
+            }
             let decided = match asked.unwrap_or_else(|_| Err("the prompt failed".to_string())) {
                 Ok(review) if review.all => self.edits.accept(&id, Choice::default(), &on_disk),
-                Ok(review) if review.chosen.is_empty() => self.edits.reject(&id, review.reason),
+                Ok(review) if review.chosen.is_empty() => self.edits.reject(&id, review.reason, &on_disk),
                 Ok(review) => {
                     let choice = Choice { hunks: Some(review.chosen), allow_for_session: false, reason: review.reason };
                     self.edits.accept(&id, choice, &on_disk)
                 }
-                Err(why) => self.edits.reject(&id, Some(not_asked(tool, &why))),
+                Err(why) => self.edits.reject(&id, Some(not_asked(tool, &why)), &on_disk),
             };
             if let Err(err) = decided {
                 tracing::warn!("the review of {id} could not be decided: {err}");
@@ -175,7 +204,7 @@ fn review(
     writer: &mut impl Write,
 ) -> Result<Review, String> {
     let Subject::Files(files) = &edit.subject else {
-        return Ok(Review { chosen: Vec::new(), all: true, reason: None });
+        return Ok(Review { chosen: Vec::new(), all: true, reason: None, comments: BTreeMap::new() });
     };
     let paint = |text: &str, code: &str| paint(text, code, color);
     let hunks: Vec<(&FileDiff, &diff::Hunk)> =
@@ -183,6 +212,12 @@ fn review(
     let mut screen = String::new();
     for file in files {
         screen.push_str(&render_header(file, &paint));
+    }
+    // The comments on earlier proposals that this one answers.
+    for comment in &edit.resolves {
+        let line = format!("✓ answers your comment on hunk {}: {}", comment.hunk + 1, visible_line(&comment.text));
+        screen.push_str(&paint(&line, "32"));
+        screen.push('\n');
     }
     if hunks.len() > 1 {
         screen.push_str(&paint(&format!("{} hunks — {LEGEND}", hunks.len()), "2"));
@@ -194,9 +229,10 @@ fn review(
         let answer = ask(reader, writer, "Apply? [y/N] ")?;
         let all = matches!(answer.as_deref().map(str::trim), Some("y" | "Y" | "yes"));
         let reason = if all { None } else { ask_reason(reader, writer)? };
-        return Ok(Review { chosen: Vec::new(), all, reason });
+        return Ok(Review { chosen: Vec::new(), all, reason, comments: BTreeMap::new() });
     }
     let mut chosen = Vec::new();
+    let mut comments = BTreeMap::new();
     let mut rest: Option<bool> = None;
     for (number, (file, hunk)) in hunks.iter().enumerate() {
         let apply = match rest {
@@ -206,12 +242,27 @@ fn review(
                 let title = (hunks.len() > 1).then(|| format!("hunk {} of {}:", number + 1, hunks.len()));
                 let text = render_hunk(title.as_deref(), file, hunk, &paint);
                 write!(writer, "{text}").map_err(|e| e.to_string())?;
-                let prompt = if hunks.len() > 1 { "Apply this hunk? [y,n,a,d,?] " } else { "Apply? [y/N] " };
-                let (apply, for_the_rest) = ask_hunk(reader, writer, prompt)?;
-                if for_the_rest {
-                    rest = Some(apply);
+                let (prompt, legend) = match hunks.len() {
+                    1 => ("Apply? [y,n,c,?] ", LEGEND_ONE),
+                    _ => ("Apply this hunk? [y,n,a,d,c,?] ", LEGEND),
+                };
+                loop {
+                    match ask_hunk(reader, writer, prompt, legend, hunks.len() > 1)? {
+                        HunkAnswer::Comment => {
+                            let comment = ask(reader, writer, COMMENT_PROMPT)?.unwrap_or_default();
+                            match comment.trim() {
+                                "" => comments.remove(&hunk.index),
+                                comment => comments.insert(hunk.index, comment.to_string()),
+                            };
+                        }
+                        HunkAnswer::Decide { apply, for_the_rest } => {
+                            if for_the_rest {
+                                rest = Some(apply);
+                            }
+                            break apply;
+                        }
+                    }
                 }
-                apply
             }
         };
         if apply {
@@ -220,21 +271,33 @@ fn review(
     }
     let all = chosen.len() == hunks.len();
     let reason = if all { None } else { ask_reason(reader, writer)? };
-    Ok(Review { chosen, all, reason })
+    Ok(Review { chosen, all, reason, comments })
 }
 
-/// Asks about one hunk until the answer is one of y, n, a, d: whether to apply it, and whether
-/// the answer holds for the hunks after it. The end of input skips the rest.
-fn ask_hunk(reader: &mut impl BufRead, writer: &mut impl Write, prompt: &str) -> Result<(bool, bool), String> {
+/// Asks about one hunk until the answer is one of y, n, c — and a, d when `several` hunks are
+/// asked about: whether to apply it and whether the answer holds for the hunks after it, or to
+/// comment on it. The end of input skips the rest.
+fn ask_hunk(
+    reader: &mut impl BufRead,
+    writer: &mut impl Write,
+    prompt: &str,
+    legend: &str,
+    several: bool,
+) -> Result<HunkAnswer, String> {
+    let decide = |apply, for_the_rest| Ok(HunkAnswer::Decide { apply, for_the_rest });
     loop {
-        let Some(line) = ask(reader, writer, prompt)? else { return Ok((false, true)) };
+        let Some(line) = ask(reader, writer, prompt)? else { return decide(false, true) };
         match line.trim().to_ascii_lowercase().as_str() {
-            "y" | "yes" => return Ok((true, false)),
-            "" | "n" | "no" => return Ok((false, false)),
-            "a" | "all" => return Ok((true, true)),
-            "d" | "done" => return Ok((false, true)),
-            "?" => writeln!(writer, "{LEGEND}").map_err(|e| e.to_string())?,
-            other => writeln!(writer, "{other:?}: answer y, n, a or d (? explains)").map_err(|e| e.to_string())?,
+            "y" | "yes" => return decide(true, false),
+            "" | "n" | "no" => return decide(false, false),
+            "a" | "all" if several => return decide(true, true),
+            "d" | "done" if several => return decide(false, true),
+            "c" | "comment" => return Ok(HunkAnswer::Comment),
+            "?" => writeln!(writer, "{legend}").map_err(|e| e.to_string())?,
+            other => {
+                let keys = if several { "y, n, a, d or c" } else { "y, n or c" };
+                writeln!(writer, "{other:?}: answer {keys} (? explains)").map_err(|e| e.to_string())?
+            }
         }
     }
 }
@@ -361,6 +424,8 @@ mod tests {
             tool_call_id: "c".into(),
             tool: "edit".into(),
             subject: Subject::of(&Proposal::FileChange(change), shown),
+            comments: Default::default(),
+            resolves: Vec::new(),
         }
     }
 
@@ -403,8 +468,8 @@ mod tests {
                  x = 1
                 -y = 2
                 +y = 3
-                Apply? [y/N] 
-                => Ok(Review { chosen: [0], all: true, reason: None })"#]],
+                Apply? [y,n,c,?] 
+                => Ok(Review { chosen: [0], all: true, reason: None, comments: {} })"#]],
         );
     }
 
@@ -417,7 +482,7 @@ mod tests {
             expect![[r#"
                 --- a/w/a.txt
                 +++ b/w/a.txt
-                2 hunks — y: apply this hunk, n: skip it, a: apply it and all after it, d: skip it and all after it
+                2 hunks — y: apply this hunk, n: skip it, a: apply it and all after it, d: skip it and all after it, c: comment on it
                 hunk 1 of 2:
                 @@ -1,5 +1,5 @@
                  line 1
@@ -426,17 +491,17 @@ mod tests {
                  line 3
                  line 4
                  line 5
-                Apply this hunk? [y,n,a,d,?] y: apply this hunk, n: skip it, a: apply it and all after it, d: skip it and all after it
-                Apply this hunk? [y,n,a,d,?] "maybe": answer y, n, a or d (? explains)
-                Apply this hunk? [y,n,a,d,?] hunk 2 of 2:
+                Apply this hunk? [y,n,a,d,c,?] y: apply this hunk, n: skip it, a: apply it and all after it, d: skip it and all after it, c: comment on it
+                Apply this hunk? [y,n,a,d,c,?] "maybe": answer y, n, a, d or c (? explains)
+                Apply this hunk? [y,n,a,d,c,?] hunk 2 of 2:
                 @@ -8,5 +8,4 @@
                  line 8
                  line 9
                  line 10
                 -line 11
                  line 12
-                Apply this hunk? [y,n,a,d,?] Reason for the model (optional): 
-                => Ok(Review { chosen: [1], all: false, reason: Some("keep line 2 as it is") })"#]],
+                Apply this hunk? [y,n,a,d,c,?] Reason for the model (optional): 
+                => Ok(Review { chosen: [1], all: false, reason: Some("keep line 2 as it is"), comments: {} })"#]],
         );
     }
 
@@ -447,7 +512,7 @@ mod tests {
             let mut screen = Vec::new();
             let edit = edit_of(change("/w/a.txt", &before, &after, &[]));
             let review = review(&edit, false, &mut answers.as_bytes(), &mut screen).unwrap();
-            let asked = String::from_utf8(screen).unwrap().matches("Apply this hunk? [y,n,a,d,?]").count();
+            let asked = String::from_utf8(screen).unwrap().matches("Apply this hunk? [y,n,a,d,c,?]").count();
             (review.chosen, review.all, review.reason, asked)
         };
         assert_eq!(review("a\n"), (vec![0, 1], true, None, 1));
@@ -455,6 +520,28 @@ mod tests {
         assert_eq!(review("y\nd\nnot that one\n"), (vec![0], false, Some("not that one".to_string()), 2));
         // The end of input skips what is left.
         assert_eq!(review(""), (vec![], false, None, 1));
+    }
+
+    #[test]
+    fn c_reads_a_comment_and_asks_about_the_hunk_again() {
+        let (before, after) = twelve_lines();
+        let play = |answers: &str| {
+            let mut screen = Vec::new();
+            let edit = edit_of(change("/w/a.txt", &before, &after, &[]));
+            let review = review(&edit, false, &mut answers.as_bytes(), &mut screen).unwrap();
+            let asked = String::from_utf8(screen).unwrap().matches("Apply this hunk?").count();
+            (review.chosen, review.comments.into_iter().collect::<Vec<_>>(), asked)
+        };
+        assert_eq!(play("c\n keep 2 \nn\ny\n\n"), (vec![1], vec![(0, "keep 2".to_string())], 3));
+        // A blank comment takes the hunk's comment back; a later one replaces it.
+        assert_eq!(play("c\nfirst\nc\n\nn\nc\nsecond\nc\nthird\ny\n\n"), (vec![1], vec![(1, "third".to_string())], 6));
+        // One hunk: `c` too, and no `a` or `d`.
+        let mut screen = Vec::new();
+        let edit = edit_of(change("/w/a.py", "x = 1\n", "x = 2\n", &[]));
+        let one = review(&edit, false, &mut "a\nc\nwhy 2?\ny\n".as_bytes(), &mut screen).unwrap();
+        assert_eq!((one.all, one.comments.get(&0).map(String::as_str)), (true, Some("why 2?")));
+        let screen = String::from_utf8(screen).unwrap();
+        assert!(screen.contains("\"a\": answer y, n or c (? explains)"), "{screen}");
     }
 
     #[test]
@@ -494,8 +581,8 @@ mod tests {
                 @@ -1 +1 @@
                 -x = 1
                 +x = "^[]0;t^G"
-                Apply? [y/N] Reason for the model (optional): 
-                => Ok(Review { chosen: [], all: false, reason: None })"#]],
+                Apply? [y,n,c,?] Reason for the model (optional): 
+                => Ok(Review { chosen: [], all: false, reason: None, comments: {} })"#]],
         );
     }
 

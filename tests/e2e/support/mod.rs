@@ -174,7 +174,7 @@ pub async fn reins_run_in_terminal(
 }
 
 /// Runs `reins ARGS` under a pseudo-terminal (`script` from util-linux), typing `answers` a line
-/// at a time once each question (`? [y/N]`, a hunk's `? [y,n,a,d,?]`, a reason) shows, as a person at the terminal would;
+/// at a time once each question (`? [y/N]`, a hunk's `? [y,n,a,d,c,?]` or `? [y,n,c,?]`, a reason or a comment) shows, as a person at the terminal would;
 /// an answer that is one control character ([`CTRL_C`]) is typed as it is, without Enter.
 /// What the terminal showed, and the exit status.
 pub async fn reins_in_terminal(
@@ -223,7 +223,7 @@ pub async fn reins_in_terminal(
         }
         screen.push_str(&String::from_utf8_lossy(&buffer[..n]));
         // Each question ends with a prompt; answer it once it shows.
-        let questions = ["? [y/N]", "? [y,n,a,d,?]", "Reason for the model"]
+        let questions = ["? [y/N]", "? [y,n,c,?]", "? [y,n,a,d,c,?]", "Reason for the model", "Comment for the model"]
             .iter()
             .map(|question| screen.matches(question).count())
             .sum::<usize>();

@@ -2,7 +2,9 @@
 //! review core and shown hunk by hunk, like `git add -p` — `y` applies a hunk, `n` skips it, `a`
 //! applies it and every hunk after it, `d` skips it and every hunk after it, `c` reads a one-line
 //! comment on it for the model, `?` explains — and the hunks skipped can come with a reason for
-//! the model. The comments go to the model with the decision, in one batch. The core decides the rest exactly as
+//! the model. The comments go to the model with the decision, in one batch. When stdin is a
+//! terminal, a hunk's answer is one key, read without waiting for Enter (as git's
+//! `interactive.singleKey`); otherwise answers are lines. The core decides the rest exactly as
 //! for an editor: what the model is told, and rebasing onto a file changed on disk meanwhile.
 //! A command is a plain y/N. Questions and answers go through the controlling terminal
 //! (`/dev/tty`), so `--json` output on stdout stays clean; without a terminal nothing can be
@@ -15,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use nix::sys::termios::{LocalFlags, SetArg, SpecialCharacterIndices, Termios, tcgetattr, tcsetattr};
 use reins_agent::Proposal;
 use reins_ai::{visible, visible_line};
 use reins_harness::{ApprovalRequest, Approver, Verdict};
@@ -33,6 +36,10 @@ const LEGEND_ONE: &str = "y: apply it, n: skip it, c: comment on it";
 /// What the model is told a comment is for, when the user types one.
 const COMMENT_PROMPT: &str = "Comment for the model (one line): ";
 
+/// The terminal's settings while a key is read on its own, to put back if reins exits before
+/// the read ends ([`restore_terminal`]).
+static SAVED_TERMINAL: std::sync::Mutex<Option<(std::fs::File, Termios)>> = std::sync::Mutex::new(None);
+
 /// Asks on the controlling terminal.
 pub struct TerminalApprover {
     edits: Arc<PendingEdits>,
@@ -41,6 +48,8 @@ pub struct TerminalApprover {
     /// Paths are shown relative to it.
     root: PathBuf,
     color: bool,
+    /// Each tool's line (`● bash $ cargo test`) is printed before its prompt.
+    tool_lines: bool,
 }
 
 /// Hands each new pending edit to the prompt.
@@ -85,7 +94,14 @@ impl TerminalApprover {
             proposed: Mutex::new(rx),
             root,
             color: std::io::stderr().is_terminal(),
+            tool_lines: false,
         }
+    }
+
+    /// Says that each tool's line is printed before its prompt (not with `--json`), so a command
+    /// it shows in full is not printed again.
+    pub fn after_tool_lines(self, tool_lines: bool) -> Self {
+        Self { tool_lines, ..self }
     }
 
     /// Asks about each pending edit of a proposal of `count` files as the core proposes them,
@@ -129,7 +145,10 @@ impl Approver for TerminalApprover {
             return Verdict::Reject { reason: "cancelled".into() };
         }
         let plain = match request.proposal {
-            Proposal::Command(command) => Some((render_command(command, self.color), "Run it? [y/N] ")),
+            Proposal::Command(command) => {
+                let shown = self.tool_lines && shown_in_full(&request.look.summary, command);
+                Some((render_command(command, self.color, shown), "Run it? [y/N] "))
+            }
             Proposal::ServerCall(call) => Some((render_server_call(call, self.color), "Call it? [y/N] ")),
             Proposal::FileChange(_) | Proposal::FileChanges { .. } => None,
         };
@@ -193,15 +212,18 @@ fn ask_yes_no(question: &str, prompt: &str) -> Result<Option<String>, String> {
 fn review_on_tty(edit: &PendingEdit, color: bool) -> Result<Review, String> {
     let tty = open_tty()?;
     let mut writer = tty.try_clone().map_err(|e| e.to_string())?;
-    review(edit, color, &mut BufReader::new(tty), &mut writer)
+    let keys = std::io::stdin().is_terminal().then(|| tty.try_clone().ok()).flatten();
+    review(edit, color, &mut BufReader::new(tty), &mut writer, keys.as_ref())
 }
 
-/// [`review_on_tty`] over any reader and writer.
+/// [`review_on_tty`] over any reader and writer; with `keys`, the terminal they are, a hunk's
+/// answer is one key.
 fn review(
     edit: &PendingEdit,
     color: bool,
     reader: &mut impl BufRead,
     writer: &mut impl Write,
+    keys: Option<&std::fs::File>,
 ) -> Result<Review, String> {
     let Subject::Files(files) = &edit.subject else {
         return Ok(Review { chosen: Vec::new(), all: true, reason: None, comments: BTreeMap::new() });
@@ -247,7 +269,7 @@ fn review(
                     _ => ("Apply this hunk? [y,n,a,d,c,?] ", LEGEND),
                 };
                 loop {
-                    match ask_hunk(reader, writer, prompt, legend, hunks.len() > 1)? {
+                    match ask_hunk(reader, writer, keys, prompt, legend, hunks.len() > 1)? {
                         HunkAnswer::Comment => {
                             let comment = ask(reader, writer, COMMENT_PROMPT)?.unwrap_or_default();
                             match comment.trim() {
@@ -280,13 +302,18 @@ fn review(
 fn ask_hunk(
     reader: &mut impl BufRead,
     writer: &mut impl Write,
+    keys: Option<&std::fs::File>,
     prompt: &str,
     legend: &str,
     several: bool,
 ) -> Result<HunkAnswer, String> {
     let decide = |apply, for_the_rest| Ok(HunkAnswer::Decide { apply, for_the_rest });
     loop {
-        let Some(line) = ask(reader, writer, prompt)? else { return decide(false, true) };
+        let answer = match keys {
+            Some(tty) => ask_key(reader, writer, tty, prompt)?,
+            None => ask(reader, writer, prompt)?,
+        };
+        let Some(line) = answer else { return decide(false, true) };
         match line.trim().to_ascii_lowercase().as_str() {
             "y" | "yes" => return decide(true, false),
             "" | "n" | "no" => return decide(false, false),
@@ -307,6 +334,50 @@ fn ask_reason(reader: &mut impl BufRead, writer: &mut impl Write) -> Result<Opti
     let reason = ask(reader, writer, "Reason for the model (optional): ")?.unwrap_or_default();
     let reason = reason.trim();
     Ok((!reason.is_empty()).then(|| reason.to_string()))
+}
+
+/// Writes `prompt` and reads one key from the terminal `tty` without waiting for Enter (line
+/// editing and echo off meanwhile; signals still work, so Ctrl-C cancels), and shows it; `None`
+/// at the end of input. Enter is an empty answer, as in line mode.
+fn ask_key(
+    reader: &mut impl BufRead,
+    writer: &mut impl Write,
+    tty: &std::fs::File,
+    prompt: &str,
+) -> Result<Option<String>, String> {
+    write!(writer, "{prompt}").and_then(|_| writer.flush()).map_err(|e| e.to_string())?;
+    let saved = tcgetattr(tty).map_err(|e| e.to_string())?;
+    let mut single = saved.clone();
+    single.local_flags.remove(LocalFlags::ICANON | LocalFlags::ECHO);
+    single.control_chars[SpecialCharacterIndices::VMIN as usize] = 1;
+    single.control_chars[SpecialCharacterIndices::VTIME as usize] = 0;
+    if let Ok(mut remembered) = SAVED_TERMINAL.lock() {
+        *remembered = tty.try_clone().ok().map(|tty| (tty, saved.clone()));
+    }
+    tcsetattr(tty, SetArg::TCSANOW, &single).map_err(|e| e.to_string())?;
+    let key = reader.fill_buf().map(|buffer| buffer.first().copied());
+    if let Ok(Some(_)) = key {
+        reader.consume(1);
+    }
+    let _ = tcsetattr(tty, SetArg::TCSANOW, &saved);
+    if let Ok(mut remembered) = SAVED_TERMINAL.lock() {
+        *remembered = None;
+    }
+    let Some(key) = key.map_err(|e| e.to_string())? else { return Ok(None) };
+    let key = match key {
+        b'\r' | b'\n' => String::new(),
+        key => char::from(key).to_string(),
+    };
+    writeln!(writer, "{}", visible_line(&key)).map_err(|e| e.to_string())?;
+    Ok(Some(key))
+}
+
+/// Puts the terminal back as it was if reins exits while a key is read on its own.
+pub fn restore_terminal() {
+    let Ok(mut remembered) = SAVED_TERMINAL.lock() else { return };
+    if let Some((tty, saved)) = remembered.take() {
+        let _ = tcsetattr(&tty, SetArg::TCSANOW, &saved);
+    }
 }
 
 /// Writes `prompt` and reads one line; `None` at the end of input.
@@ -393,11 +464,21 @@ fn render_server_call(call: &reins_agent::ServerCall, color: bool) -> String {
     out
 }
 
-/// A command's line and where it runs.
-fn render_command(command: &reins_agent::CommandProposal, color: bool) -> String {
+/// Whether the tool's line above the prompt (`● bash $ cargo test`, its summary cut at 120
+/// characters) already showed all of `command`.
+fn shown_in_full(summary: &str, command: &reins_agent::CommandProposal) -> bool {
+    let line = format!("$ {}", command.command.trim());
+    !line.contains(['\n', '\r']) && line.chars().count() <= 120 && summary.trim() == line
+}
+
+/// A command's line (unless `shown` already, on the tool's line) and where it runs.
+fn render_command(command: &reins_agent::CommandProposal, color: bool, shown: bool) -> String {
+    let line = match shown {
+        true => String::new(),
+        false => format!("{}\n", paint(&format!("$ {}", visible(&command.command)), "1", color)),
+    };
     format!(
-        "{}\n{}\n",
-        paint(&format!("$ {}", visible(&command.command)), "1", color),
+        "{line}{}\n",
         paint(
             &format!("  in {} (timeout {} s)", visible_line(&command.cwd.display().to_string()), command.timeout_secs),
             "2",
@@ -443,7 +524,7 @@ mod tests {
     /// review.
     fn check_review(change: FileChange, answers: &str, expected: Expect) {
         let mut screen = Vec::new();
-        let review = review(&edit_of(change), false, &mut answers.as_bytes(), &mut screen);
+        let review = review(&edit_of(change), false, &mut answers.as_bytes(), &mut screen, None);
         expected.assert_eq(&format!("{}\n=> {review:?}", String::from_utf8_lossy(&screen)));
     }
 
@@ -511,7 +592,7 @@ mod tests {
         let review = |answers: &str| {
             let mut screen = Vec::new();
             let edit = edit_of(change("/w/a.txt", &before, &after, &[]));
-            let review = review(&edit, false, &mut answers.as_bytes(), &mut screen).unwrap();
+            let review = review(&edit, false, &mut answers.as_bytes(), &mut screen, None).unwrap();
             let asked = String::from_utf8(screen).unwrap().matches("Apply this hunk? [y,n,a,d,c,?]").count();
             (review.chosen, review.all, review.reason, asked)
         };
@@ -528,7 +609,7 @@ mod tests {
         let play = |answers: &str| {
             let mut screen = Vec::new();
             let edit = edit_of(change("/w/a.txt", &before, &after, &[]));
-            let review = review(&edit, false, &mut answers.as_bytes(), &mut screen).unwrap();
+            let review = review(&edit, false, &mut answers.as_bytes(), &mut screen, None).unwrap();
             let asked = String::from_utf8(screen).unwrap().matches("Apply this hunk?").count();
             (review.chosen, review.comments.into_iter().collect::<Vec<_>>(), asked)
         };
@@ -538,7 +619,7 @@ mod tests {
         // One hunk: `c` too, and no `a` or `d`.
         let mut screen = Vec::new();
         let edit = edit_of(change("/w/a.py", "x = 1\n", "x = 2\n", &[]));
-        let one = review(&edit, false, &mut "a\nc\nwhy 2?\ny\n".as_bytes(), &mut screen).unwrap();
+        let one = review(&edit, false, &mut "a\nc\nwhy 2?\ny\n".as_bytes(), &mut screen, None).unwrap();
         assert_eq!((one.all, one.comments.get(&0).map(String::as_str)), (true, Some("why 2?")));
         let screen = String::from_utf8(screen).unwrap();
         assert!(screen.contains("\"a\": answer y, n or c (? explains)"), "{screen}");
@@ -551,7 +632,12 @@ mod tests {
             $ cargo test
               in /w (timeout 120 s)
         "#]]
-        .assert_eq(&render_command(&command, false));
+        .assert_eq(&render_command(&command, false, false));
+        // The tool's line above the prompt showed it all: it is not printed twice.
+        assert!(shown_in_full("$ cargo test", &command));
+        assert_eq!(render_command(&command, false, true), "  in /w (timeout 120 s)\n");
+        let long = CommandProposal { command: "cargo test\n  --all".into(), ..command };
+        assert!(!shown_in_full("$ cargo test", &long));
     }
 
     #[test]
@@ -565,7 +651,7 @@ mod tests {
             $ rm -f important.txt #^[[2K^[[1A^M$ ls -la
               in /w^[[2J (timeout 120 s)
         "#]]
-        .assert_eq(&render_command(&command, false));
+        .assert_eq(&render_command(&command, false, false));
     }
 
     #[test]

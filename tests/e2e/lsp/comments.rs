@@ -42,7 +42,9 @@ async fn a_three_comment_review_resolves_in_one_round() {
             &[
                 ("def add(a, b):", "def total(a, b):"),
                 ("def sub(a, b):", "def difference(a, b):"),
-                ("def times(a, b):\n", "def times(a, b):\n    \"\"\"a times b\"\"\"\n"),
+                // Beside the third comment's line, not on it: the revision may be made before
+                // the editor's change that applied the third hunk arrives.
+                ("    return a * b", "    \"\"\"a times b\"\"\"\n    return a * b"),
             ],
         ),
         Reply::text("done"),

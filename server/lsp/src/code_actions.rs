@@ -215,7 +215,7 @@ mod tests {
                 r#"Accept agent edit {"id":"e1"}"#,
                 r#"Accept only hunk 2 of 2 (reject the other) {"id":"e1","hunks":[1]}"#,
                 r#"Reject agent edit {"id":"e1"}"#,
-                r#"Comment on this change (hunk 2 of 2) {"hunk":1,"id":"e1"}"#
+                r#"Comment on this change (hunk 2 of 2) {"id":"e1","hunk":1}"#
             ]
         );
         // Line 2 is where hunk 0 ends (character 0): not part of it.
@@ -231,7 +231,7 @@ mod tests {
             [
                 r#"Accept agent edit {"id":"e1"}"#,
                 r#"Reject agent edit {"id":"e1"}"#,
-                r#"Comment on this change {"hunk":0,"id":"e1"}"#
+                r#"Comment on this change {"id":"e1","hunk":0}"#
             ]
         );
     }

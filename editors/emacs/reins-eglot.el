@@ -21,7 +21,8 @@
 ;; - the `*reins*' buffer, shown when a run starts: the answer as it streams, tool calls,
 ;;   retries, proposals waiting for review, how each was decided, and failures with what to do;
 ;; - proposed edits as diagnostics (Flymake) on the changed lines, with the code actions "Accept
-;;   agent edit", "Accept only hunk N of M (reject the others)" and "Reject agent edit";
+;;   agent edit", "Accept only hunk N of M (reject the others)", "Reject agent edit" and
+;;   "Comment on this change" (asks for your comment, which the agent reads with your decision);
 ;;   accepting applies them through workspace/applyEdit, so undo works;
 ;; - the agent told what its edits broke, and a `diagnostics' tool: reins asks Emacs for the
 ;;   buffer's Flymake diagnostics (`reins/diagnostics').  Eglot replaces a buffer's own Flymake
@@ -161,7 +162,16 @@ initializationOptions, which carry the token."
               (format "\n⏸ run `%s`? M-x reins-accept or M-x reins-reject\n" (plist-get edit :command))
             (format "\n⏸ edit %s (%d hunk%s) waits for your review: M-x eglot-code-actions on its lines\n"
                     (file-name-nondirectory (eglot--uri-to-path (plist-get edit :uri)))
-                    hunks (if (= hunks 1) "" "s"))))))
+                    hunks (if (= hunks 1) "" "s"))))
+         ;; The comments on earlier proposals that this one answers.
+         (mapc (lambda (comment)
+                 (reins-eglot--insert (format "✓ resolved: your comment on hunk %d: %s\n"
+                                              (1+ (plist-get comment :hunk)) (plist-get comment :comment))))
+               (plist-get edit :resolves))))
+      ("edit_commented"
+       (let ((comment (plist-get event :comment)))
+         (reins-eglot--insert (format "\n💬 hunk %d: %s\n" (1+ (plist-get event :hunk))
+                                      (if (stringp comment) comment "(comment taken back)")))))
       ("edit_resolved"
        (let ((line (reins-eglot--resolved-text event)))
          (reins-eglot--insert "\n" line "\n")
@@ -270,24 +280,49 @@ the session of SERVER's last run, so that the ask follows up on it rather than s
       (setq argument (plist-put argument :sessionId (cdr reins-eglot--session))))
     argument))
 
+;; What a code action's command leaves out and the user types.
+(defun reins-eglot--comment-argument (argument)
+  "ARGUMENT of a `reins.edit.comment' command, with the comment asked for when it has none."
+  (if (plist-get argument :comment)
+      argument
+    (let ((comment (read-string (format "Comment on hunk %d for the agent: "
+                                        (1+ (or (plist-get argument :hunk) 0))))))
+      (plist-put (copy-sequence argument) :comment comment))))
+
+(defun reins-eglot--complete-argument (server command argument)
+  "ARGUMENT of reins's COMMAND to SERVER with what the user types added, for the code actions
+that carry none: the question of \"Ask agent about selection\", the comment of \"Comment on this
+change\"."
+  (pcase command
+    ("reins.ask" (reins-eglot--show) (reins-eglot--ask-argument server argument))
+    ("reins.edit.comment" (reins-eglot--comment-argument argument))
+    (_ argument)))
+
 ;; Emacs 28 and 29: a code action's command runs through `eglot-execute-command'.
 (cl-defmethod eglot-execute-command (server (_command (eql reins.ask)) arguments)
   "Ask for the question of \"Ask agent about selection\" when it has none."
-  (reins-eglot--show)
-  (cl-call-next-method server 'reins.ask (vector (reins-eglot--ask-argument server (aref arguments 0)))))
+  (cl-call-next-method server 'reins.ask
+                       (vector (reins-eglot--complete-argument server "reins.ask" (aref arguments 0)))))
+
+(cl-defmethod eglot-execute-command (server (_command (eql reins.edit.comment)) arguments)
+  "Ask for the comment of \"Comment on this change\" when it has none."
+  (cl-call-next-method server 'reins.edit.comment
+                       (vector (reins-eglot--complete-argument server "reins.edit.comment"
+                                                               (aref arguments 0)))))
 
 ;; Emacs 30: through `eglot-execute', which no longer calls `eglot-execute-command'; a code
 ;; action comes back to it with its Command, a Command with its ExecuteCommandParams.
 (when (fboundp 'eglot-execute)
   (cl-defmethod eglot-execute :around (server action)
-    "Ask for the question of \"Ask agent about selection\" when it has none."
-    (if (not (equal (plist-get action :command) "reins.ask"))
-        (cl-call-next-method)
-      (reins-eglot--show)
-      (let ((arguments (plist-get action :arguments)))
-        (cl-call-next-method
-         server (plist-put (copy-sequence action) :arguments
-                           (vector (reins-eglot--ask-argument server (aref arguments 0)))))))))
+    "Ask for what \"Ask agent about selection\" and \"Comment on this change\" leave out."
+    (let ((command (plist-get action :command)))
+      (if (not (member command '("reins.ask" "reins.edit.comment")))
+          (cl-call-next-method)
+        (let ((arguments (plist-get action :arguments)))
+          (cl-call-next-method
+           server (plist-put (copy-sequence action) :arguments
+                             (vector (reins-eglot--complete-argument server command
+                                                                     (aref arguments 0))))))))))
 
 (defun reins-eglot--pending ()
   "The pending edits of the current server, oldest first."

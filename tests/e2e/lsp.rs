@@ -3,6 +3,8 @@
 
 #[path = "lsp/checkpoints.rs"]
 mod checkpoints;
+#[path = "lsp/comments.rs"]
+mod comments;
 #[path = "lsp/diagnostics.rs"]
 mod diagnostics;
 #[path = "support/doc_examples.rs"]

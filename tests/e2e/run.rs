@@ -317,7 +317,7 @@ async fn the_terminal_asks_before_an_edit_and_yes_applies_it() {
     .await;
     let screen = reins_run_in_terminal(&server, dir.path(), "change it", &["y"]).await;
     // One hunk: one plain question, no hunk numbers.
-    assert!(screen.contains("Apply? [y/N]") && !screen.contains("hunk 1"), "{screen}");
+    assert!(screen.contains("Apply? [y,n,c,?]") && !screen.contains("hunk 1"), "{screen}");
     assert!(screen.contains("✓ Edited a.txt: 1 replacement"), "{screen}");
     assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "hello world\n");
 }
@@ -331,7 +331,9 @@ async fn the_terminal_rejection_and_its_reason_reach_the_model() {
     ])
     .await;
     let screen = reins_run_in_terminal(&server, dir.path(), "clean up", &["n", "keep the build"]).await;
-    assert!(screen.contains("$ rm -rf build") && screen.contains("Run it? [y/N]"), "{screen}");
+    // The command shows once: on the tool's line, which the prompt follows.
+    assert_eq!(screen.matches("$ rm -rf build").count(), 1, "{screen}");
+    assert!(screen.contains("Run it? [y/N]"), "{screen}");
     let requests = server.chat_requests();
     let tool_result = requests[1].body["messages"][3]["content"].to_string();
     assert!(tool_result.contains("the user rejected this bash call: keep the build"), "{tool_result}");
@@ -457,13 +459,56 @@ async fn the_terminal_asks_hunk_by_hunk_and_the_reason_for_a_skipped_one_reaches
         screen.contains("2 hunks") && screen.contains("hunk 1 of 2:") && screen.contains("hunk 2 of 2:"),
         "{screen}"
     );
-    assert_eq!(screen.matches("Apply this hunk? [y,n,a,d,?]").count(), 2, "{screen}");
+    assert_eq!(screen.matches("Apply this hunk? [y,n,a,d,c,?]").count(), 2, "{screen}");
     let now = std::fs::read_to_string(dir.path().join("a.txt")).unwrap();
     assert_eq!(now, text.replace("line 11\n", "line eleven\n"));
     let requests = server.chat_requests();
     let tool_result = requests[1].body["messages"][3]["content"].to_string();
     assert!(tool_result.contains("The user applied hunk 2 and did not apply hunk 1"), "{tool_result}");
     assert!(tool_result.contains("The user's reason for not applying hunk 1: keep line 2"), "{tool_result}");
+}
+
+/// `c` at a hunk's prompt reads a comment; the three comments go to the model with the decisions
+/// in one batch, and the revision that answers them says so — one round, no comment lost or on
+/// another hunk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn comments_typed_at_the_hunk_prompts_reach_the_model_with_the_decisions() {
+    let text: String = (1..=12).map(|n| format!("line {n}\n")).collect();
+    let edits = json!({"path": "a.txt", "edits": [
+        {"oldText": "line 2\n", "newText": "line two\n"},
+        {"oldText": "line 6\n", "newText": "line six\n"},
+        {"oldText": "line 11\n", "newText": "line eleven\n"}]});
+    let revision = json!({"path": "a.txt", "edits": [
+        {"oldText": "line 2\n", "newText": "line Two\n"},
+        {"oldText": "line six\n", "newText": "line 6 (six)\n"},
+        {"oldText": "line 11\n", "newText": "line 11 (eleven)\n"}]});
+    let dir = workspace(&[("a.txt", &text)]);
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("c1", "edit", edits),
+        Reply::tool_call("c2", "edit", revision),
+        Reply::text("Done."),
+    ])
+    .await;
+    let answers = ["c", "capital T please", "n", "c", "keep the digit too", "y", "c", "keep the digits", "n", " ", "a"];
+    let screen = reins_run_in_terminal(&server, dir.path(), "spell them out", &answers).await;
+    assert_eq!(screen.matches("Comment for the model (one line):").count(), 3, "{screen}");
+    let told = server.chat_requests()[1].body["messages"][3]["content"].as_str().unwrap_or_default().to_string();
+    let batch = told.split_once("The user's comments").map(|(_, batch)| batch).unwrap_or_else(|| panic!("{told}"));
+    expect_test::expect![[r#"
+         on this change to a.txt, with the decision on each hunk (lines as a.txt now reads):
+        hunk 1 (line 2): rejected — comment: capital T please
+        hunk 2 (line 6): applied — comment: keep the digit too
+        hunk 3 (line 11): rejected — comment: keep the digits"#]]
+    .assert_eq(batch);
+    for (hunk, comment) in [(1, "capital T please"), (2, "keep the digit too"), (3, "keep the digits")] {
+        let resolved = format!("✓ answers your comment on hunk {hunk}: {comment}");
+        assert_eq!(screen.matches(&resolved).count(), 1, "{screen}");
+    }
+    let expected = text.replace("line 2\n", "line Two\n").replace("line 6\n", "line 6 (six)\n");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+        expected.replace("line 11\n", "line 11 (eleven)\n")
+    );
 }
 
 /// Ctrl-C at a hunk's prompt cancels the run and reins exits with 130 at once: no further
@@ -478,7 +523,7 @@ async fn ctrl_c_at_a_hunk_prompt_cancels_the_run_and_exits() {
     let args = ["run", "rename them"];
     let (screen, status) = reins_in_terminal(Some(&server.base_url()), dir.path(), &args, &[CTRL_C]).await;
     assert_eq!(status, Some(130), "{screen}");
-    assert_eq!(screen.matches("Apply this hunk? [y,n,a,d,?]").count(), 1, "{screen}");
+    assert_eq!(screen.matches("Apply this hunk? [y,n,a,d,c,?]").count(), 1, "{screen}");
     assert!(screen.contains("reins: cancelled"), "{screen}");
     assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), text);
     assert_eq!(server.chat_requests().len(), 1);
@@ -508,14 +553,14 @@ async fn at_the_terminal_a_applies_the_rest_and_d_skips_it() {
     let dir = workspace(&[("a.txt", &text)]);
     let server = ScriptedServer::start(vec![edit.clone(), Reply::text("Done.")]).await;
     let screen = reins_run_in_terminal(&server, dir.path(), "rename them", &["a"]).await;
-    assert_eq!(screen.matches("Apply this hunk? [y,n,a,d,?]").count(), 1, "{screen}");
+    assert_eq!(screen.matches("Apply this hunk? [y,n,a,d,c,?]").count(), 1, "{screen}");
     let expected = text.replace("line 2\n", "line two\n").replace("line 11\n", "line eleven\n");
     assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), expected);
 
     let dir = workspace(&[("a.txt", &text)]);
     let server = ScriptedServer::start(vec![edit, Reply::text("Understood.")]).await;
     let screen = reins_run_in_terminal(&server, dir.path(), "rename them", &["d", "not now"]).await;
-    assert_eq!(screen.matches("Apply this hunk? [y,n,a,d,?]").count(), 1, "{screen}");
+    assert_eq!(screen.matches("Apply this hunk? [y,n,a,d,c,?]").count(), 1, "{screen}");
     assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), text);
     let tool_result = server.chat_requests()[1].body["messages"][3]["content"].to_string();
     assert!(tool_result.contains("The user rejected this edit of a.txt, saying: not now"), "{tool_result}");

@@ -18,3 +18,26 @@ T.test("a tool call that ends leaves no proposal of it waiting, even without its
   T.eq(block.proposal.reason, "the change to a.py was not applied:\nthe buffer moved", "with the call's reason")
   T.eq(conv.waiting, 0, "nothing waits")
 end)
+
+T.test("a conversation rebuilt from the session keeps its edits' partly accepted and rejected labels", function()
+  local text = function(t)
+    return { { type = "text", text = t } }
+  end
+  local call = function(id)
+    return { type = "toolCall", id = id, name = "edit", arguments = { path = "calc.py" } }
+  end
+  local conv = conversation.load("s-loaded", {
+    { role = "user", content = text("tidy calc.py") },
+    { role = "assistant", content = { call("c1"), call("c2") } },
+    { role = "toolResult", toolCallId = "c1", toolName = "edit", isError = false, content = text(
+      "Edited calc.py as changed by the reviewer\nThe user applied hunks 1, 3 and did not apply hunk 2 (of 3 hunks) of this change to calc.py."
+    ) },
+    { role = "toolResult", toolCallId = "c2", toolName = "edit", isError = true, content = text(
+      "The user rejected this edit of calc.py, saying: keep it short"
+    ) },
+  })
+  local render = require("reins.render")
+  T.contains(render.block(conv.tools.c1)[1], "partly accepted (hunk 1, 3)")
+  T.contains(render.block(conv.tools.c2)[1], "rejected")
+  T.eq(conv.tools.c2.proposal.reason, "keep it short", "with the reason")
+end)

@@ -58,7 +58,7 @@ async fn run(request: &CheckoutRequest) -> Result<ExitCode, String> {
     let session = match &request.session {
         Some(session) => harness.open_session(session).map_err(|e| e.to_string())?,
         None => harness.continue_recent().map_err(|e| e.to_string())?.ok_or_else(|| {
-            let workspace = request.cwd.clone().or_else(|| std::env::current_dir().ok()).unwrap_or_default();
+            let workspace = crate::run::workspace_root(request.cwd.as_ref()).unwrap_or_default();
             let workspace = visible(&workspace.display().to_string()).into_owned();
             format!("no sessions in this workspace ({workspace}) yet; nothing to check out")
         })?,

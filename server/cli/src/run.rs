@@ -44,7 +44,8 @@ pub struct RunArgs {
     /// Stop after N model calls (default: the config's limits.max_turns, else 50)
     #[arg(long, value_name = "N", value_parser = cli::at_least_one)]
     pub max_turns: Option<u32>,
-    /// The workspace root (default: the current directory)
+    /// The workspace root (default: the project of the current directory: the nearest directory
+    /// with a .git at or above it, else the current directory itself)
     #[arg(long, short = 'C', value_name = "DIR", value_parser = cli::directory)]
     pub cwd: Option<PathBuf>,
     /// Continue the workspace's most recent session
@@ -114,11 +115,13 @@ pub fn main(args: RunArgs) -> ExitCode {
     // A prompt cancelled with the run may still be blocked reading the terminal on a thread of
     // its own; dropping the runtime would wait for that read (for the user to press Enter).
     runtime.shutdown_background();
+    // That read may have the terminal in single-key mode: the shell gets it back as it was.
+    crate::terminal_review::restore_terminal();
     code
 }
 
 async fn run(args: RunArgs) -> ExitCode {
-    let root = match args.cwd.clone().map(Ok).unwrap_or_else(std::env::current_dir) {
+    let root = match workspace_root(args.cwd.as_ref()) {
         Ok(root) => root,
         Err(err) => return fail(&format!("cannot read the current directory: {err}")),
     };
@@ -172,7 +175,7 @@ async fn run(args: RunArgs) -> ExitCode {
         settings: LiveSettings::new(settings),
         workspace: workspace.clone(),
         provider: None,
-        approver: Arc::new(TerminalApprover::new(workspace.cwd())),
+        approver: Arc::new(TerminalApprover::new(workspace.cwd()).after_tool_lines(!args.json)),
         // No editor: `[diagnostics] command` tells the model what its edits broke.
         diagnostics: None,
         events,
@@ -252,6 +255,17 @@ async fn run_in(harness: &Arc<Harness>, args: &RunArgs) -> ExitCode {
     }
 }
 
+/// The workspace a command works in: `cwd` as given, else the project of the current directory
+/// ([`reins_harness::project_root`]), the rule every surface keys sessions by.
+pub(crate) fn workspace_root(cwd: Option<&PathBuf>) -> std::io::Result<PathBuf> {
+    if let Some(cwd) = cwd {
+        return Ok(cwd.clone());
+    }
+    let here = std::env::current_dir()?;
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    Ok(reins_harness::project_root(&here, home.as_deref()))
+}
+
 /// Cancels the run on SIGINT, SIGTERM, SIGHUP or SIGQUIT: cancelling kills the process groups of
 /// the commands it runs, so none outlives reins. A second signal exits at once. Gives the
 /// number of the signal that came, 0 while none has.
@@ -266,10 +280,12 @@ fn cancel_on_signals(harness: &Arc<Harness>, session: &SessionId) -> Arc<AtomicI
                 return;
             }
             if received.swap(kind.as_raw_value(), Ordering::Relaxed) != 0 {
+                crate::terminal_review::restore_terminal();
                 std::process::exit(128 + kind.as_raw_value());
             }
             let _ = harness.cancel(&session);
             if signals.recv().await.is_some() {
+                crate::terminal_review::restore_terminal();
                 std::process::exit(128 + kind.as_raw_value());
             }
         });

@@ -29,7 +29,7 @@ pub struct SessionsArgs {
     /// reins.session.tree, for checkout a report of every file, conflict and untracked command
     #[arg(long, global = true)]
     pub json: bool,
-    /// The workspace root (default: the current directory)
+    /// The workspace root (default: the project of the current directory, as for `reins run`)
     #[arg(long, short = 'C', value_name = "DIR", value_parser = cli::directory, global = true)]
     pub cwd: Option<PathBuf>,
 }
@@ -64,6 +64,9 @@ pub enum SessionsCommand {
     /// agent's change overlap is left as it is and named. Changes made by commands (bash) are
     /// not tracked: a warning names them. At a terminal it shows each file and asks first. At one
     /// of your messages it moves to just before it and prints the message, to send again.
+    /// An entry stands for the state right after it: checking out an edit's own entry (its tool
+    /// result) keeps that edit; to undo it, check out the entry before it. Neovim's R in
+    /// :ReinsTree moves the same way.
     /// Exit status: 0 when every file came along, 3 when some were left as they are, 1 when
     /// nothing was changed.
     Checkout {
@@ -100,10 +103,7 @@ pub fn main(args: SessionsArgs) -> ExitCode {
 /// A harness over `cwd` (else the current directory) with no model: what `reins sessions` and
 /// `reins sessions checkout` read and move sessions and files with.
 pub(crate) fn offline_harness(cwd: Option<&PathBuf>, warn: Warn) -> Result<Arc<Harness>, String> {
-    let root = match cwd {
-        Some(dir) => dir.clone(),
-        None => std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?,
-    };
+    let root = crate::run::workspace_root(cwd).map_err(|e| format!("cannot read the current directory: {e}"))?;
     let settings = crate::run::load_settings(&root);
     let workspace = FsWorkspace::new(vec![root.clone()]).map_err(|e| e.to_string())?;
     Ok(Harness::new(HarnessOptions {
@@ -122,7 +122,7 @@ pub(crate) fn offline_harness(cwd: Option<&PathBuf>, warn: Warn) -> Result<Arc<H
 fn run(args: &SessionsArgs) -> Result<String, String> {
     let harness = offline_harness(args.cwd.as_ref(), Arc::new(|_| {}))?;
     // Sessions are kept per workspace: when there is none, the user learns which one was looked in.
-    let workspace = args.cwd.clone().or_else(|| std::env::current_dir().ok()).unwrap_or_default();
+    let workspace = crate::run::workspace_root(args.cwd.as_ref()).unwrap_or_default();
     let none = format!("no sessions in this workspace ({}) yet", visible_line(&workspace.display().to_string()));
     let to_json = |value: serde_json::Result<String>| value.map(|text| text + "\n").map_err(|e| e.to_string());
     match &args.command {

@@ -1,18 +1,23 @@
 //! Review at the terminal (`reins run`): each file change is held as a pending edit of the
 //! review core and shown hunk by hunk, like `git add -p` — `y` applies a hunk, `n` skips it, `a`
-//! applies it and every hunk after it, `d` skips it and every hunk after it, `?` explains — and
-//! the hunks skipped can come with a reason for the model. The core decides the rest exactly as
+//! applies it and every hunk after it, `d` skips it and every hunk after it, `c` reads a one-line
+//! comment on it for the model, `?` explains — and the hunks skipped can come with a reason for
+//! the model. The comments go to the model with the decision, in one batch. When stdin is a
+//! terminal, a hunk's answer is one key, read without waiting for Enter (as git's
+//! `interactive.singleKey`); otherwise answers are lines. The core decides the rest exactly as
 //! for an editor: what the model is told, and rebasing onto a file changed on disk meanwhile.
 //! A command is a plain y/N. Questions and answers go through the controlling terminal
 //! (`/dev/tty`), so `--json` output on stdout stays clean; without a terminal nothing can be
 //! approved, and the model is told that the user can rerun with `--yes`. Commands, paths, notes,
 //! file contents and MCP calls are shown through `reins_ai::visible`: none can steer the terminal.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use nix::sys::termios::{LocalFlags, SetArg, SpecialCharacterIndices, Termios, tcgetattr, tcsetattr};
 use reins_agent::Proposal;
 use reins_ai::{visible, visible_line};
 use reins_harness::{ApprovalRequest, Approver, Verdict};
@@ -22,7 +27,18 @@ use tokio::sync::{Mutex, mpsc};
 use tokio_util::sync::CancellationToken;
 
 /// What `?` says, and what a file of several hunks shows first.
-const LEGEND: &str = "y: apply this hunk, n: skip it, a: apply it and all after it, d: skip it and all after it";
+const LEGEND: &str =
+    "y: apply this hunk, n: skip it, a: apply it and all after it, d: skip it and all after it, c: comment on it";
+
+/// What `?` says about the one hunk of a file.
+const LEGEND_ONE: &str = "y: apply it, n: skip it, c: comment on it";
+
+/// What the model is told a comment is for, when the user types one.
+const COMMENT_PROMPT: &str = "Comment for the model (one line): ";
+
+/// The terminal's settings while a key is read on its own, to put back if reins exits before
+/// the read ends ([`restore_terminal`]).
+static SAVED_TERMINAL: std::sync::Mutex<Option<(std::fs::File, Termios)>> = std::sync::Mutex::new(None);
 
 /// Asks on the controlling terminal.
 pub struct TerminalApprover {
@@ -32,6 +48,8 @@ pub struct TerminalApprover {
     /// Paths are shown relative to it.
     root: PathBuf,
     color: bool,
+    /// Each tool's line (`● bash $ cargo test`) is printed before its prompt.
+    tool_lines: bool,
 }
 
 /// Hands each new pending edit to the prompt.
@@ -53,6 +71,19 @@ struct Review {
     all: bool,
     /// Why the others were not.
     reason: Option<String>,
+    /// The user's comments, by hunk index.
+    comments: BTreeMap<usize, String>,
+}
+
+/// An answer at a hunk's prompt.
+#[derive(Debug, PartialEq)]
+enum HunkAnswer {
+    /// Apply it or not, and whether that holds for the hunks after it.
+    Decide {
+        apply: bool,
+        for_the_rest: bool,
+    },
+    Comment,
 }
 
 impl TerminalApprover {
@@ -63,7 +94,14 @@ impl TerminalApprover {
             proposed: Mutex::new(rx),
             root,
             color: std::io::stderr().is_terminal(),
+            tool_lines: false,
         }
+    }
+
+    /// Says that each tool's line is printed before its prompt (not with `--json`), so a command
+    /// it shows in full is not printed again.
+    pub fn after_tool_lines(self, tool_lines: bool) -> Self {
+        Self { tool_lines, ..self }
     }
 
     /// Asks about each pending edit of a proposal of `count` files as the core proposes them,
@@ -75,14 +113,21 @@ impl TerminalApprover {
             let (id, color) = (edit.id.clone(), self.color);
             let asked = tokio::task::spawn_blocking(move || review_on_tty(&edit, color)).await;
             let on_disk = |path: &Path| std::fs::read_to_string(path).ok().map(|text| (text, None));
+            if let Ok(Ok(review)) = &asked {
+                for (hunk, comment) in &review.comments {
+                    if let Err(err) = self.edits.comment(&id, *hunk, comment) {
+                        tracing::warn!("the comment on hunk {} of {id} was refused: {err}", hunk + 1);
+                    }
+                }
+            }
             let decided = match asked.unwrap_or_else(|_| Err("the prompt failed".to_string())) {
                 Ok(review) if review.all => self.edits.accept(&id, Choice::default(), &on_disk),
-                Ok(review) if review.chosen.is_empty() => self.edits.reject(&id, review.reason),
+                Ok(review) if review.chosen.is_empty() => self.edits.reject(&id, review.reason, &on_disk),
                 Ok(review) => {
                     let choice = Choice { hunks: Some(review.chosen), allow_for_session: false, reason: review.reason };
                     self.edits.accept(&id, choice, &on_disk)
                 }
-                Err(why) => self.edits.reject(&id, Some(not_asked(tool, &why))),
+                Err(why) => self.edits.reject(&id, Some(not_asked(tool, &why)), &on_disk),
             };
             if let Err(err) = decided {
                 tracing::warn!("the review of {id} could not be decided: {err}");
@@ -100,7 +145,10 @@ impl Approver for TerminalApprover {
             return Verdict::Reject { reason: "cancelled".into() };
         }
         let plain = match request.proposal {
-            Proposal::Command(command) => Some((render_command(command, self.color), "Run it? [y/N] ")),
+            Proposal::Command(command) => {
+                let shown = self.tool_lines && shown_in_full(&request.look.summary, command);
+                Some((render_command(command, self.color, shown), "Run it? [y/N] "))
+            }
             Proposal::ServerCall(call) => Some((render_server_call(call, self.color), "Call it? [y/N] ")),
             Proposal::FileChange(_) | Proposal::FileChanges { .. } => None,
         };
@@ -164,18 +212,21 @@ fn ask_yes_no(question: &str, prompt: &str) -> Result<Option<String>, String> {
 fn review_on_tty(edit: &PendingEdit, color: bool) -> Result<Review, String> {
     let tty = open_tty()?;
     let mut writer = tty.try_clone().map_err(|e| e.to_string())?;
-    review(edit, color, &mut BufReader::new(tty), &mut writer)
+    let keys = std::io::stdin().is_terminal().then(|| tty.try_clone().ok()).flatten();
+    review(edit, color, &mut BufReader::new(tty), &mut writer, keys.as_ref())
 }
 
-/// [`review_on_tty`] over any reader and writer.
+/// [`review_on_tty`] over any reader and writer; with `keys`, the terminal they are, a hunk's
+/// answer is one key.
 fn review(
     edit: &PendingEdit,
     color: bool,
     reader: &mut impl BufRead,
     writer: &mut impl Write,
+    keys: Option<&std::fs::File>,
 ) -> Result<Review, String> {
     let Subject::Files(files) = &edit.subject else {
-        return Ok(Review { chosen: Vec::new(), all: true, reason: None });
+        return Ok(Review { chosen: Vec::new(), all: true, reason: None, comments: BTreeMap::new() });
     };
     let paint = |text: &str, code: &str| paint(text, code, color);
     let hunks: Vec<(&FileDiff, &diff::Hunk)> =
@@ -183,6 +234,12 @@ fn review(
     let mut screen = String::new();
     for file in files {
         screen.push_str(&render_header(file, &paint));
+    }
+    // The comments on earlier proposals that this one answers.
+    for comment in &edit.resolves {
+        let line = format!("✓ answers your comment on hunk {}: {}", comment.hunk + 1, visible_line(&comment.text));
+        screen.push_str(&paint(&line, "32"));
+        screen.push('\n');
     }
     if hunks.len() > 1 {
         screen.push_str(&paint(&format!("{} hunks — {LEGEND}", hunks.len()), "2"));
@@ -194,9 +251,10 @@ fn review(
         let answer = ask(reader, writer, "Apply? [y/N] ")?;
         let all = matches!(answer.as_deref().map(str::trim), Some("y" | "Y" | "yes"));
         let reason = if all { None } else { ask_reason(reader, writer)? };
-        return Ok(Review { chosen: Vec::new(), all, reason });
+        return Ok(Review { chosen: Vec::new(), all, reason, comments: BTreeMap::new() });
     }
     let mut chosen = Vec::new();
+    let mut comments = BTreeMap::new();
     let mut rest: Option<bool> = None;
     for (number, (file, hunk)) in hunks.iter().enumerate() {
         let apply = match rest {
@@ -206,12 +264,27 @@ fn review(
                 let title = (hunks.len() > 1).then(|| format!("hunk {} of {}:", number + 1, hunks.len()));
                 let text = render_hunk(title.as_deref(), file, hunk, &paint);
                 write!(writer, "{text}").map_err(|e| e.to_string())?;
-                let prompt = if hunks.len() > 1 { "Apply this hunk? [y,n,a,d,?] " } else { "Apply? [y/N] " };
-                let (apply, for_the_rest) = ask_hunk(reader, writer, prompt)?;
-                if for_the_rest {
-                    rest = Some(apply);
+                let (prompt, legend) = match hunks.len() {
+                    1 => ("Apply? [y,n,c,?] ", LEGEND_ONE),
+                    _ => ("Apply this hunk? [y,n,a,d,c,?] ", LEGEND),
+                };
+                loop {
+                    match ask_hunk(reader, writer, keys, prompt, legend, hunks.len() > 1)? {
+                        HunkAnswer::Comment => {
+                            let comment = ask(reader, writer, COMMENT_PROMPT)?.unwrap_or_default();
+                            match comment.trim() {
+                                "" => comments.remove(&hunk.index),
+                                comment => comments.insert(hunk.index, comment.to_string()),
+                            };
+                        }
+                        HunkAnswer::Decide { apply, for_the_rest } => {
+                            if for_the_rest {
+                                rest = Some(apply);
+                            }
+                            break apply;
+                        }
+                    }
                 }
-                apply
             }
         };
         if apply {
@@ -220,21 +293,38 @@ fn review(
     }
     let all = chosen.len() == hunks.len();
     let reason = if all { None } else { ask_reason(reader, writer)? };
-    Ok(Review { chosen, all, reason })
+    Ok(Review { chosen, all, reason, comments })
 }
 
-/// Asks about one hunk until the answer is one of y, n, a, d: whether to apply it, and whether
-/// the answer holds for the hunks after it. The end of input skips the rest.
-fn ask_hunk(reader: &mut impl BufRead, writer: &mut impl Write, prompt: &str) -> Result<(bool, bool), String> {
+/// Asks about one hunk until the answer is one of y, n, c — and a, d when `several` hunks are
+/// asked about: whether to apply it and whether the answer holds for the hunks after it, or to
+/// comment on it. The end of input skips the rest.
+fn ask_hunk(
+    reader: &mut impl BufRead,
+    writer: &mut impl Write,
+    keys: Option<&std::fs::File>,
+    prompt: &str,
+    legend: &str,
+    several: bool,
+) -> Result<HunkAnswer, String> {
+    let decide = |apply, for_the_rest| Ok(HunkAnswer::Decide { apply, for_the_rest });
     loop {
-        let Some(line) = ask(reader, writer, prompt)? else { return Ok((false, true)) };
+        let answer = match keys {
+            Some(tty) => ask_key(reader, writer, tty, prompt)?,
+            None => ask(reader, writer, prompt)?,
+        };
+        let Some(line) = answer else { return decide(false, true) };
         match line.trim().to_ascii_lowercase().as_str() {
-            "y" | "yes" => return Ok((true, false)),
-            "" | "n" | "no" => return Ok((false, false)),
-            "a" | "all" => return Ok((true, true)),
-            "d" | "done" => return Ok((false, true)),
-            "?" => writeln!(writer, "{LEGEND}").map_err(|e| e.to_string())?,
-            other => writeln!(writer, "{other:?}: answer y, n, a or d (? explains)").map_err(|e| e.to_string())?,
+            "y" | "yes" => return decide(true, false),
+            "" | "n" | "no" => return decide(false, false),
+            "a" | "all" if several => return decide(true, true),
+            "d" | "done" if several => return decide(false, true),
+            "c" | "comment" => return Ok(HunkAnswer::Comment),
+            "?" => writeln!(writer, "{legend}").map_err(|e| e.to_string())?,
+            other => {
+                let keys = if several { "y, n, a, d or c" } else { "y, n or c" };
+                writeln!(writer, "{other:?}: answer {keys} (? explains)").map_err(|e| e.to_string())?
+            }
         }
     }
 }
@@ -244,6 +334,50 @@ fn ask_reason(reader: &mut impl BufRead, writer: &mut impl Write) -> Result<Opti
     let reason = ask(reader, writer, "Reason for the model (optional): ")?.unwrap_or_default();
     let reason = reason.trim();
     Ok((!reason.is_empty()).then(|| reason.to_string()))
+}
+
+/// Writes `prompt` and reads one key from the terminal `tty` without waiting for Enter (line
+/// editing and echo off meanwhile; signals still work, so Ctrl-C cancels), and shows it; `None`
+/// at the end of input. Enter is an empty answer, as in line mode.
+fn ask_key(
+    reader: &mut impl BufRead,
+    writer: &mut impl Write,
+    tty: &std::fs::File,
+    prompt: &str,
+) -> Result<Option<String>, String> {
+    write!(writer, "{prompt}").and_then(|_| writer.flush()).map_err(|e| e.to_string())?;
+    let saved = tcgetattr(tty).map_err(|e| e.to_string())?;
+    let mut single = saved.clone();
+    single.local_flags.remove(LocalFlags::ICANON | LocalFlags::ECHO);
+    single.control_chars[SpecialCharacterIndices::VMIN as usize] = 1;
+    single.control_chars[SpecialCharacterIndices::VTIME as usize] = 0;
+    if let Ok(mut remembered) = SAVED_TERMINAL.lock() {
+        *remembered = tty.try_clone().ok().map(|tty| (tty, saved.clone()));
+    }
+    tcsetattr(tty, SetArg::TCSANOW, &single).map_err(|e| e.to_string())?;
+    let key = reader.fill_buf().map(|buffer| buffer.first().copied());
+    if let Ok(Some(_)) = key {
+        reader.consume(1);
+    }
+    let _ = tcsetattr(tty, SetArg::TCSANOW, &saved);
+    if let Ok(mut remembered) = SAVED_TERMINAL.lock() {
+        *remembered = None;
+    }
+    let Some(key) = key.map_err(|e| e.to_string())? else { return Ok(None) };
+    let key = match key {
+        b'\r' | b'\n' => String::new(),
+        key => char::from(key).to_string(),
+    };
+    writeln!(writer, "{}", visible_line(&key)).map_err(|e| e.to_string())?;
+    Ok(Some(key))
+}
+
+/// Puts the terminal back as it was if reins exits while a key is read on its own.
+pub fn restore_terminal() {
+    let Ok(mut remembered) = SAVED_TERMINAL.lock() else { return };
+    if let Some((tty, saved)) = remembered.take() {
+        let _ = tcsetattr(&tty, SetArg::TCSANOW, &saved);
+    }
 }
 
 /// Writes `prompt` and reads one line; `None` at the end of input.
@@ -330,11 +464,21 @@ fn render_server_call(call: &reins_agent::ServerCall, color: bool) -> String {
     out
 }
 
-/// A command's line and where it runs.
-fn render_command(command: &reins_agent::CommandProposal, color: bool) -> String {
+/// Whether the tool's line above the prompt (`● bash $ cargo test`, its summary cut at 120
+/// characters) already showed all of `command`.
+fn shown_in_full(summary: &str, command: &reins_agent::CommandProposal) -> bool {
+    let line = format!("$ {}", command.command.trim());
+    !line.contains(['\n', '\r']) && line.chars().count() <= 120 && summary.trim() == line
+}
+
+/// A command's line (unless `shown` already, on the tool's line) and where it runs.
+fn render_command(command: &reins_agent::CommandProposal, color: bool, shown: bool) -> String {
+    let line = match shown {
+        true => String::new(),
+        false => format!("{}\n", paint(&format!("$ {}", visible(&command.command)), "1", color)),
+    };
     format!(
-        "{}\n{}\n",
-        paint(&format!("$ {}", visible(&command.command)), "1", color),
+        "{line}{}\n",
         paint(
             &format!("  in {} (timeout {} s)", visible_line(&command.cwd.display().to_string()), command.timeout_secs),
             "2",
@@ -361,6 +505,8 @@ mod tests {
             tool_call_id: "c".into(),
             tool: "edit".into(),
             subject: Subject::of(&Proposal::FileChange(change), shown),
+            comments: Default::default(),
+            resolves: Vec::new(),
         }
     }
 
@@ -378,7 +524,7 @@ mod tests {
     /// review.
     fn check_review(change: FileChange, answers: &str, expected: Expect) {
         let mut screen = Vec::new();
-        let review = review(&edit_of(change), false, &mut answers.as_bytes(), &mut screen);
+        let review = review(&edit_of(change), false, &mut answers.as_bytes(), &mut screen, None);
         expected.assert_eq(&format!("{}\n=> {review:?}", String::from_utf8_lossy(&screen)));
     }
 
@@ -403,8 +549,8 @@ mod tests {
                  x = 1
                 -y = 2
                 +y = 3
-                Apply? [y/N] 
-                => Ok(Review { chosen: [0], all: true, reason: None })"#]],
+                Apply? [y,n,c,?] 
+                => Ok(Review { chosen: [0], all: true, reason: None, comments: {} })"#]],
         );
     }
 
@@ -417,7 +563,7 @@ mod tests {
             expect![[r#"
                 --- a/w/a.txt
                 +++ b/w/a.txt
-                2 hunks — y: apply this hunk, n: skip it, a: apply it and all after it, d: skip it and all after it
+                2 hunks — y: apply this hunk, n: skip it, a: apply it and all after it, d: skip it and all after it, c: comment on it
                 hunk 1 of 2:
                 @@ -1,5 +1,5 @@
                  line 1
@@ -426,17 +572,17 @@ mod tests {
                  line 3
                  line 4
                  line 5
-                Apply this hunk? [y,n,a,d,?] y: apply this hunk, n: skip it, a: apply it and all after it, d: skip it and all after it
-                Apply this hunk? [y,n,a,d,?] "maybe": answer y, n, a or d (? explains)
-                Apply this hunk? [y,n,a,d,?] hunk 2 of 2:
+                Apply this hunk? [y,n,a,d,c,?] y: apply this hunk, n: skip it, a: apply it and all after it, d: skip it and all after it, c: comment on it
+                Apply this hunk? [y,n,a,d,c,?] "maybe": answer y, n, a, d or c (? explains)
+                Apply this hunk? [y,n,a,d,c,?] hunk 2 of 2:
                 @@ -8,5 +8,4 @@
                  line 8
                  line 9
                  line 10
                 -line 11
                  line 12
-                Apply this hunk? [y,n,a,d,?] Reason for the model (optional): 
-                => Ok(Review { chosen: [1], all: false, reason: Some("keep line 2 as it is") })"#]],
+                Apply this hunk? [y,n,a,d,c,?] Reason for the model (optional): 
+                => Ok(Review { chosen: [1], all: false, reason: Some("keep line 2 as it is"), comments: {} })"#]],
         );
     }
 
@@ -446,8 +592,8 @@ mod tests {
         let review = |answers: &str| {
             let mut screen = Vec::new();
             let edit = edit_of(change("/w/a.txt", &before, &after, &[]));
-            let review = review(&edit, false, &mut answers.as_bytes(), &mut screen).unwrap();
-            let asked = String::from_utf8(screen).unwrap().matches("Apply this hunk? [y,n,a,d,?]").count();
+            let review = review(&edit, false, &mut answers.as_bytes(), &mut screen, None).unwrap();
+            let asked = String::from_utf8(screen).unwrap().matches("Apply this hunk? [y,n,a,d,c,?]").count();
             (review.chosen, review.all, review.reason, asked)
         };
         assert_eq!(review("a\n"), (vec![0, 1], true, None, 1));
@@ -458,13 +604,40 @@ mod tests {
     }
 
     #[test]
+    fn c_reads_a_comment_and_asks_about_the_hunk_again() {
+        let (before, after) = twelve_lines();
+        let play = |answers: &str| {
+            let mut screen = Vec::new();
+            let edit = edit_of(change("/w/a.txt", &before, &after, &[]));
+            let review = review(&edit, false, &mut answers.as_bytes(), &mut screen, None).unwrap();
+            let asked = String::from_utf8(screen).unwrap().matches("Apply this hunk?").count();
+            (review.chosen, review.comments.into_iter().collect::<Vec<_>>(), asked)
+        };
+        assert_eq!(play("c\n keep 2 \nn\ny\n\n"), (vec![1], vec![(0, "keep 2".to_string())], 3));
+        // A blank comment takes the hunk's comment back; a later one replaces it.
+        assert_eq!(play("c\nfirst\nc\n\nn\nc\nsecond\nc\nthird\ny\n\n"), (vec![1], vec![(1, "third".to_string())], 6));
+        // One hunk: `c` too, and no `a` or `d`.
+        let mut screen = Vec::new();
+        let edit = edit_of(change("/w/a.py", "x = 1\n", "x = 2\n", &[]));
+        let one = review(&edit, false, &mut "a\nc\nwhy 2?\ny\n".as_bytes(), &mut screen, None).unwrap();
+        assert_eq!((one.all, one.comments.get(&0).map(String::as_str)), (true, Some("why 2?")));
+        let screen = String::from_utf8(screen).unwrap();
+        assert!(screen.contains("\"a\": answer y, n or c (? explains)"), "{screen}");
+    }
+
+    #[test]
     fn command_renders_with_cwd() {
         let command = CommandProposal { command: "cargo test".into(), cwd: PathBuf::from("/w"), timeout_secs: 120 };
         expect![[r#"
             $ cargo test
               in /w (timeout 120 s)
         "#]]
-        .assert_eq(&render_command(&command, false));
+        .assert_eq(&render_command(&command, false, false));
+        // The tool's line above the prompt showed it all: it is not printed twice.
+        assert!(shown_in_full("$ cargo test", &command));
+        assert_eq!(render_command(&command, false, true), "  in /w (timeout 120 s)\n");
+        let long = CommandProposal { command: "cargo test\n  --all".into(), ..command };
+        assert!(!shown_in_full("$ cargo test", &long));
     }
 
     #[test]
@@ -478,7 +651,7 @@ mod tests {
             $ rm -f important.txt #^[[2K^[[1A^M$ ls -la
               in /w^[[2J (timeout 120 s)
         "#]]
-        .assert_eq(&render_command(&command, false));
+        .assert_eq(&render_command(&command, false, false));
     }
 
     #[test]
@@ -494,8 +667,8 @@ mod tests {
                 @@ -1 +1 @@
                 -x = 1
                 +x = "^[]0;t^G"
-                Apply? [y/N] Reason for the model (optional): 
-                => Ok(Review { chosen: [], all: false, reason: None })"#]],
+                Apply? [y,n,c,?] Reason for the model (optional): 
+                => Ok(Review { chosen: [], all: false, reason: None, comments: {} })"#]],
         );
     }
 

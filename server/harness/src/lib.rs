@@ -16,6 +16,7 @@ mod hooks;
 mod mcp_pool;
 mod mcp_start;
 mod process;
+mod project_root;
 mod prompt;
 mod router;
 mod runtime;
@@ -37,6 +38,7 @@ pub use error::HarnessError;
 pub use export::ExportFormat;
 pub use mcp_start::{Warn, configured_servers};
 pub use process::{protect_process, raise_open_files_limit};
+pub use project_root::project_root;
 pub use prompt::{CONTEXT_FILE_NAMES, ContextFile, PromptInputs, build_system_prompt};
 pub use router::Router;
 pub use runtime::{

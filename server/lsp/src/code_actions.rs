@@ -1,6 +1,8 @@
 //! Code actions for every LSP client: on a selection, ask the agent about it, with or without a
 //! preset question (a `reins.ask` command carrying the range and the diagnostics the client
-//! reported inside it); on the hunks of a pending edit, accept or reject it.
+//! reported inside it); on the hunks of a pending edit, accept or reject it, or comment on a hunk
+//! (a `reins.edit.comment` command without its comment: the client asks the user for it, as it
+//! asks for the question of "Ask agent about selection").
 
 use serde_json::{Value, json};
 use tower_lsp_server::ls_types::{
@@ -73,9 +75,9 @@ pub fn for_range(params: &CodeActionParams) -> Vec<CodeActionOrCommand> {
 }
 
 /// "Accept agent edit", "Accept only hunk N of M (reject the others)" (per hunk here, when there
-/// are several) and "Reject agent edit" for each pending edit with a hunk on the lines of `range`
-/// (an empty range is the cursor's line). Accepting some hunks decides the whole edit, so the
-/// title says the others go.
+/// are several), "Reject agent edit" and "Comment on this change" (per hunk here) for each pending
+/// edit with a hunk on the lines of `range` (an empty range is the cursor's line). Accepting some
+/// hunks decides the whole edit, so the title says the others go.
 pub fn for_pending(pending: &[Shown], range: Range) -> Vec<CodeActionOrCommand> {
     let mut actions = Vec::new();
     for edit in pending {
@@ -86,13 +88,20 @@ pub fn for_pending(pending: &[Shown], range: Range) -> Vec<CodeActionOrCommand> 
         }
         let count = edit.hunks.len();
         actions.push(review_action("Accept agent edit", "reins.edit.accept", json!({ "id": edit.id })));
-        for index in touched.into_iter().filter(|_| count > 1) {
+        for index in touched.iter().copied().filter(|_| count > 1) {
             let argument = json!({ "id": edit.id, "hunks": [index] });
             let others = if count == 2 { "the other" } else { "the others" };
             let title = format!("Accept only hunk {} of {count} (reject {others})", index + 1);
             actions.push(review_action(&title, "reins.edit.accept", argument));
         }
         actions.push(review_action("Reject agent edit", "reins.edit.reject", json!({ "id": edit.id })));
+        for index in touched {
+            let title = match count {
+                1 => "Comment on this change".to_string(),
+                _ => format!("Comment on this change (hunk {} of {count})", index + 1),
+            };
+            actions.push(review_action(&title, "reins.edit.comment", json!({ "id": edit.id, "hunk": index })));
+        }
     }
     actions
 }
@@ -205,12 +214,13 @@ mod tests {
             [
                 r#"Accept agent edit {"id":"e1"}"#,
                 r#"Accept only hunk 2 of 2 (reject the other) {"id":"e1","hunks":[1]}"#,
-                r#"Reject agent edit {"id":"e1"}"#
+                r#"Reject agent edit {"id":"e1"}"#,
+                r#"Comment on this change (hunk 2 of 2) {"id":"e1","hunk":1}"#
             ]
         );
         // Line 2 is where hunk 0 ends (character 0): not part of it.
         assert!(review_titles(&[(1, 2), (5, 5)], (2, 2)).is_empty());
-        assert_eq!(review_titles(&[(1, 2), (5, 5), (7, 8)], (0, 9)).len(), 5);
+        assert_eq!(review_titles(&[(1, 2), (5, 5), (7, 8)], (0, 9)).len(), 8);
         assert_eq!(
             review_titles(&[(1, 2), (5, 5), (7, 8)], (1, 1))[1],
             r#"Accept only hunk 1 of 3 (reject the others) {"id":"e1","hunks":[0]}"#
@@ -218,7 +228,11 @@ mod tests {
         // One hunk: accepting it is accepting the edit.
         assert_eq!(
             review_titles(&[(1, 2)], (1, 1)),
-            [r#"Accept agent edit {"id":"e1"}"#, r#"Reject agent edit {"id":"e1"}"#]
+            [
+                r#"Accept agent edit {"id":"e1"}"#,
+                r#"Reject agent edit {"id":"e1"}"#,
+                r#"Comment on this change {"id":"e1","hunk":0}"#
+            ]
         );
     }
 

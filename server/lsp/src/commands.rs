@@ -33,6 +33,7 @@ pub const COMMANDS: &[&str] = &[
     "reins.model.set",
     "reins.edit.accept",
     "reins.edit.reject",
+    "reins.edit.comment",
     "reins.edit.list",
     "reins.mcp.list",
     "reins.command.list",
@@ -66,6 +67,7 @@ pub enum Command {
     ModelSet(ModelSet),
     EditAccept(EditAccept),
     EditReject(EditReject),
+    EditComment(EditComment),
     EditList(EditList),
     McpList(McpList),
     SlashCommands,
@@ -232,6 +234,18 @@ pub struct EditReject {
     pub reason: Option<String>,
 }
 
+/// A comment on one hunk of a pending edit. The code action "Comment on this change" carries no
+/// `comment`: the client asks the user for it (as for `reins.ask`'s question).
+#[derive(Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EditComment {
+    pub id: String,
+    /// The hunk's index (from 0, as `reins.edit.accept`'s `hunks`).
+    pub hunk: usize,
+    /// Told to the model with the decision on the edit; blank takes the hunk's comment back.
+    pub comment: Option<String>,
+}
+
 #[derive(Debug, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EditList {
@@ -282,6 +296,7 @@ impl Command {
             "reins.model.set" => Command::ModelSet(arg(command, arguments)?),
             "reins.edit.accept" => Command::EditAccept(arg(command, arguments)?),
             "reins.edit.reject" => Command::EditReject(arg(command, arguments)?),
+            "reins.edit.comment" => Command::EditComment(arg(command, arguments)?),
             "reins.edit.list" => Command::EditList(arg(command, arguments)?),
             "reins.mcp.list" => Command::McpList(arg(command, arguments)?),
             "reins.command.list" => {

@@ -190,6 +190,14 @@ pub async fn execute(state: &State, command: Command) -> Result<Value> {
             state.reviews.accept(&accept.id, accept.hunks, accept.allow_for_session, accept.reason)
         }
         Command::EditReject(reject) => state.reviews.reject(&reject.id, reject.reason),
+        Command::EditComment(comment) => {
+            let Some(text) = comment.comment else {
+                return Err(to_proto::invalid_argument(
+                    "reins.edit.comment: comment is missing; a client running the code action \"Comment on this change\" asks the user for it and adds it to the argument",
+                ));
+            };
+            state.reviews.comment(&comment.id, comment.hunk, &text)
+        }
         Command::EditList(list) => Ok(state.reviews.list(list.session_id.as_deref())),
         Command::McpList(list) => {
             // Waits for servers still starting, each within its startup timeout.

@@ -165,9 +165,17 @@ impl Reviews {
         on_uri.filter(|shown| shown.uri.as_deref() == Some(uri)).cloned().collect()
     }
 
+    /// `reins.edit.comment`: the comment is kept with its hunk (whose range follows the user's
+    /// typing) until the edit is decided, and goes to the model with the decision.
+    pub fn comment(&self, id: &str, hunk: usize, text: &str) -> Result<Value, Error> {
+        let edit = self.edits.comment(id, hunk, text).map_err(to_proto::review_error)?;
+        Ok(to_proto::edit_comments(&edit))
+    }
+
     /// `reins.edit.reject`.
     pub fn reject(&self, id: &str, reason: Option<String>) -> Result<Value, Error> {
-        let resolution = self.edits.reject(id, reason).map_err(to_proto::review_error)?;
+        let current = |path: &Path| self.current_text(path);
+        let resolution = self.edits.reject(id, reason, &current).map_err(to_proto::review_error)?;
         Ok(to_proto::edit_rejected(&resolution))
     }
 
@@ -223,6 +231,17 @@ impl Observer for Publisher {
         if shown.get(&resolution.id).is_some_and(|seen| seen.uri.is_none()) {
             shown.remove(&resolution.id);
         }
+    }
+
+    fn commented(&self, edit: &PendingEdit, hunk: usize) {
+        let range = {
+            let mut shown = lock(&self.shown);
+            let Some(seen) = shown.get_mut(&edit.id) else { return };
+            seen.json["comments"] = to_proto::comments(edit);
+            seen.hunks.iter().find(|(index, _)| *index == hunk).map(|(_, range)| *range)
+        };
+        let event = to_proto::edit_commented(edit, hunk, range);
+        self.events.review(edit.session_id.clone(), edit.run_id.clone(), event);
     }
 
     fn waiting_on(&self, path: &Path, waiting: &[&PendingEdit]) {

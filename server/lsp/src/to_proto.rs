@@ -248,7 +248,35 @@ pub fn pending_edit(edit: &PendingEdit, uri: &str, ranges: &[Range]) -> Value {
             value["notes"] = json!(file.notes);
         }
     }
+    value["comments"] = comments(edit);
+    value["resolves"] = edit
+        .resolves
+        .iter()
+        .map(|comment| json!({"id": comment.edit, "hunk": comment.hunk, "comment": comment.text}))
+        .collect();
     value
+}
+
+/// The user's comments on the hunks of a pending edit: `[{hunk, comment}]`, by hunk.
+pub fn comments(edit: &PendingEdit) -> Value {
+    edit.comments.iter().map(|(hunk, comment)| json!({"hunk": hunk, "comment": comment})).collect()
+}
+
+/// The result of `reins.edit.comment`: the edit's comments as they are now.
+pub fn edit_comments(edit: &PendingEdit) -> Value {
+    json!({ "id": edit.id, "comments": comments(edit) })
+}
+
+/// The `edit_commented` event: hunk `hunk` of `edit` has this comment now (`null`: none), at
+/// `range`, where the hunk is in the buffer now.
+pub fn edit_commented(edit: &PendingEdit, hunk: usize, range: Option<Range>) -> Value {
+    json!({
+        "type": "edit_commented",
+        "id": edit.id,
+        "hunk": hunk,
+        "comment": edit.comments.get(&hunk),
+        "range": range,
+    })
 }
 
 /// The `edit_proposed` event, around a [`pending_edit`].
@@ -295,10 +323,13 @@ pub fn review_diagnostics(edit: &PendingEdit, ranges: &[Range], conflicts: &[usi
             };
             // Numbered from 1, as people count and as the editors' own review labels show them.
             let which = format!("agent edit {} (hunk {} of {})", edit.id, hunk.index + 1, file.hunks.len());
-            let message = match conflicts.contains(&hunk.index) {
+            let mut message = match conflicts.contains(&hunk.index) {
                 true => format!("{which}: {what}; you changed these lines since, so accepting it will be refused"),
-                false => format!("{which}: {what}; accept or reject it with a code action"),
+                false => format!("{which}: {what}; accept, reject or comment on it with a code action"),
             };
+            if let Some(comment) = edit.comments.get(&hunk.index) {
+                message.push_str(&format!("\nyour comment: {}", reins_review::comments::one_line(comment)));
+            }
             Diagnostic {
                 range: *range,
                 severity: Some(DiagnosticSeverity::INFORMATION),
@@ -788,12 +819,14 @@ mod tests {
             tool_call_id: "c".into(),
             tool: "edit".into(),
             subject: Subject::Files(vec![file]),
+            comments: Default::default(),
+            resolves: Vec::new(),
         };
         let diagnostics = review_diagnostics(&edit, &ranges, &[]);
         assert_eq!(diagnostics.len(), 1);
         assert_eq!(
             diagnostics[0].message,
-            "agent edit e1 (hunk 1 of 1): replace `41` with `42`; accept or reject it with a code action"
+            "agent edit e1 (hunk 1 of 1): replace `41` with `42`; accept, reject or comment on it with a code action"
         );
         let conflicting = review_diagnostics(&edit, &ranges, &[0]);
         assert_eq!(

@@ -11,6 +11,7 @@
 
 mod approval;
 mod command_rule;
+pub mod comments;
 pub mod diff;
 pub mod merge;
 pub mod notes;
@@ -20,6 +21,7 @@ pub use approval::{
     ApprovalPolicy, ApprovalRequest, Approver, Changed, MCP_READ_ONLY, Policy, ToolPattern, Verdict, without_asking,
 };
 pub use command_rule::CommandRule;
+pub use comments::{Comment, comments_note};
 pub use diff::{Hunk, LineChange, apply_hunks, hunks, line_changes, split_lines, unified_diff};
 pub use merge::{Conflict, Located, locate, rebase};
 pub use pending::{

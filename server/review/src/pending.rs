@@ -21,6 +21,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::{ApprovalRequest, Changed, Verdict};
+use crate::comments::{self, Comment, OpenComment};
 use crate::diff::{self, Hunk};
 use crate::{merge, notes};
 
@@ -38,6 +39,10 @@ pub struct PendingEdit {
     /// `edit`, `write`, `bash`, …
     pub tool: String,
     pub subject: Subject,
+    /// The user's comments on its hunks, by hunk index: the model reads them with the decision.
+    pub comments: BTreeMap<usize, String>,
+    /// Comments on earlier proposals for the lines this one changes, which it answers.
+    pub resolves: Vec<Comment>,
 }
 
 /// What a proposal changes.
@@ -155,6 +160,8 @@ pub trait Observer: Send + Sync {
     /// The proposals waiting on an existing file changed (one came or went): `waiting` are those
     /// left, oldest first, for marks in the editor.
     fn waiting_on(&self, path: &Path, waiting: &[&PendingEdit]);
+    /// The user commented on hunk `hunk` of `edit` (or took the comment back: none is there now).
+    fn commented(&self, _edit: &PendingEdit, _hunk: usize) {}
 }
 
 /// Every pending edit of a process (all sessions), and the accepted changes not yet written.
@@ -174,6 +181,8 @@ struct State {
     accepted: HashMap<String, Accepted>,
     /// Which accepted change each file waits for, and the text it is to have.
     writing: HashMap<PathBuf, (String, String)>,
+    /// Comments the model has read, until a proposal for their lines answers them.
+    open_comments: Vec<OpenComment>,
 }
 
 struct Waiting {
@@ -327,6 +336,10 @@ impl PendingEdits {
         let mut state = lock(&self.state);
         state.next_id += 1;
         let number = state.next_id;
+        let mut resolves = Vec::new();
+        for file in subject.files().iter().filter(|file| !file.creates()) {
+            resolves.extend(comments::answered(&mut state.open_comments, &origin.session_id, &file.path, &file.hunks));
+        }
         let edit = PendingEdit {
             id: format!("e{number}"),
             session_id: origin.session_id,
@@ -334,6 +347,8 @@ impl PendingEdits {
             tool_call_id: origin.tool_call_id,
             tool: origin.tool,
             subject,
+            comments: BTreeMap::new(),
+            resolves,
         };
         self.observer.proposed(&edit);
         state.waiting.insert(number, Waiting { edit: edit.clone(), reply });
@@ -429,8 +444,39 @@ impl PendingEdits {
         waiting_on(&state, path).into_iter().cloned().collect()
     }
 
-    /// Rejects `id`; the model reads `reason`.
-    pub fn reject(&self, id: &str, reason: Option<String>) -> Result<Resolution, ReviewError> {
+    /// Comments on hunk `hunk` of `id` (replacing an earlier comment there; a blank one takes it
+    /// back). The comments reach the model with the decision on the edit, as one batch.
+    pub fn comment(&self, id: &str, hunk: usize, text: &str) -> Result<PendingEdit, ReviewError> {
+        let mut guard = lock(&self.state);
+        let state = &mut *guard;
+        let Some(waiting) = state.waiting.values_mut().find(|waiting| waiting.edit.id == id) else {
+            if state.decided.contains_key(id) {
+                return Err(ReviewError::AlreadyDecided(id.to_string()));
+            }
+            return Err(ReviewError::NoSuchEdit(id.to_string()));
+        };
+        check_hunks(id, &[hunk], &waiting.edit.subject)?;
+        let text = text.trim();
+        match text.is_empty() {
+            true => waiting.edit.comments.remove(&hunk),
+            false => waiting.edit.comments.insert(hunk, text.to_string()),
+        };
+        let edit = waiting.edit.clone();
+        self.observer.commented(&edit, hunk);
+        for file in edit.subject.files().iter().filter(|file| !file.creates()) {
+            self.tell_waiting_on(state, &file.path);
+        }
+        Ok(edit)
+    }
+
+    /// Rejects `id`; the model reads `reason`, and the user's comments with the lines of their
+    /// hunks in the files as `current` reads them.
+    pub fn reject(
+        &self,
+        id: &str,
+        reason: Option<String>,
+        current: ReadCurrent<'_>,
+    ) -> Result<Resolution, ReviewError> {
         let waiting = self.take(id, None)?;
         let edit = &waiting.edit;
         let subject = match &edit.subject {
@@ -441,7 +487,14 @@ impl PendingEdits {
                 format!("this {} of {}", edit.tool, shown.join(", "))
             }
         };
-        let for_model = notes::rejected_reason(&subject, reason.as_deref());
+        let mut for_model = notes::rejected_reason(&subject, reason.as_deref());
+        let starts = starts_now(edit, current);
+        for (file, starts) in edit.subject.files().iter().zip(&starts) {
+            if let Some(note) = comments::comments_note(&file.shown, &file.hunks, &[], starts, &edit.comments) {
+                for_model = format!("{for_model}\n{note}");
+            }
+        }
+        self.keep_comments(edit, &[], &starts);
         let shown = reason.filter(|reason| !reason.trim().is_empty()).unwrap_or_else(|| "rejected".to_string());
         let resolution = resolution(edit, Outcome::Rejected, Vec::new(), Some(shown));
         self.resolve(waiting, &resolution, Verdict::Reject { reason: for_model })?;
@@ -464,6 +517,7 @@ impl PendingEdits {
             Subject::Files(files) => files.clone(),
         };
         let all: Vec<usize> = files.iter().flat_map(|file| file.hunks.iter().map(|hunk| hunk.index)).collect();
+        let starts = starts_now(&waiting.edit, current);
         let mut chosen = choice.hunks.unwrap_or_else(|| all.clone());
         chosen.sort_unstable();
         chosen.dedup();
@@ -476,7 +530,7 @@ impl PendingEdits {
 
         let mut settled = Vec::new();
         let mut stale = Vec::new();
-        for file in &files {
+        for (file, starts) in files.iter().zip(&starts) {
             let mine: Vec<usize> = file.hunks.iter().map(|hunk| hunk.index).filter(|i| chosen.contains(i)).collect();
             if mine.is_empty() && !file.hunks.is_empty() {
                 continue;
@@ -491,12 +545,19 @@ impl PendingEdits {
                 ));
                 continue;
             }
-            match settle(file, &mine, current(&file.path), reason.as_deref()) {
+            let comments = comments::comments_note(&file.shown, &file.hunks, &mine, starts, &waiting.edit.comments);
+            match settle(file, &mine, current(&file.path), reason.as_deref(), comments) {
                 Ok(file) => settled.push(file),
                 Err(why) => stale.push(why),
             }
         }
         if !stale.is_empty() {
+            // The comments still reach the model: the next proposal may answer them.
+            for (file, starts) in files.iter().zip(&starts) {
+                let comments = &waiting.edit.comments;
+                stale.extend(comments::comments_note(&file.shown, &file.hunks, &[], starts, comments));
+            }
+            self.keep_comments(&waiting.edit, &[], &starts);
             let why = stale.join("\n");
             let resolution = resolution(&waiting.edit, Outcome::Stale, Vec::new(), Some(why.clone()));
             self.resolve(waiting, &resolution, Verdict::Reject { reason: why })?;
@@ -512,6 +573,7 @@ impl PendingEdits {
             let files = settled.iter().map(|file| file.change.clone()).collect();
             Verdict::Accept { changed: Some(Changed { files, note }), allow_for_session }
         };
+        self.keep_comments(&waiting.edit, &chosen, &starts);
         let resolution = resolution(&waiting.edit, outcome, chosen, reason);
         let mut state = lock(&self.state);
         state.decided.insert(id.to_string(), outcome);
@@ -605,6 +667,21 @@ impl PendingEdits {
         waiting.reply.send(verdict).map_err(|_| ReviewError::Gone(resolution.id.clone()))
     }
 
+    /// Keeps the comments of `edit`, decided with `chosen` applied to files whose hunks start at
+    /// `starts`, open until a proposal for their lines answers them.
+    fn keep_comments(&self, edit: &PendingEdit, chosen: &[usize], starts: &[Vec<usize>]) {
+        let mut state = lock(&self.state);
+        for (file, starts) in edit.subject.files().iter().zip(starts) {
+            for (hunk, lines) in file.hunks.iter().zip(comments::result_lines(&file.hunks, chosen, starts)) {
+                let Some(text) = edit.comments.get(&hunk.index) else { continue };
+                let comment = Comment { edit: edit.id.clone(), hunk: hunk.index, text: text.clone() };
+                let path = file.moved_to.clone().unwrap_or_else(|| file.path.clone());
+                let open = OpenComment { comment, session_id: edit.session_id.clone(), path, lines };
+                state.open_comments.push(open);
+            }
+        }
+    }
+
     fn tell_waiting_on(&self, state: &State, path: &Path) {
         self.observer.waiting_on(path, &waiting_on(state, path));
     }
@@ -668,6 +745,7 @@ fn settle(
     chosen: &[usize],
     current: Option<(String, Option<i32>)>,
     reason: Option<&str>,
+    comments: Option<String>,
 ) -> Result<Settled, String> {
     let before = file.before.as_deref().unwrap_or("");
     let proposed = diff::apply_hunks(before, &file.hunks, chosen);
@@ -702,6 +780,7 @@ fn settle(
     if merged {
         notes.push(notes::merged_note(&file.shown));
     }
+    notes.extend(comments);
     let current_is_before = current_text.as_deref() == file.before.as_deref();
     let after = if notes.is_empty() && current_is_before { file.after.clone() } else { after };
     let change = FileChange {
@@ -715,6 +794,22 @@ fn settle(
     };
     let note = (!notes.is_empty()).then(|| notes.join("\n"));
     Ok(Settled { change, note, current_is_before })
+}
+
+/// Where the hunks of each file of `edit` start in the file as `current` reads it (only worked
+/// out when the user commented: only comments name lines).
+fn starts_now(edit: &PendingEdit, current: ReadCurrent<'_>) -> Vec<Vec<usize>> {
+    let files = edit.subject.files();
+    files
+        .iter()
+        .map(|file| {
+            let before = file.before.as_deref().unwrap_or("");
+            match current(&file.path) {
+                Some((text, _)) if !edit.comments.is_empty() => comments::current_starts(before, &file.hunks, &text),
+                _ => file.hunks.iter().map(|hunk| hunk.line).collect(),
+            }
+        })
+        .collect()
 }
 
 /// Checks the hunk indexes of an accept.
@@ -969,10 +1064,10 @@ mod tests {
         let edits = PendingEdits::new(recorder.clone());
         let (edit, mut receiver) =
             edits.propose(origin("s1", "c1"), edit_subject("/w/a.txt", Some(FIVE), FIVE_CHANGED));
-        let rejected = edits.reject(&edit.id, Some(" not now ".into())).unwrap();
+        let rejected = edits.reject(&edit.id, Some(" not now ".into()), &|_| None).unwrap();
         assert_eq!((rejected.outcome, rejected.reason.as_deref()), (Outcome::Rejected, Some(" not now ")));
         assert_eq!(verdict(&mut receiver), "reject: The user rejected this edit of a.txt, saying: not now");
-        assert_eq!(edits.reject(&edit.id, None).unwrap_err(), ReviewError::AlreadyDecided("e1".into()));
+        assert_eq!(edits.reject(&edit.id, None, &|_| None).unwrap_err(), ReviewError::AlreadyDecided("e1".into()));
         let missing = edits.accept("e9", Choice::default(), &|_| None).unwrap_err();
         assert_eq!(missing.to_string(), r#"no pending edit "e9"; reins.edit.list shows the pending ones"#);
         assert!(edits.list(None).is_empty());
@@ -1015,6 +1110,70 @@ mod tests {
             waiting on /w/a.txt []
             resolved e1 failed [] Some("the editor refused")"#]]
         .assert_eq(&lock(&recorder.0).join("\n"));
+    }
+
+    #[test]
+    fn comments_go_to_the_model_with_the_decision_and_the_next_proposal_answers_them() {
+        let recorder = Arc::new(Recorder::default());
+        let edits = PendingEdits::new(recorder.clone());
+        let before: String = (1..=12).map(|n| format!("line {n}\n")).collect();
+        let after = before.replace("line 2\n", "line two\n").replace("line 6\n", "line six\n").replace("line 11\n", "");
+        let (edit, mut receiver) = edits.propose(origin("s1", "c1"), edit_subject("/w/a.txt", Some(&before), &after));
+        edits.comment(&edit.id, 0, "spell it 'Two'").unwrap();
+        edits.comment(&edit.id, 1, "first draft").unwrap();
+        // A second comment on a hunk replaces the first; hunk 3 of 3 is index 2.
+        let commented = edits.comment(&edit.id, 1, "  not six, 6  ").unwrap();
+        edits.comment(&edit.id, 2, "keep line 11").unwrap();
+        assert_eq!(commented.comments.get(&1).map(String::as_str), Some("not six, 6"));
+        assert_eq!(edits.comment(&edit.id, 3, "x").unwrap_err().code(), "invalid_argument");
+        let choice = Choice { hunks: Some(vec![1]), ..Choice::default() };
+        let on_disk = |_: &Path| Some((before.clone(), None));
+        edits.accept(&edit.id, choice, &on_disk).unwrap();
+        expect![[r#"
+            accept "line 1\nline 2\nline 3\nline 4\nline 5\nline six\nline 7\nline 8\nline 9\nline 10\nline 11\nline 12\n" false
+            note: The user applied hunk 2 and did not apply hunks 1, 3 (of 3 hunks) of this change to a.txt. a.txt now reads, around the changes:
+                1 | line 1
+                2 | line 2
+                3 | line 3
+                4 | line 4
+                5 | line 5
+                6 | line six
+                7 | line 7
+                8 | line 8
+                9 | line 9
+               10 | line 10
+               11 | line 11
+               12 | line 12
+            The user's comments on this change to a.txt, with the decision on each hunk (lines as a.txt now reads):
+            hunk 1 (line 2): rejected — comment: spell it 'Two'
+            hunk 2 (line 6): applied — comment: not six, 6
+            hunk 3 (line 11): rejected — comment: keep line 11"#]]
+        .assert_eq(&verdict(&mut receiver));
+        assert_eq!(edits.comment(&edit.id, 0, "late").unwrap_err().code(), "invalid_state");
+        // The revision changes lines 2 and 11 again: it answers those two comments, not the third.
+        let now = before.replace("line 6\n", "line six\n");
+        let revised = now.replace("line 2\n", "line Two\n").replace("line 11\n", "line eleven\n");
+        let (revision, _rx) = edits.propose(origin("s1", "c2"), edit_subject("/w/a.txt", Some(&now), &revised));
+        let answered: Vec<String> =
+            revision.resolves.iter().map(|c| format!("{}#{} {}", c.edit, c.hunk, c.text)).collect();
+        assert_eq!(answered, ["e1#0 spell it 'Two'", "e1#2 keep line 11"]);
+        let (again, _rx) = edits.propose(origin("s1", "c3"), edit_subject("/w/a.txt", Some(&now), &revised));
+        assert!(again.resolves.is_empty(), "a comment is answered once");
+    }
+
+    #[test]
+    fn comments_on_a_rejected_edit_follow_the_rejection() {
+        let edits = PendingEdits::new(Arc::new(Recorder::default()));
+        let (edit, mut receiver) =
+            edits.propose(origin("s1", "c1"), edit_subject("/w/a.txt", Some(FIVE), FIVE_CHANGED));
+        edits.comment(&edit.id, 1, "five stays").unwrap();
+        edits.reject(&edit.id, None, &|_| None).unwrap();
+        expect![[r#"
+            reject: The user rejected this edit of a.txt.
+            The user's comments on this change to a.txt, with the decision on each hunk (lines as a.txt now reads):
+            hunk 1 (line 1): rejected
+            hunk 2 (line 5): rejected — comment: five stays"#]]
+        .assert_eq(&verdict(&mut receiver));
     }
 
     #[tokio::test]
@@ -1125,7 +1284,7 @@ mod tests {
             _ => None,
         };
         edits.accept("e1", Choice::default(), &current).unwrap();
-        edits.reject("e2", Some("keep b".into())).unwrap();
+        edits.reject("e2", Some("keep b".into()), &|_| None).unwrap();
         edits.accept("e3", Choice::default(), &current).unwrap();
         let Verdict::Accept { changed: Some(changed), .. } = waiting.await.unwrap() else {
             panic!("expected a changed accept")

@@ -133,3 +133,32 @@ async fn log_lines_reach_the_client_at_their_level_and_stderr_only_when_asked_wi
     assert!(text.contains("WARN") && text.contains("no-such-folder"), "{text}");
     assert!(!text.contains('\x1b'), "colour codes on stderr: {text:?}");
 }
+
+/// One rule for the project a session belongs to: `reins run` started in a subfolder of a git
+/// repository keys its session by the repository's root, so the editor, whose workspace is that
+/// root (Neovim's root marker is `.git`), lists it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_started_in_a_subfolder_at_the_terminal_is_listed_by_the_editor() {
+    let files = [(".git/HEAD", "ref: refs/heads/main\n"), ("src/app.py", "x = 1\n")];
+    let lsp = start(&files, vec![Reply::text("Hello from the terminal.")], json!({})).await;
+    let root = lsp.dir.path();
+    let ran = tokio::process::Command::new(env!("CARGO_BIN_EXE_reins"))
+        .args(["run", "what is in src?"])
+        .current_dir(root.join("src"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", root.join("src"))
+        .env("REINS_HOME", root.join(".reins-home-for-test"))
+        .env("OPENAI_API_KEY", super::CANARY_KEY)
+        .env("OPENAI_BASE_URL", lsp.server.base_url())
+        .env("REINS_MODEL", "scripted-model")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert!(ran.status.success(), "{}", String::from_utf8_lossy(&ran.stderr));
+    let listed = lsp.client.command("reins.session.list", json!({})).await.unwrap();
+    let firsts: Vec<&str> =
+        listed["sessions"].as_array().unwrap().iter().filter_map(|s| s["firstMessage"].as_str()).collect();
+    assert_eq!(firsts, ["what is in src?"], "{listed}");
+}

@@ -82,7 +82,7 @@ fn applied_edits(lsp: &Session) -> Vec<String> {
 
 /// The text of the last tool result in model request `index`, and whether it is an error (the
 /// scripted server records the OpenAI-style `tool` message; errors are marked by the harness).
-fn tool_result(lsp: &Session, index: usize) -> String {
+pub(super) fn tool_result(lsp: &Session, index: usize) -> String {
     let requests = lsp.server.chat_requests();
     let messages = requests[index].body["messages"].as_array().unwrap();
     let tool = messages.iter().rev().find(|m| m["role"] == "tool").unwrap();
@@ -93,7 +93,7 @@ fn tool_result(lsp: &Session, index: usize) -> String {
 }
 
 /// The last diagnostics published for `uri`: (line, message) pairs.
-fn last_diagnostics(lsp: &Session, uri: &str) -> Vec<String> {
+pub(super) fn last_diagnostics(lsp: &Session, uri: &str) -> Vec<String> {
     let published = lsp
         .client
         .notifications()
@@ -118,7 +118,7 @@ fn diagnostics_of(lsp: &Session, uri: &str, id: &str) -> Vec<String> {
 }
 
 /// The code actions at the cursor `(line, character)` of `uri`.
-async fn actions_at(lsp: &Session, uri: &str, line: u32, character: u32) -> Vec<Value> {
+pub(super) async fn actions_at(lsp: &Session, uri: &str, line: u32, character: u32) -> Vec<Value> {
     let at = json!({"line": line, "character": character});
     let params =
         json!({"textDocument": {"uri": uri}, "range": {"start": at, "end": at}, "context": {"diagnostics": []}});
@@ -127,7 +127,7 @@ async fn actions_at(lsp: &Session, uri: &str, line: u32, character: u32) -> Vec<
 }
 
 /// A `didChange` replacing `range` ((line, character), (line, character)) with `text`.
-async fn type_in(lsp: &Session, relative: &str, version: i32, range: ((u32, u32), (u32, u32)), text: &str) {
+pub(super) async fn type_in(lsp: &Session, relative: &str, version: i32, range: ((u32, u32), (u32, u32)), text: &str) {
     let ((sl, sc), (el, ec)) = range;
     lsp.client
         .notify(
@@ -163,8 +163,8 @@ async fn accepting_one_hunk_applies_only_it_and_tells_the_model_which() {
     let id = edit["id"].as_str().unwrap();
     expect![[r#"
         [
-            "1 \"reins\" 3: agent edit e1 (hunk 1 of 2): replace `1` with `10`; accept or reject it with a code action",
-            "5 \"reins\" 3: agent edit e1 (hunk 2 of 2): replace `2` with `20`; accept or reject it with a code action",
+            "1 \"reins\" 3: agent edit e1 (hunk 1 of 2): replace `1` with `10`; accept, reject or comment on it with a code action",
+            "5 \"reins\" 3: agent edit e1 (hunk 2 of 2): replace `2` with `20`; accept, reject or comment on it with a code action",
         ]
     "#]]
     .assert_debug_eq(&diagnostics_of(&lsp, &uri, id));
@@ -175,7 +175,12 @@ async fn accepting_one_hunk_applies_only_it_and_tells_the_model_which() {
         .collect();
     assert_eq!(
         offered,
-        ["Accept agent edit null", "Accept only hunk 2 of 2 (reject the other) [1]", "Reject agent edit null"]
+        [
+            "Accept agent edit null",
+            "Accept only hunk 2 of 2 (reject the other) [1]",
+            "Reject agent edit null",
+            "Comment on this change (hunk 2 of 2) null"
+        ]
     );
 
     let listed = lsp.client.command("reins.edit.list", json!({})).await.unwrap();
@@ -300,21 +305,21 @@ async fn the_diagnostics_of_a_pending_edit_follow_the_users_typing() {
     lsp.client.wait_for(WAIT, published(2)).await.unwrap();
     expect![[r#"
         [
-            "3 \"reins\" 3: agent edit e1 (hunk 1 of 2): replace `1` with `10`; accept or reject it with a code action",
-            "7 \"reins\" 3: agent edit e1 (hunk 2 of 2): replace `2` with `20`; accept or reject it with a code action",
+            "3 \"reins\" 3: agent edit e1 (hunk 1 of 2): replace `1` with `10`; accept, reject or comment on it with a code action",
+            "7 \"reins\" 3: agent edit e1 (hunk 2 of 2): replace `2` with `20`; accept, reject or comment on it with a code action",
         ]
     "#]]
     .assert_debug_eq(&diagnostics_of(&lsp, &uri, id));
     // The code actions are where the hunks are now.
     let actions = actions_at(&lsp, &uri, 7, 0).await;
-    assert_eq!(actions.len(), 3, "{actions:?}");
+    assert_eq!(actions.len(), 4, "{actions:?}");
 
     // The user rewrites the line of hunk 2: it is marked as refused-if-accepted, hunk 1 stays.
     type_in(&lsp, "src/lib.rs", 3, ((7, 4), (7, 5)), "3").await;
     lsp.client.wait_for(WAIT, published(3)).await.unwrap();
     expect![[r#"
         [
-            "3 \"reins\" 3: agent edit e1 (hunk 1 of 2): replace `1` with `10`; accept or reject it with a code action",
+            "3 \"reins\" 3: agent edit e1 (hunk 1 of 2): replace `1` with `10`; accept, reject or comment on it with a code action",
             "7 \"reins\" 3: agent edit e1 (hunk 2 of 2): replace `2` with `20`; you changed these lines since, so accepting it will be refused",
         ]
     "#]]

@@ -174,8 +174,9 @@ pub async fn reins_run_in_terminal(
 }
 
 /// Runs `reins ARGS` under a pseudo-terminal (`script` from util-linux), typing `answers` a line
-/// at a time once each question (`? [y/N]`, a hunk's `? [y,n,a,d,?]`, a reason) shows, as a person at the terminal would;
-/// an answer that is one control character ([`CTRL_C`]) is typed as it is, without Enter.
+/// at a time once each question (`? [y/N]`, a hunk's `? [y,n,a,d,c,?]` or `? [y,n,c,?]`, a reason or a comment) shows, as a person at the terminal would;
+/// an answer at a hunk's prompt (one key) and one that is a control character ([`CTRL_C`]) are
+/// typed as they are, without Enter.
 /// What the terminal showed, and the exit status.
 pub async fn reins_in_terminal(
     base_url: Option<&str>,
@@ -223,14 +224,24 @@ pub async fn reins_in_terminal(
         }
         screen.push_str(&String::from_utf8_lossy(&buffer[..n]));
         // Each question ends with a prompt; answer it once it shows.
-        let questions = ["? [y/N]", "? [y,n,a,d,?]", "Reason for the model"]
+        let questions = ["? [y/N]", "? [y,n,c,?]", "? [y,n,a,d,c,?]", "Reason for the model", "Comment for the model"]
             .iter()
             .map(|question| screen.matches(question).count())
             .sum::<usize>();
+        // A hunk's prompt reads one key (stdin is a terminal): its answer is typed without Enter.
+        let last_prompt_reads_a_key =
+            ["? [y,n,c,?]", "? [y,n,a,d,c,?]"].iter().filter_map(|prompt| screen.rfind(prompt)).max().is_some_and(
+                |at| {
+                    ["? [y/N]", "Reason for the model", "Comment for the model"]
+                        .iter()
+                        .filter_map(|prompt| screen.rfind(prompt))
+                        .all(|other| other < at)
+                },
+            );
         while asked < questions {
             asked += 1;
             if let Some(answer) = answers.next() {
-                let typed = match answer.chars().all(char::is_control) {
+                let typed = match answer.chars().all(char::is_control) || last_prompt_reads_a_key {
                     true => answer.to_string(),
                     false => format!("{answer}\n"),
                 };

@@ -62,6 +62,7 @@ M.defaults = {
     -- While an edit is shown for review (in its buffer only, removed after).
     accept_hunk = "<leader>ra",
     reject_hunk = "<leader>rr",
+    comment_hunk = "<leader>rc", -- a comment on the hunk for the agent, sent with the decision
     next_hunk = "]h",
     prev_hunk = "[h",
     -- In the :ReinsTree buffer.

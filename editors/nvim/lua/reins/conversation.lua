@@ -347,6 +347,24 @@ function M.apply(session_id, event)
   return true
 end
 
+--- How the user decided a proposal, as its tool result tells the model (the review core's
+--- sentences): a conversation rebuilt from the session has no `edit_resolved` events, and its
+--- edit lines would lose their "partly accepted" or "rejected" label (after `R`, a resume).
+local function decided_from_result(text, is_error)
+  local applied = text:match("The user applied hunks? ([%d, ]+) and did not apply")
+  if applied then
+    local hunks = {}
+    for n in applied:gmatch("%d+") do
+      table.insert(hunks, tonumber(n) - 1)
+    end
+    return { kind = "proposal", status = "partially_applied", applied = hunks }
+  end
+  if is_error and text:find("The user rejected ", 1, true) then
+    return { kind = "proposal", status = "rejected", reason = text:match("saying: ([^\n]*)") }
+  end
+  return nil
+end
+
 --- Rebuilds a conversation from `reins.session.messages`: its messages, then the todo list the
 --- session had where it was left.
 function M.load(session_id, messages, todos)
@@ -364,6 +382,7 @@ function M.load(session_id, messages, todos)
       local block = tool_block(conv, message.toolCallId, message.toolName)
       block.status = message.isError and "error" or "ok"
       block.result = result_text(message)
+      block.proposal = block.proposal or decided_from_result(block.result or "", message.isError)
       touch(block)
     end
   end

@@ -21,6 +21,8 @@ local highlights = {
   ReinsDelete = { link = "DiffDelete" },
   ReinsHunkHeader = { link = "DiagnosticVirtualTextInfo" },
   ReinsHunkDecided = { link = "Comment" },
+  ReinsComment = { link = "DiagnosticVirtualTextHint" },
+  ReinsCommentResolved = { link = "DiagnosticVirtualTextOk" },
   ReinsTreeLeaf = { link = "CursorLine" },
   ReinsMore = { link = "PmenuSel" },
 }

@@ -167,6 +167,7 @@ function M.review(buf)
   local names = {
     { "accept_hunk", review.accept_hunk, "accept the hunk under the cursor" },
     { "reject_hunk", review.reject_hunk, "reject the hunk under the cursor" },
+    { "comment_hunk", review.comment_hunk, "comment on the hunk under the cursor, for the agent" },
     { "next_hunk", review.next_hunk, "next proposed hunk" },
     { "prev_hunk", review.prev_hunk, "previous proposed hunk" },
   }

@@ -4,6 +4,9 @@
 -- the decision goes to the server (`reins.edit.accept` with the accepted hunks and the reason
 -- for the rest, or `reins.edit.reject`), which then sends `workspace/applyEdit`. The buffer is never changed here:
 -- approval happens before the edit is applied, so one `u` undoes an accepted edit.
+-- A hunk can carry a comment for the agent (`reins.edit.comment`), shown as a virtual line above
+-- it and anchored to its text; the server sends every comment with the decision, and the
+-- agent's next proposal for those lines marks them resolved (its `resolves`).
 local client = require("reins.client")
 local config = require("reins.config")
 local hunks_mod = require("reins.hunks")
@@ -16,6 +19,12 @@ local ns = vim.api.nvim_create_namespace("reins.review")
 M.pending = {}
 --- Ids in arrival order.
 M.order = {}
+--- The comments on hunks by "edit id#hunk index": {text, buf, mark, state} where state is
+--- "pending" (the edit waits), "sent" (the agent has it) or "resolved" (a proposal answered it).
+M.comments = {}
+
+-- Comment marks live in their own namespace: they outlive the review's marks, until answered.
+local comment_ns = vim.api.nvim_create_namespace("reins.review.comments")
 
 local function notify(msg, level)
   vim.notify("reins: " .. msg, level or vim.log.levels.INFO)
@@ -62,7 +71,8 @@ local function hunk_label(p, hunk)
     return ("✗ hunk %d/%d rejected"):format(hunk.index + 1, total)
   end
   local keys = {}
-  for _, pair in ipairs({ { k.accept_hunk, "accept" }, { k.reject_hunk, "reject" }, { k.next_hunk, "next" } }) do
+  local pairs_ = { { k.accept_hunk, "accept" }, { k.reject_hunk, "reject" }, { k.comment_hunk, "comment" }, { k.next_hunk, "next" } }
+  for _, pair in ipairs(pairs_) do
     if pair[1] then
       table.insert(keys, shown_key(pair[1]) .. " " .. pair[2])
     end
@@ -142,13 +152,28 @@ local function draw_inline(p)
         table.insert(virt, { { text .. string.rep(" ", width - vim.fn.strdisplaywidth(text)), add_group } })
       end
     end
-    local label = { { " " .. hunk_label(p, hunk) .. " ", decided == nil and "ReinsHunkHeader" or "ReinsHunkDecided" } }
+    local label_text = " " .. hunk_label(p, hunk) .. " "
+    local label = { { label_text, decided == nil and "ReinsHunkHeader" or "ReinsHunkDecided" } }
+    local label_row = math.max(math.min(g.first, line_count - 1), 0)
+    local row_text = vim.api.nvim_buf_get_lines(buf, label_row, label_row + 1, false)[1] or ""
+    local win = vim.fn.bufwinid(buf)
+    local win_width = win ~= -1 and vim.api.nvim_win_get_width(win) or vim.o.columns
+    if left + vim.fn.strdisplaywidth(row_text) + 1 + vim.fn.strdisplaywidth(label_text) > win_width then
+      -- Past the window's edge a label is cut: it goes on a line of its own above the hunk.
+      vim.api.nvim_buf_set_extmark(buf, ns, label_row, 0, {
+        virt_lines = { label },
+        virt_lines_above = true,
+        virt_lines_leftcol = left > 0,
+        priority = 200,
+      })
+      label = nil
+    end
     if g.last < g.first then
       -- A pure insertion: the label and the new lines sit on the line it goes before.
       local row = math.max(math.min(g.first, line_count - 1), 0)
       vim.api.nvim_buf_set_extmark(buf, ns, row, 0, {
         virt_text = label,
-        virt_text_pos = "eol",
+        virt_text_pos = label and "eol" or nil,
         virt_lines = #virt > 0 and virt or nil,
         virt_lines_above = g.first < line_count,
         virt_lines_leftcol = left > 0,
@@ -157,7 +182,9 @@ local function draw_inline(p)
     else
       -- The label goes on the first replaced line, the proposed lines below the last one.
       local first, last = math.min(g.first, line_count - 1), math.min(g.last, line_count - 1)
-      vim.api.nvim_buf_set_extmark(buf, ns, first, 0, { virt_text = label, virt_text_pos = "eol", priority = 200 })
+      if label then
+        vim.api.nvim_buf_set_extmark(buf, ns, first, 0, { virt_text = label, virt_text_pos = "eol", priority = 200 })
+      end
       if #virt > 0 then
         vim.api.nvim_buf_set_extmark(buf, ns, last, 0, { virt_lines = virt, virt_lines_leftcol = left > 0, priority = 200 })
       end
@@ -203,12 +230,14 @@ local function open_diff(p, buf)
   local ft = vim.bo[buf].filetype
   local here = vim.api.nvim_get_current_tabpage()
   vim.cmd("tabnew")
-  local left = scratch("reins://review/" .. p.edit.id .. "/current/" .. name, lines, ft)
+  -- Named for people: a tab's label shortens every directory of a name to one letter, which
+  -- turned `reins://review/e1/proposed/calc.py` into `r//r/e/p/calc.py`.
+  local left = scratch(("%s (now, %s)"):format(name, p.edit.id), lines, ft)
   vim.api.nvim_win_set_buf(0, left)
   vim.cmd("diffthis")
   vim.wo.winbar = "%#ReinsWinbarDim# now: " .. name
   vim.cmd("rightbelow vsplit")
-  local right = scratch("reins://review/" .. p.edit.id .. "/proposed/" .. name, new, ft)
+  local right = scratch(("%s (proposed, %s)"):format(name, p.edit.id), new, ft)
   vim.api.nvim_win_set_buf(0, right)
   vim.cmd("diffthis")
   vim.wo.winbar = "%#ReinsWinbar# proposed: " .. name
@@ -514,6 +543,107 @@ function M.reject_hunk()
   decide_hunk(false)
 end
 
+-- Comments ----------------------------------------------------------------------------------
+
+local function comment_key(id, index)
+  return id .. "#" .. index
+end
+
+--- Where `hunk` of `p` starts in the buffer its view shows (0-based).
+local function hunk_row(p, hunk)
+  local v = p.view
+  if v.layout == "inline" then
+    return inline_rows(p, hunk).first
+  end
+  local r = v.rows and v.rows[hunk.index]
+  return r and r.first or 0
+end
+
+--- Shows comment `c` as a virtual line above the line it is anchored to.
+local function draw_comment(c)
+  if not (c.buf and vim.api.nvim_buf_is_valid(c.buf)) then
+    return
+  end
+  local text, group = "💬 " .. c.text, "ReinsComment"
+  if c.state == "resolved" then
+    text, group = "✓ resolved: " .. c.text, "ReinsCommentResolved"
+  elseif c.state == "sent" then
+    text = text .. "  (sent to the agent)"
+  end
+  local row = c.row
+  if c.mark then
+    row = vim.api.nvim_buf_get_extmark_by_id(c.buf, comment_ns, c.mark, {})[1] or row
+  end
+  row = math.max(math.min(row, vim.api.nvim_buf_line_count(c.buf) - 1), 0)
+  c.mark = vim.api.nvim_buf_set_extmark(c.buf, comment_ns, row, 0, {
+    id = c.mark,
+    virt_lines = { { { text, group } } },
+    virt_lines_above = true,
+    priority = 210,
+  })
+end
+
+local function drop_comment(key)
+  local c = M.comments[key]
+  if c and c.mark and vim.api.nvim_buf_is_valid(c.buf) then
+    pcall(vim.api.nvim_buf_del_extmark, c.buf, comment_ns, c.mark)
+  end
+  M.comments[key] = nil
+end
+
+--- Comments on hunk `index` of pending edit `id` (a blank `text` takes the comment back); the
+--- comment goes to the agent with the decision on the edit. `done` runs once the server has it.
+function M.comment(id, index, text, done)
+  local p = M.pending[id]
+  if not p then
+    return notify("no proposal " .. tostring(id) .. " is pending")
+  end
+  client.exec("reins.edit.comment", { id = id, hunk = index, comment = text }, function(err)
+    if err then
+      return notify(client.error_text(err), vim.log.levels.ERROR)
+    end
+    local key = comment_key(id, index)
+    if vim.trim(text) == "" then
+      drop_comment(key)
+    else
+      local c = M.comments[key]
+      if not c then
+        local row = 0
+        for _, hunk in ipairs(p.edit.hunks or {}) do
+          if hunk.index == index then
+            row = hunk_row(p, hunk)
+          end
+        end
+        c = { buf = p.view.buf, row = row }
+        M.comments[key] = c
+      end
+      c.text, c.state = vim.trim(text), "pending"
+      draw_comment(c)
+    end
+    if done then
+      done()
+    end
+  end)
+end
+
+--- Asks for a comment on the hunk under the cursor (its current one to edit), then sends it.
+function M.comment_hunk()
+  local p, hunk = at_cursor()
+  if not p then
+    return notify("no proposal is pending")
+  end
+  if not hunk then
+    return notify("no hunk here to comment on")
+  end
+  local current = M.comments[comment_key(p.edit.id, hunk.index)]
+  local prompt = ("Comment on hunk %d/%d for the agent: "):format(hunk.index + 1, #p.edit.hunks)
+  vim.ui.input({ prompt = prompt, default = current and current.text or "" }, function(text)
+    if text ~= nil then
+      M.comment(p.edit.id, hunk.index, text)
+    end
+  end)
+end
+
 local function resolve(id)
   if id then
     return M.pending[id]
@@ -663,6 +793,14 @@ end
 -- Events ----------------------------------------------------------------------------------
 
 local function on_proposed(edit, session_id)
+  -- The comments this proposal answers are marked resolved until it is decided.
+  for _, answered in ipairs(type(edit.resolves) == "table" and edit.resolves or {}) do
+    local c = M.comments[comment_key(answered.id, answered.hunk)]
+    if c then
+      c.state, c.resolved_by = "resolved", edit.id
+      draw_comment(c)
+    end
+  end
   local p = { edit = edit, decisions = {}, session_id = session_id, view = { layout = "none" } }
   M.pending[edit.id] = p
   table.insert(M.order, edit.id)
@@ -700,6 +838,19 @@ end
 local function on_resolved(event)
   local p = M.pending[event.id]
   forget(event.id)
+  for key, c in pairs(M.comments) do
+    if c.resolved_by == event.id then
+      drop_comment(key)
+    elseif key:sub(1, #event.id + 1) == event.id .. "#" and c.state == "pending" then
+      -- A cancelled edit never reached the agent: its comments go with it.
+      if event.outcome == "cancelled" then
+        drop_comment(key)
+      else
+        c.state = "sent"
+        draw_comment(c)
+      end
+    end
+  end
   if p and (event.outcome == "failed" or event.outcome == "stale") then
     notify(("edit %s: %s"):format(event.outcome, event.reason or ""), vim.log.levels.WARN)
   end

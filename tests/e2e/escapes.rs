@@ -461,3 +461,81 @@ still writable
         assert!(!dir.join(".git/hooks/pre-commit").exists());
     }
 }
+
+/// A repository the command makes itself (none of its metadata existed to be made read-only):
+/// a monitor, a hook and an alias planted in it; a monitor in one whose git directory lies in
+/// the temporary directory (`--separate-git-dir`, here `$OUT`), and in one reached through a
+/// `commondir` file.
+const NEW_REPOSITORIES: &str = r#"git init -q made && git -C made config core.fsmonitor 'touch pwned-fsmonitor'
+printf '#!/bin/sh\ntouch pwned-hook\n' > made/.git/hooks/post-checkout && chmod +x made/.git/hooks/post-checkout
+git -C made config alias.st '!touch pwned-alias'
+git init -q --separate-git-dir="$OUT/apart.git" apart && git -C apart config core.fsmonitor 'touch pwned-apart'
+git init -q --bare "$OUT/common.git" && git -C "$OUT/common.git" config core.fsmonitor 'touch pwned-common'
+mkdir -p via/.git && echo 'ref: refs/heads/main' > via/.git/HEAD && echo "$OUT/common.git" > via/.git/commondir
+echo made"#;
+
+/// After a command made repositories and planted code in them, nothing of it runs when the user
+/// works in them with git: the hooks are renamed and the config keeps only keys that run nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repository_a_command_makes_runs_nothing_unconfined() {
+    if let Err(reason) = reins_tools::namespace_support() {
+        eprintln!("skipped: {reason}");
+        return;
+    }
+    let home = Home::new();
+    let dir = trusted_git_workspace(&home);
+    // In the temporary directory, outside the workspace (made before: Landlock lets commands
+    // create nothing right in a directory that holds a denied path, here `/tmp`).
+    let out = tempfile::tempdir().unwrap();
+    let script = NEW_REPOSITORIES.replace("$OUT", &out.path().display().to_string());
+    let server =
+        ScriptedServer::start(vec![Reply::tool_call("c1", "bash", json!({"command": script})), Reply::text("done")])
+            .await;
+    let output = command(&server, dir.path(), &home, &[]).output().await.unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let results = tool_results(&server);
+    let result = &results[0].1;
+    assert!(result.starts_with("made\n"), "{result}");
+    // The model (and the user, who sees the tool's result) learn what was disabled and where.
+    assert!(result.contains("made/.git: hook post-checkout"), "{result}");
+    assert!(result.contains("core.fsmonitor"), "{result}");
+    assert!(result.contains("alias.st"), "{result}");
+    assert!(result.contains("apart.git: config core.fsmonitor"), "{result}");
+    assert!(result.contains("common.git: config core.fsmonitor"), "{result}");
+    // The user's own git in the made repositories: status (the monitor), checkout (the hook), the alias.
+    for (repo, args) in [
+        ("made", &["status"][..]),
+        ("made", &["commit", "-q", "--allow-empty", "-m", "first"]),
+        ("made", &["checkout", "-q", "-b", "other"]),
+        ("made", &["st"]),
+        ("apart", &["status"]),
+        ("via", &["status"]),
+    ] {
+        let run = std::process::Command::new("git")
+            .args(["-c", "user.name=u", "-c", "user.email=u@example.com"])
+            .args(args)
+            .current_dir(dir.path().join(repo))
+            .output()
+            .unwrap();
+        if args != ["st"] {
+            assert!(run.status.success(), "git {args:?} in {repo}: {}", String::from_utf8_lossy(&run.stderr));
+        }
+    }
+    let mut planted = Vec::new();
+    let mut pending = vec![dir.path().to_path_buf(), out.path().to_path_buf()];
+    while let Some(next) = pending.pop() {
+        for entry in std::fs::read_dir(&next).unwrap().flatten() {
+            if entry.file_name().to_string_lossy().starts_with("pwned") {
+                planted.push(entry.path().display().to_string());
+            }
+            if entry.file_type().unwrap().is_dir() {
+                pending.push(entry.path());
+            }
+        }
+    }
+    assert_eq!(planted, Vec::<String>::new());
+    // What was there is kept aside for the user, not deleted.
+    assert!(dir.path().join("made/.git/hooks/post-checkout.reins-disabled").exists());
+    let aside = std::fs::read_to_string(dir.path().join("made/.git/config.reins-disabled")).unwrap();
+    assert!(aside.contains("fsmonitor"), "{aside}");
+}

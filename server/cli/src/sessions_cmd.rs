@@ -4,6 +4,7 @@
 //! the terminal.
 
 use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -87,10 +88,11 @@ pub fn main(args: SessionsArgs) -> ExitCode {
         let request = CheckoutRequest { entry, session, yes, json: args.json, cwd: args.cwd };
         return crate::checkout_cmd::main(request);
     }
-    match run(&args) {
-        Ok(text) => {
-            let mut stdout = std::io::stdout().lock();
-            let _ = stdout.write_all(text.as_bytes()).and_then(|_| stdout.flush());
+    // Written as it is made, through a buffer: a tree of a million entries is never one string.
+    let mut stdout = std::io::BufWriter::with_capacity(64 << 10, std::io::stdout().lock());
+    match run(&args, &mut stdout) {
+        Ok(()) => {
+            let _ = stdout.flush();
             ExitCode::SUCCESS
         }
         Err(message) => {
@@ -119,32 +121,37 @@ pub(crate) fn offline_harness(cwd: Option<&PathBuf>, warn: Warn) -> Result<Arc<H
     }))
 }
 
-fn run(args: &SessionsArgs) -> Result<String, String> {
+/// Runs the subcommand, writing what it prints to `out`. A failure to write (a closed pipe) ends
+/// it quietly: there is no one left to tell.
+fn run(args: &SessionsArgs, out: &mut dyn Write) -> Result<(), String> {
     let harness = offline_harness(args.cwd.as_ref(), Arc::new(|_| {}))?;
     // Sessions are kept per workspace: when there is none, the user learns which one was looked in.
     let workspace = crate::run::workspace_root(args.cwd.as_ref()).unwrap_or_default();
     let none = format!("no sessions in this workspace ({}) yet", visible_line(&workspace.display().to_string()));
-    let to_json = |value: serde_json::Result<String>| value.map(|text| text + "\n").map_err(|e| e.to_string());
     match &args.command {
         SessionsCommand::List => {
             let list = harness.list_sessions().map_err(|e| e.to_string())?;
             if list.is_empty() && !args.json {
-                return Ok(format!("{none}\n"));
+                let _ = writeln!(out, "{none}");
+                return Ok(());
             }
-            let json = || Value::Array(list.iter().map(to_proto::session_info).collect());
             if args.json {
-                to_json(serde_json::to_string_pretty(&json()))
+                let json = Value::Array(list.iter().map(to_proto::session_info).collect());
+                let written = serde_json::to_writer_pretty(&mut *out, &json);
+                json_written(out, written)
             } else {
-                Ok(render_list(&list, terminal_width()))
+                let _ = out.write_all(render_list(&list, terminal_width()).as_bytes());
+                Ok(())
             }
         }
         SessionsCommand::Tree { session } => {
             let tree = harness.peek_tree(session.as_deref()).map_err(|e| e.to_string())?;
-            let json = || to_proto::SessionTreeJson(&tree);
             if args.json {
-                to_json(serde_json::to_string_pretty(&json()))
+                let written = serde_json::to_writer_pretty(&mut *out, &to_proto::SessionTreeJson(&tree));
+                json_written(out, written)
             } else {
-                Ok(render_tree(&tree, terminal_width()))
+                let _ = render_tree(&tree, terminal_width(), out);
+                Ok(())
             }
         }
         SessionsCommand::Export { entry, session, format } => {
@@ -155,9 +162,19 @@ fn run(args: &SessionsArgs) -> Result<String, String> {
                     .and_then(|id| id.ok_or(reins_harness::HarnessError::InvalidArgument(none))),
             };
             let id = id.map_err(|e| e.to_string())?;
-            harness.export(&id, entry.as_deref(), *format).map_err(|e| e.to_string())
+            let page = harness.export(&id, entry.as_deref(), *format).map_err(|e| e.to_string())?;
+            let _ = out.write_all(page.as_bytes());
+            Ok(())
         }
         SessionsCommand::Checkout { .. } => Err("checkout is handled by checkout_cmd".into()),
+    }
+}
+
+/// What writing JSON to the output came to: a closed pipe is no failure (no one is left to tell).
+fn json_written(out: &mut dyn Write, written: serde_json::Result<()>) -> Result<(), String> {
+    match written.and_then(|()| out.write_all(b"\n").map_err(serde_json::Error::io)) {
+        Err(err) if !err.is_io() => Err(err.to_string()),
+        _ => Ok(()),
     }
 }
 
@@ -201,13 +218,14 @@ const MAX_INDENT: usize = 32;
 /// indent, and where a branch splits, each branch starts with `├─` (`└─` for the last) under the
 /// entry it splits from; `*` marks the leaf. With `width`, each line is cut to fit it. Linear in
 /// the entries, and each entry is shown once: a crafted file's duplicated id, or an entry named
-/// as its own parent, cannot make it loop or repeat.
-fn render_tree(tree: &SessionTreeView, width: Option<usize>) -> String {
-    let mut out = match &tree.name {
+/// as its own parent, cannot make it loop or repeat. Written to `out` a line at a time.
+fn render_tree(tree: &SessionTreeView, width: Option<usize>, out: &mut dyn Write) -> std::io::Result<()> {
+    let mut line = match &tree.name {
         Some(name) => format!("{} ({})\n", visible_line(&tree.session_id), visible_line(name)),
         None => format!("{}\n", visible_line(&tree.session_id)),
     };
-    out = fit(&out, width);
+    cut_to_width(&mut line, width);
+    out.write_all(line.as_bytes())?;
     let ids: HashSet<&str> = tree.nodes.iter().map(|node| node.id.as_str()).collect();
     let mut children: HashMap<&str, Vec<usize>> = HashMap::new();
     let mut roots = Vec::new();
@@ -217,6 +235,7 @@ fn render_tree(tree: &SessionTreeView, width: Option<usize>) -> String {
             None => roots.push(index),
         }
     }
+    drop(ids);
     let mut shown = vec![false; tree.nodes.len()];
     // Each entry with the rails of the branches around it and its own branch's first rail.
     let mut stack: Vec<(usize, String, &str)> =
@@ -232,12 +251,18 @@ fn render_tree(tree: &SessionTreeView, width: Option<usize>) -> String {
         let node = &tree.nodes[index];
         let marker = if tree.leaf.as_deref() == Some(node.id.as_str()) { "*" } else { " " };
         let what = visible_line(node.role.as_deref().unwrap_or(&node.kind));
-        let label = node.label.as_deref().map(|label| format!(" [{}]", visible_line(label))).unwrap_or_default();
         let (id, preview) = (visible_line(&node.id), visible_line(&node.preview));
-        out.push_str(&fit(&format!("{marker} {rails}{branch}{id} {what}: {preview}{label}\n"), width));
+        line.clear();
+        let _ = write!(line, "{marker} {rails}{branch}{id} {what}: {preview}");
+        if let Some(label) = &node.label {
+            let _ = write!(line, " [{}]", visible_line(label));
+        }
+        line.push('\n');
+        cut_to_width(&mut line, width);
+        out.write_all(line.as_bytes())?;
         // Taken, not borrowed: a second entry of the same id finds its children shown.
-        let children: Vec<usize> = children.remove(node.id.as_str()).unwrap_or_default();
-        let children: Vec<usize> = children.into_iter().filter(|&child| !shown[child]).collect();
+        let mut children: Vec<usize> = children.remove(node.id.as_str()).unwrap_or_default();
+        children.retain(|&child| !shown[child]);
         // Under a branch's first entry its rail goes on while later branches follow.
         let mut rails = rails;
         if rails.chars().count() < MAX_INDENT * 3 {
@@ -255,21 +280,29 @@ fn render_tree(tree: &SessionTreeView, width: Option<usize>) -> String {
                 (_, true) => "└─ ",
                 (_, false) => "├─ ",
             };
-            stack.push((child, rails.clone(), branch));
+            let rails = if n == 0 { std::mem::take(&mut rails) } else { rails.clone() };
+            stack.push((child, rails, branch));
         }
     }
-    out
+    Ok(())
+}
+
+/// Cuts `line` (ending in a new line) to `width` characters with `…`, when there is a width.
+fn cut_to_width(line: &mut String, width: Option<usize>) {
+    let Some(width) = width.filter(|&width| width > 1) else { return };
+    let text = line.trim_end_matches('\n');
+    if let Some((past, _)) = text.char_indices().nth(width) {
+        let keep = text.char_indices().nth(width - 1).map_or(past, |(at, _)| at);
+        line.truncate(keep);
+        line.push_str("…\n");
+    }
 }
 
 /// `line` (ending in a new line) cut to `width` characters with `…`, when there is a width.
 fn fit(line: &str, width: Option<usize>) -> String {
-    let Some(width) = width.filter(|&width| width > 1) else { return line.to_string() };
-    let text = line.trim_end_matches('\n');
-    if text.chars().count() <= width {
-        return line.to_string();
-    }
-    let cut: String = text.chars().take(width - 1).collect();
-    format!("{cut}…\n")
+    let mut line = line.to_string();
+    cut_to_width(&mut line, width);
+    line
 }
 
 /// The terminal's width when stdout is one, for lines that should not wrap.
@@ -283,6 +316,12 @@ mod tests {
     use reins_harness::TreeNode;
 
     use super::*;
+
+    fn rendered(tree: &SessionTreeView, width: Option<usize>) -> String {
+        let mut out = Vec::new();
+        render_tree(tree, width, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
 
     fn node(id: &str, parent: Option<&str>, role: &str, preview: &str) -> TreeNode {
         TreeNode {
@@ -316,7 +355,7 @@ mod tests {
               └─ d4 user: second try
             *    e5 assistant: ok
         "#]]
-        .assert_eq(&render_tree(&tree, None));
+        .assert_eq(&rendered(&tree, None));
     }
 
     #[test]
@@ -343,7 +382,7 @@ mod tests {
               └─ d4 user: two
                  h8 assistant: h
         "#]]
-        .assert_eq(&render_tree(&tree, None));
+        .assert_eq(&rendered(&tree, None));
         expect![[r#"
             s1
               a1 user: hello
@@ -355,7 +394,7 @@ mod tests {
               └─ d4 user: two
                  h8 assistant: h
         "#]]
-        .assert_eq(&render_tree(&tree, Some(24)));
+        .assert_eq(&rendered(&tree, Some(24)));
     }
 
     #[test]
@@ -377,7 +416,7 @@ mod tests {
               c3 user: c
               d4 user: d
         "#]]
-        .assert_eq(&render_tree(&tree, None));
+        .assert_eq(&rendered(&tree, None));
     }
 
     #[test]

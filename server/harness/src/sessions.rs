@@ -1,6 +1,7 @@
 //! Sessions as the harness shows them: listings, trees, and the recorder that writes a run's
 //! messages to the session file at save points.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::UNIX_EPOCH;
@@ -136,45 +137,51 @@ pub struct TreeNode {
 
 impl SessionTreeView {
     pub fn of(session_id: &str, tree: &SessionTree) -> Self {
-        let nodes: Vec<TreeNode> = tree
-            .lines()
-            .filter_map(|(indexed, line)| {
-                // Messages, nearly every line of a long session, are read straight into their
-                // record; any other line, or a message that does not read so, in full.
-                let (kind, role, preview_text, timestamp) = match message_line(indexed.tag, line) {
-                    Some(MessageLine { timestamp, message }) => {
-                        let role = message.role.clone();
-                        let text = message.into_message().map(|m| message_preview(&m)).unwrap_or_default();
-                        ("message", Some(role), text, timestamp)
+        // The few entries not shown (labels, `leaf` entries, lines that do not read), for the
+        // position below: a set of every shown id would cost tens of megabytes on a long session.
+        let mut hidden: HashSet<&str> = HashSet::new();
+        let mut nodes: Vec<TreeNode> = Vec::with_capacity(tree.len());
+        nodes.extend(tree.lines().filter_map(|(indexed, line)| {
+            // Messages, nearly every line of a long session, are read straight into their
+            // record; any other line, or a message that does not read so, in full.
+            let (kind, role, preview_text, timestamp) = match message_line(indexed.tag, line) {
+                Some(MessageLine { timestamp, message }) => {
+                    let role = message.role.clone();
+                    let text = message.into_message().map(|m| message_preview(&m)).unwrap_or_default();
+                    ("message", Some(role), text, timestamp)
+                }
+                None => {
+                    let Ok(entry) = Entry::parse(line) else {
+                        hidden.insert(indexed.id);
+                        return None;
+                    };
+                    if matches!(entry.kind, EntryKind::Label { .. } | EntryKind::Leaf { .. }) {
+                        hidden.insert(indexed.id);
+                        return None;
                     }
-                    None => {
-                        let entry = Entry::parse(line).ok()?;
-                        if matches!(entry.kind, EntryKind::Label { .. } | EntryKind::Leaf { .. }) {
-                            return None;
-                        }
-                        let (kind, role, text) = describe(&entry.kind);
-                        (kind, role, text, entry.timestamp)
-                    }
-                };
-                Some(TreeNode {
-                    label: tree.label(indexed.id).map(str::to_string),
-                    id: indexed.id.to_string(),
-                    // The parent as the tree has it, which differs from the line's in a repaired
-                    // file (a broken cycle, a skipped parent).
-                    parent_id: indexed.parent_id.map(str::to_string),
-                    kind: kind.to_string(),
-                    role,
-                    preview: preview(&preview_text, 120),
-                    timestamp,
-                })
+                    let (kind, role, text) = describe(&entry.kind);
+                    (kind, role, text, entry.timestamp)
+                }
+            };
+            Some(TreeNode {
+                label: tree.label(indexed.id).map(str::to_string),
+                id: indexed.id.to_string(),
+                // The parent as the tree has it, which differs from the line's in a repaired
+                // file (a broken cycle, a skipped parent).
+                parent_id: indexed.parent_id.map(str::to_string),
+                kind: kind.to_string(),
+                role,
+                preview: preview(&preview_text, 120),
+                timestamp,
             })
-            .collect();
-        // Labels and `leaf` entries are not shown, so the position is the nearest shown entry.
-        let leaf = tree.leaf().and_then(|leaf| {
-            let path = tree.path_to_root(leaf).ok()?;
-            let shown: std::collections::HashSet<&str> = nodes.iter().map(|node| node.id.as_str()).collect();
-            path.into_iter().find(|id| shown.contains(id)).map(str::to_string)
-        });
+        }));
+        // Labels and `leaf` entries are not shown, so the position is the nearest shown entry,
+        // walked to from the leaf (the tree has no cycles: they are broken as it loads).
+        let mut leaf = tree.leaf();
+        while let Some(id) = leaf.filter(|id| hidden.contains(id)) {
+            leaf = tree.get(id).and_then(|entry| entry.parent_id);
+        }
+        let leaf = leaf.map(str::to_string);
         SessionTreeView { session_id: session_id.to_string(), name: tree.name().map(str::to_string), leaf, nodes }
     }
 }

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use reins_ai::{Cost, Usage};
 use serde::{Deserialize, Serialize};
@@ -21,6 +21,11 @@ pub const INDEX_FILE: &str = "reins-index.json";
 const VERSION: u32 = 1;
 /// The most characters of a first message the index keeps: more than any listing shows.
 const FIRST_MESSAGE_CHARS: usize = 1000;
+/// The least time between two writes of the index by one process. A session that streams
+/// changes its file at every save point, and a listing would otherwise write the whole index (a
+/// thousand sessions: half a megabyte) each time, while an editor asks for it; an entry the file
+/// lacks meanwhile is only read again from its session file by the next reader.
+const SAVE_EVERY: Duration = Duration::from_secs(5);
 
 /// The index of one session directory, as read and kept up to date by listings.
 #[derive(Debug, Default)]
@@ -29,6 +34,8 @@ pub struct SessionIndex {
     entries: HashMap<String, IndexEntry>,
     /// Entries changed since the index was read or written.
     changed: bool,
+    /// When this process last wrote the index.
+    saved_at: Option<Instant>,
 }
 
 /// The index file: its version and an entry per session file, by file name.
@@ -85,7 +92,7 @@ impl SessionIndex {
             },
             Err(_) => HashMap::new(),
         };
-        SessionIndex { dir: dir.to_path_buf(), entries, changed: false }
+        SessionIndex { dir: dir.to_path_buf(), entries, changed: false, saved_at: None }
     }
 
     /// The directory this index is of.
@@ -125,10 +132,12 @@ impl SessionIndex {
         summaries
     }
 
-    /// Writes the index when it changed since it was read or last written. A failure is only
-    /// logged: the next listing reads the files again.
+    /// Writes the index when it changed since it was read or last written, at most once every
+    /// [`SAVE_EVERY`] (the first time at once). A failure is only logged: the next listing reads
+    /// the files again.
     pub fn save(&mut self) {
-        if !self.changed || !self.dir.is_dir() {
+        let recently = self.saved_at.is_some_and(|at| at.elapsed() < SAVE_EVERY);
+        if !self.changed || recently || !self.dir.is_dir() {
             return;
         }
         let file = IndexFile { version: VERSION, sessions: self.entries.clone() };
@@ -144,7 +153,10 @@ impl SessionIndex {
             })
         });
         match written {
-            Ok(()) => self.changed = false,
+            Ok(()) => {
+                self.changed = false;
+                self.saved_at = Some(Instant::now());
+            }
             Err(err) => tracing::warn!("could not write the session index {}: {err}", path.display()),
         }
     }

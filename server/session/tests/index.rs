@@ -63,3 +63,27 @@ fn the_index_answers_while_it_matches_the_files_and_the_files_win_when_it_does_n
     let rebuilt = std::fs::read_to_string(dir.join(INDEX_FILE)).unwrap();
     assert!(rebuilt.contains("first question") && !rebuilt.contains("second question"), "{rebuilt}");
 }
+
+/// A session that streams changes its file at every save point: listings in between do not
+/// write the whole index each time, and what the index file lacks meanwhile a new reader takes
+/// from the session file.
+#[test]
+fn listings_while_a_session_grows_do_not_rewrite_the_index_each_time() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(tmp.path());
+    let dir = store.dir_for(Path::new(CWD));
+    let mut growing = store.create(Path::new(CWD), None).unwrap();
+    growing.append_message(&Message::user("streaming")).unwrap();
+    growing.flush().unwrap();
+    let mut index = SessionIndex::load(&dir);
+    assert_eq!(listed(&mut index, &store), ["-: streaming (1)"]);
+    let written = std::fs::read_to_string(dir.join(INDEX_FILE)).unwrap();
+    for turn in 2..=5 {
+        growing.append_message(&Message::user("more")).unwrap();
+        growing.flush().unwrap();
+        assert_eq!(listed(&mut index, &store), [format!("-: streaming ({turn})")]);
+    }
+    assert_eq!(std::fs::read_to_string(dir.join(INDEX_FILE)).unwrap(), written);
+    let mut fresh = SessionIndex::load(&dir);
+    assert_eq!(listed(&mut fresh, &store), ["-: streaming (5)"]);
+}

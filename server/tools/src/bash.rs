@@ -30,6 +30,7 @@ use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command};
 
 use crate::exec::{DEFAULT_TIMEOUT_SECS, ExecPolicy, SandboxMode};
+use crate::new_repositories::RepositorySnapshot;
 use crate::sandbox::sandbox_support;
 use crate::truncate::{MAX_BYTES, MAX_LINES, format_size, truncate_tail};
 use crate::{Terminal, Workspace};
@@ -291,6 +292,7 @@ impl BashTool {
 
     async fn run(&self, proposal: &CommandProposal, cx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
         let roots = self.workspace.roots();
+        let repositories = RepositorySnapshot::take(&self.policy.sandbox, &roots);
         let (mut child, mut output_pipe, mut control) =
             spawn(&proposal.command, &proposal.cwd, &self.policy, &roots)
                 .map_err(|err| ToolError::new(format!("could not start the command: {err}")))?;
@@ -377,6 +379,11 @@ impl BashTool {
              its further output is not captured. Redirect a background process's output \
              (`cmd > log 2>&1 &`) to keep it running.]",
             );
+        }
+        if let Some(repositories) = &repositories
+            && let Some(notice) = repositories.notice(&repositories.disarm_new())
+        {
+            text = with_notice(text, &notice);
         }
         let details = serde_json::json!({
             "exitCode": status.code(),

@@ -16,6 +16,7 @@ mod language;
 mod ls;
 mod namespace;
 mod navigate;
+mod new_repositories;
 mod output_files;
 mod patch;
 mod read;

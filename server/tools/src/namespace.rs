@@ -640,6 +640,7 @@ pub fn run_enclosed(
     let mut command = std::process::Command::new(program);
     command.args(args).env_clear().envs(env.iter().map(|(name, value)| (name, value)));
     command.current_dir(std::env::current_dir()?);
+    let repositories = crate::new_repositories::RepositorySnapshot::take(sandbox, roots);
     let mut control = enclose(&mut command, sandbox, roots)?;
     let mut child = command.spawn()?;
     let mut status = [0u8; 4];
@@ -650,5 +651,11 @@ pub fn run_enclosed(
     };
     drop(control);
     let _ = child.wait();
+    // Told on stderr, which the terminal (and the model reading it) shows.
+    if let Some(repositories) = &repositories
+        && let Some(notice) = repositories.notice(&repositories.disarm_new())
+    {
+        eprintln!("{notice}");
+    }
     Ok(status)
 }

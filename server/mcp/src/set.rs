@@ -53,6 +53,8 @@ pub struct ServerStatus {
     /// The command line or URL, without secrets.
     pub transport: String,
     pub state: ServerState,
+    /// The MCP protocol version agreed on (`2025-11-25`), while the server is up.
+    pub protocol: Option<String>,
     /// The tools offered to the model (disabled ones left out); empty unless the server is up.
     pub tools: Vec<ToolInfo>,
 }
@@ -215,6 +217,7 @@ impl SessionServers {
                 origin: server.config.origin.clone(),
                 transport: server.config.transport.describe(),
                 state: server.state(),
+                protocol: server.protocol(),
                 tools: Vec::new(),
             })
             .collect();

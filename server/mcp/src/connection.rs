@@ -172,6 +172,11 @@ impl Connection {
         self.service.peer().peer_info().map(|info| info.protocol_version.to_string())
     }
 
+    /// Whether the server said it offers resources.
+    pub(crate) fn offers_resources(&self) -> bool {
+        self.service.peer().peer_info().is_some_and(|info| info.capabilities.resources.is_some())
+    }
+
     /// After a call: a streamable HTTP server sends `tools/list_changed` on an event stream of
     /// its own, in no order with the call's answer, so when it may change its tools the next
     /// turn lists them again rather than offer a list the call may have changed.

@@ -603,3 +603,62 @@ async fn wait_for_port(port: u16) {
     }
     panic!("nothing listens on port {port}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resources_are_listed_and_read_through_three_tools() {
+    let harness = Harness::new();
+    let session = harness.session(vec![everything("everything")]);
+    session.start().await;
+    let tools = session.tools(&Declaring::default()).await;
+    let listed = call(&find(&tools, "list_mcp_resources"), json!({"server": "everything"})).await.unwrap();
+    let listed: serde_json::Value = serde_json::from_str(&text(&listed)).unwrap();
+    let features = "demo://resource/static/document/features.md";
+    let entry = listed["resources"].as_array().unwrap().iter().find(|entry| entry["uri"] == features).cloned();
+    assert_eq!(
+        entry,
+        Some(json!({"server": "everything", "uri": features, "name": "features.md",
+                    "description": "Static document file exposed from /docs: features.md", "mimeType": "text/markdown"}))
+    );
+    let templates = call(&find(&tools, "list_mcp_resource_templates"), json!({})).await.unwrap();
+    assert!(
+        text(&templates).contains(r#""uriTemplate": "demo://resource/dynamic/blob/{resourceId}""#),
+        "{}",
+        text(&templates)
+    );
+
+    let reader = find(&tools, "read_mcp_resource");
+    let read = |uri: &str| call(&reader, json!({"server": "everything", "uri": uri}));
+    // Text is text.
+    let document = read(features).await.unwrap();
+    assert!(text(&document).starts_with(&format!("[resource {features}]\n")), "{}", text(&document));
+    assert!(text(&document).len() > 100, "{}", text(&document));
+    let dynamic = read("demo://resource/dynamic/text/7").await.unwrap();
+    assert!(text(&dynamic).contains('7'), "{}", text(&dynamic));
+    // Binary data is a line, never base64.
+    let blob = read("demo://resource/dynamic/blob/7").await.unwrap();
+    assert_eq!(blob.content.len(), 1);
+    assert!(
+        text(&blob).starts_with("[resource demo://resource/dynamic/blob/7 (text/plain), ")
+            && text(&blob).ends_with(" of binary data not shown to the model]"),
+        "{}",
+        text(&blob)
+    );
+    let error = call(&find(&tools, "read_mcp_resource"), json!({"server": "nope", "uri": features})).await.unwrap_err();
+    assert_eq!(error.0, "no MCP server `nope` offers resources; these do: `everything`");
+    session.own().stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_resource_tools_of_a_deferred_server_are_found_through_tool_search() {
+    let harness = Harness::new();
+    let mut config = everything("everything");
+    config.exposure = Some(reins_mcp::Exposure::Deferred);
+    let session = harness.session(vec![config]);
+    session.start().await;
+    assert_eq!(names(&session.tools(&Declaring::default()).await), ["tool_search"]);
+    let tools = session.tools(&Declaring::default()).await;
+    let found = call(&find(&tools, "tool_search"), json!({"query": "select:read_mcp_resource"})).await.unwrap();
+    assert!(text(&found).contains("read_mcp_resource"), "{}", text(&found));
+    assert_eq!(names(&session.tools(&Declaring::default()).await), ["tool_search", "read_mcp_resource"]);
+    session.own().stop().await;
+}

@@ -25,6 +25,8 @@ fn main() -> ExitCode {
     // Before any thread starts: it rewrites the environment.
     reins_harness::protect_process();
     reins_harness::raise_open_files_limit();
+    // Before any HTTP client is built, by reins or by a library (see reins_ai::http_client).
+    reins_ai::install_tls();
     init_tracing();
     cli::run(std::env::args_os())
 }

@@ -87,7 +87,10 @@ fn report(statuses: &[ServerStatus]) -> String {
         let state = match &status.state {
             ServerState::Idle => "idle".to_string(),
             ServerState::Starting => "starting".to_string(),
-            ServerState::Ready => "ready".to_string(),
+            ServerState::Ready => match &status.protocol {
+                Some(protocol) => format!("ready, MCP {protocol}"),
+                None => "ready".to_string(),
+            },
             ServerState::Exited(reason) => format!("exited: {reason}"),
             ServerState::Failed(reason) => format!("failed: {reason}"),
             ServerState::Stopped => "stopped".to_string(),
@@ -126,6 +129,7 @@ mod tests {
                 origin: "/home/u/.config/reins/config.toml".into(),
                 transport: "npx -y @modelcontextprotocol/server-everything".into(),
                 state: ServerState::Ready,
+                protocol: Some("2025-11-25".into()),
                 tools: vec![
                     ToolInfo {
                         name: "mcp__everything__echo".into(),
@@ -144,13 +148,14 @@ mod tests {
                 origin: "/w/.mcp.json".into(),
                 transport: "https://docs.example.com/mcp".into(),
                 state: ServerState::Failed("cannot connect to https://docs.example.com/mcp: refused".into()),
+                protocol: None,
                 tools: Vec::new(),
             },
         ];
         expect![[r#"
             everything  npx -y @modelcontextprotocol/server-everything
               from   /home/u/.config/reins/config.toml
-              state  ready
+              state  ready, MCP 2025-11-25
               tools  2
                 mcp__everything__echo     Echoes back the input string
                 mcp__everything__get-sum
@@ -169,6 +174,7 @@ mod tests {
             origin: "/w/.mcp.json".into(),
             transport: "node evil.mjs".into(),
             state: ServerState::Ready,
+            protocol: None,
             tools: vec![ToolInfo {
                 name: "mcp__evil__x\x1b[2J".into(),
                 tool: "x\x1b[2J".into(),

@@ -16,6 +16,8 @@ mod exposure;
 mod guard;
 mod http;
 mod names;
+mod probe;
+mod resources;
 mod schema;
 mod server;
 mod set;
@@ -33,6 +35,7 @@ pub use exposure::{Declared, Exposure, defer_above};
 /// Also what ends a language server's process group with reins (`reins-langserver`).
 pub use guard::fork_guard;
 pub use names::{MAX_NAME_LEN, assign_names, public_name};
+pub use resources::{LIST_RESOURCE_TEMPLATES, LIST_RESOURCES, READ_RESOURCE};
 pub use schema::normalize_input_schema;
 pub use server::{STARTING_WAIT, ServerState};
 pub use set::{Declaring, ServerStatus, Servers, SessionServers, ToolInfo};

@@ -17,7 +17,7 @@ use std::time::Duration;
 use reins_agent::lock;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam, ClientRequest,
-    JsonObject, RequestId, ServerResult,
+    JsonObject, PaginatedRequestParams, ReadResourceRequestParams, RequestId, ResourceContents, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleClient};
@@ -151,6 +151,14 @@ impl Server {
         }
     }
 
+    /// The protocol version agreed on, while the server is up.
+    pub(crate) fn protocol(&self) -> Option<String> {
+        match &*lock(&self.state) {
+            State::Ready(live) => live.connection.protocol(),
+            _ => None,
+        }
+    }
+
     pub(crate) fn generation(&self) -> u64 {
         self.generation.load(Ordering::SeqCst)
     }
@@ -201,16 +209,9 @@ impl Server {
         let latest = started + timeout * PROGRESS_STRETCH;
         let mut deadline = started + timeout;
         let peer = live.connection.service.peer().clone();
-        let request = ClientRequest::CallToolRequest(CallToolRequest {
-            method: Default::default(),
-            params: CallToolRequestParams {
-                meta: None,
-                name: tool.to_string().into(),
-                arguments: Some(arguments),
-                task: None,
-            },
-            extensions: Default::default(),
-        });
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(
+            CallToolRequestParams::new(tool.to_string()).with_arguments(arguments),
+        ));
         let handle = match peer.send_cancellable_request(request, PeerRequestOptions::no_options()).await {
             Ok(handle) => handle,
             Err(err) => return Err(self.call_failed(&live, err).await),
@@ -252,6 +253,76 @@ impl Server {
                 }
                 _ = cancel.cancelled() => return Err("cancelled".to_string()),
             }
+        }
+    }
+
+    /// Whether the server says it offers resources, while it is up.
+    pub(crate) fn offers_resources(&self) -> bool {
+        match &*lock(&self.state) {
+            State::Ready(live) => live.connection.offers_resources(),
+            _ => false,
+        }
+    }
+
+    /// One page of the server's resources (as JSON objects) and the cursor of the next.
+    pub(crate) async fn list_resources(
+        &self,
+        cursor: Option<String>,
+        cancel: &CancellationToken,
+    ) -> Result<(Vec<Value>, Option<String>), String> {
+        let live = self.ready().await?;
+        let params = PaginatedRequestParams::default().with_cursor(cursor);
+        let listed = live.connection.service.peer().list_resources(Some(params));
+        let result = self.bounded(&live, "resources/list", cancel, listed).await?;
+        Ok((result.resources.iter().filter_map(|item| serde_json::to_value(item).ok()).collect(), result.next_cursor))
+    }
+
+    /// One page of the server's resource templates (as JSON objects) and the cursor of the next.
+    pub(crate) async fn list_resource_templates(
+        &self,
+        cursor: Option<String>,
+        cancel: &CancellationToken,
+    ) -> Result<(Vec<Value>, Option<String>), String> {
+        let live = self.ready().await?;
+        let params = PaginatedRequestParams::default().with_cursor(cursor);
+        let listed = live.connection.service.peer().list_resource_templates(Some(params));
+        let result = self.bounded(&live, "resources/templates/list", cancel, listed).await?;
+        let templates = result.resource_templates.iter().filter_map(|item| serde_json::to_value(item).ok()).collect();
+        Ok((templates, result.next_cursor))
+    }
+
+    /// The contents of the resource at `uri`.
+    pub(crate) async fn read_resource(
+        &self,
+        uri: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<ResourceContents>, String> {
+        let live = self.ready().await?;
+        let read = live.connection.service.read_resource(ReadResourceRequestParams::new(uri));
+        Ok(self.bounded(&live, "resources/read", cancel, read).await?.contents)
+    }
+
+    /// `request`'s answer within the tool timeout, unless `cancel` comes first; the error is for
+    /// the model.
+    async fn bounded<T>(
+        &self,
+        live: &Live,
+        method: &str,
+        cancel: &CancellationToken,
+        request: impl Future<Output = Result<T, ServiceError>>,
+    ) -> Result<T, String> {
+        let timeout = self.config.tool_timeout;
+        tokio::select! {
+            answer = tokio::time::timeout(timeout, request) => match answer {
+                Ok(Ok(answer)) => Ok(answer),
+                Ok(Err(err)) => Err(self.call_failed(live, err).await),
+                Err(_) => Err(format!(
+                    "the MCP server `{}` did not answer `{method}` within {} s",
+                    self.name(),
+                    timeout.as_secs_f64()
+                )),
+            },
+            _ = cancel.cancelled() => Err("cancelled".to_string()),
         }
     }
 
@@ -413,14 +484,10 @@ impl Drop for InFlight {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
         let peer = self.peer.clone();
         runtime.spawn(async move {
-            let notification = CancelledNotification {
-                params: CancelledNotificationParam {
-                    request_id: id,
-                    reason: Some("reins stopped waiting for the call".into()),
-                },
-                method: Default::default(),
-                extensions: Default::default(),
-            };
+            let notification = CancelledNotification::new(CancelledNotificationParam::new(
+                Some(id),
+                Some("reins stopped waiting for the call".into()),
+            ));
             if let Err(err) = peer.send_notification(notification.into()).await {
                 tracing::debug!("could not send notifications/cancelled: {err}");
             }

@@ -10,6 +10,7 @@ use crate::Options;
 use crate::config::ServerConfig;
 use crate::exposure::{Candidate, Declared, Exposure};
 use crate::names::assign_names;
+use crate::resources::{ListResourceTemplates, ListResources, ReadResource, ResourceServers};
 use crate::server::{Server, ServerState, ServerTool};
 use crate::tool::McpTool;
 use crate::tool_search::{Entry, TOOL_SEARCH, ToolSearch};
@@ -53,6 +54,8 @@ pub struct ServerStatus {
     /// The command line or URL, without secrets.
     pub transport: String,
     pub state: ServerState,
+    /// The MCP protocol version agreed on (`2025-11-25`), while the server is up.
+    pub protocol: Option<String>,
     /// The tools offered to the model (disabled ones left out); empty unless the server is up.
     pub tools: Vec<ToolInfo>,
 }
@@ -161,7 +164,8 @@ impl SessionServers {
             }
             cache.tools.clone()
         };
-        self.declare(tools, declaring)
+        let resources: Vec<Arc<Server>> = servers.iter().filter(|server| server.offers_resources()).cloned().collect();
+        self.declare(tools, resource_tools(resources), declaring)
     }
 
     /// Starts every server not started yet and waits until each is ready or has failed.
@@ -169,21 +173,37 @@ impl SessionServers {
         tools_of(&self.servers(), false).await;
     }
 
-    /// Of `tools` (the servers' offered ones, in order), those to declare, in the session's
-    /// order, with `tool_search` over the deferred rest.
-    fn declare(&self, mut tools: Vec<Arc<McpTool>>, declaring: &Declaring<'_>) -> Vec<Arc<dyn Tool>> {
+    /// Of `tools` (the servers' offered ones, in order) and the resource tools (for
+    /// `resources`, the servers in force that offer them), those to declare, in the session's
+    /// order, with `tool_search` over the deferred rest. The resource tools count as their
+    /// servers' tools: deferred when every one of those servers' tools is.
+    fn declare(
+        &self,
+        mut tools: Vec<Arc<McpTool>>,
+        mut resources: Vec<(Arc<dyn Tool>, ResourceServers)>,
+        declaring: &Declaring<'_>,
+    ) -> Vec<Arc<dyn Tool>> {
         tools.retain(|tool| (declaring.offers)(tool.name()));
+        resources.retain(|(tool, _)| (declaring.offers)(tool.name()));
         let total: u64 = tools.iter().map(|tool| tool.tokens()).sum();
         let past = declaring.defer_above.is_some_and(|limit| total > limit);
-        let deferred = |tool: &McpTool| match tool.exposure() {
+        let server_deferred = |exposure: Option<Exposure>| match exposure {
             Some(Exposure::Direct) => false,
             Some(Exposure::Deferred) => true,
             None => past,
         };
-        let candidates: Vec<Candidate> =
+        let deferred = |tool: &McpTool| server_deferred(tool.exposure());
+        let resources_deferred =
+            |servers: &ResourceServers| servers.0.iter().all(|server| server_deferred(server.config.exposure));
+        let mut candidates: Vec<Candidate> =
             tools.iter().map(|tool| Candidate { name: tool.name(), deferred: deferred(tool) }).collect();
+        candidates.extend(
+            resources
+                .iter()
+                .map(|(tool, servers)| Candidate { name: tool.name(), deferred: resources_deferred(servers) }),
+        );
         let names = self.declared.declare(&candidates, TOOL_SEARCH);
-        let catalogue: Vec<Entry> = tools
+        let mut catalogue: Vec<Entry> = tools
             .iter()
             .filter(|tool| deferred(tool))
             .map(|tool| Entry {
@@ -193,12 +213,24 @@ impl SessionServers {
                 description: tool.description().to_string(),
             })
             .collect();
+        catalogue.extend(resources.iter().filter(|(_, servers)| resources_deferred(servers)).map(|(tool, servers)| {
+            Entry {
+                name: tool.name().to_string(),
+                server: servers.names(),
+                tool: tool.name().to_string(),
+                description: tool.spec().description,
+            }
+        }));
         let mut search = (!catalogue.is_empty()).then(|| ToolSearch::new(catalogue, self.declared.clone()));
         names
             .iter()
             .filter_map(|name| match name.as_str() {
                 TOOL_SEARCH => search.take().map(|search| Arc::new(search) as Arc<dyn Tool>),
-                name => tools.iter().find(|tool| tool.name() == name).map(|tool| tool.clone() as Arc<dyn Tool>),
+                name => {
+                    tools.iter().find(|tool| tool.name() == name).map(|tool| tool.clone() as Arc<dyn Tool>).or_else(
+                        || resources.iter().find(|(tool, _)| tool.name() == name).map(|(tool, _)| tool.clone()),
+                    )
+                }
             })
             .collect()
     }
@@ -215,6 +247,7 @@ impl SessionServers {
                 origin: server.config.origin.clone(),
                 transport: server.config.transport.describe(),
                 state: server.state(),
+                protocol: server.protocol(),
                 tools: Vec::new(),
             })
             .collect();
@@ -231,6 +264,19 @@ impl SessionServers {
         let shadowed = |server: &Arc<Server>| self.own.servers.iter().any(|own| own.name() == server.name());
         self.global.servers.iter().filter(|server| !shadowed(server)).chain(&self.own.servers).cloned().collect()
     }
+}
+
+/// The resource tools over `servers` (those in force that offer resources), if there are any.
+fn resource_tools(servers: Vec<Arc<Server>>) -> Vec<(Arc<dyn Tool>, ResourceServers)> {
+    if servers.is_empty() {
+        return Vec::new();
+    }
+    let servers = ResourceServers(servers.into());
+    vec![
+        (Arc::new(ListResources(servers.clone())) as Arc<dyn Tool>, servers.clone()),
+        (Arc::new(ListResourceTemplates(servers.clone())) as Arc<dyn Tool>, servers.clone()),
+        (Arc::new(ReadResource(servers.clone())) as Arc<dyn Tool>, servers),
+    ]
 }
 
 /// The tools of each server, in order, asked of all at once. When `brief`, a server that is

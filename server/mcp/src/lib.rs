@@ -20,6 +20,7 @@ mod schema;
 mod server;
 mod set;
 mod stdio;
+mod token_file;
 mod tool;
 mod tool_search;
 
@@ -36,6 +37,7 @@ pub use names::{MAX_NAME_LEN, assign_names, public_name};
 pub use schema::normalize_input_schema;
 pub use server::{STARTING_WAIT, ServerState};
 pub use set::{Declaring, ServerStatus, Servers, SessionServers, ToolInfo};
+pub use token_file::TokenFile;
 pub use tool::{McpTool, look};
 pub use tool_search::TOOL_SEARCH;
 
@@ -55,6 +57,9 @@ pub struct Options {
     pub max_restarts: u32,
     /// How long a request for tools waits for a server that is starting, once per start.
     pub starting_wait: Duration,
+    /// Where the OAuth tokens of `reins mcp login` are kept (`<reins home>/auth`); an HTTP
+    /// server without a fixed token uses the one stored for it. `None`: none are used.
+    pub token_dir: Option<PathBuf>,
 }
 
 /// A warning about one server, for the user (stderr in `reins run`, `window/showMessage` in
@@ -74,6 +79,7 @@ impl Default for Options {
             notify: Arc::new(|_| {}),
             max_restarts: MAX_RESTARTS,
             starting_wait: STARTING_WAIT,
+            token_dir: None,
         }
     }
 }

@@ -26,9 +26,10 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::ServerConfig;
+use crate::config::{ServerConfig, Transport};
 use crate::connection::Connection;
 use crate::http::http_answer;
+use crate::token_file::TokenFile;
 use crate::{Notice, Options};
 
 /// How long a request for tools waits for a server that is starting, once per start, unless the
@@ -51,6 +52,9 @@ pub enum ServerState {
     Exited(String),
     /// It could not be started (or restarted); its tools are not offered.
     Failed(String),
+    /// It refuses reins without a login (`reins mcp login NAME`), or its login expired and could
+    /// not be renewed; the sentence says so. Its tools are not offered.
+    NeedsLogin(String),
     /// Shut down with reins or with its session.
     Stopped,
 }
@@ -381,6 +385,15 @@ impl Server {
                     "the MCP server `{name}` stopped during the call ({reason}); it will be restarted on the next call"
                 )
             }
+        }
+    }
+
+    /// Where its OAuth tokens are kept: an HTTP server's without a fixed token, when the set
+    /// keeps tokens at all.
+    pub(crate) fn token_file(&self) -> Option<TokenFile> {
+        match (&self.config.transport, &self.options.token_dir) {
+            (Transport::Http { url, bearer_token: None, .. }, Some(dir)) => Some(TokenFile::new(dir, self.name(), url)),
+            _ => None,
         }
     }
 

@@ -53,6 +53,8 @@ pub struct ServerStatus {
     /// The command line or URL, without secrets.
     pub transport: String,
     pub state: ServerState,
+    /// Whether a login (`reins mcp login NAME`) is stored for it.
+    pub logged_in: bool,
     /// The tools offered to the model (disabled ones left out); empty unless the server is up.
     pub tools: Vec<ToolInfo>,
 }
@@ -215,6 +217,7 @@ impl SessionServers {
                 origin: server.config.origin.clone(),
                 transport: server.config.transport.describe(),
                 state: server.state(),
+                logged_in: server.token_file().is_some_and(|file| file.exists()),
                 tools: Vec::new(),
             })
             .collect();

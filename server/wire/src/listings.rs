@@ -223,6 +223,7 @@ pub fn mcp_servers(statuses: &[ServerStatus]) -> Value {
                 ServerState::Ready => ("ready", None),
                 ServerState::Exited(reason) => ("exited", Some(reason)),
                 ServerState::Failed(reason) => ("failed", Some(reason)),
+                ServerState::NeedsLogin(reason) => ("needs_login", Some(reason)),
                 ServerState::Stopped => ("stopped", None),
             };
             let tools: Vec<Value> = status
@@ -236,6 +237,7 @@ pub fn mcp_servers(statuses: &[ServerStatus]) -> Value {
                 "transport": status.transport,
                 "state": state,
                 "reason": reason,
+                "loggedIn": status.logged_in,
                 "tools": tools,
             })
         })

@@ -8,6 +8,8 @@
 //   RECORD_FILE       where cancellations are appended, one line each (optional)
 //   PORT              the HTTP port (http mode); the server prints "listening on PORT" to stderr
 //   FAIL_INITIALIZE   (http mode) answer `initialize` with HTTP 500 and a JSON body that is not MCP
+//   PROTOCOL_VERSION  answer `initialize` with this protocol version whatever the client asks, as a
+//                     server that knows no newer one does (`2025-03-26`)
 //   MANY_TOOLS        offer this many more tools, named VERB_NOUN (`archive_invoice`), each with a
 //                     description and schema of the size real servers' tools have (about 600 bytes)
 import { appendFileSync } from "node:fs";
@@ -25,7 +27,7 @@ const sdk = (path) => import(pathToFileURL(join(modules, "@modelcontextprotocol/
 const { Server } = await sdk("server/index.js");
 const { StdioServerTransport } = await sdk("server/stdio.js");
 const { StreamableHTTPServerTransport } = await sdk("server/streamableHttp.js");
-const { ListToolsRequestSchema, CallToolRequestSchema } = await sdk("types.js");
+const { ListToolsRequestSchema, CallToolRequestSchema, InitializeRequestSchema } = await sdk("types.js");
 
 const mode = process.argv[2] || "stdio";
 const record = (line) => {
@@ -83,6 +85,12 @@ for (let n = 0; n < Number(process.env.MANY_TOOLS || 0); n++) {
 
 function newServer() {
   const server = new Server({ name: "reins-test-server", version: "1.0.0" }, { capabilities: { tools: { listChanged: true } } });
+  if (process.env.PROTOCOL_VERSION) {
+    server.setRequestHandler(InitializeRequestSchema, async (request) => ({
+      ...(await server._oninitialize(request)),
+      protocolVersion: process.env.PROTOCOL_VERSION,
+    }));
+  }
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const args = request.params.arguments || {};

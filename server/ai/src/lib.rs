@@ -4,6 +4,7 @@
 //! into [`StreamEvent`]s and one [`AssistantMessage`].
 
 mod anthropic;
+mod http_client;
 mod message;
 mod model;
 mod openai;
@@ -19,6 +20,7 @@ mod transport;
 mod visible;
 
 pub use anthropic::{Anthropic, REDACTED_THINKING_PREFIX};
+pub use http_client::http_client;
 pub use message::{
     AssistantMessage, Content, Cost, Message, ProviderError, ProviderErrorKind, StopReason, Timestamp, ToolCall,
     ToolResultMessage, Usage, UserMessage, now_ms,

@@ -163,7 +163,7 @@ impl Default for ClientOptions {
 
 impl Transport {
     pub fn new(api_key: ApiKey, options: ClientOptions) -> Self {
-        let client = reqwest::Client::builder()
+        let client = crate::http_client()
             .connect_timeout(options.connect_timeout)
             .build()
             .map_err(|error| format!("cannot build the HTTP client: {}", error_chain(&error)));

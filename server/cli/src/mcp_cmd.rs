@@ -97,7 +97,10 @@ fn report(statuses: &[ServerStatus]) -> String {
         let state = match &status.state {
             ServerState::Idle => "idle".to_string(),
             ServerState::Starting => "starting".to_string(),
-            ServerState::Ready => "ready".to_string(),
+            ServerState::Ready => match &status.protocol {
+                Some(protocol) => format!("ready, MCP {protocol}"),
+                None => "ready".to_string(),
+            },
             ServerState::Exited(reason) => format!("exited: {reason}"),
             ServerState::Failed(reason) => format!("failed: {reason}"),
             ServerState::NeedsLogin(reason) => format!("needs login: {reason}"),
@@ -139,6 +142,7 @@ mod tests {
                 transport: "npx -y @modelcontextprotocol/server-everything".into(),
                 state: ServerState::Ready,
                 logged_in: false,
+                protocol: Some("2025-11-25".into()),
                 tools: vec![
                     ToolInfo {
                         name: "mcp__everything__echo".into(),
@@ -158,6 +162,7 @@ mod tests {
                 transport: "https://docs.example.com/mcp".into(),
                 state: ServerState::Failed("cannot connect to https://docs.example.com/mcp: refused".into()),
                 logged_in: false,
+                protocol: None,
                 tools: Vec::new(),
             },
             ServerStatus {
@@ -166,6 +171,7 @@ mod tests {
                 transport: "https://mcp.linear.app/mcp".into(),
                 state: ServerState::NeedsLogin("it needs you to log in: run `reins mcp login linear`".into()),
                 logged_in: false,
+                protocol: None,
                 tools: Vec::new(),
             },
             ServerStatus {
@@ -174,13 +180,14 @@ mod tests {
                 transport: "https://mcp.notion.com/mcp".into(),
                 state: ServerState::Ready,
                 logged_in: true,
+                protocol: Some("2025-11-25".into()),
                 tools: Vec::new(),
             },
         ];
         expect![[r#"
             everything  npx -y @modelcontextprotocol/server-everything
               from   /home/u/.config/reins/config.toml
-              state  ready
+              state  ready, MCP 2025-11-25
               tools  2
                 mcp__everything__echo     Echoes back the input string
                 mcp__everything__get-sum
@@ -192,7 +199,7 @@ mod tests {
               state  needs login: it needs you to log in: run `reins mcp login linear`
             notion  https://mcp.notion.com/mcp
               from   /home/u/.config/reins/config.toml
-              state  ready (logged in)
+              state  ready, MCP 2025-11-25 (logged in)
         "#]]
         .assert_eq(&report(&statuses));
         assert_eq!(report(&[]).lines().count(), 1);
@@ -206,6 +213,7 @@ mod tests {
             transport: "node evil.mjs".into(),
             state: ServerState::Ready,
             logged_in: false,
+            protocol: None,
             tools: vec![ToolInfo {
                 name: "mcp__evil__x\x1b[2J".into(),
                 tool: "x\x1b[2J".into(),

@@ -1,6 +1,10 @@
 //! One live connection to a server, through rmcp: a child process in its own process group
 //! (stderr to the log, killed with its group when the connection goes or reins dies) or a streamable HTTP
 //! session, and the client side of the protocol (roots, progress, `tools/list_changed`).
+//!
+//! Roots and logging are deprecated from protocol 2026-07-28 on (SEP-2577), but every server
+//! before it still asks for roots and sends log messages, so both are kept.
+#![allow(deprecated)]
 
 use std::collections::{HashMap, VecDeque};
 use std::os::unix::process::ExitStatusExt;
@@ -14,13 +18,15 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use reins_agent::lock;
 use rmcp::model::{
-    ClientCapabilities, ClientInfo, Implementation, ListRootsResult, LoggingLevel, LoggingMessageNotificationParam,
-    ProgressNotificationParam, ProgressToken, Root, RootsCapabilities,
+    ClientCapabilities, ClientConfig, Implementation, ListRootsResult, LoggingLevel, LoggingMessageNotificationParam,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, Root, RootsCapabilities,
 };
-use rmcp::service::{ClientInitializeError, NotificationContext, RequestContext, RunningService};
+use rmcp::service::{
+    ClientInitializeError, ClientLifecycleMode, ClientServiceExt, NotificationContext, RequestContext, RunningService,
+};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError};
-use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use rmcp::{ClientHandler, ErrorData, RoleClient};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::ChildStderr;
 use tokio::sync::{mpsc, watch};
@@ -30,6 +36,7 @@ use crate::Options;
 use crate::announced::Announced;
 use crate::config::{ServerConfig, Transport};
 use crate::http::http_client;
+use crate::probe::{Era, Probe};
 use crate::stdio::LineTransport;
 
 /// The variables of reins's environment a stdio server gets (Codex's list, and the locale and
@@ -114,9 +121,23 @@ impl Connection {
                 let cwd = cwd.as_deref().or(context.roots.first().map(PathBuf::as_path));
                 let (mut process, stdout, stdin) =
                     Process::spawn(&config.name, command, args, &context.base_env, env, cwd)?;
-                let transport =
-                    Announced::new(LineTransport::new(&config.name, stdout, stdin), handler.tools_changed.clone());
-                match tokio::time::timeout_at(deadline, handler.clone().serve(transport)).await {
+                let mut transport = Probe::new(Announced::new(
+                    LineTransport::new(&config.name, stdout, stdin),
+                    handler.tools_changed.clone(),
+                ));
+                let patience = (Instant::now() + config.startup_timeout / 2).min(deadline);
+                let era = match tokio::time::timeout_at(patience, transport.era(&handler.get_info())).await {
+                    Ok(Ok(era)) => era,
+                    Ok(Err(reason)) => return Err(process.failure(&reason).await),
+                    Err(_) => Era::Initialize,
+                };
+                let lifecycle = match era {
+                    Era::Discover => ClientLifecycleMode::Discover { preferred_versions: preferred_versions() },
+                    Era::Initialize => ClientLifecycleMode::Initialize,
+                };
+                match tokio::time::timeout_at(deadline, handler.clone().serve_with_lifecycle(transport, lifecycle))
+                    .await
+                {
                     Ok(Ok(service)) => Ok(Self { service, handler, process: Some(process) }),
                     Ok(Err(err)) => {
                         Err(process.failure(&format!("the `initialize` handshake failed: {}", init_error(&err))).await)
@@ -135,13 +156,20 @@ impl Connection {
                     StreamableHttpClientTransport::with_client(client, transport_config),
                     handler.tools_changed.clone(),
                 );
-                match tokio::time::timeout_at(deadline, handler.clone().serve(transport)).await {
+                match tokio::time::timeout_at(deadline, handler.clone().serve_with_lifecycle(transport, lifecycle()))
+                    .await
+                {
                     Ok(Ok(service)) => Ok(Self { service, handler, process: None }),
                     Ok(Err(err)) => Err(format!("cannot connect to {url}: {}", init_error(&err))),
                     Err(_) => Err(format!("{url} did not answer `initialize` within {waited} (startup_timeout_sec)")),
                 }
             }
         }
+    }
+
+    /// The protocol version the server and reins agreed on.
+    pub(crate) fn protocol(&self) -> Option<String> {
+        self.service.peer().peer_info().map(|info| info.protocol_version.to_string())
     }
 
     /// After a call: a streamable HTTP server sends `tools/list_changed` on an event stream of
@@ -200,7 +228,9 @@ impl Handler {
             .filter_map(|root| {
                 let uri = reqwest::Url::from_file_path(root).ok()?;
                 let name = root.file_name().map(|name| name.to_string_lossy().into_owned());
-                Some(Root { uri: uri.to_string(), name })
+                let mut root = Root::new(uri.to_string());
+                root.name = name;
+                Some(root)
             })
             .collect();
         Self { server: server.into(), roots, tools_changed: Arc::new(AtomicBool::new(false)), progress: Arc::default() }
@@ -220,28 +250,20 @@ impl Drop for ProgressRoute {
 }
 
 impl ClientHandler for Handler {
-    fn get_info(&self) -> ClientInfo {
+    fn get_info(&self) -> ClientConfig {
         let mut capabilities = ClientCapabilities::default();
         if !self.roots.is_empty() {
-            capabilities.roots = Some(RootsCapabilities { list_changed: Some(false) });
+            let mut roots = RootsCapabilities::default();
+            roots.list_changed = Some(false);
+            capabilities.roots = Some(roots);
         }
-        ClientInfo {
-            meta: None,
-            protocol_version: Default::default(),
-            capabilities,
-            client_info: Implementation {
-                name: "reins".into(),
-                title: None,
-                version: env!("CARGO_PKG_VERSION").into(),
-                description: None,
-                icons: None,
-                website_url: None,
-            },
-        }
+        // What `initialize` asks for; a server answers with this or its own newest.
+        ClientConfig::new(capabilities, Implementation::new("reins", env!("CARGO_PKG_VERSION")))
+            .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 
     async fn list_roots(&self, _: RequestContext<RoleClient>) -> Result<ListRootsResult, ErrorData> {
-        Ok(ListRootsResult { roots: self.roots.to_vec() })
+        Ok(ListRootsResult::new(self.roots.to_vec()))
     }
 
     async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
@@ -414,6 +436,22 @@ async fn log_stderr(server: String, stderr: ChildStderr, tail: StderrTail) {
     }
 }
 
+/// How an HTTP connection begins: `server/discover` with the newest versions first, and when the
+/// server refuses it (every server before 2026-07-28 does), the `initialize` handshake, asking
+/// for the newest version that has one; such a server answers with its own newest. (A stdio
+/// server is asked first: see `probe.rs`.)
+fn lifecycle() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: preferred_versions(),
+        legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+    }
+}
+
+/// The versions reins speaks, newest first.
+fn preferred_versions() -> Vec<ProtocolVersion> {
+    ProtocolVersion::KNOWN_VERSIONS.iter().rev().cloned().collect()
+}
+
 /// What went wrong in the handshake, in a person's words: the innermost cause of a transport
 /// failure (`Connection refused (os error 111)`), not rmcp's chain of wrapper types.
 fn init_error(err: &ClientInitializeError) -> String {
@@ -443,6 +481,8 @@ fn init_error(err: &ClientInitializeError) -> String {
         }
         ClientInitializeError::JsonRpcError(error) => format!("the server refused: {}", error.message),
         ClientInitializeError::ConnectionClosed(_) => "the connection closed before the server answered".to_string(),
+        // The server refused `server/discover` as an older one does, then failed `initialize`.
+        ClientInitializeError::LegacyFallbackFailed { fallback, .. } => init_error(fallback),
         other => other.to_string(),
     }
 }

@@ -5,7 +5,7 @@
 
 use reins_agent::{ToolError, ToolOutput};
 use reins_ai::Content;
-use rmcp::model::{RawContent, ResourceContents};
+use rmcp::model::{ContentBlock, ResourceContents};
 use serde_json::{Value, json};
 
 /// The tool result of a call to `tool` of `server`, from the `tools/call` result as JSON: a
@@ -107,8 +107,8 @@ fn looks_like_base64(text: &str) -> bool {
 
 /// One content block; empty text is left out.
 fn convert_json(block: &Value) -> Option<Content> {
-    match serde_json::from_value::<RawContent>(block.clone()) {
-        Ok(RawContent::Text(text)) if text.text.is_empty() => None,
+    match serde_json::from_value::<ContentBlock>(block.clone()) {
+        Ok(ContentBlock::Text(text)) if text.text.is_empty() => None,
         Ok(block) => Some(convert(block)),
         Err(_) => {
             let kind = block.get("type").and_then(Value::as_str).unwrap_or("(none)");
@@ -117,27 +117,15 @@ fn convert_json(block: &Value) -> Option<Content> {
     }
 }
 
-fn convert(block: RawContent) -> Content {
+fn convert(block: ContentBlock) -> Content {
     match block {
-        RawContent::Text(text) => Content::text(text.text),
-        RawContent::Image(image) => Content::Image { data: image.data, mime_type: image.mime_type },
-        RawContent::Audio(audio) => {
+        ContentBlock::Text(text) => Content::text(text.text),
+        ContentBlock::Image(image) => Content::Image { data: image.data, mime_type: image.mime_type },
+        ContentBlock::Audio(audio) => {
             Content::text(format!("[audio ({}), {} not shown to the model]", audio.mime_type, size(&audio.data)))
         }
-        RawContent::Resource(embedded) => match embedded.resource {
-            ResourceContents::TextResourceContents { uri, text, .. } => {
-                Content::text(format!("[resource {uri}]\n{text}"))
-            }
-            ResourceContents::BlobResourceContents { uri, mime_type, blob, .. } => match mime_type {
-                Some(mime) if mime.starts_with("image/") => Content::Image { data: blob, mime_type: mime },
-                mime => Content::text(format!(
-                    "[resource {uri} ({}), {} of binary data not shown to the model]",
-                    mime.as_deref().unwrap_or("no type given"),
-                    size(&blob)
-                )),
-            },
-        },
-        RawContent::ResourceLink(link) => {
+        ContentBlock::Resource(embedded) => resource_contents(embedded.resource),
+        ContentBlock::ResourceLink(link) => {
             let mut line = format!("[resource link {}: {}", link.uri, link.name);
             if let Some(description) = link.description.filter(|text| !text.is_empty()) {
                 line.push_str(&format!(" — {description}"));
@@ -148,7 +136,32 @@ fn convert(block: RawContent) -> Content {
             line.push(']');
             Content::text(line)
         }
+        other => Content::text(format!("[a content block reins cannot show: {}]", kind_of(&other))),
     }
+}
+
+/// A resource's contents: text as text, an image as an image, other binary data as a line.
+pub(crate) fn resource_contents(contents: ResourceContents) -> Content {
+    match contents {
+        ResourceContents::TextResourceContents { uri, text, .. } => Content::text(format!("[resource {uri}]\n{text}")),
+        ResourceContents::BlobResourceContents { uri, mime_type, blob, .. } => match mime_type {
+            Some(mime) if mime.starts_with("image/") => Content::Image { data: blob, mime_type: mime },
+            mime => Content::text(format!(
+                "[resource {uri} ({}), {} of binary data not shown to the model]",
+                mime.as_deref().unwrap_or("no type given"),
+                size(&blob)
+            )),
+        },
+        _ => Content::text("[resource contents of a kind reins cannot show]"),
+    }
+}
+
+/// A block's `type`, for the line that stands for it.
+fn kind_of(block: &ContentBlock) -> String {
+    serde_json::to_value(block)
+        .ok()
+        .and_then(|value| value.get("type").and_then(Value::as_str).map(str::to_string))
+        .unwrap_or_else(|| "(none)".to_string())
 }
 
 /// The size of base64 data once decoded, for a person.

@@ -6,22 +6,27 @@
 //! reached the model as "the connection closed". What the server said is what the user needs.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use reqwest::StatusCode;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, WWW_AUTHENTICATE};
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue, WWW_AUTHENTICATE};
+use rmcp::ErrorData;
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ServerJsonRpcMessage};
 use rmcp::transport::common::http_header::{EVENT_STREAM_MIME_TYPE, HEADER_SESSION_ID, JSON_MIME_TYPE};
 use rmcp::transport::streamable_http_client::{
-    AuthRequiredError, SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+    AuthRequiredError, InsufficientScopeError, SseError, StreamableHttpClient, StreamableHttpError,
+    StreamableHttpPostResponse,
 };
 use sse_stream::{Sse, SseStream};
 
 /// How much of an error answer's body is quoted.
 const BODY_QUOTED: usize = 300;
+/// How much of an error answer's body is read: enough for a JSON-RPC error.
+const ERROR_BODY_READ: usize = 64 * 1024;
 
 #[derive(Clone)]
 pub(crate) struct HttpClient(reqwest::Client);
@@ -38,7 +43,7 @@ pub(crate) fn http_client(headers: &[(String, String)]) -> Result<HttpClient, St
         value.set_sensitive(true);
         map.insert(header, value);
     }
-    reqwest::Client::builder()
+    reins_ai::http_client()
         .default_headers(map)
         .connect_timeout(Duration::from_secs(10))
         .build()
@@ -47,16 +52,8 @@ pub(crate) fn http_client(headers: &[(String, String)]) -> Result<HttpClient, St
 }
 
 /// The error an answer with an error status becomes: its status, and its body's first bytes.
-async fn status_error(response: reqwest::Response) -> StreamableHttpError<reqwest::Error> {
-    let status = response.status();
-    let mut body = Vec::new();
-    let mut chunks = response.bytes_stream();
-    while body.len() <= BODY_QUOTED
-        && let Some(Ok(chunk)) = chunks.next().await
-    {
-        body.extend_from_slice(&chunk);
-    }
-    StreamableHttpError::UnexpectedServerResponse(Cow::Owned(describe_status(status, &body)))
+fn status_error(status: StatusCode, body: &[u8]) -> StreamableHttpError<reqwest::Error> {
+    StreamableHttpError::UnexpectedServerResponse(Cow::Owned(describe_status(status, body)))
 }
 
 /// "HTTP 500 Internal Server Error: {"error":"database is down"}", the body cut at
@@ -85,6 +82,53 @@ pub(crate) fn http_answer(error: &(dyn std::error::Error + 'static)) -> Option<S
     None
 }
 
+/// The error an answer with an error status becomes, unless it is the answer the protocol
+/// expects: a JSON-RPC error to the request, or a legacy server's refusal of `server/discover`
+/// (which an older server answers with a 4xx of its own making, and which tells the client to
+/// fall back to `initialize`, as rmcp's own client does).
+async fn error_answer(
+    response: reqwest::Response,
+    message: &ClientJsonRpcMessage,
+    session_attached: bool,
+) -> Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>> {
+    let status = response.status();
+    let session_id = response.headers().get(HEADER_SESSION_ID).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while body.len() <= ERROR_BODY_READ
+        && let Some(Ok(chunk)) = chunks.next().await
+    {
+        body.extend_from_slice(&chunk);
+    }
+    let ClientJsonRpcMessage::Request(request) = message else {
+        return Err(status_error(status, &body));
+    };
+    let error = match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
+        Ok(ServerJsonRpcMessage::Error(error)) => Some(error),
+        _ => None,
+    };
+    let discovering = matches!(request.request, ClientRequest::DiscoverRequest(_));
+    if discovering
+        && !session_attached
+        && status.is_client_error()
+        && !matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN)
+    {
+        let error = error.map(|error| error.error).unwrap_or_else(|| {
+            ErrorData::invalid_request(format!("server/discover refused: {}", describe_status(status, &body)), None)
+        });
+        return Ok(StreamableHttpPostResponse::Json(
+            ServerJsonRpcMessage::error(error, Some(request.id.clone())),
+            None,
+        ));
+    }
+    match error {
+        Some(error) if error.id.as_ref() == Some(&request.id) => {
+            Ok(StreamableHttpPostResponse::Json(ServerJsonRpcMessage::Error(error), session_id))
+        }
+        _ => Err(status_error(status, &body)),
+    }
+}
+
 impl StreamableHttpClient for HttpClient {
     type Error = reqwest::Error;
 
@@ -95,29 +139,44 @@ impl StreamableHttpClient for HttpClient {
         message: ClientJsonRpcMessage,
         session_id: Option<Arc<str>>,
         auth_token: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
         let mut request = self.0.post(uri.as_ref()).header(ACCEPT, [EVENT_STREAM_MIME_TYPE, JSON_MIME_TYPE].join(", "));
         if let Some(token) = auth_token {
             request = request.bearer_auth(token);
         }
+        // The protocol's own headers (`MCP-Protocol-Version`, and from 2026-07-28 `Mcp-Method`…).
+        for (name, value) in custom_headers {
+            request = request.header(name, value);
+        }
+        let session_attached = session_id.is_some();
         if let Some(session_id) = session_id {
             request = request.header(HEADER_SESSION_ID, session_id.as_ref());
         }
         let response = request.json(&message).send().await.map_err(StreamableHttpError::Client)?;
         let status = response.status();
-        if status == StatusCode::UNAUTHORIZED
-            && let Some(header) = response.headers().get(WWW_AUTHENTICATE).and_then(|value| value.to_str().ok())
-        {
-            return Err(StreamableHttpError::AuthRequired(AuthRequiredError {
-                www_authenticate_header: header.to_string(),
-            }));
+        let challenge = response.headers().get(WWW_AUTHENTICATE).and_then(|value| value.to_str().ok());
+        match (status, challenge) {
+            (StatusCode::UNAUTHORIZED, Some(header)) => {
+                return Err(StreamableHttpError::AuthRequired(AuthRequiredError::new(header.to_string())));
+            }
+            (StatusCode::FORBIDDEN, Some(header)) => {
+                let error = InsufficientScopeError::new(header.to_string(), None);
+                return Err(StreamableHttpError::InsufficientScope(error));
+            }
+            _ => {}
         }
         if matches!(status, StatusCode::ACCEPTED | StatusCode::NO_CONTENT) {
             return Ok(StreamableHttpPostResponse::Accepted);
         }
-        if !status.is_success() {
-            return Err(status_error(response).await);
+        if status == StatusCode::NOT_FOUND && session_attached {
+            return Err(StreamableHttpError::SessionExpired);
         }
+        if !status.is_success() {
+            return error_answer(response, &message, session_attached).await;
+        }
+        // A notification or a response awaits nothing: whatever a server answers it with is fine.
+        let awaits_nothing = !matches!(message, ClientJsonRpcMessage::Request(_));
         let session_id = response.headers().get(HEADER_SESSION_ID).and_then(|v| v.to_str().ok()).map(str::to_string);
         let content_type = response.headers().get(CONTENT_TYPE).map(|value| value.as_bytes().to_vec());
         match content_type {
@@ -129,12 +188,14 @@ impl StreamableHttpClient for HttpClient {
                 let body = response.bytes().await.map_err(StreamableHttpError::Client)?;
                 match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
                     Ok(message) => Ok(StreamableHttpPostResponse::Json(message, session_id)),
+                    Err(_) if awaits_nothing => Ok(StreamableHttpPostResponse::Accepted),
                     Err(_) => Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(format!(
                         "{} is not a JSON-RPC message",
                         describe_status(status, &body)
                     )))),
                 }
             }
+            _ if awaits_nothing => Ok(StreamableHttpPostResponse::Accepted),
             kind => Err(StreamableHttpError::UnexpectedContentType(
                 kind.map(|kind| String::from_utf8_lossy(&kind).into_owned()),
             )),
@@ -146,18 +207,20 @@ impl StreamableHttpClient for HttpClient {
         uri: Arc<str>,
         session_id: Arc<str>,
         auth_token: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), StreamableHttpError<Self::Error>> {
-        self.0.delete_session(uri, session_id, auth_token).await
+        self.0.delete_session(uri, session_id, auth_token, custom_headers).await
     }
 
     async fn get_stream(
         &self,
         uri: Arc<str>,
-        session_id: Arc<str>,
+        session_id: Option<Arc<str>>,
         last_event_id: Option<String>,
         auth_token: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
-        self.0.get_stream(uri, session_id, last_event_id, auth_token).await
+        self.0.get_stream(uri, session_id, last_event_id, auth_token, custom_headers).await
     }
 }
 

@@ -16,6 +16,7 @@ mod exposure;
 mod guard;
 mod http;
 mod names;
+mod probe;
 mod schema;
 mod server;
 mod set;

@@ -155,6 +155,14 @@ impl Server {
         }
     }
 
+    /// The protocol version agreed on, while the server is up.
+    pub(crate) fn protocol(&self) -> Option<String> {
+        match &*lock(&self.state) {
+            State::Ready(live) => live.connection.protocol(),
+            _ => None,
+        }
+    }
+
     pub(crate) fn generation(&self) -> u64 {
         self.generation.load(Ordering::SeqCst)
     }
@@ -205,16 +213,9 @@ impl Server {
         let latest = started + timeout * PROGRESS_STRETCH;
         let mut deadline = started + timeout;
         let peer = live.connection.service.peer().clone();
-        let request = ClientRequest::CallToolRequest(CallToolRequest {
-            method: Default::default(),
-            params: CallToolRequestParams {
-                meta: None,
-                name: tool.to_string().into(),
-                arguments: Some(arguments),
-                task: None,
-            },
-            extensions: Default::default(),
-        });
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(
+            CallToolRequestParams::new(tool.to_string()).with_arguments(arguments),
+        ));
         let handle = match peer.send_cancellable_request(request, PeerRequestOptions::no_options()).await {
             Ok(handle) => handle,
             Err(err) => return Err(self.call_failed(&live, err).await),
@@ -426,14 +427,10 @@ impl Drop for InFlight {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
         let peer = self.peer.clone();
         runtime.spawn(async move {
-            let notification = CancelledNotification {
-                params: CancelledNotificationParam {
-                    request_id: id,
-                    reason: Some("reins stopped waiting for the call".into()),
-                },
-                method: Default::default(),
-                extensions: Default::default(),
-            };
+            let notification = CancelledNotification::new(CancelledNotificationParam::new(
+                Some(id),
+                Some("reins stopped waiting for the call".into()),
+            ));
             if let Err(err) = peer.send_notification(notification.into()).await {
                 tracing::debug!("could not send notifications/cancelled: {err}");
             }

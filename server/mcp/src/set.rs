@@ -55,6 +55,8 @@ pub struct ServerStatus {
     pub state: ServerState,
     /// Whether a login (`reins mcp login NAME`) is stored for it.
     pub logged_in: bool,
+    /// The MCP protocol version agreed on (`2025-11-25`), while the server is up.
+    pub protocol: Option<String>,
     /// The tools offered to the model (disabled ones left out); empty unless the server is up.
     pub tools: Vec<ToolInfo>,
 }
@@ -218,6 +220,7 @@ impl SessionServers {
                 transport: server.config.transport.describe(),
                 state: server.state(),
                 logged_in: server.token_file().is_some_and(|file| file.exists()),
+                protocol: server.protocol(),
                 tools: Vec::new(),
             })
             .collect();

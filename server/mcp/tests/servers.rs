@@ -82,6 +82,80 @@ async fn the_filesystem_server_says_each_thing_once_and_no_base64() {
     session.own().stop().await;
 }
 
+/// The protocol version a server agreed on, once it is up.
+async fn negotiated(config: ServerConfig) -> Option<String> {
+    let harness = Harness::new();
+    let session = harness.session(vec![config]);
+    session.start().await;
+    let status = session.status();
+    assert_eq!(status[0].state, ServerState::Ready, "{status:?}");
+    session.own().stop().await;
+    status[0].protocol.clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_newest_protocol_is_negotiated_and_older_servers_keep_theirs() {
+    let record = tempfile::NamedTempFile::new().unwrap();
+    // A server of 2025-03-26 refuses `server/discover` and answers `initialize` with its own.
+    let mut old = test_server("old", record.path());
+    set_env(&mut old, &[("PROTOCOL_VERSION", "2025-03-26")]);
+    // The TypeScript SDK's newest has the handshake; the Python SDK speaks 2026-07-28.
+    let checks = [
+        (old, "2025-03-26"),
+        (test_server("ts", record.path()), "2025-11-25"),
+        (python_server("time", "mcp-server-time", &[]), "2026-07-28"),
+    ];
+    for (config, expected) in checks {
+        let name = config.name.clone();
+        assert_eq!(negotiated(config).await.as_deref(), Some(expected), "{name}");
+    }
+    // Over streamable HTTP, where an older server refuses `server/discover` with an HTTP 400.
+    let (_server, url) = http_test_server(&[]).await;
+    assert_eq!(negotiated(ServerConfig::http("web", url)).await.as_deref(), Some("2025-11-25"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_servers_and_the_memory_server_serve_their_tools() {
+    let harness = Harness::new();
+    let repo = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| {
+        let status = std::process::Command::new("git").args(args).current_dir(repo.path()).output().unwrap();
+        assert!(status.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&status.stderr));
+    };
+    git(&["init", "-q", "-b", "main"]);
+    std::fs::write(repo.path().join("new.txt"), "new\n").unwrap();
+    let graph = tempfile::tempdir().unwrap();
+    let repo_path = repo.path().display().to_string();
+    let session = harness.session(vec![
+        python_server("git", "mcp-server-git", &["--repository", &repo_path]),
+        python_server("time", "mcp-server-time", &["--local-timezone", "UTC"]),
+        memory("memory", &graph.path().join("memory.jsonl")),
+    ]);
+    // Python starts slowly on a loaded machine: wait for them all rather than the first request's while.
+    session.start().await;
+    let states: Vec<_> = session.status().into_iter().map(|status| (status.name, status.state)).collect();
+    assert!(states.iter().all(|(_, state)| *state == ServerState::Ready), "{states:?}");
+    let tools = session.tools(&Declaring::default()).await;
+
+    let status = call(&find(&tools, "mcp__git__git_status"), json!({"repo_path": repo_path})).await.unwrap();
+    assert!(text(&status).contains("new.txt"), "{}", text(&status));
+
+    let converted = call(
+        &find(&tools, "mcp__time__convert_time"),
+        json!({"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}),
+    )
+    .await
+    .unwrap();
+    assert!(text(&converted).contains("Asia/Tokyo") && text(&converted).contains("21:00"), "{}", text(&converted));
+
+    let entities = json!({"entities": [{"name": "reins", "entityType": "project", "observations": ["speaks MCP"]}]});
+    call(&find(&tools, "mcp__memory__create_entities"), entities).await.unwrap();
+    let graph = call(&find(&tools, "mcp__memory__read_graph"), json!({})).await.unwrap();
+    assert!(text(&graph).contains("speaks MCP"), "{}", text(&graph));
+    assert!(harness.notices().is_empty(), "{:?}", harness.notices());
+    session.own().stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reference_server_over_streamable_http() {
     let port = free_port();

@@ -212,7 +212,7 @@ fn tree_node(node: &TreeNode) -> Value {
 }
 
 /// The result of `reins.mcp.list` (and of `reins mcp list --json`): each server, where it was
-/// configured, how it is reached, its state, and its tools.
+/// configured, how it is reached, its state, the protocol version agreed on, and its tools.
 pub fn mcp_servers(statuses: &[ServerStatus]) -> Value {
     let servers: Vec<Value> = statuses
         .iter()
@@ -238,6 +238,7 @@ pub fn mcp_servers(statuses: &[ServerStatus]) -> Value {
                 "state": state,
                 "reason": reason,
                 "loggedIn": status.logged_in,
+                "protocol": status.protocol,
                 "tools": tools,
             })
         })

@@ -1,6 +1,7 @@
-//! Real MCP servers for the tests: the reference server `@modelcontextprotocol/server-everything`
-//! and `tests/mcp/test-server.mjs` (on the same official SDK), installed with npm by
-//! `tests/mcp/install.sh` on first use.
+//! Real MCP servers for the tests: the reference servers `@modelcontextprotocol/server-everything`,
+//! `server-filesystem` and `server-memory`, `tests/mcp/test-server.mjs` (on the same official
+//! SDK), and the Python reference servers `mcp-server-git` and `mcp-server-time`, installed with
+//! npm and pip by `tests/mcp/install.sh` on first use.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -43,6 +44,24 @@ pub fn everything(name: &str) -> ServerConfig {
 pub fn filesystem(name: &str, root: &Path) -> ServerConfig {
     let js = prefix().join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
     ServerConfig::stdio(name, "node", vec![js.display().to_string(), root.display().to_string()])
+}
+
+/// The reference knowledge-graph server over stdio, keeping its graph in `file`.
+pub fn memory(name: &str, file: &Path) -> ServerConfig {
+    let js = prefix().join("node_modules/@modelcontextprotocol/server-memory/dist/index.js");
+    let mut config = ServerConfig::stdio(name, "node", vec![js.display().to_string()]);
+    set_env(&mut config, &[("MEMORY_FILE_PATH", file.display().to_string())]);
+    config
+}
+
+/// A Python reference server (`mcp-server-git`, `mcp-server-time`) over stdio, with `args`.
+/// Importing its SDK takes seconds on a loaded machine, so it has a minute to start.
+pub fn python_server(name: &str, program: &str, args: &[&str]) -> ServerConfig {
+    let program = prefix().join("python/bin").join(program);
+    let mut config =
+        ServerConfig::stdio(name, program.display().to_string(), args.iter().map(|arg| arg.to_string()).collect());
+    config.startup_timeout = Duration::from_secs(60);
+    config
 }
 
 /// The test server over stdio; cancellations it sees are appended to `record`.

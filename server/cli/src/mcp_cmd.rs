@@ -1,6 +1,7 @@
 //! `reins mcp list [--json]`: the MCP servers in force for the workspace, where each was
 //! configured, whether it starts (each is started, as a run would), and the tools it offers.
-//! `reins mcp logout NAME`: forgets the OAuth login to a streamable HTTP server.
+//! `reins mcp login NAME` / `logout NAME`: an OAuth login to a streamable HTTP server, kept in
+//! the reins home for the runs that follow, or forgotten.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -33,6 +34,13 @@ pub enum McpCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Log in to a streamable HTTP server that uses OAuth: opens the authorization page in the
+    /// browser ($BROWSER, else the system's), or prints its URL, and keeps the tokens (mode 0600)
+    /// in the reins home; runs send them and renew them
+    Login {
+        /// The server's name in the config
+        name: String,
+    },
     /// Forget the login of `reins mcp login NAME`
     Logout {
         /// The server's name in the config
@@ -46,6 +54,7 @@ const DESCRIPTION_CHARS: usize = 80;
 pub fn main(args: McpArgs) -> ExitCode {
     let json = match args.command {
         McpCommand::List { json } => json,
+        McpCommand::Login { name } => return crate::mcp_login::login(args.cwd, &name),
         McpCommand::Logout { name } => return crate::mcp_login::logout(args.cwd, &name),
     };
     let root = match args.cwd.clone().map(Ok).unwrap_or_else(std::env::current_dir) {

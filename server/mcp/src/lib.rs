@@ -15,7 +15,9 @@ mod content;
 mod exposure;
 mod guard;
 mod http;
+mod login;
 mod names;
+mod oauth;
 mod probe;
 mod schema;
 mod server;
@@ -34,7 +36,9 @@ pub use config::{DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, ServerConfig, Tr
 pub use exposure::{Declared, Exposure, defer_above};
 /// Also what ends a language server's process group with reins (`reins-langserver`).
 pub use guard::fork_guard;
+pub use login::{LOGIN_WAIT, login};
 pub use names::{MAX_NAME_LEN, assign_names, public_name};
+pub use oauth::login_advice;
 pub use schema::normalize_input_schema;
 pub use server::{STARTING_WAIT, ServerState};
 pub use set::{Declaring, ServerStatus, Servers, SessionServers, ToolInfo};

@@ -10,6 +10,7 @@ mod checkout_cmd;
 mod cli;
 mod config_cmd;
 mod mcp_cmd;
+mod mcp_login;
 mod models_cmd;
 mod run;
 mod sandbox_cmd;

@@ -1,5 +1,7 @@
 //! `reins mcp list [--json]`: the MCP servers in force for the workspace, where each was
 //! configured, whether it starts (each is started, as a run would), and the tools it offers.
+//! `reins mcp login NAME` / `logout NAME`: an OAuth login to a streamable HTTP server, kept in
+//! the reins home for the runs that follow, or forgotten.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -32,13 +34,29 @@ pub enum McpCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Log in to a streamable HTTP server that uses OAuth: opens the authorization page in the
+    /// browser ($BROWSER, else the system's), or prints its URL, and keeps the tokens (mode 0600)
+    /// in the reins home; runs send them and renew them
+    Login {
+        /// The server's name in the config
+        name: String,
+    },
+    /// Forget the login of `reins mcp login NAME`
+    Logout {
+        /// The server's name in the config
+        name: String,
+    },
 }
 
 /// A tool description is cut to this many characters in the listing.
 const DESCRIPTION_CHARS: usize = 80;
 
 pub fn main(args: McpArgs) -> ExitCode {
-    let McpCommand::List { json } = args.command;
+    let json = match args.command {
+        McpCommand::List { json } => json,
+        McpCommand::Login { name } => return crate::mcp_login::login(args.cwd, &name),
+        McpCommand::Logout { name } => return crate::mcp_login::logout(args.cwd, &name),
+    };
     let root = match args.cwd.clone().map(Ok).unwrap_or_else(std::env::current_dir) {
         Ok(root) => root,
         Err(err) => {
@@ -71,7 +89,8 @@ pub fn main(args: McpArgs) -> ExitCode {
     };
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(text.as_bytes()).and_then(|_| stdout.flush());
-    let failed = statuses.iter().any(|status| matches!(status.state, ServerState::Failed(_)));
+    let failed =
+        statuses.iter().any(|status| matches!(status.state, ServerState::Failed(_) | ServerState::NeedsLogin(_)));
     if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
 }
 
@@ -93,8 +112,10 @@ fn report(statuses: &[ServerStatus]) -> String {
             },
             ServerState::Exited(reason) => format!("exited: {reason}"),
             ServerState::Failed(reason) => format!("failed: {reason}"),
+            ServerState::NeedsLogin(reason) => format!("needs login: {reason}"),
             ServerState::Stopped => "stopped".to_string(),
         };
+        let state = if status.logged_in { format!("{state} (logged in)") } else { state };
         let (name, transport) = (visible_line(&status.name), visible_line(&status.transport));
         out.push_str(&format!("{name}  {transport}\n"));
         out.push_str(&format!("  from   {}\n", visible_line(&status.origin)));
@@ -129,6 +150,7 @@ mod tests {
                 origin: "/home/u/.config/reins/config.toml".into(),
                 transport: "npx -y @modelcontextprotocol/server-everything".into(),
                 state: ServerState::Ready,
+                logged_in: false,
                 protocol: Some("2025-11-25".into()),
                 tools: vec![
                     ToolInfo {
@@ -148,7 +170,26 @@ mod tests {
                 origin: "/w/.mcp.json".into(),
                 transport: "https://docs.example.com/mcp".into(),
                 state: ServerState::Failed("cannot connect to https://docs.example.com/mcp: refused".into()),
+                logged_in: false,
                 protocol: None,
+                tools: Vec::new(),
+            },
+            ServerStatus {
+                name: "linear".into(),
+                origin: "/home/u/.config/reins/config.toml".into(),
+                transport: "https://mcp.linear.app/mcp".into(),
+                state: ServerState::NeedsLogin("it needs you to log in: run `reins mcp login linear`".into()),
+                logged_in: false,
+                protocol: None,
+                tools: Vec::new(),
+            },
+            ServerStatus {
+                name: "notion".into(),
+                origin: "/home/u/.config/reins/config.toml".into(),
+                transport: "https://mcp.notion.com/mcp".into(),
+                state: ServerState::Ready,
+                logged_in: true,
+                protocol: Some("2025-11-25".into()),
                 tools: Vec::new(),
             },
         ];
@@ -162,6 +203,12 @@ mod tests {
             docs  https://docs.example.com/mcp
               from   /w/.mcp.json
               state  failed: cannot connect to https://docs.example.com/mcp: refused
+            linear  https://mcp.linear.app/mcp
+              from   /home/u/.config/reins/config.toml
+              state  needs login: it needs you to log in: run `reins mcp login linear`
+            notion  https://mcp.notion.com/mcp
+              from   /home/u/.config/reins/config.toml
+              state  ready, MCP 2025-11-25 (logged in)
         "#]]
         .assert_eq(&report(&statuses));
         assert_eq!(report(&[]).lines().count(), 1);
@@ -174,6 +221,7 @@ mod tests {
             origin: "/w/.mcp.json".into(),
             transport: "node evil.mjs".into(),
             state: ServerState::Ready,
+            logged_in: false,
             protocol: None,
             tools: vec![ToolInfo {
                 name: "mcp__evil__x\x1b[2J".into(),

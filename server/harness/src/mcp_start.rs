@@ -34,6 +34,7 @@ pub(crate) fn servers(
     }
     let base_env = settings.tool_env(std::env::vars_os());
     let starting_wait = settings.mcp_startup_wait;
+    let token_dir = settings.mcp_token_dir();
     let key = PoolKey { configs: configs.clone(), roots: roots.clone(), base_env: base_env.clone() };
     // The same servers already in use are joined, not started twice (see `mcp_pool`).
     mcp_pool::shared(key, &warn, |listeners| {
@@ -46,6 +47,7 @@ pub(crate) fn servers(
             }),
             max_restarts: MAX_RESTARTS,
             starting_wait,
+            token_dir: Some(token_dir),
         };
         Servers::new(configs, options)
     })

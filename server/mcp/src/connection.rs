@@ -25,7 +25,9 @@ use rmcp::service::{
     ClientInitializeError, ClientLifecycleMode, ClientServiceExt, NotificationContext, RequestContext, RunningService,
 };
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError};
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
+};
 use rmcp::{ClientHandler, ErrorData, RoleClient};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::ChildStderr;
@@ -36,8 +38,11 @@ use crate::Options;
 use crate::announced::Announced;
 use crate::config::{ServerConfig, Transport};
 use crate::http::http_client;
+use crate::oauth;
 use crate::probe::{Era, Probe};
+use crate::server::Unavailable;
 use crate::stdio::LineTransport;
+use crate::token_file::TokenFile;
 
 /// The variables of reins's environment a stdio server gets (Codex's list, and the locale and
 /// XDG folders): a secret's name need not look secret (`DATABASE_URL` with a password in it), so
@@ -112,8 +117,14 @@ pub(crate) struct ProgressRoute {
 }
 
 impl Connection {
-    /// Starts the server and runs the `initialize` handshake, by `deadline`.
-    pub(crate) async fn open(config: &ServerConfig, context: &Options, deadline: Instant) -> Result<Self, String> {
+    /// Starts the server and runs the `initialize` handshake, by `deadline`. An HTTP server with
+    /// a stored login (`login`, its token file) gets its token, renewed as needed.
+    pub(crate) async fn open(
+        config: &ServerConfig,
+        context: &Options,
+        login: Option<TokenFile>,
+        deadline: Instant,
+    ) -> Result<Self, Unavailable> {
         let handler = Handler::new(&config.name, &context.roots);
         let waited = format!("{} s", config.startup_timeout.as_secs_f64());
         match &config.transport {
@@ -128,7 +139,7 @@ impl Connection {
                 let patience = (Instant::now() + config.startup_timeout / 2).min(deadline);
                 let era = match tokio::time::timeout_at(patience, transport.era(&handler.get_info())).await {
                     Ok(Ok(era)) => era,
-                    Ok(Err(reason)) => return Err(process.failure(&reason).await),
+                    Ok(Err(reason)) => return Err(process.failure(&reason).await.into()),
                     Err(_) => Era::Initialize,
                 };
                 let lifecycle = match era {
@@ -139,11 +150,13 @@ impl Connection {
                     .await
                 {
                     Ok(Ok(service)) => Ok(Self { service, handler, process: Some(process) }),
-                    Ok(Err(err)) => {
-                        Err(process.failure(&format!("the `initialize` handshake failed: {}", init_error(&err))).await)
-                    }
+                    Ok(Err(err)) => Err(process
+                        .failure(&format!("the `initialize` handshake failed: {}", init_error(&err)))
+                        .await
+                        .into()),
                     Err(_) => Err(process
-                        .timed_out(format!("it did not answer `initialize` within {waited} (startup_timeout_sec)"))),
+                        .timed_out(format!("it did not answer `initialize` within {waited} (startup_timeout_sec)"))
+                        .into()),
                 }
             }
             Transport::Http { url, bearer_token, headers } => {
@@ -152,16 +165,27 @@ impl Connection {
                 if let Some(token) = bearer_token {
                     transport_config = transport_config.auth_header(token.expose());
                 }
-                let transport = Announced::new(
-                    StreamableHttpClientTransport::with_client(client, transport_config),
-                    handler.tools_changed.clone(),
-                );
-                match tokio::time::timeout_at(deadline, handler.clone().serve_with_lifecycle(transport, lifecycle()))
-                    .await
-                {
+                let waited_out = || {
+                    Unavailable::from(format!(
+                        "{url} did not answer `initialize` within {waited} (startup_timeout_sec)"
+                    ))
+                };
+                // A login is used only when one is stored; without one, a server that wants one
+                // says so with its 401.
+                let opened = match login.filter(TokenFile::exists) {
+                    None => serve_http(&handler, client, transport_config, deadline).await,
+                    Some(file) => match tokio::time::timeout_at(deadline, oauth::authorized(client, url, file)).await {
+                        Ok(Ok(client)) => serve_http(&handler, client, transport_config, deadline).await,
+                        Ok(Err(oauth::Refusal::NeedsLogin)) => return Err(Unavailable::NeedsLogin),
+                        Ok(Err(oauth::Refusal::Failed(reason))) => return Err(Unavailable::Failed(reason)),
+                        Err(_) => return Err(waited_out()),
+                    },
+                };
+                match opened {
                     Ok(Ok(service)) => Ok(Self { service, handler, process: None }),
-                    Ok(Err(err)) => Err(format!("cannot connect to {url}: {}", init_error(&err))),
-                    Err(_) => Err(format!("{url} did not answer `initialize` within {waited} (startup_timeout_sec)")),
+                    Ok(Err(err)) if oauth::wants_login(&err) => Err(Unavailable::NeedsLogin),
+                    Ok(Err(err)) => Err(format!("cannot connect to {url}: {}", init_error(&err)).into()),
+                    Err(_) => Err(waited_out()),
                 }
             }
         }
@@ -224,6 +248,18 @@ impl Connection {
             process.kill();
         }
     }
+}
+
+/// Serves the client side of the protocol over streamable HTTP through `client`, by `deadline`.
+async fn serve_http<C: StreamableHttpClient>(
+    handler: &Handler,
+    client: C,
+    config: StreamableHttpClientTransportConfig,
+    deadline: Instant,
+) -> Result<Result<Service, ClientInitializeError>, tokio::time::error::Elapsed> {
+    let transport =
+        Announced::new(StreamableHttpClientTransport::with_client(client, config), handler.tools_changed.clone());
+    tokio::time::timeout_at(deadline, handler.clone().serve_with_lifecycle(transport, lifecycle())).await
 }
 
 impl Handler {

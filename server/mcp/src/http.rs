@@ -31,6 +31,13 @@ const ERROR_BODY_READ: usize = 64 * 1024;
 #[derive(Clone)]
 pub(crate) struct HttpClient(reqwest::Client);
 
+impl HttpClient {
+    /// The reqwest client itself, for a request outside the protocol (the login's probe).
+    pub(crate) fn inner(&self) -> &reqwest::Client {
+        &self.0
+    }
+}
+
 /// A client that sends `headers` (values marked sensitive, so they stay out of logs) with each
 /// request.
 pub(crate) fn http_client(headers: &[(String, String)]) -> Result<HttpClient, String> {

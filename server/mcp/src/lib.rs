@@ -15,13 +15,16 @@ mod content;
 mod exposure;
 mod guard;
 mod http;
+mod login;
 mod names;
+mod oauth;
 mod probe;
 mod resources;
 mod schema;
 mod server;
 mod set;
 mod stdio;
+mod token_file;
 mod tool;
 mod tool_search;
 
@@ -34,11 +37,14 @@ pub use config::{DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, ServerConfig, Tr
 pub use exposure::{Declared, Exposure, defer_above};
 /// Also what ends a language server's process group with reins (`reins-langserver`).
 pub use guard::fork_guard;
+pub use login::{LOGIN_WAIT, login};
 pub use names::{MAX_NAME_LEN, assign_names, public_name};
+pub use oauth::login_advice;
 pub use resources::{LIST_RESOURCE_TEMPLATES, LIST_RESOURCES, READ_RESOURCE};
 pub use schema::normalize_input_schema;
 pub use server::{STARTING_WAIT, ServerState};
 pub use set::{Declaring, ServerStatus, Servers, SessionServers, ToolInfo};
+pub use token_file::TokenFile;
 pub use tool::{McpTool, look};
 pub use tool_search::TOOL_SEARCH;
 
@@ -58,6 +64,9 @@ pub struct Options {
     pub max_restarts: u32,
     /// How long a request for tools waits for a server that is starting, once per start.
     pub starting_wait: Duration,
+    /// Where the OAuth tokens of `reins mcp login` are kept (`<reins home>/auth`); an HTTP
+    /// server without a fixed token uses the one stored for it. `None`: none are used.
+    pub token_dir: Option<PathBuf>,
 }
 
 /// A warning about one server, for the user (stderr in `reins run`, `window/showMessage` in
@@ -77,6 +86,7 @@ impl Default for Options {
             notify: Arc::new(|_| {}),
             max_restarts: MAX_RESTARTS,
             starting_wait: STARTING_WAIT,
+            token_dir: None,
         }
     }
 }

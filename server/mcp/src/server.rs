@@ -12,7 +12,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use reins_agent::lock;
 use rmcp::model::{
@@ -26,9 +26,11 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::ServerConfig;
+use crate::config::{ServerConfig, Transport};
 use crate::connection::Connection;
 use crate::http::http_answer;
+use crate::oauth::{login_advice, wants_login};
+use crate::token_file::TokenFile;
 use crate::{Notice, Options};
 
 /// How long a request for tools waits for a server that is starting, once per start, unless the
@@ -51,6 +53,9 @@ pub enum ServerState {
     Exited(String),
     /// It could not be started (or restarted); its tools are not offered.
     Failed(String),
+    /// It refuses reins without a login (`reins mcp login NAME`), or its login expired and could
+    /// not be renewed; the sentence says so. Its tools are not offered.
+    NeedsLogin(String),
     /// Shut down with reins or with its session.
     Stopped,
 }
@@ -86,7 +91,24 @@ enum State {
     Ready(Arc<Live>),
     Exited(String),
     Failed(String),
+    /// It wants a login; the token file's modification time then, so that a new login (the
+    /// file changed) is tried at once.
+    NeedsLogin(String, Option<SystemTime>),
     Stopped,
+}
+
+/// Why a server could not be started.
+#[derive(Debug)]
+pub(crate) enum Unavailable {
+    Failed(String),
+    /// It refuses reins without a valid login.
+    NeedsLogin,
+}
+
+impl From<String> for Unavailable {
+    fn from(reason: String) -> Self {
+        Unavailable::Failed(reason)
+    }
 }
 
 /// A ready connection and the tools it listed.
@@ -127,7 +149,7 @@ impl Server {
                 Some(_) => false,
                 None => return None,
             },
-            State::Failed(_) | State::Stopped => return None,
+            State::Failed(_) | State::NeedsLogin(..) | State::Stopped => return None,
         };
         let waited = self.waited.swap(true, Ordering::SeqCst);
         Some(if starting && waited { Duration::ZERO } else { self.options.starting_wait })
@@ -147,6 +169,7 @@ impl Server {
             },
             State::Exited(reason) => ServerState::Exited(reason.clone()),
             State::Failed(reason) => ServerState::Failed(reason.clone()),
+            State::NeedsLogin(reason, _) => ServerState::NeedsLogin(reason.clone()),
             State::Stopped => ServerState::Stopped,
         }
     }
@@ -354,6 +377,13 @@ impl Server {
             let mut state = lock(&self.state);
             match &*state {
                 State::Failed(reason) => return Err(self.unavailable(reason)),
+                // Logged in since? Then start again; else the same advice.
+                State::NeedsLogin(reason, modified) => {
+                    if self.token_modified() == *modified {
+                        return Err(self.unavailable(reason));
+                    }
+                    false
+                }
                 State::Stopped => return Err(format!("the MCP server `{}` was stopped", self.name())),
                 State::Exited(reason) => {
                     if self.restarts.load(Ordering::SeqCst) >= self.options.max_restarts {
@@ -372,7 +402,7 @@ impl Server {
         *lock(&self.state) = State::Starting;
         let started = tokio::select! {
             started = self.start() => started,
-            _ = self.stopping.cancelled() => Err("it was stopped while starting".to_string()),
+            _ = self.stopping.cancelled() => Err("it was stopped while starting".to_string().into()),
         };
         self.waited.store(false, Ordering::SeqCst);
         if self.stopping.is_cancelled() {
@@ -386,7 +416,16 @@ impl Server {
                 self.generation.fetch_add(1, Ordering::SeqCst);
                 Ok(live)
             }
-            Err(reason) => {
+            Err(Unavailable::NeedsLogin) => {
+                let advice = login_advice(self.name());
+                (self.options.notify)(Notice {
+                    server: self.name().to_string(),
+                    message: format!("MCP server `{}`: {advice}; going on without its tools", self.name()),
+                });
+                *lock(&self.state) = State::NeedsLogin(advice.clone(), self.token_modified());
+                Err(self.unavailable(&advice))
+            }
+            Err(Unavailable::Failed(reason)) => {
                 let verb = if restart { "could not be restarted" } else { "could not be started" };
                 (self.options.notify)(Notice {
                     server: self.name().to_string(),
@@ -424,9 +463,9 @@ impl Server {
         None
     }
 
-    async fn start(&self) -> Result<Live, String> {
+    async fn start(&self) -> Result<Live, Unavailable> {
         let deadline = Instant::now() + self.config.startup_timeout;
-        let connection = Connection::open(&self.config, &self.options, deadline).await?;
+        let connection = Connection::open(&self.config, &self.options, self.token_file(), deadline).await?;
         // A change announced before this listing is in it; one announced later is not.
         connection.handler.tools_changed.store(false, Ordering::SeqCst);
         let tools = list_tools(&connection, deadline).await?;
@@ -438,6 +477,23 @@ impl Server {
     /// answered with a protocol error).
     async fn call_failed(&self, live: &Live, err: ServiceError) -> String {
         let name = self.name();
+        // A login that expired and could not be renewed: the server is there, reins is not let in.
+        if let ServiceError::TransportSend(error) = &err
+            && wants_login(error)
+        {
+            let advice = login_advice(name);
+            {
+                let mut state = lock(&self.state);
+                if matches!(&*state, State::Ready(current) if std::ptr::eq(current.as_ref(), live)) {
+                    *state = State::NeedsLogin(advice.clone(), self.token_modified());
+                }
+            }
+            (self.options.notify)(Notice {
+                server: name.to_string(),
+                message: format!("MCP server `{name}`: {advice}; going on without its tools"),
+            });
+            return format!("the MCP server `{name}` refused the call: {advice}");
+        }
         // An HTTP server that answered with an error status is still there.
         if let ServiceError::TransportSend(error) = &err
             && let Some(told) = http_answer(error)
@@ -453,6 +509,20 @@ impl Server {
                 )
             }
         }
+    }
+
+    /// Where its OAuth tokens are kept: an HTTP server's without a fixed token, when the set
+    /// keeps tokens at all.
+    pub(crate) fn token_file(&self) -> Option<TokenFile> {
+        match (&self.config.transport, &self.options.token_dir) {
+            (Transport::Http { url, bearer_token: None, .. }, Some(dir)) => Some(TokenFile::new(dir, self.name(), url)),
+            _ => None,
+        }
+    }
+
+    /// When its token file last changed, if it has one.
+    fn token_modified(&self) -> Option<SystemTime> {
+        self.token_file().and_then(|file| std::fs::metadata(file.path()).and_then(|meta| meta.modified()).ok())
     }
 
     fn unavailable(&self, reason: &str) -> String {

@@ -54,6 +54,8 @@ pub struct ServerStatus {
     /// The command line or URL, without secrets.
     pub transport: String,
     pub state: ServerState,
+    /// Whether a login (`reins mcp login NAME`) is stored for it.
+    pub logged_in: bool,
     /// The MCP protocol version agreed on (`2025-11-25`), while the server is up.
     pub protocol: Option<String>,
     /// The tools offered to the model (disabled ones left out); empty unless the server is up.
@@ -247,6 +249,7 @@ impl SessionServers {
                 origin: server.config.origin.clone(),
                 transport: server.config.transport.describe(),
                 state: server.state(),
+                logged_in: server.token_file().is_some_and(|file| file.exists()),
                 protocol: server.protocol(),
                 tools: Vec::new(),
             })

@@ -162,6 +162,9 @@ const SECRET_PATHS: &[&str] = &[
     ".local/share/keyrings",
 ];
 
+/// The folder of the reins home that holds MCP servers' OAuth tokens.
+const MCP_TOKEN_DIR: &str = "auth";
+
 impl Settings {
     /// The user's config file, the environment (`OPENAI_BASE_URL`, `OPENAI_API_KEY`,
     /// `REINS_MODEL`, each provider's key and base URL variables, `REINS_HOME` else the XDG
@@ -307,6 +310,12 @@ impl Settings {
     /// prompt overrides apply.
     pub fn is_trusted(&self, workspace_root: &Path) -> bool {
         trust::is_trusted(&self.config_dir, workspace_root)
+    }
+
+    /// Where `reins mcp login` keeps the OAuth tokens of MCP servers, one file each (commands
+    /// cannot read it: see the sandbox's `deny_read`).
+    pub fn mcp_token_dir(&self) -> PathBuf {
+        self.config_dir.join(MCP_TOKEN_DIR)
     }
 
     /// The user's home directory (`~/.agents/skills` and pi's folders are under it).
@@ -497,7 +506,7 @@ fn compose(base: Arc<Base>, editor: &[ConfigLayer]) -> Settings {
             deny_read: SECRET_PATHS
                 .iter()
                 .map(|path| base.home.join(path))
-                .chain([base.config_dir.join("auth.json")])
+                .chain([base.config_dir.join("auth.json"), base.config_dir.join(MCP_TOKEN_DIR)])
                 .collect(),
             // What reins reads as the user's own word: which workspaces are trusted, the config.
             read_only: vec![base.config_dir.clone()],

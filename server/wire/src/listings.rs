@@ -232,6 +232,7 @@ pub fn mcp_servers(statuses: &[ServerStatus]) -> Value {
                 ServerState::Ready => ("ready", None),
                 ServerState::Exited(reason) => ("exited", Some(reason)),
                 ServerState::Failed(reason) => ("failed", Some(reason)),
+                ServerState::NeedsLogin(reason) => ("needs_login", Some(reason)),
                 ServerState::Stopped => ("stopped", None),
             };
             let tools: Vec<Value> = status
@@ -245,6 +246,7 @@ pub fn mcp_servers(statuses: &[ServerStatus]) -> Value {
                 "transport": status.transport,
                 "state": state,
                 "reason": reason,
+                "loggedIn": status.logged_in,
                 "protocol": status.protocol,
                 "tools": tools,
             })

@@ -10,7 +10,8 @@
 //! the tokens a real server would have read from the cache and written to it.
 
 mod cache;
-mod http;
+/// Shared with the other test servers (tests/oauth-server).
+pub mod http;
 mod render;
 mod render_anthropic;
 mod reply;

@@ -267,6 +267,9 @@ fn tools_get_the_environment_without_any_key() {
     online.sandbox.network = true;
     assert_eq!(names(online.exec_policy(agent())), ["LANG", "SSH_AUTH_SOCK"]);
     assert!(policy.sandbox.deny_read.contains(&tmp.path().join("auth.json")));
+    // MCP servers' OAuth tokens too.
+    assert!(policy.sandbox.deny_read.contains(&s.mcp_token_dir()));
+    assert_eq!(s.mcp_token_dir(), tmp.path().join("auth"));
 }
 
 #[test]

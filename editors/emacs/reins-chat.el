@@ -207,18 +207,25 @@ line before them."
           (insert (propertize (if failed "✗" "✓") 'read-only t 'face (if failed 'reins-chat-error 'reins-chat-tool)))
           (when (and failed why)
             (end-of-line)
-            (insert (propertize (concat " — " (reins-chat--one-line why 100)) 'read-only t 'face 'reins-chat-error))))))))
+            (insert (propertize (concat " — " (reins-chat--one-line why 100)) 'read-only t 'face 'reins-chat-error))))
+        ;; Done with: a marker kept would slow every insertion of a long session.
+        (set-marker marker nil)
+        (remhash id reins-chat--tools)))))
 
 (defun reins-chat--settle-tools ()
-  "Mark the tool calls that never ended (the run was cancelled or failed) with ■."
+  "Mark the tool calls that never ended (the run was cancelled or failed) with ■.
+The run's calls are then forgotten, so what is kept per call does not grow with the session."
   (let ((inhibit-read-only t))
     (maphash (lambda (_id marker)
                (when (eq (char-after marker) ?⋯)
                  (save-excursion
                    (goto-char marker)
                    (delete-char 1)
-                   (insert (propertize "■" 'read-only t 'face 'reins-chat-notice)))))
-             reins-chat--tools)))
+                   (insert (propertize "■" 'read-only t 'face 'reins-chat-notice))))
+               (set-marker marker nil))
+             reins-chat--tools))
+  (clrhash reins-chat--tools)
+  (clrhash reins-chat--reviewed))
 
 (defun reins-chat--todo-text (todos)
   "The todo list TODOS: how far along it is, then a line per step."

@@ -46,6 +46,9 @@
     (when (reins-test-chat-shows "The user wants a plan")
       (reins-test-fail "the model's reasoning was shown as its answer"))
     (with-current-buffer chat
+      (unless (zerop (+ (hash-table-count reins-chat--tools) (hash-table-count reins-chat--reviewed)))
+        (reins-test-fail "the chat still keeps the ended run's tool calls")))
+    (with-current-buffer chat
       (unless (string-empty-p (buffer-substring-no-properties reins-chat--prompt (point-max)))
         (reins-test-fail "the prompt was not emptied after sending"))
       ;; The transcript is read-only; the prompt is not.

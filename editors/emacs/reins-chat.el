@@ -79,13 +79,17 @@ cancels the running turn, \\[reins-chat-new] starts a new session.
           "\n"))
 
 (defun reins-chat--header ()
-  "The header line: the project, the session and whether it runs."
-  (format " reins · %s · %s%s%s"
-          (file-name-nondirectory (directory-file-name (reins-connection-root reins-chat--connection)))
-          (if reins-chat--session (concat "session " (substring reins-chat--session 0 (min 8 (length reins-chat--session))))
-            "new session")
-          (if reins-chat--model (concat " · " reins-chat--model) "")
-          (if reins-chat--running " · running…" "")))
+  "The header line: the project, the session and whether it runs.
+A `%' in the project's or the model's name is doubled: the header line would read it as a
+mode-line construct."
+  (string-replace
+   "%" "%%"
+   (format " reins · %s · %s%s%s"
+           (file-name-nondirectory (directory-file-name (reins-connection-root reins-chat--connection)))
+           (if reins-chat--session (concat "session " (substring reins-chat--session 0 (min 8 (length reins-chat--session))))
+             "new session")
+           (if reins-chat--model (concat " · " reins-chat--model) "")
+           (if reins-chat--running " · running…" ""))))
 
 (defun reins-chat--buffer-name (root)
   (format "*reins chat: %s*" (file-name-nondirectory (directory-file-name root))))

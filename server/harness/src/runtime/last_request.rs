@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use reins_ai::{Anthropic, AssistantMessage, EventSink, OpenAiCompatible, Provider, Request};
-use reins_settings::{Api, KeySource};
+use reins_settings::Api;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 

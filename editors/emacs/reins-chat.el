@@ -79,13 +79,17 @@ cancels the running turn, \\[reins-chat-new] starts a new session.
           "\n"))
 
 (defun reins-chat--header ()
-  "The header line: the project, the session and whether it runs."
-  (format " reins · %s · %s%s%s"
-          (file-name-nondirectory (directory-file-name (reins-connection-root reins-chat--connection)))
-          (if reins-chat--session (concat "session " (substring reins-chat--session 0 (min 8 (length reins-chat--session))))
-            "new session")
-          (if reins-chat--model (concat " · " reins-chat--model) "")
-          (if reins-chat--running " · running…" "")))
+  "The header line: the project, the session and whether it runs.
+A `%' in the project's or the model's name is doubled: the header line would read it as a
+mode-line construct."
+  (string-replace
+   "%" "%%"
+   (format " reins · %s · %s%s%s"
+           (file-name-nondirectory (directory-file-name (reins-connection-root reins-chat--connection)))
+           (if reins-chat--session (concat "session " (substring reins-chat--session 0 (min 8 (length reins-chat--session))))
+             "new session")
+           (if reins-chat--model (concat " · " reins-chat--model) "")
+           (if reins-chat--running " · running…" ""))))
 
 (defun reins-chat--buffer-name (root)
   (format "*reins chat: %s*" (file-name-nondirectory (directory-file-name root))))
@@ -207,18 +211,25 @@ line before them."
           (insert (propertize (if failed "✗" "✓") 'read-only t 'face (if failed 'reins-chat-error 'reins-chat-tool)))
           (when (and failed why)
             (end-of-line)
-            (insert (propertize (concat " — " (reins-chat--one-line why 100)) 'read-only t 'face 'reins-chat-error))))))))
+            (insert (propertize (concat " — " (reins-chat--one-line why 100)) 'read-only t 'face 'reins-chat-error))))
+        ;; Done with: a marker kept would slow every insertion of a long session.
+        (set-marker marker nil)
+        (remhash id reins-chat--tools)))))
 
 (defun reins-chat--settle-tools ()
-  "Mark the tool calls that never ended (the run was cancelled or failed) with ■."
+  "Mark the tool calls that never ended (the run was cancelled or failed) with ■.
+The run's calls are then forgotten, so what is kept per call does not grow with the session."
   (let ((inhibit-read-only t))
     (maphash (lambda (_id marker)
                (when (eq (char-after marker) ?⋯)
                  (save-excursion
                    (goto-char marker)
                    (delete-char 1)
-                   (insert (propertize "■" 'read-only t 'face 'reins-chat-notice)))))
-             reins-chat--tools)))
+                   (insert (propertize "■" 'read-only t 'face 'reins-chat-notice))))
+               (set-marker marker nil))
+             reins-chat--tools))
+  (clrhash reins-chat--tools)
+  (clrhash reins-chat--reviewed))
 
 (defun reins-chat--todo-text (todos)
   "The todo list TODOS: how far along it is, then a line per step."

@@ -18,16 +18,19 @@
   (let ((data (flymake-diagnostic-data diag)))
     (equal (plist-get (cdr (and (listp data) (assoc 'eglot-lsp-diag data))) :source) "reins")))
 
-(defun reins--lsp-diagnostic (diag)
-  "The Flymake DIAG as an LSP Diagnostic."
+(defun reins--lsp-diagnostic (diag &optional position)
+  "The Flymake DIAG as an LSP Diagnostic.
+POSITION turns a buffer position into an LSP one; `reins--position' unless the caller's
+connection counts columns its own way (eglot's)."
   (let* ((data (flymake-diagnostic-data diag))
          (lsp (cdr (and (listp data) (assoc 'eglot-lsp-diag data))))
          (severity (flymake--severity (flymake-diagnostic-type diag)))
          (backend (flymake-diagnostic-backend diag))
          (source (or (plist-get lsp :source) (and backend (symbolp backend) (symbol-name backend))))
          (code (plist-get lsp :code)))
-    (append (list :range (list :start (reins--position (flymake-diagnostic-beg diag))
-                               :end (reins--position (flymake-diagnostic-end diag)))
+    (append (list :range (let ((position (or position #'reins--position)))
+                           (list :start (funcall position (flymake-diagnostic-beg diag))
+                                 :end (funcall position (flymake-diagnostic-end diag))))
                   :severity (cond ((>= severity (warning-numeric-level :error)) 1)
                                   ((>= severity (warning-numeric-level :warning)) 2)
                                   (t 3))

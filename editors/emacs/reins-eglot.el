@@ -213,19 +213,7 @@ reins re-bases it onto what was typed."
 
 (defun reins-eglot--lsp-diagnostic (diag)
   "The Flymake DIAG as an LSP Diagnostic, in the server's position encoding."
-  (let* ((lsp (cdr (assoc 'eglot-lsp-diag (flymake-diagnostic-data diag))))
-         (severity (flymake--severity (flymake-diagnostic-type diag)))
-         (backend (flymake-diagnostic-backend diag))
-         (source (or (plist-get lsp :source) (and backend (symbolp backend) (symbol-name backend))))
-         (code (plist-get lsp :code)))
-    (append (list :range (list :start (eglot--pos-to-lsp-position (flymake-diagnostic-beg diag))
-                               :end (eglot--pos-to-lsp-position (flymake-diagnostic-end diag)))
-                  :severity (cond ((>= severity (warning-numeric-level :error)) 1)
-                                  ((>= severity (warning-numeric-level :warning)) 2)
-                                  (t 3))
-                  :message (flymake-diagnostic-text diag))
-            (when source (list :source source))
-            (when code (list :code code)))))
+  (reins--lsp-diagnostic diag #'eglot--pos-to-lsp-position))
 
 (defun reins-eglot--checked-p (buffer)
   "Whether anything besides reins checks BUFFER: a Flymake backend of its own running in it.

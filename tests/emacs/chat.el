@@ -46,6 +46,9 @@
     (when (reins-test-chat-shows "The user wants a plan")
       (reins-test-fail "the model's reasoning was shown as its answer"))
     (with-current-buffer chat
+      (unless (zerop (+ (hash-table-count reins-chat--tools) (hash-table-count reins-chat--reviewed)))
+        (reins-test-fail "the chat still keeps the ended run's tool calls")))
+    (with-current-buffer chat
       (unless (string-empty-p (buffer-substring-no-properties reins-chat--prompt (point-max)))
         (reins-test-fail "the prompt was not emptied after sending"))
       ;; The transcript is read-only; the prompt is not.
@@ -118,6 +121,12 @@
       (unless (equal (plist-get (reins-test-event "agent_end") :sessionId) first-session)
         (reins-test-fail "after the restart the chat left its session"))
       (unless (string-match-p "scripted-model" (with-current-buffer chat (reins-chat--header)))
-        (reins-test-fail "the header does not name the model: %S" (with-current-buffer chat (reins-chat--header)))))
+        (reins-test-fail "the header does not name the model: %S" (with-current-buffer chat (reins-chat--header))))
+      ;; A model's name is data (a session file's): a % in it shows as itself, which the header
+      ;; line, a mode-line construct, says as %% (`format-mode-line' draws nothing in batch).
+      (with-current-buffer chat
+        (let ((reins-chat--model "lab/50%-off%b"))
+          (unless (string-match-p (regexp-quote "lab/50%%-off%%b") (reins-chat--header))
+            (reins-test-fail "the header would misread a %% in the model: %S" (reins-chat--header))))))
     (message "chat:\n%s" (with-current-buffer chat (buffer-string))))
   (reins-test-pass "the chat streamed, followed up in one session, cancelled, said what failed, and took an ask"))

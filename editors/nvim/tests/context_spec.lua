@@ -55,9 +55,12 @@ T.test("#diagnostics quotes the buffer's diagnostics, #diff the working tree's c
   local ns = vim.api.nvim_create_namespace("context-spec")
   vim.diagnostic.set(ns, buf, {
     { lnum = 1, col = 4, message = "undefined name 'b'", severity = vim.diagnostic.severity.ERROR, source = "pyflakes" },
+    -- reins's own (a pending edit's): not one of the buffer's problems.
+    { lnum = 4, col = 0, message = "agent edit waiting", severity = vim.diagnostic.severity.HINT, source = "reins" },
   })
   send("Fix #diagnostics", "Seen the diagnostics.")
   T.contains(H.chat_text(), "- line 2: error: undefined name 'b' (pyflakes)")
+  T.ok(not H.chat_text():find("agent edit waiting", 1, true), "reins's own diagnostic is not quoted")
   send("Review #diff", "Seen the diff.")
   local text = H.chat_text()
   T.contains(text, "Working-tree changes (git diff):\n")

@@ -34,6 +34,11 @@ T.test("the model shows without its provider, after the status, and goes before 
   T.eq(with_model(45), " reins · Can these be clearer, and… |⏸ review ")
 end)
 
+T.test("a % in the model shows as itself and runs no statusline expression", function()
+  local shown = vim.api.nvim_eval_statusline(render.winbar(conv, "t", 120, "lab/m%{toupper('x')}"), {}).str
+  T.eq(shown:match("· (m%S+)"), "m%{toupper('x')}")
+end)
+
 T.test("a reason of several lines shows as lines of their own, on a tool call and on a proposal", function()
   local reason = "the user changed the same lines meanwhile: line 3\nb.py was not moved"
   local proposal = { kind = "proposal", tool = "edit", path = "a.py", hunks = 1, status = "stale", reason = reason }

@@ -397,6 +397,12 @@ impl Settings {
         &self,
         vars: impl IntoIterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
     ) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+        reins_tools::tool_env(vars, &self.base.key_vars, &self.known_keys(), &self.pass_env)
+    }
+
+    /// Every key these settings hold (the providers', `api_key`, the auth file's): what must
+    /// never be shown or handed on. Keys a key command prints are not known until it runs.
+    pub fn known_keys(&self) -> Vec<&str> {
         let mut keys: Vec<&str> = self
             .keys
             .values()
@@ -409,7 +415,7 @@ impl Settings {
         if let Some((_, auth)) = &self.base.auth {
             keys.extend(auth.values().map(ApiKey::expose));
         }
-        reins_tools::tool_env(vars, &self.base.key_vars, &keys, &self.pass_env)
+        keys
     }
 
     /// A failed model call as the user reads it: what went wrong and what to do about it, naming

@@ -216,11 +216,14 @@ function M.resolve(text)
         end
         local entry = whole(vim.uri_from_bufnr(buf))
         if word == "#diagnostics" then
-          local items = vim.diagnostic.get(buf)
+          -- As the server's `reins/diagnostics` gets them: in its position encoding, and without
+          -- reins's own (its pending edits'), which are not the buffer's problems.
+          local c = client.get()
+          local items = require("reins.diagnostics").of(buf, c and c.id, c and c.offset_encoding or "utf-16")
           if #items == 0 then
             return nil, ("#diagnostics: %s has none"):format(vim.fn.fnamemodify(vim.api.nvim_buf_get_name(buf), ":~:."))
           end
-          entry.diagnostics = vim.lsp.diagnostic.from(items)
+          entry.diagnostics = items
         end
       elseif word == "#selection" then
         local buf, why = source_buffer(word)

@@ -82,6 +82,19 @@ local function to_lsp(bufnr, d, encoding)
   return diagnostic
 end
 
+--- The diagnostics of `bufnr` besides reins's own, as LSP Diagnostics in `encoding` (of the reins
+--- client `client_id`, nil when none runs): what the server is told, and what `#diagnostics` quotes.
+function M.of(bufnr, client_id, encoding)
+  local own = client_id and namespaces_of(client_id) or {}
+  local diagnostics = {}
+  for _, d in ipairs(vim.diagnostic.get(bufnr)) do
+    if not own[d.namespace] and d.source ~= "reins" then
+      table.insert(diagnostics, to_lsp(bufnr, d, encoding))
+    end
+  end
+  return diagnostics
+end
+
 --- The answer to `reins/diagnostics {uris?}` for the reins client `client_id`.
 function M.answer(params, client_id, encoding)
   local buffers = {}
@@ -99,13 +112,7 @@ function M.answer(params, client_id, encoding)
   local items = {}
   for _, buffer in ipairs(buffers) do
     if checked(buffer.bufnr, client_id, own) then
-      local diagnostics = {}
-      for _, d in ipairs(vim.diagnostic.get(buffer.bufnr)) do
-        if not own[d.namespace] and d.source ~= "reins" then
-          table.insert(diagnostics, to_lsp(buffer.bufnr, d, encoding))
-        end
-      end
-      table.insert(items, { uri = buffer.uri, diagnostics = diagnostics })
+      table.insert(items, { uri = buffer.uri, diagnostics = M.of(buffer.bufnr, client_id, encoding) })
     end
   end
   return { items = items }

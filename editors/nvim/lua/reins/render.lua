@@ -401,7 +401,15 @@ function M.winbar(conv, title, width, model)
   if title and title ~= "" and room >= 8 then
     title_str = " · " .. one_line(title, math.min(28, room - 3))
   end
-  return "%#ReinsWinbar#" .. left .. "%#ReinsWinbarDim#" .. title_str:gsub("%%", "%%%%") .. " %=" .. right_str .. " "
+  -- The title and the model are data (a session file's): a `%` in them is shown, never run as a
+  -- statusline item (`%{…}` would evaluate an expression).
+  return "%#ReinsWinbar#"
+    .. left
+    .. "%#ReinsWinbarDim#"
+    .. title_str:gsub("%%", "%%%%")
+    .. " %="
+    .. right_str:gsub("%%", "%%%%")
+    .. " "
 end
 
 return M

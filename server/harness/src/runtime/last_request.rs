@@ -1,13 +1,13 @@
 //! The request a session last sent to its model, for a user debugging a prompt: each session's
 //! provider is wrapped so its turns leave their request behind, and it is shown as the provider's
 //! own encoder makes the body (the headers, which carry the key, left out; any key of the
-//! settings that a message quotes is redacted).
+//! settings that the URL or a message quotes is redacted).
 
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use reins_ai::{Anthropic, AssistantMessage, EventSink, OpenAiCompatible, Provider, Request};
-use reins_settings::{Api, KeySource};
+use reins_settings::Api;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -50,44 +50,51 @@ impl Harness {
             Api::Anthropic => Anthropic::wire_request(&request),
             Api::OpenAi => OpenAiCompatible::wire_request(&request),
         };
-        let mut keys: Vec<String> = settings
-            .keys
-            .values()
-            .filter_map(|source| match source {
-                KeySource::Key(key, _) => Some(key.expose().to_string()),
-                _ => None,
-            })
-            .collect();
-        keys.push(settings.api_key.expose().to_string());
-        Ok(Some(SentRequest { url, body: redact(body, &keys) }))
+        let keys = settings.known_keys();
+        Ok(Some(SentRequest { url: redact_text(url, &keys), body: redact(body, &keys) }))
     }
 }
 
 /// `value` with every occurrence of a key in its strings replaced by `<redacted>`.
-fn redact(value: Value, keys: &[String]) -> Value {
+fn redact(value: Value, keys: &[&str]) -> Value {
     match value {
-        Value::String(text) => Value::String(keys.iter().filter(|key| key.len() >= 8).fold(text, |text, key| {
-            if text.contains(key.as_str()) { text.replace(key.as_str(), "<redacted>") } else { text }
-        })),
+        Value::String(text) => Value::String(redact_text(text, keys)),
         Value::Array(items) => Value::Array(items.into_iter().map(|item| redact(item, keys)).collect()),
         Value::Object(map) => Value::Object(map.into_iter().map(|(name, item)| (name, redact(item, keys))).collect()),
         other => other,
     }
 }
 
+/// `text` with every key replaced by `<redacted>`; keys under 8 characters are left, as they
+/// would match ordinary words (an empty key matches everywhere).
+fn redact_text(text: String, keys: &[&str]) -> String {
+    keys.iter()
+        .filter(|key| key.len() >= 8)
+        .fold(text, |text, key| if text.contains(key) { text.replace(key, "<redacted>") } else { text })
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
-    use super::redact;
+    use super::{redact, redact_text};
 
     #[test]
     fn keys_in_any_string_of_the_body_are_redacted_and_short_ones_left() {
         let body = json!({"messages": [{"role": "user", "content": "my key is sk-secret-123, see"}], "model": "m"});
-        let keys = ["sk-secret-123".to_string(), String::new(), "m".to_string()];
+        let keys = ["sk-secret-123", "", "m"];
         assert_eq!(
             redact(body, &keys),
             json!({"messages": [{"role": "user", "content": "my key is <redacted>, see"}], "model": "m"})
+        );
+    }
+
+    #[test]
+    fn a_key_in_the_url_is_redacted() {
+        let url = "https://user:sk-secret-123@example.com/v1?key=sk-other-4567/chat/completions".to_string();
+        assert_eq!(
+            redact_text(url, &["sk-secret-123", "sk-other-4567"]),
+            "https://user:<redacted>@example.com/v1?key=<redacted>/chat/completions"
         );
     }
 }

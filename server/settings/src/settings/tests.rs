@@ -254,6 +254,7 @@ fn tools_get_the_environment_without_any_key() {
     let env = s.tool_env(vars.iter().map(|(name, value)| (name.into(), value.into())));
     let names: Vec<String> = env.iter().map(|(name, _)| name.to_string_lossy().into_owned()).collect();
     assert_eq!(names, ["GITHUB_TOKEN", "PATH"]);
+    assert!(["sk-openai", "sk-ant", "sk-from-auth"].iter().all(|key| s.known_keys().contains(key)));
     let policy = s.exec_policy(Vec::new());
     assert_eq!(policy.sandbox.mode, reins_tools::SandboxMode::WorkspaceWrite);
     assert!(!policy.sandbox.network);

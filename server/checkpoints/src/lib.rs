@@ -10,6 +10,7 @@
 //! they ran, so a checkout can warn that their effects were not tracked.
 
 mod disk;
+mod durable;
 mod patch;
 mod plan;
 pub mod record;

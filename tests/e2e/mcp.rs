@@ -479,9 +479,9 @@ async fn reins_mcp_list_shows_each_server_and_fails_when_one_does() {
         listed,
         json!({"servers": [
             {"name": "everything", "origin": origin, "transport": format!("node {} stdio", everything_js()), "state": "ready", "reason": null,
-             "protocol": "2025-11-25", "tools": [{"name": "mcp__everything__echo", "tool": "echo", "description": "Echoes back the input string"}]},
+             "loggedIn": false, "protocol": "2025-11-25", "tools": [{"name": "mcp__everything__echo", "tool": "echo", "description": "Echoes back the input string"}]},
             {"name": "ghost", "origin": origin, "transport": "reins-no-such-server", "state": "failed",
-             "reason": "cannot start `reins-no-such-server`: it was not found; is it installed and on PATH?", "protocol": null, "tools": []}
+             "reason": "cannot start `reins-no-such-server`: it was not found; is it installed and on PATH?", "loggedIn": false, "protocol": null, "tools": []}
         ]})
     );
     let human = support::reins(None, dir.path(), &["mcp", "list"]).await;

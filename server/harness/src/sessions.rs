@@ -55,17 +55,63 @@ pub struct SessionListing {
 impl SessionListing {
     /// The sessions stored in `files` (a workspace's session files), newest first.
     pub fn list(&mut self, files: &[PathBuf]) -> Vec<SessionInfo> {
-        let Some(dir) = files.first().and_then(|path| path.parent()) else { return Vec::new() };
+        match self.page(files, None, None) {
+            Ok(page) => page.sessions,
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// The page of the sessions stored in `files` after `cursor`, of at most `limit` sessions
+    /// (see [`SessionPage`]). Only the page's sessions are copied out of the index; the rest is
+    /// ordered by time and name alone, so a page costs the same at ten sessions or a thousand
+    /// but for one `stat` each.
+    pub fn page(
+        &mut self,
+        files: &[PathBuf],
+        cursor: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<SessionPage, HarnessError> {
+        if limit == Some(0) {
+            return Err(HarnessError::InvalidArgument("limit must be 1 or more".into()));
+        }
+        let after = cursor.map(parse_cursor).transpose()?;
+        let Some(dir) = files.first().and_then(|path| path.parent()) else {
+            return Ok(SessionPage { sessions: Vec::new(), next_cursor: None });
+        };
         let index = match &mut self.index {
             Some(index) if index.dir() == dir => index,
             slot => slot.insert(SessionIndex::load(dir)),
         };
-        let summaries = index.summaries(files);
+        index.refresh(files);
         index.save();
-        let mut list: Vec<SessionInfo> = summaries.into_iter().map(SessionInfo::from).collect();
-        list.sort_by(|a, b| b.modified.cmp(&a.modified).then_with(|| b.path.cmp(&a.path)));
-        list
+        let order = index.newest_first();
+        let path_of = |name: &str| index.dir().join(name).display().to_string();
+        let first = match after {
+            Some((modified, path)) => {
+                order.partition_point(|&(time, name)| (time, path_of(name).as_str()) >= (modified, path))
+            }
+            None => 0,
+        };
+        let rest = &order[first..];
+        let shown = limit.map_or(rest.len(), |limit| limit.min(rest.len()));
+        let sessions: Vec<SessionInfo> =
+            rest[..shown].iter().filter_map(|(_, name)| index.summary(name)).map(SessionInfo::from).collect();
+        let next_cursor = if shown < rest.len() {
+            sessions.last().map(|last| format!("{}:{}", last.modified, last.path))
+        } else {
+            None
+        };
+        Ok(SessionPage { sessions, next_cursor })
     }
+}
+
+/// A cursor's session time and path, as [`SessionPage`] gives them.
+fn parse_cursor(cursor: &str) -> Result<(u64, &str), HarnessError> {
+    cursor.split_once(':').and_then(|(modified, path)| Some((modified.parse::<u64>().ok()?, path))).ok_or_else(|| {
+        HarnessError::InvalidArgument(format!(
+            "{cursor:?} is not a cursor that reins.session.list gave (it gives `nextCursor`)"
+        ))
+    })
 }
 
 /// One page of a listing: at most the number of sessions asked for, newest first, and the cursor
@@ -90,14 +136,7 @@ impl SessionPage {
             return Err(HarnessError::InvalidArgument("limit must be 1 or more".into()));
         }
         if let Some(cursor) = cursor {
-            let (modified, path) = cursor
-                .split_once(':')
-                .and_then(|(modified, path)| Some((modified.parse::<u64>().ok()?, path)))
-                .ok_or_else(|| {
-                    HarnessError::InvalidArgument(format!(
-                        "{cursor:?} is not a cursor that reins.session.list gave (it gives `nextCursor`)"
-                    ))
-                })?;
+            let (modified, path) = parse_cursor(cursor)?;
             let first = sessions.partition_point(|s| (s.modified, s.path.as_str()) >= (modified, path));
             sessions.drain(..first);
         }
@@ -440,5 +479,40 @@ mod tests {
         std::fs::remove_file(first_path).unwrap();
         assert_eq!(firsts(&listing.list(&store.files(cwd).unwrap())), ["second"]);
         assert!(listing.list(&SessionStore::new(tmp.path().join("missing")).files(cwd).unwrap()).is_empty());
+    }
+
+    #[test]
+    fn pages_from_the_index_walk_the_whole_listing_in_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(tmp.path());
+        let cwd = Path::new("/w");
+        for n in 0..7 {
+            let mut file = store.create(cwd, None).unwrap();
+            file.append_message(&Message::user(format!("m{n}"))).unwrap();
+            file.flush().unwrap();
+        }
+        let files = store.files(cwd).unwrap();
+        let mut listing = SessionListing::default();
+        let whole = listing.list(&files);
+        assert_eq!(whole.len(), 7);
+        let expected = SessionPage::of(whole.clone(), None, Some(3)).unwrap();
+        let (mut walked, mut cursor, mut pages) = (Vec::new(), None::<String>, 0);
+        loop {
+            let page = listing.page(&files, cursor.as_deref(), Some(3)).unwrap();
+            if pages == 0 {
+                assert_eq!(page, expected);
+            }
+            pages += 1;
+            assert!(page.sessions.len() <= 3);
+            walked.extend(page.sessions);
+            cursor = page.next_cursor;
+            if cursor.is_none() {
+                break;
+            }
+        }
+        assert_eq!(pages, 3);
+        assert_eq!(walked, whole);
+        assert!(listing.page(&files, Some("nonsense"), Some(3)).is_err());
+        assert!(listing.page(&files, None, Some(0)).is_err());
     }
 }

@@ -7,7 +7,7 @@
 //! `reins-index.json` (pi lists only `*.jsonl`), written whole to a temporary file and renamed
 //! into place, so a reader never sees half of one.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -100,36 +100,57 @@ impl SessionIndex {
         &self.dir
     }
 
-    /// The summaries of `files` (session files of this directory), from the index where an
-    /// entry's stamp matches its file and from the file where it does not; entries of other
-    /// files are dropped. A file that cannot be read is left out, with a warning.
+    /// The summaries of `files` (session files of this directory), as [`SessionIndex::refresh`]
+    /// brings them up to date.
     pub fn summaries(&mut self, files: &[PathBuf]) -> Vec<SessionSummary> {
-        let mut seen: HashMap<String, IndexEntry> = HashMap::with_capacity(files.len());
-        let mut summaries = Vec::with_capacity(files.len());
+        self.refresh(files);
+        files.iter().filter_map(|path| self.summary(path.file_name()?.to_str()?)).collect()
+    }
+
+    /// Brings the index up to date with `files` (session files of this directory): an entry
+    /// whose stamp no longer matches its file is read again from the file, a new file is read,
+    /// and entries of other files are dropped. Only stamps are compared, in place, so a listing
+    /// of a thousand unchanged sessions costs a thousand `stat`s and no copies. A file that
+    /// cannot be read is left out, with a warning.
+    pub fn refresh(&mut self, files: &[PathBuf]) {
+        let mut names: HashSet<&str> = HashSet::with_capacity(files.len());
         for path in files {
             let Some(name) = path.file_name().and_then(|name| name.to_str()) else { continue };
             let Ok(meta) = std::fs::metadata(path) else { continue };
-            let modified = meta.modified().unwrap_or(UNIX_EPOCH);
-            let stamp = (nanos(modified), meta.len());
-            let entry = match self.entries.remove(name) {
-                Some(entry) if (entry.modified_ns, entry.len) == stamp => entry,
-                _ => match summarize(path) {
-                    Ok(summary) => {
-                        self.changed = true;
-                        IndexEntry::of(&summary, stamp)
-                    }
-                    Err(err) => {
-                        tracing::warn!("{err}; the session is left out of the list");
-                        continue;
-                    }
-                },
-            };
-            summaries.push(entry.summary(path.clone(), modified));
-            seen.insert(name.to_string(), entry);
+            let stamp = (nanos(meta.modified().unwrap_or(UNIX_EPOCH)), meta.len());
+            if self.entries.get(name).is_some_and(|entry| (entry.modified_ns, entry.len) == stamp) {
+                names.insert(name);
+                continue;
+            }
+            match summarize(path) {
+                Ok(summary) => {
+                    self.changed = true;
+                    self.entries.insert(name.to_string(), IndexEntry::of(&summary, stamp));
+                    names.insert(name);
+                }
+                Err(err) => tracing::warn!("{err}; the session is left out of the list"),
+            }
         }
-        self.changed |= !self.entries.is_empty();
-        self.entries = seen;
-        summaries
+        let before = self.entries.len();
+        self.entries.retain(|name, _| names.contains(name.as_str()));
+        self.changed |= self.entries.len() != before;
+    }
+
+    /// The file names of the indexed sessions, newest first: by modification time in
+    /// milliseconds (as listings show it), then by name, the later first. Only names are
+    /// sorted; [`SessionIndex::summary`] gives the sessions a page shows.
+    pub fn newest_first(&self) -> Vec<(u64, &str)> {
+        let mut order: Vec<(u64, &str)> =
+            self.entries.iter().map(|(name, entry)| (entry.modified_ns / 1_000_000, name.as_str())).collect();
+        order.sort_unstable_by(|a, b| b.cmp(a));
+        order
+    }
+
+    /// The summary of the session file `name` of this directory, as last indexed.
+    pub fn summary(&self, name: &str) -> Option<SessionSummary> {
+        let entry = self.entries.get(name)?;
+        let modified = UNIX_EPOCH + Duration::from_nanos(entry.modified_ns);
+        Some(entry.summary(self.dir.join(name), modified))
     }
 
     /// Writes the index when it changed since it was read or last written, at most once every

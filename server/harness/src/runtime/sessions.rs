@@ -102,7 +102,11 @@ impl Harness {
 
     /// A page of this workspace's sessions (see [`SessionPage`]).
     pub fn list_sessions_page(&self, cursor: Option<&str>, limit: Option<usize>) -> Result<SessionPage, HarnessError> {
-        SessionPage::of(self.list_sessions()?, cursor, limit)
+        if !self.options.persist {
+            return SessionPage::of(Vec::new(), cursor, limit);
+        }
+        let files = self.store.files(&self.cwd()).map_err(session_error)?;
+        lock(&self.listing).page(&files, cursor, limit)
     }
 
     /// The tree of a session by id (or unique prefix) or path, else of the workspace's most

@@ -229,7 +229,11 @@ fn disarm_config(dir: &Path) -> Vec<String> {
     if harmless.dropped.is_empty() && !harmless.unclear {
         return Vec::new();
     }
-    let written = std::fs::rename(&path, aside(&path)).and_then(|()| std::fs::write(&path, &harmless.text));
+    // A new file only: a process the command left behind may plant a link there meanwhile.
+    let written = std::fs::rename(&path, aside(&path)).and_then(|()| {
+        use std::io::Write;
+        std::fs::OpenOptions::new().write(true).create_new(true).open(&path)?.write_all(harmless.text.as_bytes())
+    });
     if let Err(err) = written {
         tracing::warn!("{}: cannot disable: {err}", path.display());
         return Vec::new();

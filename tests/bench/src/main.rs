@@ -154,7 +154,11 @@ fn main() {
     if args.first().is_some_and(|first| first == "tokens") {
         std::process::exit(runtime.block_on(tokens_only()));
     }
-    std::process::exit(runtime.block_on(run()));
+    // `reins-bench turn`: only the first table (startup, turns, memory), reins beside pi 1.6.
+    if args.first().is_some_and(|first| first == "turn") {
+        std::process::exit(runtime.block_on(run(&peer::PI_VERSIONS[..1], false)));
+    }
+    std::process::exit(runtime.block_on(run(&peer::PI_VERSIONS, true)));
 }
 
 async fn tokens_only() -> i32 {
@@ -169,7 +173,9 @@ async fn tokens_only() -> i32 {
     i32::from(missed && std::env::var_os("BENCH_STRICT").is_some())
 }
 
-async fn run() -> i32 {
+/// The first table, reins beside the pis of `versions`, and its targets; then, when `everything`,
+/// every other part of the bench.
+async fn run(versions: &[&'static str], everything: bool) -> i32 {
     let reins = match reins_binary() {
         Some(path) => path,
         None => {
@@ -189,7 +195,7 @@ async fn run() -> i32 {
     let reins_figures = measure_reins(&reins, workspace.path()).await;
     let mut pis = Vec::new();
     let mut peers = Vec::new();
-    for version in peer::PI_VERSIONS {
+    for &version in versions {
         let pi = peer::Pi::install(version).await;
         let figures = match &pi {
             Ok(pi) => peer::measure_pi(pi, workspace.path()).await,
@@ -201,6 +207,10 @@ async fn run() -> i32 {
     print_figures(&reins_figures, &peers);
     let pi16 = peers.iter().find(|(name, _)| name.starts_with("pi 1.6")).and_then(|(_, figures)| figures.as_ref().ok());
     let mut failed = check_targets(&reins_figures, pi16);
+    if !everything {
+        print_load(&load_before);
+        return i32::from(failed && std::env::var_os("BENCH_STRICT").is_some());
+    }
     failed |= tokens::measure(&reins, &pis).await;
     failed |= sessions::measure();
     failed |= lsp::measure(&reins).await;

@@ -173,8 +173,8 @@ mod tests {
         let request = |text: &str| Request {
             model: model.clone(),
             system_prompt: "system".into(),
-            messages: vec![Message::user(text)],
-            tools: Vec::new(),
+            messages: vec![Message::user(text)].into(),
+            tools: Vec::new().into(),
             max_tokens: None,
             thinking: None,
         };

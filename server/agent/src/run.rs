@@ -63,15 +63,15 @@ struct Run<'a> {
 #[derive(Default)]
 struct ToolSpecs {
     of: Vec<Arc<dyn Tool>>,
-    specs: Vec<ToolSpec>,
+    specs: Arc<Vec<ToolSpec>>,
 }
 
 impl ToolSpecs {
-    fn for_tools(&mut self, tools: &[Arc<dyn Tool>]) -> Vec<ToolSpec> {
+    fn for_tools(&mut self, tools: &[Arc<dyn Tool>]) -> Arc<Vec<ToolSpec>> {
         let same = self.of.len() == tools.len() && self.of.iter().zip(tools).all(|(a, b)| Arc::ptr_eq(a, b));
         if !same {
             self.of = tools.to_vec();
-            self.specs = tools.iter().map(|tool| tool.spec()).collect();
+            self.specs = Arc::new(tools.iter().map(|tool| tool.spec()).collect());
         }
         self.specs.clone()
     }
@@ -308,7 +308,7 @@ impl Run<'_> {
         let request = Request {
             model: self.context.model.clone(),
             system_prompt: self.context.system_prompt.clone(),
-            messages,
+            messages: Arc::new(messages),
             tools: self.specs.for_tools(&self.context.tools),
             max_tokens: None,
             thinking: self.context.thinking,

@@ -1,6 +1,7 @@
 //! The `Provider` trait: one request in, a stream of events and one assistant message out.
 
 use std::fmt;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -14,8 +15,11 @@ use crate::model::{Model, ThinkingLevel};
 pub struct Request {
     pub model: Model,
     pub system_prompt: String,
-    pub messages: Vec<Message>,
-    pub tools: Vec<ToolSpec>,
+    /// Shared, so that a copy of the request (the one a session keeps for `last_request`) costs
+    /// no copy of the conversation.
+    pub messages: Arc<Vec<Message>>,
+    /// Shared for the same reason; the agent builds the list once and sends it with every call.
+    pub tools: Arc<Vec<ToolSpec>>,
     /// Output limit for this call; `None` takes the model's `max_output`.
     pub max_tokens: Option<u64>,
     /// How hard a reasoning model thinks; `None` leaves it to the provider's default (Anthropic:

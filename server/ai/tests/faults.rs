@@ -54,8 +54,8 @@ fn request(api: Api, server: &ScriptedServer) -> Request {
             compat: Default::default(),
         },
         system_prompt: "You are a test.".into(),
-        messages: vec![Message::user("hello")],
-        tools: Vec::new(),
+        messages: vec![Message::user("hello")].into(),
+        tools: Vec::new().into(),
         max_tokens: None,
         thinking: None,
     }

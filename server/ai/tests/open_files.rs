@@ -19,8 +19,8 @@ fn request(base_url: &str) -> Request {
             compat: Default::default(),
         },
         system_prompt: "You are a test.".into(),
-        messages: vec![Message::user("hello")],
-        tools: Vec::new(),
+        messages: vec![Message::user("hello")].into(),
+        tools: Vec::new().into(),
         max_tokens: None,
         thinking: None,
     }

@@ -35,8 +35,8 @@ fn request(base_url: &str) -> Request {
     Request {
         model: model(base_url),
         system_prompt: "You are a test.".into(),
-        messages: vec![Message::user("hello")],
-        tools: Vec::new(),
+        messages: vec![Message::user("hello")].into(),
+        tools: Vec::new().into(),
         max_tokens: None,
         thinking: None,
     }
@@ -376,8 +376,9 @@ async fn request_body_carries_system_tools_tool_results_and_stream_options() {
         name: "read".into(),
         description: "Read a file.".into(),
         parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
-    }];
-    request.messages.push(Message::Assistant(AssistantMessage {
+    }]
+    .into();
+    std::sync::Arc::make_mut(&mut request.messages).push(Message::Assistant(AssistantMessage {
         content: vec![
             Content::Thinking { thinking: "private".into(), signature: None },
             Content::ToolCall(ToolCall {
@@ -389,7 +390,7 @@ async fn request_body_carries_system_tools_tool_results_and_stream_options() {
         stop_reason: reins_ai::StopReason::ToolUse,
         ..AssistantMessage::default()
     }));
-    request.messages.push(Message::ToolResult(ToolResultMessage {
+    std::sync::Arc::make_mut(&mut request.messages).push(Message::ToolResult(ToolResultMessage {
         tool_call_id: "call_1".into(),
         tool_name: "read".into(),
         content: vec![Content::text("fn main() {}")],

@@ -116,8 +116,9 @@ async fn ask(
     let request = Request {
         model: model.clone(),
         system_prompt: instructions.to_string(),
-        messages: vec![Message::user(format!("<conversation>\n{transcript}</conversation>\n\nWrite the summary now."))],
-        tools: Vec::new(),
+        messages: vec![Message::user(format!("<conversation>\n{transcript}</conversation>\n\nWrite the summary now."))]
+            .into(),
+        tools: Vec::new().into(),
         max_tokens: Some(model.max_output.min(8192)),
         // A summary restates; thinking would only eat into its small output limit.
         thinking: Some(ThinkingLevel::Off),

@@ -72,7 +72,7 @@ fn thinking(model: &Model, max_tokens: u64, level: ThinkingLevel) -> Option<Thin
 
 fn messages(request: &Request) -> Vec<WireMessage> {
     let mut out: Vec<WireMessage> = Vec::with_capacity(request.messages.len());
-    for message in &request.messages {
+    for message in request.messages.iter() {
         let (role, blocks) = match message {
             Message::User(user) => (Role::User, user.content.iter().filter_map(user_block).collect()),
             Message::Assistant(assistant) => (Role::Assistant, assistant_blocks(assistant, &request.model)),
@@ -196,8 +196,8 @@ mod tests {
         Request {
             model: model(false, 1000),
             system_prompt: String::new(),
-            messages,
-            tools: Vec::new(),
+            messages: messages.into(),
+            tools: Vec::new().into(),
             max_tokens: None,
             thinking: None,
         }

@@ -62,7 +62,7 @@ fn messages(request: &Request) -> Vec<WireMessage<'_>> {
     // Tool messages must follow their assistant message directly, so images from tool results
     // (which a `tool` message cannot carry) wait in a user message after the run of results.
     let mut tool_images: Vec<ContentPart> = Vec::new();
-    for message in &request.messages {
+    for message in request.messages.iter() {
         if !matches!(message, Message::ToolResult(_)) && !tool_images.is_empty() {
             out.push(images_message(std::mem::take(&mut tool_images)));
         }
@@ -234,12 +234,14 @@ mod tests {
                 ]),
                 tool_result("c1", vec![Content::text("hello")]),
                 tool_result("c2", vec![Content::text("error: bad JSON")]),
-            ],
+            ]
+            .into(),
             tools: vec![ToolSpec {
                 name: "read".into(),
                 description: "Read a file".into(),
                 parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
-            }],
+            }]
+            .into(),
             max_tokens: Some(64),
             thinking: None,
         };
@@ -333,8 +335,9 @@ mod tests {
                 // A tool's text blocks are paragraphs: a blank line between them.
                 tool_result("c1", vec![Content::text("A tiny image:"), image, Content::text("The image above.")]),
                 assistant(vec![]), // an empty failed answer is left out
-            ],
-            tools: Vec::new(),
+            ]
+            .into(),
+            tools: Vec::new().into(),
             max_tokens: None,
             thinking: None,
         };
@@ -351,8 +354,8 @@ mod tests {
         let mut request = Request {
             model: model(),
             system_prompt: "Be brief.".into(),
-            messages: vec![Message::user("hi")],
-            tools: Vec::new(),
+            messages: vec![Message::user("hi")].into(),
+            tools: Vec::new().into(),
             // The model's own limit (100) is sent, under the name the model takes.
             max_tokens: None,
             thinking: None,
@@ -371,8 +374,8 @@ mod tests {
             let mut request = Request {
                 model: model(),
                 system_prompt: String::new(),
-                messages: vec![Message::user("hi")],
-                tools: Vec::new(),
+                messages: vec![Message::user("hi")].into(),
+                tools: Vec::new().into(),
                 max_tokens: None,
                 thinking,
             };

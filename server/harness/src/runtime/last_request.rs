@@ -34,6 +34,8 @@ pub struct SentRequest {
 #[async_trait]
 impl Provider for Recording {
     async fn stream(&self, request: &Request, on_event: EventSink<'_>, cancel: &CancellationToken) -> AssistantMessage {
+        // Cheap: the copy shares the request's messages and tools (see `Request`), so keeping it
+        // costs no copy of the conversation on every call.
         *lock(&self.slot) = Some(request.clone());
         self.inner.stream(request, on_event, cancel).await
     }

@@ -3,18 +3,22 @@
 //!
 //! The order: (1) a journal, `<session>.checkout/`, holds each file's new content and the hash
 //! the file has now; it is written (and synced) in a temporary directory and renamed into place,
-//! which commits it. (2) Each file is written through a temporary file in its own directory and a rename (or
-//! deleted) — unless it changed since the plan, in which case it is left alone. (3) The caller
-//! moves the session's leaf and saves it. (4) The journal is removed. A journal found when a
-//! checkout starts is one that was interrupted: it is finished first (steps 2 to 4 again, each
-//! file skipped if it already holds its new content).
+//! which commits it. (2) Each file is written through a temporary file in its own directory and a
+//! rename (or deleted) — unless it changed since the plan, in which case it is left alone. (3) The
+//! caller moves the session's leaf and saves it. (4) The renames, the deletions and the leaf are
+//! made durable together and the journal is removed. A journal found when a checkout starts is
+//! one that was interrupted: it is finished first (steps 2 to 4 again, each file skipped if it
+//! already holds its new content).
 //!
-//! Step 2 goes in batches: every temporary file of a batch is written, then all are made durable
-//! with one sync ([`sync_together`]: one `syncfs` per filesystem on Linux), then renamed, then
-//! the directories are synced together once. A sync of each file was a commit of the
-//! filesystem's journal and a flush of the disk's cache each (50 files: 6–47× git's time; a
-//! sync of each after all were written still 4.6–8.4×). Every temporary file is still durable
-//! before its rename, so a power cut too leaves each file before or after.
+//! A checkout syncs three times whatever the number of files, each time every file of a step
+//! together ([`sync_together`]: one `syncfs` per filesystem on Linux): the journal's files; the
+//! temporary files with the journal's rename (before any file takes a new content, the journal
+//! that finishes the job is durable); the renames, deletions and the session's new leaf. A sync
+//! of each file was a commit of the filesystem's journal and a flush of the disk's cache each
+//! (50 files: 6–47× git's time; a sync of each after all were written still 4.6–8.4×). Every
+//! temporary file is still durable before its rename, so a power cut too leaves each file before
+//! or after, and the journal is removed only once all is durable, so a power cut before that
+//! finishes the checkout again at the next one.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -111,13 +115,12 @@ impl Journal {
             Journal { version: VERSION, target: target.to_string(), files, dir: dir.clone(), interrupted: false };
         let mut file = std::fs::File::create(staging.path().join(JOURNAL_FILE))?;
         file.write_all(serde_json::to_string(&journal).map_err(io::Error::other)?.as_bytes())?;
-        // Both written before either is synced: one commit of the filesystem's journal for both.
-        contents.sync_all()?;
-        file.sync_all()?;
-        sync_dir(staging.path());
-        // The rename commits the journal: before it, nothing was changed.
+        // Both files and their names durable in one sync before the rename names them.
+        let staged_dir = std::fs::File::open(staging.path())?;
+        sync_together(&[&contents, &file, &staged_dir])?;
+        // The rename commits the journal: before it, nothing was changed. It is made durable
+        // with the temporary files, before any file changes ([`Journal::apply`]).
         std::fs::rename(staging.keep(), &dir)?;
-        sync_dir(parent);
         Ok(journal)
     }
 
@@ -158,18 +161,23 @@ impl Journal {
             Ok(contents) => contents,
             Err(err) => return self.files.iter().map(|_| Written::Failed(err.to_string())).collect(),
         };
+        // Where the journal was renamed into place: its name durable before any file changes.
+        let committed = self.dir.parent().and_then(|parent| std::fs::File::open(parent).ok());
         let mut written = Vec::with_capacity(self.files.len());
-        for batch in self.files.chunks(BATCH) {
+        for (n, batch) in self.files.chunks(BATCH).enumerate() {
             let mut staged: Vec<io::Result<Staged>> =
                 batch.iter().map(|file| self.stage(file, &contents, inside)).collect();
             // Every temporary file durable before any takes its file's place, in one sync.
-            let temps: Vec<&std::fs::File> = staged
+            let mut temps: Vec<&std::fs::File> = staged
                 .iter()
                 .filter_map(|staged| match staged {
                     Ok(Staged::Write(temp, _)) => Some(temp.as_file()),
                     _ => None,
                 })
                 .collect();
+            if n == 0 {
+                temps.extend(committed.as_ref());
+            }
             if let Err(err) = sync_together(&temps) {
                 for staged in staged.iter_mut().filter(|staged| matches!(staged, Ok(Staged::Write(..)))) {
                     *staged = Err(io::Error::new(err.kind(), err.to_string()));
@@ -179,15 +187,6 @@ impl Journal {
                 let outcome = staged.and_then(|staged| finish(staged, file, inside));
                 written.push(outcome.unwrap_or_else(|err| Written::Failed(err.to_string())));
             }
-        }
-        // The renames and deletions made durable, all directories in one sync; best effort, as
-        // the files' contents already are.
-        let mut dirs: Vec<&Path> = self.files.iter().filter_map(|file| file.path.parent()).collect();
-        dirs.sort();
-        dirs.dedup();
-        let dirs: Vec<std::fs::File> = dirs.into_iter().filter_map(|dir| std::fs::File::open(dir).ok()).collect();
-        if let Err(err) = sync_together(&dirs.iter().collect::<Vec<_>>()) {
-            tracing::warn!("could not sync the directories of a checkout's files: {err}");
         }
         written
     }
@@ -241,8 +240,19 @@ impl Journal {
         }
     }
 
-    /// Removes the journal once the leaf has moved: the checkout is complete.
-    pub fn remove(self) -> io::Result<()> {
+    /// Once the leaf has moved (`session` saved without a sync of its own): makes the renames,
+    /// the deletions and the session durable in one sync, then removes the journal, which
+    /// completes the checkout. Should the sync fail, the journal stays, and the next checkout
+    /// finishes this one again.
+    pub fn finish(self, session: &Path) -> io::Result<()> {
+        let mut dirs: Vec<&Path> = self.files.iter().filter_map(|file| file.path.parent()).collect();
+        dirs.sort();
+        dirs.dedup();
+        // A directory a deletion removed is gone, and its parent's entry is what is synced.
+        let mut open: Vec<std::fs::File> =
+            dirs.into_iter().filter_map(|dir| dir.ancestors().find_map(|dir| std::fs::File::open(dir).ok())).collect();
+        open.push(std::fs::File::open(session)?);
+        sync_together(&open.iter().collect::<Vec<_>>())?;
         std::fs::remove_dir_all(&self.dir)
     }
 }
@@ -315,11 +325,4 @@ fn write_temporary(path: &Path, bytes: &[u8]) -> io::Result<tempfile::NamedTempF
         temp.as_file().set_permissions(permissions)?;
     }
     Ok(temp)
-}
-
-/// Makes a rename in `dir` durable; best effort.
-fn sync_dir(dir: &Path) {
-    if let Ok(dir) = std::fs::File::open(dir) {
-        let _ = dir.sync_all();
-    }
 }

@@ -2,22 +2,69 @@
 //! the current path are undone, newest first, and those on the path from the common ancestor to
 //! the target are redone, oldest first.
 
+use std::collections::HashSet;
+
 use reins_session::{EntryTag, SessionError, SessionTree};
 use serde::Deserialize;
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 
 use crate::record::{COMMAND, CommandRecord, FILE_CHANGE, FileChangeRecord, FileRecord};
-
-/// A custom entry's type, read without the rest of its line.
-#[derive(Deserialize)]
-struct CustomType {
-    #[serde(rename = "customType", default)]
-    custom_type: String,
-}
 
 /// A custom entry's `data`, read straight into its record.
 #[derive(Deserialize)]
 struct Data<T> {
     data: T,
+}
+
+/// What a custom entry's line records, read in one pass: its `customType` first (reins and pi
+/// write it before `data`), then `data` straight into the record that type names, or skipped
+/// without being built for other extensions' entries.
+enum Recorded {
+    FileChange(FileChangeRecord),
+    Command(CommandRecord),
+    Other,
+    /// `data` came before `customType`: the line is read again for it.
+    DataFirst(String),
+}
+
+impl<'de> Deserialize<'de> for Recorded {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> Visitor<'de> for Fields {
+            type Value = Recorded;
+
+            fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+                formatter.write_str("a custom entry")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Recorded, A::Error> {
+                let (mut custom_type, mut recorded, mut data_first) = (None::<String>, None, false);
+                while let Some(key) = map.next_key::<String>()? {
+                    match (key.as_str(), custom_type.as_deref()) {
+                        ("customType", _) => custom_type = Some(map.next_value()?),
+                        ("data", Some(FILE_CHANGE)) => recorded = Some(Recorded::FileChange(map.next_value()?)),
+                        ("data", Some(COMMAND)) => recorded = Some(Recorded::Command(map.next_value()?)),
+                        ("data", None) => {
+                            data_first = true;
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                match (custom_type, recorded) {
+                    (_, Some(recorded)) => Ok(recorded),
+                    (Some(custom_type), None) if data_first => Ok(Recorded::DataFirst(custom_type)),
+                    (Some(custom_type), None) if custom_type == FILE_CHANGE || custom_type == COMMAND => {
+                        Err(serde::de::Error::missing_field("data"))
+                    }
+                    _ => Ok(Recorded::Other),
+                }
+            }
+        }
+        deserializer.deserialize_map(Fields)
+    }
 }
 
 /// Which way a recorded change is replayed.
@@ -91,49 +138,77 @@ impl Plan {
             return;
         }
         let Some(line) = tree.line(id) else { return self.unreadable.push(format!("{id}: the line is not UTF-8")) };
-        // Only the type first: other extensions' custom entries are not read further.
-        let custom_type = match serde_json::from_str::<CustomType>(line) {
-            Ok(CustomType { custom_type }) => custom_type,
-            Err(err) => return self.unreadable.push(format!("{id}: {err}")),
+        let recorded = match serde_json::from_str::<Recorded>(line) {
+            Ok(Recorded::DataFirst(custom_type)) if custom_type == FILE_CHANGE => {
+                serde_json::from_str::<Data<FileChangeRecord>>(line).map(|Data { data }| Recorded::FileChange(data))
+            }
+            Ok(Recorded::DataFirst(custom_type)) if custom_type == COMMAND => {
+                serde_json::from_str::<Data<CommandRecord>>(line).map(|Data { data }| Recorded::Command(data))
+            }
+            recorded => recorded,
         };
-        match custom_type.as_str() {
-            FILE_CHANGE => match serde_json::from_str::<Data<FileChangeRecord>>(line) {
-                Ok(Data { data }) if data.version > FileChangeRecord::VERSION => {
-                    self.unreadable.push(format!("{id}: written by a newer reins (version {})", data.version))
+        match recorded {
+            Ok(Recorded::FileChange(record)) if record.version > FileChangeRecord::VERSION => {
+                self.unreadable.push(format!("{id}: written by a newer reins (version {})", record.version))
+            }
+            Ok(Recorded::FileChange(record)) => {
+                let mut files = record.files;
+                // A call's changes are taken back in the reverse of the order they landed.
+                if direction == Direction::Undo {
+                    files.reverse();
                 }
-                Ok(Data { data: record }) => {
-                    let mut files = record.files;
-                    // A call's changes are taken back in the reverse of the order they landed.
-                    if direction == Direction::Undo {
-                        files.reverse();
-                    }
-                    self.steps.extend(files.into_iter().map(|file| Step { entry_id: id.to_string(), direction, file }));
-                }
-                Err(err) => self.unreadable.push(format!("{id}: {err}")),
-            },
-            COMMAND => match serde_json::from_str::<Data<CommandRecord>>(line) {
-                Ok(Data { data: record }) => self.commands.push(CommandRan {
-                    entry_id: id.to_string(),
-                    direction,
-                    tool: record.tool,
-                    command: record.command,
-                }),
-                Err(err) => self.unreadable.push(format!("{id}: {err}")),
-            },
-            _ => {}
+                self.steps.extend(files.into_iter().map(|file| Step { entry_id: id.to_string(), direction, file }));
+            }
+            Ok(Recorded::Command(record)) => self.commands.push(CommandRan {
+                entry_id: id.to_string(),
+                direction,
+                tool: record.tool,
+                command: record.command,
+            }),
+            Ok(Recorded::Other | Recorded::DataFirst(_)) => {}
+            Err(err) => self.unreadable.push(format!("{id}: {err}")),
         }
     }
 
     /// Every path the steps name (each once, in order of first mention), as recorded.
     pub fn recorded_paths(&self) -> Vec<&str> {
+        let mut seen: HashSet<&str> = HashSet::new();
         let mut paths: Vec<&str> = Vec::new();
         for step in &self.steps {
             for path in [Some(step.file.path.as_str()), step.file.moved_to.as_deref()].into_iter().flatten() {
-                if !paths.contains(&path) {
+                if seen.insert(path) {
                     paths.push(path);
                 }
             }
         }
         paths
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    #[test]
+    fn a_record_is_read_whatever_the_order_of_its_fields_and_others_are_skipped() {
+        let data = r#"{"version":1,"toolCallId":"c","tool":"edit","files":[{"path":"a.txt","before":null,"after":{"sha256":"x","size":1,"text":"a"}}]}"#;
+        let lines = [
+            r#"{"type":"session","version":3,"id":"s","cwd":"/w"}"#.to_string(),
+            format!(r#"{{"type":"custom","id":"a1","parentId":null,"customType":"reins.file_change","data":{data}}}"#),
+            // `data` before `customType`: read again for it.
+            format!(r#"{{"type":"custom","data":{data},"id":"b2","parentId":"a1","customType":"reins.file_change"}}"#),
+            r#"{"type":"custom","id":"c3","parentId":"b2","customType":"other.ext","data":{"files":3}}"#.to_string(),
+            r#"{"type":"custom","id":"d4","parentId":"c3","customType":"reins.command"}"#.to_string(),
+            r#"{"type":"custom","id":"e5","parentId":"d4","customType":"reins.command","data":{"tool":"bash"}}"#
+                .to_string(),
+        ];
+        let tree = SessionTree::from_bytes(Path::new("s.jsonl"), (lines.join("\n") + "\n").into_bytes()).unwrap();
+        let plan = Plan::between(&tree, None, "e5").unwrap();
+        let entries: Vec<&str> = plan.steps.iter().map(|step| step.entry_id.as_str()).collect();
+        assert_eq!(entries, ["a1", "b2"]);
+        assert_eq!(plan.commands.len(), 1);
+        assert_eq!(plan.unreadable, ["d4: missing field `data` at line 1 column 72"]);
     }
 }

@@ -15,7 +15,7 @@ use reins_review::merge;
 use crate::patch;
 use crate::plan::{Direction, Plan, Step};
 use crate::record::{Content, Side};
-use crate::store::SideStore;
+use crate::store::{SideStore, sha256_hex};
 
 /// What checking out does to one file.
 #[derive(Debug, Clone, PartialEq)]
@@ -119,26 +119,27 @@ pub fn replay(plan: &Plan, files: &Files<'_>) -> Vec<FileOutcome> {
 
     // Files linked by a recorded rename form one group; a step with a refused path refuses its group.
     let mut groups = Groups::default();
-    for step in &plan.steps {
-        let paths: Vec<PathBuf> = [Some(step.file.path.as_str()), step.file.moved_to.as_deref()]
-            .into_iter()
-            .flatten()
-            .filter_map(located)
-            .collect();
-        groups.join(&paths);
+    let step_paths: Vec<Vec<PathBuf>> = plan
+        .steps
+        .iter()
+        .map(|step| {
+            let recorded = [Some(step.file.path.as_str()), step.file.moved_to.as_deref()];
+            recorded.into_iter().flatten().filter_map(located).collect()
+        })
+        .collect();
+    for paths in &step_paths {
+        groups.join(paths);
+    }
+    // Each step to its group, in one pass: the steps of a group keep their order.
+    let mut steps_of: HashMap<usize, Vec<&Step>> = HashMap::new();
+    for (step, paths) in plan.steps.iter().zip(&step_paths) {
+        if let Some(group) = paths.first().and_then(|first| groups.group_of(first)) {
+            steps_of.entry(group).or_default().push(step);
+        }
     }
     let mut outcomes = Vec::new();
-    for group in groups.all() {
-        let steps: Vec<&Step> = plan
-            .steps
-            .iter()
-            .filter(|step| {
-                [Some(step.file.path.as_str()), step.file.moved_to.as_deref()]
-                    .into_iter()
-                    .flatten()
-                    .any(|recorded| located(recorded).is_some_and(|path| group.contains(&path)))
-            })
-            .collect();
+    for (at, group) in groups.all() {
+        let steps = steps_of.remove(&at).unwrap_or_default();
         outcomes.extend(replay_group(&group, &steps, files, &shown, &located, &refused));
     }
     for (recorded, reason) in refused {
@@ -165,7 +166,8 @@ fn replay_group(
     refused: &BTreeMap<String, String>,
 ) -> Vec<FileOutcome> {
     let current = |path: &Path| files.current.get(path).cloned().flatten();
-    let mut state: HashMap<PathBuf, Option<Vec<u8>>> = group.iter().map(|path| (path.clone(), current(path))).collect();
+    let mut state =
+        State { files: group.iter().map(|path| (path.clone(), current(path))).collect(), hashes: HashMap::new() };
     let mut merged: Vec<PathBuf> = Vec::new();
     let mut changes: HashMap<PathBuf, usize> = HashMap::new();
     let mut stop: Option<(String, Stop)> = None;
@@ -220,8 +222,8 @@ fn replay_group(
                 }
                 Some((_, Stop::Refused(reason))) => Status::Refused(reason.clone()),
                 None => {
-                    let result = state.get(path).cloned().flatten();
-                    if result == current {
+                    let result = state.files.get(path).and_then(Option::as_ref);
+                    if result == current.as_ref() {
                         Status::Unchanged
                     } else if merged.contains(path) {
                         Status::Merged
@@ -231,7 +233,7 @@ fn replay_group(
                 }
             };
             let result = match status {
-                Status::Restored | Status::Merged => state.get(path).cloned().flatten(),
+                Status::Restored | Status::Merged => state.files.get(path).cloned().flatten(),
                 _ => current.clone(),
             };
             FileOutcome { path: path.clone(), shown: shown_of(path), current, result, changes, status }
@@ -239,12 +241,47 @@ fn replay_group(
         .collect()
 }
 
+/// The files of a group as the replay goes, with the hash of each once it is known: a file's
+/// chain of changes compares it with each side on the way, and a side read from its record is
+/// already checked against its hash, so each content is hashed at most once.
+struct State {
+    /// `None`: no such file.
+    files: HashMap<PathBuf, Option<Vec<u8>>>,
+    /// SHA-256 of what `files` holds at a path, where known.
+    hashes: HashMap<PathBuf, String>,
+}
+
+impl State {
+    fn get(&self, path: &Path) -> Option<&Vec<u8>> {
+        self.files.get(path).and_then(Option::as_ref)
+    }
+
+    /// Puts `bytes` at `path`, with their hash when it is known.
+    fn set(&mut self, path: &Path, bytes: Option<Vec<u8>>, hash: Option<String>) {
+        match hash {
+            Some(hash) => self.hashes.insert(path.to_path_buf(), hash),
+            None => self.hashes.remove(path),
+        };
+        self.files.insert(path.to_path_buf(), bytes);
+    }
+
+    /// Whether the file at `path` holds exactly `side` (see [`Side::matches`]).
+    fn holds(&mut self, path: &Path, side: &Side) -> bool {
+        let Some(bytes) = self.files.get(path).and_then(Option::as_ref) else { return false };
+        if bytes.len() as u64 != side.size {
+            return false;
+        }
+        let hash = self.hashes.entry(path.to_path_buf()).or_insert_with(|| sha256_hex(bytes));
+        *hash == side.sha256
+    }
+}
+
 /// Replays one step on `state`; `Some(path)` when it merged with the user's edits there.
 fn replay_step(
     step: &Step,
     path: &Path,
     final_path: &Path,
-    state: &mut HashMap<PathBuf, Option<Vec<u8>>>,
+    state: &mut State,
     store: &SideStore,
 ) -> Result<Option<PathBuf>, Stop> {
     let record = &step.file;
@@ -266,43 +303,41 @@ fn replay_step(
         reason,
         change: change_diff(record.final_path(), from, to, store),
     };
-    let at = |path: &Path, state: &HashMap<PathBuf, Option<Vec<u8>>>| state.get(path).cloned().flatten();
     match (from, to) {
         (None, None) => Ok(None),
         // The file comes into being at `to_at` (a creation redone, a deletion undone).
-        (None, Some(to)) => match at(to_at, state) {
-            None => {
-                let bytes = side_bytes(to, record.patch.as_deref(), b"", reverse, store)?;
-                state.insert(to_at.to_path_buf(), Some(bytes));
-                Ok(None)
+        (None, Some(to)) => {
+            if state.get(to_at).is_none() {
+                let (bytes, hash) = side_bytes(to, record.patch.as_deref(), b"", reverse, store)?;
+                state.set(to_at, Some(bytes), hash);
+                return Ok(None);
             }
-            Some(now) if to.matches(&now) => Ok(None),
-            Some(_) => Err(conflict(
-                to_at,
-                None,
-                "a file with other content is there now, and it is left as it is".to_string(),
-            )),
-        },
+            if state.holds(to_at, to) {
+                return Ok(None);
+            }
+            Err(conflict(to_at, None, "a file with other content is there now, and it is left as it is".to_string()))
+        }
         // The file goes (a deletion redone, a creation undone): unless the user wrote in it.
-        (Some(from), None) => match at(from_at, state) {
-            None => Ok(None),
-            Some(now) if from.matches(&now) => {
-                state.insert(from_at.to_path_buf(), None);
-                Ok(None)
+        (Some(from), None) => {
+            if state.get(from_at).is_none() {
+                return Ok(None);
             }
-            Some(now) => {
-                let merged = merge_into(from, &[], record.patch.as_deref(), &now, reverse, store)
-                    .map_err(|(lines, reason)| overlapping(from_at, lines, reason))?;
-                let merged_at = (!merged.is_empty()).then(|| from_at.to_path_buf());
-                state.insert(from_at.to_path_buf(), (!merged.is_empty()).then_some(merged));
-                Ok(merged_at)
+            if state.holds(from_at, from) {
+                state.set(from_at, None, None);
+                return Ok(None);
             }
-        },
+            let now = state.get(from_at).cloned().unwrap_or_default();
+            let merged = merge_into(from, &[], record.patch.as_deref(), &now, reverse, store)
+                .map_err(|(lines, reason)| overlapping(from_at, lines, reason))?;
+            let merged_at = (!merged.is_empty()).then(|| from_at.to_path_buf());
+            state.set(from_at, (!merged.is_empty()).then_some(merged), None);
+            Ok(merged_at)
+        }
         // The content changes (and moves from `from_at` to `to_at` for a rename).
         (Some(from), Some(to)) => {
             let moving = from_at != to_at;
-            let Some(now) = at(from_at, state) else {
-                if moving && at(to_at, state).is_some_and(|there| to.matches(&there)) {
+            if state.get(from_at).is_none() {
+                if moving && state.holds(to_at, to) {
                     return Ok(None);
                 }
                 return Err(conflict(
@@ -310,34 +345,38 @@ fn replay_step(
                     None,
                     "it was deleted since, so the change cannot be replayed on it".to_string(),
                 ));
-            };
-            if moving && at(to_at, state).is_some() {
+            }
+            if moving && state.get(to_at).is_some() {
                 return Err(conflict(to_at, None, "a file is there now, so the rename cannot be replayed".to_string()));
             }
-            let (result, merged) = if to.matches(&now) {
-                (now, false)
-            } else if from.matches(&now) {
-                (side_bytes(to, record.patch.as_deref(), &now, reverse, store)?, false)
+            let (result, hash, merged) = if state.holds(from_at, to) {
+                let hash = state.hashes.get(from_at).cloned();
+                (state.get(from_at).cloned().unwrap_or_default(), hash, false)
+            } else if state.holds(from_at, from) {
+                let now = state.get(from_at).map(Vec::as_slice).unwrap_or_default();
+                let (bytes, hash) = side_bytes(to, record.patch.as_deref(), now, reverse, store)?;
+                (bytes, hash, false)
             } else {
                 let to_bytes = match to.content(store).map_err(|err| Stop::Refused(missing(&err)))? {
                     Content::Bytes(bytes) => Some(bytes),
                     Content::Patched => None,
                 };
+                let now = state.get(from_at).map(Vec::as_slice).unwrap_or_default();
                 let merged = merge_into(
                     from,
                     to_bytes.as_deref().unwrap_or_default(),
                     record.patch.as_deref(),
-                    &now,
+                    now,
                     reverse,
                     store,
                 )
                 .map_err(|(lines, reason)| overlapping(from_at, lines, reason))?;
-                (merged, true)
+                (merged, None, true)
             };
             if moving {
-                state.insert(from_at.to_path_buf(), None);
+                state.set(from_at, None, None);
             }
-            state.insert(to_at.to_path_buf(), Some(result));
+            state.set(to_at, Some(result), hash);
             Ok(merged.then(|| to_at.to_path_buf()))
         }
     }
@@ -358,23 +397,25 @@ fn change_diff(path: &str, from: &Option<Side>, to: &Option<Side>, store: &SideS
 }
 
 /// The bytes of side `side`, when the file holds exactly the other side (`base`): the side's own
-/// content, or the patch applied to `base`.
+/// content, or the patch applied to `base`; with their hash when it is known without hashing them.
 fn side_bytes(
     side: &Side,
     patch: Option<&[patch::PatchHunk]>,
     base: &[u8],
     reverse: bool,
     store: &SideStore,
-) -> Result<Vec<u8>, Stop> {
+) -> Result<(Vec<u8>, Option<String>), Stop> {
     match side.content(store).map_err(|err| Stop::Refused(missing(&err)))? {
-        Content::Bytes(bytes) => Ok(bytes),
+        // Checked against the side's hash as it was read.
+        Content::Bytes(bytes) => Ok((bytes, Some(side.sha256.clone()))),
         Content::Patched => {
             let (Some(patch), Ok(base)) = (patch, std::str::from_utf8(base)) else {
                 return Err(Stop::Refused("its record holds neither its content nor a patch".to_string()));
             };
-            patch::apply(base, patch, reverse).map(String::into_bytes).map_err(|conflict| {
+            let patched = patch::apply(base, patch, reverse).map(String::into_bytes).map_err(|conflict| {
                 Stop::Refused(format!("its recorded patch does not apply: {}", conflict.description))
-            })
+            })?;
+            Ok((patched, None))
         }
     }
 }
@@ -418,34 +459,65 @@ fn missing(err: &std::io::Error) -> String {
     format!("its recorded content cannot be read: {err}")
 }
 
-/// Paths joined into groups (union-find over a short list: plans are small).
+/// Paths joined into groups: union-find, so a plan of thousands of files is grouped in about as
+/// many steps.
 #[derive(Default)]
 struct Groups {
-    groups: Vec<Vec<PathBuf>>,
+    index: HashMap<PathBuf, usize>,
+    /// Per path (in order of first mention): the path it was joined to, itself at a group's root.
+    parent: Vec<usize>,
+    paths: Vec<PathBuf>,
 }
 
 impl Groups {
     fn join(&mut self, paths: &[PathBuf]) {
-        let mut joined: Vec<PathBuf> = Vec::new();
-        self.groups.retain(|group| {
-            if group.iter().any(|path| paths.contains(path)) {
-                joined.extend(group.iter().cloned());
-                false
-            } else {
-                true
-            }
+        let mut roots = paths.iter().map(|path| {
+            let at = match self.index.get(path) {
+                Some(&at) => at,
+                None => {
+                    self.index.insert(path.clone(), self.paths.len());
+                    self.parent.push(self.paths.len());
+                    self.paths.push(path.clone());
+                    self.paths.len() - 1
+                }
+            };
+            self.root(at)
         });
-        for path in paths {
-            if !joined.contains(path) {
-                joined.push(path.clone());
-            }
-        }
-        if !joined.is_empty() {
-            self.groups.push(joined);
+        let Some(first) = roots.next() else { return };
+        let rest: Vec<usize> = roots.collect();
+        for root in rest {
+            let first = self.root(first);
+            self.parent[root] = first;
         }
     }
 
-    fn all(self) -> Vec<Vec<PathBuf>> {
-        self.groups
+    fn root(&mut self, mut at: usize) -> usize {
+        while self.parent[at] != at {
+            self.parent[at] = self.parent[self.parent[at]];
+            at = self.parent[at];
+        }
+        at
+    }
+
+    /// The group of a path that was joined (its root's number).
+    fn group_of(&mut self, path: &Path) -> Option<usize> {
+        let at = self.index.get(path).copied()?;
+        Some(self.root(at))
+    }
+
+    /// Every group by its number, each path once, in order of first mention.
+    fn all(mut self) -> Vec<(usize, Vec<PathBuf>)> {
+        let mut groups: Vec<(usize, Vec<PathBuf>)> = Vec::new();
+        let mut slot: HashMap<usize, usize> = HashMap::new();
+        for at in 0..self.paths.len() {
+            let root = self.root(at);
+            let next = groups.len();
+            let slot = *slot.entry(root).or_insert(next);
+            if slot == next {
+                groups.push((root, Vec::new()));
+            }
+            groups[slot].1.push(std::mem::take(&mut self.paths[at]));
+        }
+        groups
     }
 }

@@ -117,7 +117,7 @@ impl Scenario {
         let journal = Journal::write(self.file.path(), target, &outcomes).unwrap();
         let root = self.root();
         assert!(journal.apply(&|path: &Path| path.starts_with(&root)).iter().all(|w| *w == Written::Done));
-        journal.remove().unwrap();
+        journal.finish(self.file.path()).unwrap();
         outcomes
     }
 }
@@ -433,9 +433,25 @@ fn an_interrupted_checkout_finishes_when_run_again() {
     let written = pending.apply(&|_: &Path| true);
     assert_eq!(written, [Written::AlreadyDone, Written::Done, Written::ChangedMeanwhile]);
     assert_eq!((s.read("b.txt").unwrap(), s.read("c.txt").unwrap()), (b"b\n".to_vec(), b"C mine\n".to_vec()));
-    pending.remove().unwrap();
+    pending.finish(s.file.path()).unwrap();
     assert!(Journal::pending(s.file.path()).unwrap().is_none());
     let _ = start;
+}
+
+#[test]
+fn a_journal_whose_last_sync_fails_stays_and_the_next_checkout_finishes_it() {
+    let mut s = Scenario::new();
+    let start = s.file.leaf().unwrap().to_string();
+    s.change(&[("a.txt", None, Some(b"a\n"))]);
+    let (_, outcomes) = s.outcomes(&start);
+    let journal = Journal::write(s.file.path(), &start, &outcomes).unwrap();
+    assert_eq!(journal.apply(&|_: &Path| true), [Written::Done]);
+    // The session to sync with the files cannot be opened: the checkout is not complete.
+    assert!(journal.finish(&s.root().join("gone.jsonl")).is_err());
+    let pending = Journal::pending(s.file.path()).unwrap().expect("the journal stays");
+    assert_eq!(pending.apply(&|_: &Path| true), [Written::AlreadyDone]);
+    pending.finish(s.file.path()).unwrap();
+    assert!(Journal::pending(s.file.path()).unwrap().is_none());
 }
 
 #[test]

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use reins_ai::{visible, visible_line};
 use reins_harness::{
-    CheckedOut, Checkout, ConflictInfo, Direction, FileOutcome, Resumed, SessionTreeView, Status, UNTRACKED_WARNING,
+    CheckedOut, Checkout, ConflictInfo, Direction, FileOutcome, PickedCheckout, Resumed, Status, UNTRACKED_WARNING,
     Written,
 };
 use serde_json::{Value, json};
@@ -55,20 +55,6 @@ fn fail(message: &str) -> ExitCode {
 async fn run(request: &CheckoutRequest) -> Result<ExitCode, String> {
     let warn = Arc::new(|message: &str| eprintln!("reins: warning: {}", visible(message)));
     let harness = crate::sessions_cmd::offline_harness(request.cwd.as_ref(), warn)?;
-    let session = match &request.session {
-        Some(session) => harness.open_session(session).map_err(|e| e.to_string())?,
-        None => harness.continue_recent().map_err(|e| e.to_string())?.ok_or_else(|| {
-            let workspace = crate::run::workspace_root(request.cwd.as_ref()).unwrap_or_default();
-            let workspace = visible(&workspace.display().to_string()).into_owned();
-            format!("no sessions in this workspace ({workspace}) yet; nothing to check out")
-        })?,
-    };
-    let tree = harness.tree(&session).map_err(|e| e.to_string())?;
-    let entry = find_entry(&tree, &request.entry)?;
-    // At one of the user's messages the checkout lands before it; its text is given back.
-    let landing = harness.landing(&session, &entry).map_err(|e| e.to_string())?;
-    let entry = landing.entry_id;
-
     let mut asked = Asked::NotNeeded;
     let confirm = |checkout: &Checkout| {
         if request.yes {
@@ -77,7 +63,12 @@ async fn run(request: &CheckoutRequest) -> Result<ExitCode, String> {
         asked = ask(checkout);
         asked == Asked::Yes
     };
-    let done = harness.checkout(&session, &entry, confirm).await.map_err(|e| e.to_string())?;
+    let picked = harness.checkout_picked(request.session.as_deref(), &request.entry, confirm).await;
+    let PickedCheckout { landing, done } = picked.map_err(|e| e.to_string())?.ok_or_else(|| {
+        let workspace = crate::run::workspace_root(request.cwd.as_ref()).unwrap_or_default();
+        let workspace = visible(&workspace.display().to_string()).into_owned();
+        format!("no sessions in this workspace ({workspace}) yet; nothing to check out")
+    })?;
     if done.declined {
         return Err(match asked {
             Asked::NoTerminal => {
@@ -101,27 +92,6 @@ async fn run(request: &CheckoutRequest) -> Result<ExitCode, String> {
         0 => ExitCode::SUCCESS,
         _ => ExitCode::from(LEFT_BEHIND),
     })
-}
-
-/// The entry `wanted` names: an id, a label, or an unambiguous start of an id.
-fn find_entry(tree: &SessionTreeView, wanted: &str) -> Result<String, String> {
-    if tree.nodes.iter().any(|node| node.id == wanted) {
-        return Ok(wanted.to_string());
-    }
-    let labelled: Vec<&str> =
-        tree.nodes.iter().filter(|node| node.label.as_deref() == Some(wanted)).map(|node| node.id.as_str()).collect();
-    if let [one] = labelled.as_slice() {
-        return Ok(one.to_string());
-    }
-    let starting: Vec<&str> =
-        tree.nodes.iter().filter(|node| node.id.starts_with(wanted)).map(|node| node.id.as_str()).collect();
-    match starting.as_slice() {
-        [one] => Ok(one.to_string()),
-        [] => {
-            Err(format!("session {} has no entry {wanted:?}; `reins sessions tree` shows its entries", tree.session_id))
-        }
-        many => Err(format!("{} entries start with {wanted:?}; give more of the id", many.len())),
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -391,29 +361,5 @@ mod tests {
         "#]]
         .assert_eq(&render_report(&done));
         assert_eq!(report_json(&done)["files"][3]["conflict"]["lines"], json!({"start": 3, "end": 6}));
-    }
-
-    #[test]
-    fn an_entry_is_found_by_id_label_or_prefix() {
-        let node = |id: &str, label: Option<&str>| reins_harness::TreeNode {
-            id: id.into(),
-            parent_id: None,
-            kind: "message".into(),
-            role: Some("user".into()),
-            preview: String::new(),
-            label: label.map(str::to_string),
-            timestamp: String::new(),
-        };
-        let tree = SessionTreeView {
-            session_id: "s".into(),
-            name: None,
-            leaf: None,
-            nodes: vec![node("abcd1234", Some("before")), node("abff0000", None)],
-        };
-        assert_eq!(find_entry(&tree, "abff0000").unwrap(), "abff0000");
-        assert_eq!(find_entry(&tree, "before").unwrap(), "abcd1234");
-        assert_eq!(find_entry(&tree, "abc").unwrap(), "abcd1234");
-        assert_eq!(find_entry(&tree, "ab").unwrap_err(), "2 entries start with \"ab\"; give more of the id");
-        assert!(find_entry(&tree, "zz").unwrap_err().contains("reins sessions tree"));
     }
 }

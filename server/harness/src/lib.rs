@@ -43,8 +43,8 @@ pub use prompt::{CONTEXT_FILE_NAMES, ContextFile, PromptInputs, build_system_pro
 pub use router::Router;
 pub use runtime::{
     CheckedOut, Checkout, Executed, Harness, HarnessEvent, HarnessEventSink, HarnessOptions, Landing, LateContent,
-    Parent, Resumed, RunId, RunStarted, SUBAGENT_ENTRY, SentRequest, SessionId, SessionUsage, TASK_TOOL, TODO_ENTRY,
-    ThinkingSet, ToolsSet,
+    Parent, PickedCheckout, Resumed, RunId, RunStarted, SUBAGENT_ENTRY, SentRequest, SessionId, SessionUsage,
+    TASK_TOOL, TODO_ENTRY, ThinkingSet, ToolsSet,
 };
 pub use sessions::{SessionInfo, SessionPage, SessionTreeView, TreeNode};
 pub use skills::{AllowedTools, Scope, Skill, Skills, Warning};

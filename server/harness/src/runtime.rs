@@ -20,7 +20,7 @@ mod tools;
 mod transcript;
 mod worktree_agents;
 
-pub use checkout::{CheckedOut, Checkout, Resumed};
+pub use checkout::{CheckedOut, Checkout, PickedCheckout, Resumed};
 pub use commands::Executed;
 pub use landing::Landing;
 pub use last_request::SentRequest;

@@ -4,12 +4,14 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use reins_checkpoints::{CommandRan, FileOutcome, Files, Journal, Plan, SideStore, Status, Written, replay};
-use reins_session::Durability;
+use reins_session::{Durability, EntryTag, SessionError, SessionFile, SessionTree};
 use reins_tools::WorkspaceError;
 
-use super::{Harness, LiveSession, lock, session_error};
+use super::landing::landing_in;
+use super::{Harness, Landing, LiveSession, lock, session_error};
 use crate::error::HarnessError;
 
 /// What moving a session's leaf to an entry does (or would do) to the files.
@@ -47,6 +49,14 @@ pub struct Resumed {
     pub target: String,
     /// How writing each of its files went, by path as recorded.
     pub files: Vec<(String, Written)>,
+}
+
+/// A checkout of the entry the user picked ([`Harness::checkout_picked`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PickedCheckout {
+    /// Where it landed: before the user's message when one was picked.
+    pub landing: Landing,
+    pub done: CheckedOut,
 }
 
 impl Checkout {
@@ -91,30 +101,102 @@ impl Harness {
     ) -> Result<CheckedOut, HarnessError> {
         self.require_persist()?;
         let (session, _claim) = self.claim(session_id)?;
-        let resumed = self.finish_interrupted(&session)?;
-        let checkout = self.plan_checkout(&session, entry_id).await?;
+        let file = session.file()?.clone();
+        let leaf = lock(&file).leaf().map(str::to_string);
+        let done = self.checkout_in(&file, &session.id, entry_id, confirm).await;
+        // The conversation follows the leaf wherever it moved (an interrupted checkout finished
+        // first moves it too, also when this one then fails).
+        let context = {
+            let file = lock(&file);
+            (file.leaf() != leaf.as_deref()).then(|| file.context())
+        };
+        if let Some(context) = context {
+            let _ = session.agent.set_messages(context.map_err(session_error)?.messages);
+        }
+        done
+    }
+
+    /// Checks out the entry `picked` names (an id, a label, or an unambiguous start of an id) in
+    /// the stored session `id_or_path` (else the workspace's most recent one): at one of the
+    /// user's messages, before it (see [`Harness::landing`]). A session that is not open here is
+    /// not brought to life for it — no agent, tools or prompt are built, as nothing runs in it:
+    /// its file is read, held for the checkout and let go. `None`: the workspace has no session.
+    pub async fn checkout_picked(
+        &self,
+        id_or_path: Option<&str>,
+        picked: &str,
+        confirm: impl FnOnce(&Checkout) -> bool,
+    ) -> Result<Option<PickedCheckout>, HarnessError> {
+        self.require_persist()?;
+        let path = match id_or_path {
+            Some(id_or_path) => self.store.find(id_or_path, &self.cwd()).map_err(session_error)?,
+            None => match self.store.most_recent(&self.cwd()).map_err(session_error)? {
+                Some(path) => path,
+                None => return Ok(None),
+            },
+        };
+        let open = lock(&self.sessions).values().find(|live| live.has_path(&path)).map(|live| live.id.clone());
+        if let Some(id) = open.or_else(|| self.released_at(&path)) {
+            let session = self.session(&id)?;
+            let entry = pick_entry(lock(session.file()?).tree(), picked)?;
+            let landing = self.landing(&id, &entry)?;
+            let done = self.checkout(&id, &landing.entry_id, confirm).await?;
+            return Ok(Some(PickedCheckout { landing, done }));
+        }
+        let file = match id_or_path {
+            Some(_) => SessionFile::open(&path).map_err(session_error)?,
+            // The newest file is the one the user means; when it cannot be read, say so.
+            None => SessionFile::open(&path).map_err(|err| session_error(SessionError::NotContinued(Box::new(err))))?,
+        };
+        let file = Mutex::new(file);
+        lock(&file).hold().map_err(session_error)?;
+        let picked = async {
+            let (id, landing) = {
+                let file = lock(&file);
+                let entry = pick_entry(file.tree(), picked)?;
+                (file.id().to_string(), landing_in(file.tree(), &entry)?)
+            };
+            let done = self.checkout_in(&file, &id, &landing.entry_id, confirm).await?;
+            Ok::<_, HarnessError>(PickedCheckout { landing, done })
+        }
+        .await;
+        let released = lock(&file).release().map_err(session_error);
+        let picked = picked?;
+        released?;
+        Ok(Some(picked))
+    }
+
+    /// The checkout of the session in `file`, whose writer lock is held.
+    async fn checkout_in(
+        &self,
+        file: &Mutex<SessionFile>,
+        session_id: &str,
+        entry_id: &str,
+        confirm: impl FnOnce(&Checkout) -> bool,
+    ) -> Result<CheckedOut, HarnessError> {
+        let resumed = self.finish_interrupted(file)?;
+        let checkout = self.plan_in(file, session_id, entry_id).await?;
         let declined = |checkout| CheckedOut { checkout, written: HashMap::new(), declined: true, resumed: None };
         if checkout.writes() && !confirm(&checkout) {
             return Ok(CheckedOut { resumed, ..declined(checkout) });
         }
-        let file = session.file()?.clone();
-        let path = lock(&file).path().to_path_buf();
+        let path = lock(file).path().to_path_buf();
         let journal = Journal::write(&path, entry_id, &checkout.files)
             .map_err(|err| HarnessError::Session(format!("{}: cannot start the checkout: {err}", path.display())))?;
-        let written = self.write_journal(&session, journal)?;
+        let written = self.write_journal(file, journal)?;
         let written = written.into_iter().map(|(file, written)| (file.path, written)).collect();
         Ok(CheckedOut { checkout, written, declined: false, resumed })
     }
 
-    /// Finishes a checkout of `session` that was interrupted (the process was killed), if there
-    /// is one: its files, then its leaf.
-    fn finish_interrupted(&self, session: &LiveSession) -> Result<Option<Resumed>, HarnessError> {
-        let path = lock(session.file()?).path().to_path_buf();
+    /// Finishes a checkout of the session in `file` that was interrupted (the process was
+    /// killed), if there is one: its files, then its leaf.
+    fn finish_interrupted(&self, file: &Mutex<SessionFile>) -> Result<Option<Resumed>, HarnessError> {
+        let path = lock(file).path().to_path_buf();
         let pending = Journal::pending(&path).map_err(|err| HarnessError::Session(err.to_string()))?;
         let Some(journal) = pending else { return Ok(None) };
         tracing::info!("{}: finishing the checkout of {} that was interrupted", path.display(), journal.target);
         let target = journal.target.clone();
-        let written = self.write_journal(session, journal)?;
+        let written = self.write_journal(file, journal)?;
         let files = written.into_iter().map(|(file, written)| (file.shown, written)).collect();
         Ok(Some(Resumed { target, files }))
     }
@@ -122,7 +204,7 @@ impl Harness {
     /// Writes the files of a committed journal, moves the leaf to its target, and removes it.
     fn write_journal(
         &self,
-        session: &LiveSession,
+        file: &Mutex<SessionFile>,
         journal: Journal,
     ) -> Result<Vec<(reins_checkpoints::JournalFile, Written)>, HarnessError> {
         let workspace = self.options.workspace.clone();
@@ -132,9 +214,8 @@ impl Harness {
             None => path.to_str().is_some_and(|text| workspace.resolve_writable(text).is_ok_and(|real| real == path)),
         };
         let written = journal.apply(&inside);
-        let file = session.file()?.clone();
-        let context = {
-            let mut file = lock(&file);
+        let path = {
+            let mut file = lock(file);
             if !file.tree().contains(&journal.target) {
                 return Err(HarnessError::Session(format!(
                     "{}: the checkout's entry {} is not in the session",
@@ -142,28 +223,36 @@ impl Harness {
                     journal.target
                 )));
             }
-            file.set_durability(Durability::Sync);
-            let moved = file.navigate(&journal.target, None);
+            // Written now, made durable with the files' renames by the journal's last sync.
             file.set_durability(Durability::Write);
-            moved.map_err(session_error)?;
-            file.context().map_err(session_error)?
+            file.navigate(&journal.target, None).map_err(session_error)?;
+            file.path().to_path_buf()
         };
-        let _ = session.agent.set_messages(context.messages);
         let files = journal.files.clone();
-        if let Err(err) = journal.remove() {
-            tracing::warn!("could not remove the finished checkout's journal: {err}");
+        if let Err(err) = journal.finish(&path) {
+            tracing::warn!("could not complete the checkout's journal (the next checkout finishes it): {err}");
         }
         Ok(files.into_iter().zip(written).collect())
     }
 
     /// The plan from the session's leaf to `entry_id`, replayed on the files as they are now.
     pub(super) async fn plan_checkout(&self, session: &LiveSession, entry_id: &str) -> Result<Checkout, HarnessError> {
-        let file = session.file()?.clone();
+        self.plan_in(session.file()?, &session.id, entry_id).await
+    }
+
+    /// The plan from the leaf of the session in `file` to `entry_id`, replayed on the files as
+    /// they are now.
+    async fn plan_in(
+        &self,
+        file: &Mutex<SessionFile>,
+        session_id: &str,
+        entry_id: &str,
+    ) -> Result<Checkout, HarnessError> {
         let (plan, cwd, store) = {
-            let file = lock(&file);
+            let file = lock(file);
             let tree = file.tree();
             if !tree.contains(entry_id) {
-                return Err(HarnessError::InvalidArgument(format!("session {} has no entry {entry_id}", session.id)));
+                return Err(HarnessError::InvalidArgument(format!("session {session_id} has no entry {entry_id}")));
             }
             let plan = Plan::between(tree, tree.leaf(), entry_id).map_err(session_error)?;
             (plan, PathBuf::from(&tree.header().cwd), SideStore::of_session(file.path()))
@@ -189,10 +278,10 @@ impl Harness {
         }
         let files = replay(&plan, &Files { resolved, current, store: &store });
         for unreadable in &plan.unreadable {
-            tracing::warn!("session {}: a checkpoint entry cannot be read: {unreadable}", session.id);
+            tracing::warn!("session {session_id}: a checkpoint entry cannot be read: {unreadable}");
         }
         Ok(Checkout {
-            session_id: session.id.clone(),
+            session_id: session_id.to_string(),
             from: plan.from,
             target: plan.target,
             files,
@@ -231,6 +320,35 @@ impl Harness {
             }
             Err(err) => Err(format!("it cannot be read: {err}")),
         }
+    }
+}
+
+/// The entry `wanted` names in `tree`: an id, a label, or an unambiguous start of an id; the
+/// entries a tree view hides (labels, leaf moves) are not picked. Read from the index alone.
+pub(super) fn pick_entry(tree: &SessionTree, wanted: &str) -> Result<String, HarnessError> {
+    let shown = tree.iter().filter(|entry| !matches!(entry.tag, EntryTag::Label | EntryTag::Leaf));
+    let named: Vec<(&str, Option<&str>)> = shown.map(|entry| (entry.id, tree.label(entry.id))).collect();
+    pick(named.iter().copied(), &tree.header().id, wanted).map_err(HarnessError::InvalidArgument)
+}
+
+/// The one of `entries` (id, label) that `wanted` names.
+fn pick<'a>(
+    entries: impl Iterator<Item = (&'a str, Option<&'a str>)> + Clone,
+    session_id: &str,
+    wanted: &str,
+) -> Result<String, String> {
+    if entries.clone().any(|(id, _)| id == wanted) {
+        return Ok(wanted.to_string());
+    }
+    let labelled: Vec<&str> = entries.clone().filter(|(_, label)| *label == Some(wanted)).map(|(id, _)| id).collect();
+    if let [one] = labelled.as_slice() {
+        return Ok(one.to_string());
+    }
+    let starting: Vec<&str> = entries.filter(|(id, _)| id.starts_with(wanted)).map(|(id, _)| id).collect();
+    match starting.as_slice() {
+        [one] => Ok(one.to_string()),
+        [] => Err(format!("session {session_id} has no entry {wanted:?}; `reins sessions tree` shows its entries")),
+        many => Err(format!("{} entries start with {wanted:?}; give more of the id", many.len())),
     }
 }
 
@@ -334,6 +452,17 @@ mod tests {
         }
         path.reverse();
         path
+    }
+
+    #[test]
+    fn an_entry_is_picked_by_id_label_or_prefix() {
+        let entries = [("abcd1234", Some("before")), ("abff0000", None)];
+        let pick = |wanted| pick(entries.iter().copied(), "s", wanted);
+        assert_eq!(pick("abff0000").unwrap(), "abff0000");
+        assert_eq!(pick("before").unwrap(), "abcd1234");
+        assert_eq!(pick("abc").unwrap(), "abcd1234");
+        assert_eq!(pick("ab").unwrap_err(), "2 entries start with \"ab\"; give more of the id");
+        assert!(pick("zz").unwrap_err().contains("reins sessions tree"));
     }
 
     #[tokio::test]

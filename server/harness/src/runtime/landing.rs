@@ -3,6 +3,7 @@
 //! then redoes the message instead of answering it with a second user message in a row.
 
 use reins_ai::{Content, Message};
+use reins_session::SessionTree;
 
 use super::{Harness, lock, session_error};
 use crate::error::HarnessError;
@@ -27,16 +28,21 @@ impl Harness {
         if !file.tree().contains(entry_id) {
             return Err(HarnessError::InvalidArgument(format!("session {session_id} has no entry {entry_id}")));
         }
-        let entry = file.tree().entry(entry_id).map_err(session_error)?;
-        let said = entry.message().and_then(|record| match record.into_message()? {
-            Message::User(user) => Some(text_of(&user.content)),
-            _ => None,
-        });
-        Ok(match (said, entry.parent_id) {
-            (Some(text), Some(parent)) => Landing { entry_id: parent, prompt: Some(text) },
-            _ => Landing { entry_id: entry_id.to_string(), prompt: None },
-        })
+        landing_in(file.tree(), entry_id)
     }
+}
+
+/// Where a move to `entry_id` of `tree` (one of its entries) lands.
+pub(super) fn landing_in(tree: &SessionTree, entry_id: &str) -> Result<Landing, HarnessError> {
+    let entry = tree.entry(entry_id).map_err(session_error)?;
+    let said = entry.message().and_then(|record| match record.into_message()? {
+        Message::User(user) => Some(text_of(&user.content)),
+        _ => None,
+    });
+    Ok(match (said, entry.parent_id) {
+        (Some(text), Some(parent)) => Landing { entry_id: parent, prompt: Some(text) },
+        _ => Landing { entry_id: entry_id.to_string(), prompt: None },
+    })
 }
 
 /// The text blocks of a message, one after another.

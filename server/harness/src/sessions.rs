@@ -103,7 +103,7 @@ impl SessionListing {
             slot => slot.insert(SessionIndex::load(dir)),
         };
         index.sync().map_err(session_error)?;
-        let save = index.to_save();
+        let save = index.take_save();
         let order = index.newest_first();
         let path_of = |name: &str| index.dir().join(name).display().to_string();
         let first = match after {

@@ -226,7 +226,7 @@ impl SessionIndex {
     /// [`SAVE_EVERY`] (the first time at once). A failure is only logged: the next listing reads
     /// the files again.
     pub fn save(&mut self) {
-        if let Some(save) = self.to_save() {
+        if let Some(save) = self.take_save() {
             save.write();
         }
     }
@@ -234,7 +234,7 @@ impl SessionIndex {
     /// What [`SessionIndex::save`] would write now, to be written by [`IndexSave::write`] where
     /// the caller likes: a listing answers first and writes after (half a megabyte for a
     /// thousand sessions). The index counts as saved from here.
-    pub fn to_save(&mut self) -> Option<IndexSave> {
+    pub fn take_save(&mut self) -> Option<IndexSave> {
         let recently = self.saved_at.is_some_and(|at| at.elapsed() < SAVE_EVERY);
         if !self.changed || recently || !self.dir.is_dir() {
             return None;
@@ -246,7 +246,7 @@ impl SessionIndex {
     }
 }
 
-/// A copy of an index to be written (see [`SessionIndex::to_save`]).
+/// A copy of an index to be written (see [`SessionIndex::take_save`]).
 #[derive(Debug)]
 pub struct IndexSave {
     dir: PathBuf,

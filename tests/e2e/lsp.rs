@@ -17,6 +17,8 @@ mod folders;
 mod helix;
 #[path = "lsp/listen.rs"]
 mod listen;
+#[path = "lsp/listing.rs"]
+mod listing;
 #[path = "lsp/mcp.rs"]
 mod mcp;
 #[path = "lsp/review.rs"]

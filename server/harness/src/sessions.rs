@@ -2,16 +2,18 @@
 //! messages to the session file at save points.
 
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::UNIX_EPOCH;
 
 use reins_agent::AgentEvent;
 use reins_ai::{Content, Message, Usage};
-use reins_session::{Durability, Entry, EntryKind, EntryTag, SessionFile, SessionIndex, SessionSummary, SessionTree};
+use reins_session::{
+    Durability, Entry, EntryKind, EntryTag, IndexSave, SessionFile, SessionIndex, SessionSummary, SessionTree,
+};
 
 use crate::error::HarnessError;
-use crate::runtime::lock;
+use crate::runtime::{lock, session_error};
 
 /// One session in a listing.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,46 +46,64 @@ impl From<SessionSummary> for SessionInfo {
     }
 }
 
-/// Listings of a workspace's sessions from its session index (see [`SessionIndex`]), re-reading
-/// only the files that changed since (editors ask often; a session file can be tens of
-/// megabytes, and a workspace may hold a thousand).
+/// Listings of a workspace's sessions from its session index (see [`SessionIndex`]), kept up
+/// to date by re-reading only the files that changed since (editors ask often; a session file
+/// can be tens of megabytes, and a workspace may hold a thousand).
 #[derive(Default)]
 pub struct SessionListing {
     index: Option<SessionIndex>,
 }
 
 impl SessionListing {
-    /// The sessions stored in `files` (a workspace's session files), newest first.
-    pub fn list(&mut self, files: &[PathBuf]) -> Vec<SessionInfo> {
-        match self.page(files, None, None) {
-            Ok(page) => page.sessions,
-            Err(_) => Vec::new(),
+    /// The sessions stored in `dir` (a workspace's session directory), newest first. The index
+    /// is written before this returns (a command may exit right after).
+    pub fn list(&mut self, dir: &Path) -> Result<Vec<SessionInfo>, HarnessError> {
+        let (page, save) = self.page_and_save(dir, None, None)?;
+        if let Some(save) = save {
+            save.write();
         }
+        Ok(page.sessions)
     }
 
-    /// The page of the sessions stored in `files` after `cursor`, of at most `limit` sessions
-    /// (see [`SessionPage`]). Only the page's sessions are copied out of the index; the rest is
-    /// ordered by time and name alone, so a page costs the same at ten sessions or a thousand
-    /// but for one `stat` each.
+    /// The page of the sessions stored in `dir` after `cursor`, of at most `limit` sessions
+    /// (see [`SessionPage`]). The index is brought up to date with what changed in the
+    /// directory ([`SessionIndex::sync`]); only the page's sessions are copied out of it, the
+    /// rest is ordered by time and name alone, so a page costs about the same at ten sessions or
+    /// a thousand. The index, when it is due to be written, is written by a thread of its own
+    /// after the page is made, so that no listing waits for it.
     pub fn page(
         &mut self,
-        files: &[PathBuf],
+        dir: &Path,
         cursor: Option<&str>,
         limit: Option<usize>,
     ) -> Result<SessionPage, HarnessError> {
+        let (page, save) = self.page_and_save(dir, cursor, limit)?;
+        if let Some(save) = save {
+            let spawned = std::thread::Builder::new().name("reins-index".into()).spawn(move || save.write());
+            if let Err(err) = spawned {
+                tracing::warn!("could not write the session index: {err}");
+            }
+        }
+        Ok(page)
+    }
+
+    /// The page of [`SessionListing::page`], and the index to write when it is due.
+    fn page_and_save(
+        &mut self,
+        dir: &Path,
+        cursor: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<(SessionPage, Option<IndexSave>), HarnessError> {
         if limit == Some(0) {
             return Err(HarnessError::InvalidArgument("limit must be 1 or more".into()));
         }
         let after = cursor.map(parse_cursor).transpose()?;
-        let Some(dir) = files.first().and_then(|path| path.parent()) else {
-            return Ok(SessionPage { sessions: Vec::new(), next_cursor: None });
-        };
         let index = match &mut self.index {
             Some(index) if index.dir() == dir => index,
             slot => slot.insert(SessionIndex::load(dir)),
         };
-        index.refresh(files);
-        index.save();
+        index.sync().map_err(session_error)?;
+        let save = index.take_save();
         let order = index.newest_first();
         let path_of = |name: &str| index.dir().join(name).display().to_string();
         let first = match after {
@@ -101,7 +121,7 @@ impl SessionListing {
         } else {
             None
         };
-        Ok(SessionPage { sessions, next_cursor })
+        Ok((SessionPage { sessions, next_cursor }, save))
     }
 }
 
@@ -461,12 +481,12 @@ mod tests {
             names.sort();
             names
         };
-        assert_eq!(firsts(&listing.list(&store.files(cwd).unwrap())), ["first", "second"]);
+        assert_eq!(firsts(&listing.list(&store.dir_for(cwd)).unwrap()), ["first", "second"]);
 
         // A cached entry that no longer matches its file is read again.
         second.append_message(&Message::user("more")).unwrap();
         second.flush().unwrap();
-        let list = listing.list(&store.files(cwd).unwrap());
+        let list = listing.list(&store.dir_for(cwd)).unwrap();
         let counts: Vec<usize> = {
             let mut counts: Vec<usize> = list.iter().map(|s| s.entry_count).collect();
             counts.sort();
@@ -477,8 +497,8 @@ mod tests {
         let first_path = first.path().to_path_buf();
         drop(first);
         std::fs::remove_file(first_path).unwrap();
-        assert_eq!(firsts(&listing.list(&store.files(cwd).unwrap())), ["second"]);
-        assert!(listing.list(&SessionStore::new(tmp.path().join("missing")).files(cwd).unwrap()).is_empty());
+        assert_eq!(firsts(&listing.list(&store.dir_for(cwd)).unwrap()), ["second"]);
+        assert!(listing.list(&SessionStore::new(tmp.path().join("missing")).dir_for(cwd)).unwrap().is_empty());
     }
 
     #[test]
@@ -491,14 +511,14 @@ mod tests {
             file.append_message(&Message::user(format!("m{n}"))).unwrap();
             file.flush().unwrap();
         }
-        let files = store.files(cwd).unwrap();
+        let dir = store.dir_for(cwd);
         let mut listing = SessionListing::default();
-        let whole = listing.list(&files);
+        let whole = listing.list(&dir).unwrap();
         assert_eq!(whole.len(), 7);
         let expected = SessionPage::of(whole.clone(), None, Some(3)).unwrap();
         let (mut walked, mut cursor, mut pages) = (Vec::new(), None::<String>, 0);
         loop {
-            let page = listing.page(&files, cursor.as_deref(), Some(3)).unwrap();
+            let page = listing.page(&dir, cursor.as_deref(), Some(3)).unwrap();
             if pages == 0 {
                 assert_eq!(page, expected);
             }
@@ -512,7 +532,7 @@ mod tests {
         }
         assert_eq!(pages, 3);
         assert_eq!(walked, whole);
-        assert!(listing.page(&files, Some("nonsense"), Some(3)).is_err());
-        assert!(listing.page(&files, None, Some(0)).is_err());
+        assert!(listing.page(&dir, Some("nonsense"), Some(3)).is_err());
+        assert!(listing.page(&dir, None, Some(0)).is_err());
     }
 }

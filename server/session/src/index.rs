@@ -9,12 +9,16 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use reins_ai::{Cost, Usage};
 use serde::{Deserialize, Serialize};
 
+use crate::error::SessionError;
+use crate::store::session_entries;
 use crate::summary::{SessionSummary, summarize};
+use crate::watch::{Changes, DirWatch};
 
 /// The index's file name, in a workspace's session directory.
 pub const INDEX_FILE: &str = "reins-index.json";
@@ -36,6 +40,10 @@ pub struct SessionIndex {
     changed: bool,
     /// When this process last wrote the index.
     saved_at: Option<Instant>,
+    /// What changed in the directory since the last [`SessionIndex::sync`].
+    watch: DirWatch,
+    /// The session files that are symbolic links, read again at each sync.
+    linked: HashSet<String>,
 }
 
 /// The index file: its version and an entry per session file, by file name.
@@ -92,7 +100,14 @@ impl SessionIndex {
             },
             Err(_) => HashMap::new(),
         };
-        SessionIndex { dir: dir.to_path_buf(), entries, changed: false, saved_at: None }
+        SessionIndex {
+            dir: dir.to_path_buf(),
+            entries,
+            changed: false,
+            saved_at: None,
+            watch: DirWatch::default(),
+            linked: HashSet::new(),
+        }
     }
 
     /// The directory this index is of.
@@ -105,6 +120,60 @@ impl SessionIndex {
     pub fn summaries(&mut self, files: &[PathBuf]) -> Vec<SessionSummary> {
         self.refresh(files);
         files.iter().filter_map(|path| self.summary(path.file_name()?.to_str()?)).collect()
+    }
+
+    /// Brings the index up to date with its directory, re-reading only what changed: the files
+    /// the directory's watch names (see [`crate::watch`]) and those that are symbolic links
+    /// (whose target the watch cannot see), or — the first time, and whenever the watch cannot
+    /// say — every file, as [`SessionIndex::refresh`] does. A listing of a thousand unchanged
+    /// sessions then costs one `read` of the watch, not a `readdir` and a thousand `stat`s; a
+    /// session that any process created, wrote, renamed or deleted shows so at once.
+    pub fn sync(&mut self) -> Result<(), SessionError> {
+        match self.watch.changes(&self.dir) {
+            Changes::Named(mut names) => {
+                names.retain(|name| Path::new(name).extension().is_some_and(|ext| ext == "jsonl"));
+                names.extend(self.linked.iter().cloned());
+                for name in &names {
+                    self.update(name);
+                }
+            }
+            Changes::Unknown => {
+                let entries = session_entries(&self.dir)?;
+                let name = |path: &PathBuf| Some(path.file_name()?.to_str()?.to_string());
+                self.linked = entries.iter().filter(|(_, link)| *link).filter_map(|(path, _)| name(path)).collect();
+                let files: Vec<PathBuf> = entries.into_iter().map(|(path, _)| path).collect();
+                self.refresh(&files);
+            }
+        }
+        Ok(())
+    }
+
+    /// Brings the entry of the file `name` up to date: read again when its stamp changed,
+    /// dropped when it is gone or cannot be read.
+    fn update(&mut self, name: &str) {
+        let path = self.dir.join(name);
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.file_type().is_symlink() => self.linked.insert(name.to_string()),
+            _ => self.linked.remove(name),
+        };
+        let Ok(meta) = std::fs::metadata(&path) else {
+            self.changed |= self.entries.remove(name).is_some();
+            return;
+        };
+        let stamp = (nanos(meta.modified().unwrap_or(UNIX_EPOCH)), meta.len());
+        if self.entries.get(name).is_some_and(|entry| (entry.modified_ns, entry.len) == stamp) {
+            return;
+        }
+        self.changed = true;
+        match summarize(&path) {
+            Ok(summary) => {
+                self.entries.insert(name.to_string(), IndexEntry::of(&summary, stamp));
+            }
+            Err(err) => {
+                self.entries.remove(name);
+                tracing::warn!("{err}; the session is left out of the list");
+            }
+        }
     }
 
     /// Brings the index up to date with `files` (session files of this directory): an entry
@@ -157,14 +226,43 @@ impl SessionIndex {
     /// [`SAVE_EVERY`] (the first time at once). A failure is only logged: the next listing reads
     /// the files again.
     pub fn save(&mut self) {
+        if let Some(save) = self.take_save() {
+            save.write();
+        }
+    }
+
+    /// What [`SessionIndex::save`] would write now, to be written by [`IndexSave::write`] where
+    /// the caller likes: a listing answers first and writes after (half a megabyte for a
+    /// thousand sessions). The index counts as saved from here.
+    pub fn take_save(&mut self) -> Option<IndexSave> {
         let recently = self.saved_at.is_some_and(|at| at.elapsed() < SAVE_EVERY);
         if !self.changed || recently || !self.dir.is_dir() {
-            return;
+            return None;
         }
+        self.changed = false;
+        self.saved_at = Some(Instant::now());
         let file = IndexFile { version: VERSION, sessions: self.entries.clone() };
+        Some(IndexSave { dir: self.dir.clone(), file })
+    }
+}
+
+/// A copy of an index to be written (see [`SessionIndex::take_save`]).
+#[derive(Debug)]
+pub struct IndexSave {
+    dir: PathBuf,
+    file: IndexFile,
+}
+
+impl IndexSave {
+    /// Writes the index whole to a temporary file of its own and renames it into place. A
+    /// failure is only logged: a stale or missing index is read again from the files.
+    pub fn write(self) {
+        /// Saves of this process, so that two at once never share a temporary file.
+        static SAVES: AtomicU64 = AtomicU64::new(0);
         let path = self.dir.join(INDEX_FILE);
-        let written = serde_json::to_vec(&file).map_err(std::io::Error::other).and_then(|bytes| {
-            let temp = self.dir.join(format!(".{INDEX_FILE}.{}", std::process::id()));
+        let written = serde_json::to_vec(&self.file).map_err(std::io::Error::other).and_then(|bytes| {
+            let save = SAVES.fetch_add(1, Ordering::Relaxed);
+            let temp = self.dir.join(format!(".{INDEX_FILE}.{}.{save}", std::process::id()));
             let write = |bytes: &[u8]| {
                 use std::io::Write;
                 crate::private::options().write(true).create(true).truncate(true).open(&temp)?.write_all(bytes)
@@ -173,12 +271,8 @@ impl SessionIndex {
                 let _ = std::fs::remove_file(&temp);
             })
         });
-        match written {
-            Ok(()) => {
-                self.changed = false;
-                self.saved_at = Some(Instant::now());
-            }
-            Err(err) => tracing::warn!("could not write the session index {}: {err}", path.display()),
+        if let Err(err) = written {
+            tracing::warn!("could not write the session index {}: {err}", path.display());
         }
     }
 }

@@ -21,13 +21,14 @@ mod summary;
 mod time;
 mod tree;
 mod usage;
+mod watch;
 
 pub use compaction::{CutPoint, estimate_context_tokens, estimate_tokens, find_cut_point};
 pub use context::{INTERRUPTED_RESULT, ModelRef, SessionContext, repair_tool_pairs};
 pub use disk::{MAX_ENTRY_BYTES, MAX_SESSION_BYTES, open_regular};
 pub use error::SessionError;
 pub use format::{Entry, EntryKind, EntryTag, Header};
-pub use index::{INDEX_FILE, SessionIndex};
+pub use index::{INDEX_FILE, IndexSave, SessionIndex};
 pub use message::{
     BRANCH_SUMMARY_PREFIX, BRANCH_SUMMARY_SUFFIX, BlockRecord, COMPACTION_SUMMARY_PREFIX, COMPACTION_SUMMARY_SUFFIX,
     ContentField, MessageRecord, UsageRecord,

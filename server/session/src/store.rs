@@ -164,15 +164,20 @@ fn header_id(path: &Path) -> Option<String> {
 }
 
 fn session_files(dir: &Path) -> Result<Vec<PathBuf>, SessionError> {
+    Ok(session_entries(dir)?.into_iter().map(|(path, _)| path).collect())
+}
+
+/// [`session_files`], each with whether it is a symbolic link (as the directory says: no `stat`).
+pub(crate) fn session_entries(dir: &Path) -> Result<Vec<(PathBuf, bool)>, SessionError> {
     let read = match std::fs::read_dir(dir) {
         Ok(read) => read,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(error) => return Err(SessionError::io(dir, error)),
     };
-    let mut files: Vec<PathBuf> = read
+    let mut files: Vec<(PathBuf, bool)> = read
         .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+        .map(|entry| (entry.path(), entry.file_type().is_ok_and(|kind| kind.is_symlink())))
+        .filter(|(path, _)| path.extension().is_some_and(|ext| ext == "jsonl"))
         .collect();
     files.sort();
     Ok(files)

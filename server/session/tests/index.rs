@@ -87,3 +87,66 @@ fn listings_while_a_session_grows_do_not_rewrite_the_index_each_time() {
     let mut fresh = SessionIndex::load(&dir);
     assert_eq!(listed(&mut fresh, &store), ["-: streaming (5)"]);
 }
+
+/// `first message (entries)` of each session in `index` after a sync, sorted.
+fn synced(index: &mut SessionIndex) -> Vec<String> {
+    index.sync().unwrap();
+    let mut lines: Vec<String> = index
+        .newest_first()
+        .iter()
+        .filter_map(|(_, name)| index.summary(name))
+        .map(|s| format!("{} ({})", s.first_user_message.as_deref().unwrap_or("-"), s.entry_count))
+        .collect();
+    lines.sort();
+    lines
+}
+
+/// A sync reads again only what changed in the directory, whoever changed it, and the files
+/// behind symbolic links each time; what it keeps matches the files after each change.
+#[cfg(unix)]
+#[test]
+fn a_sync_follows_every_change_to_the_directory_and_its_linked_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(tmp.path().join("sessions"));
+    let dir = store.dir_for(Path::new(CWD));
+    let mut index = SessionIndex::load(&dir);
+    // No directory yet: nothing, and the directory made later is read.
+    assert!(synced(&mut index).is_empty());
+    let mut first = store.create(Path::new(CWD), None).unwrap();
+    first.append_message(&Message::user("first")).unwrap();
+    first.flush().unwrap();
+    assert_eq!(synced(&mut index), ["first (1)"]);
+    assert_eq!(synced(&mut index), ["first (1)"]);
+
+    // Appended to, a new file beside it, one renamed, one deleted.
+    first.append_message(&Message::user("again")).unwrap();
+    first.flush().unwrap();
+    assert_eq!(synced(&mut index), ["first (2)"]);
+    let mut second = store.create(Path::new(CWD), None).unwrap();
+    second.append_message(&Message::user("second")).unwrap();
+    second.flush().unwrap();
+    assert_eq!(synced(&mut index), ["first (2)", "second (1)"]);
+    let second_path = second.path().to_path_buf();
+    drop(second);
+    let moved = dir.join("moved.jsonl");
+    std::fs::rename(&second_path, &moved).unwrap();
+    assert_eq!(synced(&mut index), ["first (2)", "second (1)"]);
+    assert!(index.summary("moved.jsonl").is_some());
+    std::fs::remove_file(&moved).unwrap();
+    assert_eq!(synced(&mut index), ["first (2)"]);
+
+    // A session file that links to one elsewhere: its target's writes show too.
+    let elsewhere = SessionStore::new(tmp.path().join("elsewhere"));
+    let mut target = elsewhere.create(Path::new(CWD), None).unwrap();
+    target.append_message(&Message::user("linked")).unwrap();
+    target.flush().unwrap();
+    std::os::unix::fs::symlink(target.path(), dir.join("linked.jsonl")).unwrap();
+    assert_eq!(synced(&mut index), ["first (2)", "linked (1)"]);
+    target.append_message(&Message::user("more")).unwrap();
+    target.flush().unwrap();
+    assert_eq!(synced(&mut index), ["first (2)", "linked (2)"]);
+
+    // A new index of the same directory agrees.
+    let mut fresh = SessionIndex::load(&dir);
+    assert_eq!(synced(&mut fresh), synced(&mut index));
+}

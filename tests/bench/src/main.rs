@@ -132,6 +132,15 @@ fn main() {
         let failed = runtime.block_on(soak::measure(&reins));
         std::process::exit(i32::from(failed && std::env::var_os("BENCH_STRICT").is_some()));
     }
+    // `reins-bench lsp`: only the language server's responsiveness while runs stream.
+    if args.first().is_some_and(|first| first == "lsp") {
+        let Some(reins) = reins_binary() else {
+            eprintln!("bench: build the release binary first: cargo build --release -p reins (or use scripts/bench)");
+            std::process::exit(1);
+        };
+        let failed = runtime.block_on(lsp::measure(&reins));
+        std::process::exit(i32::from(failed && std::env::var_os("BENCH_STRICT").is_some()));
+    }
     // `reins-bench big-sessions`: only the big and crafted session figures (the release binary).
     if args.first().is_some_and(|first| first == "big-sessions") {
         let Some(reins) = reins_binary() else {

@@ -96,8 +96,7 @@ impl Harness {
         if !self.options.persist {
             return Ok(Vec::new());
         }
-        let files = self.store.files(&self.cwd()).map_err(session_error)?;
-        Ok(lock(&self.listing).list(&files))
+        lock(&self.listing).list(&self.store.dir_for(&self.cwd()))
     }
 
     /// A page of this workspace's sessions (see [`SessionPage`]).
@@ -105,8 +104,7 @@ impl Harness {
         if !self.options.persist {
             return SessionPage::of(Vec::new(), cursor, limit);
         }
-        let files = self.store.files(&self.cwd()).map_err(session_error)?;
-        lock(&self.listing).page(&files, cursor, limit)
+        lock(&self.listing).page(&self.store.dir_for(&self.cwd()), cursor, limit)
     }
 
     /// The tree of a session by id (or unique prefix) or path, else of the workspace's most

@@ -27,8 +27,8 @@ impl Harness {
         let settings = self.settings();
         let mut agents = Worktree::agents(&settings.data_dir, &self.cwd());
         for agent in &mut agents {
-            let files = self.store.files(&agent.worktree.dir).unwrap_or_default();
-            agent.cost = SessionListing::default().list(&files).iter().map(|session| session.usage.cost.total).sum();
+            let sessions = SessionListing::default().list(&self.store.dir_for(&agent.worktree.dir)).unwrap_or_default();
+            agent.cost = sessions.iter().map(|session| session.usage.cost.total).sum();
         }
         agents
     }

@@ -192,6 +192,24 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_released_session_frees_its_last_request() {
+        let tmp = tempfile::tempdir().unwrap();
+        let harness = harness(tmp.path());
+        let first = harness.new_session(None, None).unwrap();
+        harness.send(&first, vec![Content::text("a long question".repeat(1000))]).unwrap().done.await.unwrap();
+        let slot = Arc::downgrade(&harness.session(&first).unwrap().last_request);
+        assert!(lock(&slot.upgrade().unwrap()).is_some(), "the request is kept while the session is open");
+
+        for _ in 0..=KEEP_IDLE_SESSIONS {
+            harness.new_session(None, None).unwrap();
+        }
+        assert!(!lock(&harness.sessions).contains_key(&first), "released");
+        assert!(slot.upgrade().is_none(), "nothing holds the released session's request");
+        // Named again, it comes back without one until its next turn.
+        assert_eq!(harness.last_request(&first).unwrap(), None);
+    }
+
+    #[tokio::test]
     async fn a_session_someone_holds_is_not_released() {
         let tmp = tempfile::tempdir().unwrap();
         let harness = harness(tmp.path());

@@ -166,6 +166,17 @@ impl Agent {
     pub fn context(&self) -> AgentContext {
         lock(&self.shared.state).context.clone()
     }
+
+    /// The model of the next run, without copying the conversation as [`Agent::context`] does
+    /// (a long session's may hold a million messages).
+    pub fn model(&self) -> Model {
+        lock(&self.shared.state).context.model.clone()
+    }
+
+    /// Reads the context in place, without copying it.
+    pub fn with_context<R>(&self, read: impl FnOnce(&AgentContext) -> R) -> R {
+        read(&lock(&self.shared.state).context)
+    }
 }
 
 impl Drop for RunningGuard<'_> {

@@ -3,7 +3,7 @@
 //! ids, previews, labels) is shown through `reins_ai::visible_line`: a crafted file cannot steer
 //! the terminal.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::Write;
 use std::path::PathBuf;
@@ -226,20 +226,14 @@ fn render_tree(tree: &SessionTreeView, width: Option<usize>, out: &mut dyn Write
     };
     cut_to_width(&mut line, width);
     out.write_all(line.as_bytes())?;
-    let ids: HashSet<&str> = tree.nodes.iter().map(|node| node.id.as_str()).collect();
-    let mut children: HashMap<&str, Vec<usize>> = HashMap::new();
-    let mut roots = Vec::new();
-    for (index, node) in tree.nodes.iter().enumerate() {
-        match node.parent_id.as_deref().filter(|parent| ids.contains(parent)) {
-            Some(parent) => children.entry(parent).or_default().push(index),
-            None => roots.push(index),
-        }
-    }
-    drop(ids);
+    let children = Children::of(tree);
     let mut shown = vec![false; tree.nodes.len()];
+    // Whether an id's children were taken (by the first of its entries shown).
+    let mut taken = vec![false; tree.nodes.len()];
+    let mut kids: Vec<usize> = Vec::new();
     // Each entry with the rails of the branches around it and its own branch's first rail.
     let mut stack: Vec<(usize, String, &str)> =
-        roots.into_iter().rev().map(|index| (index, String::new(), "")).collect();
+        children.roots.iter().rev().map(|&index| (index as usize, String::new(), "")).collect();
     // Entries no root leads to (a cycle through duplicated ids) are shown after, as roots.
     let mut unshown = 0..tree.nodes.len();
     while let Some((index, rails, branch)) =
@@ -261,8 +255,11 @@ fn render_tree(tree: &SessionTreeView, width: Option<usize>, out: &mut dyn Write
         cut_to_width(&mut line, width);
         out.write_all(line.as_bytes())?;
         // Taken, not borrowed: a second entry of the same id finds its children shown.
-        let mut children: Vec<usize> = children.remove(node.id.as_str()).unwrap_or_default();
-        children.retain(|&child| !shown[child]);
+        kids.clear();
+        let key = children.key[index] as usize;
+        if !std::mem::replace(&mut taken[key], true) {
+            kids.extend(children.of_key(key).iter().map(|&child| child as usize).filter(|&child| !shown[child]));
+        }
         // Under a branch's first entry its rail goes on while later branches follow.
         let mut rails = rails;
         if rails.chars().count() < MAX_INDENT * 3 {
@@ -273,8 +270,8 @@ fn render_tree(tree: &SessionTreeView, width: Option<usize>, out: &mut dyn Write
             });
         }
         // A chain (one child) stays at the same indent, so long conversations do not drift right.
-        let last = children.len().saturating_sub(1);
-        for (n, child) in children.into_iter().enumerate().rev() {
+        let last = kids.len().saturating_sub(1);
+        for (n, &child) in kids.iter().enumerate().rev() {
             let branch = match (last, n == last) {
                 (0, _) => "",
                 (_, true) => "└─ ",
@@ -285,6 +282,58 @@ fn render_tree(tree: &SessionTreeView, width: Option<usize>, out: &mut dyn Write
         }
     }
     Ok(())
+}
+
+/// Who is whose child in a tree view, by position: the children of every entry of one id are
+/// filed under that id's first entry (its key), in file order, in one array. Linear in the
+/// entries, and a few integers each where a map of lists would cost an allocation per parent.
+struct Children {
+    /// Per entry: the first entry with its id.
+    key: Vec<u32>,
+    /// `kids[starts[key]..starts[key + 1]]` are the children filed under `key`.
+    starts: Vec<u32>,
+    kids: Vec<u32>,
+    /// Entries whose parent is not in the view, in file order.
+    roots: Vec<u32>,
+}
+
+impl Children {
+    fn of(tree: &SessionTreeView) -> Children {
+        const NO_PARENT: u32 = u32::MAX;
+        let count = tree.nodes.len();
+        let mut first: HashMap<&str, u32> = HashMap::with_capacity(count);
+        let key: Vec<u32> =
+            tree.nodes.iter().zip(0..).map(|(node, index)| *first.entry(node.id.as_str()).or_insert(index)).collect();
+        let parents: Vec<u32> = tree
+            .nodes
+            .iter()
+            .map(|node| node.parent_id.as_deref().and_then(|parent| first.get(parent).copied()).unwrap_or(NO_PARENT))
+            .collect();
+        drop(first);
+        let mut starts = vec![0u32; count + 1];
+        for &parent in parents.iter().filter(|&&parent| parent != NO_PARENT) {
+            starts[parent as usize + 1] += 1;
+        }
+        for at in 0..count {
+            starts[at + 1] += starts[at];
+        }
+        let mut next = starts.clone();
+        let mut kids = vec![0u32; starts[count] as usize];
+        let mut roots = Vec::new();
+        for (index, &parent) in (0..).zip(&parents) {
+            if parent == NO_PARENT {
+                roots.push(index);
+            } else {
+                kids[next[parent as usize] as usize] = index;
+                next[parent as usize] += 1;
+            }
+        }
+        Children { key, starts, kids, roots }
+    }
+
+    fn of_key(&self, key: usize) -> &[u32] {
+        &self.kids[self.starts[key] as usize..self.starts[key + 1] as usize]
+    }
 }
 
 /// Cuts `line` (ending in a new line) to `width` characters with `…`, when there is a width.

@@ -271,7 +271,7 @@ impl Harness {
         }
         self.reconfigure_servers(&settings, &previous);
         for session in lock(&self.sessions).values() {
-            let current = session.agent.context().model;
+            let current = session.agent.model();
             session.agent.set_model(settings.resolve_recorded(&current.provider, &current.id));
         }
         (settings, previous)

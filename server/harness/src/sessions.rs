@@ -1,6 +1,7 @@
 //! Sessions as the harness shows them: listings, trees, and the recorder that writes a run's
 //! messages to the session file at save points.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -10,6 +11,7 @@ use reins_agent::AgentEvent;
 use reins_ai::{Content, Message, Usage};
 use reins_session::{
     Durability, Entry, EntryKind, EntryTag, IndexSave, SessionFile, SessionIndex, SessionSummary, SessionTree,
+    TreeOutline,
 };
 
 use crate::error::HarnessError;
@@ -195,67 +197,219 @@ pub struct TreeNode {
 }
 
 impl SessionTreeView {
+    /// The view of a tree already in memory (a live session's).
     pub fn of(session_id: &str, tree: &SessionTree) -> Self {
         // The few entries not shown (labels, `leaf` entries, lines that do not read), for the
         // position below: a set of every shown id would cost tens of megabytes on a long session.
         let mut hidden: HashSet<&str> = HashSet::new();
         let mut nodes: Vec<TreeNode> = Vec::with_capacity(tree.len());
-        nodes.extend(tree.lines().filter_map(|(indexed, line)| {
-            // Messages, nearly every line of a long session, are read straight into their
-            // record; any other line, or a message that does not read so, in full.
-            let (kind, role, preview_text, timestamp) = match message_line(indexed.tag, line) {
-                Some(MessageLine { timestamp, message }) => {
-                    let role = message.role.clone();
-                    let text = message.into_message().map(|m| message_preview(&m)).unwrap_or_default();
-                    ("message", Some(role), text, timestamp)
-                }
+        for (indexed, line) in tree.lines() {
+            match shown(indexed.tag, line) {
+                Some(node) => nodes.push(TreeNode {
+                    label: tree.label(indexed.id).map(str::to_string),
+                    id: indexed.id.to_string(),
+                    // The parent as the tree has it, which differs from the line's in a repaired
+                    // file (a broken cycle, a skipped parent).
+                    parent_id: indexed.parent_id.map(str::to_string),
+                    ..node
+                }),
                 None => {
-                    let Ok(entry) = Entry::parse(line) else {
-                        hidden.insert(indexed.id);
-                        return None;
-                    };
-                    if matches!(entry.kind, EntryKind::Label { .. } | EntryKind::Leaf { .. }) {
-                        hidden.insert(indexed.id);
-                        return None;
-                    }
-                    let (kind, role, text) = describe(&entry.kind);
-                    (kind, role, text, entry.timestamp)
+                    hidden.insert(indexed.id);
                 }
-            };
-            Some(TreeNode {
-                label: tree.label(indexed.id).map(str::to_string),
-                id: indexed.id.to_string(),
-                // The parent as the tree has it, which differs from the line's in a repaired
-                // file (a broken cycle, a skipped parent).
-                parent_id: indexed.parent_id.map(str::to_string),
-                kind: kind.to_string(),
-                role,
-                preview: preview(&preview_text, 120),
-                timestamp,
-            })
-        }));
-        // Labels and `leaf` entries are not shown, so the position is the nearest shown entry,
-        // walked to from the leaf (the tree has no cycles: they are broken as it loads).
-        let mut leaf = tree.leaf();
-        while let Some(id) = leaf.filter(|id| hidden.contains(id)) {
-            leaf = tree.get(id).and_then(|entry| entry.parent_id);
+            }
         }
-        let leaf = leaf.map(str::to_string);
+        let leaf = shown_leaf(tree.leaf(), &hidden, |id| tree.get(id).and_then(|entry| entry.parent_id));
         SessionTreeView { session_id: session_id.to_string(), name: tree.name().map(str::to_string), leaf, nodes }
+    }
+
+    /// The view of the session file at `path`, read a line at a time without locking it: each
+    /// node is made as its line goes by, and the file is never held whole (a long session's
+    /// view costs its nodes and the index, not the file as well).
+    pub fn scan(path: &Path) -> Result<Self, reins_session::SessionError> {
+        let mut nodes: Vec<TreeNode> = Vec::new();
+        // The outline's number of each node, and of each entry not shown.
+        let (mut numbers, mut hidden_numbers): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
+        let outline = TreeOutline::scan(path, |number, tag, line| match shown(tag, line) {
+            Some(node) => {
+                nodes.push(node);
+                numbers.push(number);
+            }
+            None => hidden_numbers.push(number),
+        })?;
+        // Ids, parents (as repaired) and labels are the outline's once every line is read.
+        for (node, &number) in nodes.iter_mut().zip(&numbers) {
+            if let Some(entry) = outline.entry(number) {
+                node.id = entry.id.to_string();
+                node.parent_id = entry.parent_id.map(str::to_string);
+                node.label = outline.label(entry.id).map(str::to_string);
+            }
+        }
+        drop(numbers);
+        let hidden: HashSet<&str> =
+            hidden_numbers.iter().filter_map(|&number| outline.entry(number)).map(|entry| entry.id).collect();
+        let leaf = shown_leaf(outline.leaf(), &hidden, |id| outline.get(id).and_then(|entry| entry.parent_id));
+        Ok(SessionTreeView {
+            session_id: outline.header().id.clone(),
+            name: outline.name().map(str::to_string),
+            leaf,
+            nodes,
+        })
     }
 }
 
-/// The fields of a `message` line a tree view shows.
-#[derive(serde::Deserialize)]
-struct MessageLine {
-    timestamp: String,
-    message: reins_session::MessageRecord,
+/// Labels and `leaf` entries are not shown, so the position is the nearest shown entry, walked
+/// to from the leaf through `parent` (the tree has no cycles: they are broken as it loads).
+fn shown_leaf<'a>(
+    leaf: Option<&'a str>,
+    hidden: &HashSet<&str>,
+    parent: impl Fn(&str) -> Option<&'a str>,
+) -> Option<String> {
+    let mut leaf = leaf;
+    while let Some(id) = leaf.filter(|id| hidden.contains(id)) {
+        leaf = parent(id);
+    }
+    leaf.map(str::to_string)
 }
 
-/// A `message` line read into its record; `None` for another kind or a line that does not read
-/// so (it is then read in full, as any line).
-fn message_line(tag: EntryTag, line: &str) -> Option<MessageLine> {
-    (tag == EntryTag::Message).then(|| serde_json::from_str(line).ok()).flatten()
+/// What a tree view shows of an entry of kind `tag` from its line (id, parent and label left
+/// for the caller), or `None` for one it does not show: a label, a `leaf` entry, a line that does
+/// not read.
+fn shown(tag: EntryTag, line: &str) -> Option<TreeNode> {
+    // Messages, nearly every line of a long session, are read straight into what shows of them;
+    // any other line, or a message that does not read so, in full.
+    let (kind, role, preview_text, timestamp) = match message_line(tag, line) {
+        Some((timestamp, role, text)) => ("message", Some(role), text, timestamp),
+        None => {
+            let entry = Entry::parse(line).ok()?;
+            if matches!(entry.kind, EntryKind::Label { .. } | EntryKind::Leaf { .. }) {
+                return None;
+            }
+            let (kind, role, text) = describe(&entry.kind);
+            (kind, role, text, entry.timestamp)
+        }
+    };
+    Some(TreeNode {
+        id: String::new(),
+        parent_id: None,
+        kind: kind.to_string(),
+        role,
+        preview: preview(&preview_text, 120),
+        label: None,
+        timestamp,
+    })
+}
+
+/// The fields of a `message` line a tree view shows, borrowed from the line where the JSON has
+/// no escapes: the rest of the line (tool arguments, usage, details) is skipped unread.
+#[derive(serde::Deserialize)]
+struct MessageLine<'a> {
+    #[serde(borrow)]
+    timestamp: Cow<'a, str>,
+    #[serde(borrow)]
+    message: ShownMessage<'a>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ShownMessage<'a> {
+    #[serde(borrow)]
+    role: Cow<'a, str>,
+    #[serde(default, borrow)]
+    content: Option<ShownContent<'a>>,
+    #[serde(default, borrow)]
+    tool_name: Option<Cow<'a, str>>,
+}
+
+/// A message's content: a plain string (pi allows one) or blocks.
+enum ShownContent<'a> {
+    Text(Cow<'a, str>),
+    Blocks(Vec<ShownBlock<'a>>),
+}
+
+#[derive(serde::Deserialize)]
+struct ShownBlock<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+}
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for ShownContent<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ContentVisitor<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for ContentVisitor<'a> {
+            type Value = ShownContent<'a>;
+            fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+                formatter.write_str("a string or an array of content blocks")
+            }
+            fn visit_borrowed_str<E: serde::de::Error>(self, text: &'de str) -> Result<Self::Value, E> {
+                Ok(ShownContent::Text(Cow::Borrowed(text)))
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Self::Value, E> {
+                Ok(ShownContent::Text(Cow::Owned(text.to_string())))
+            }
+            fn visit_string<E: serde::de::Error>(self, text: String) -> Result<Self::Value, E> {
+                Ok(ShownContent::Text(Cow::Owned(text)))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut blocks = Vec::new();
+                while let Some(block) = seq.next_element()? {
+                    blocks.push(block);
+                }
+                Ok(ShownContent::Blocks(blocks))
+            }
+        }
+        deserializer.deserialize_any(ContentVisitor(std::marker::PhantomData))
+    }
+}
+
+/// A `message` line of a user, assistant or tool result message, as (timestamp, role, the text
+/// its preview is made from) — the same as reading the message in full and taking
+/// [`message_preview`] of it; `None` for another kind or role, or a line that does not read so
+/// (it is then read in full, as any line).
+fn message_line(tag: EntryTag, line: &str) -> Option<(String, String, String)> {
+    if tag != EntryTag::Message {
+        return None;
+    }
+    let MessageLine { timestamp, message } = serde_json::from_str(line).ok()?;
+    let texts = |separator: &str| -> String {
+        match &message.content {
+            Some(ShownContent::Text(text)) => text.to_string(),
+            Some(ShownContent::Blocks(blocks)) => {
+                let texts: Vec<&str> = blocks
+                    .iter()
+                    .filter(|block| block.kind == "text")
+                    .map(|block| block.text.as_deref().unwrap_or_default())
+                    .collect();
+                texts.join(separator)
+            }
+            None => String::new(),
+        }
+    };
+    let text = match &*message.role {
+        "user" => texts(" "),
+        "assistant" => {
+            let text = texts("");
+            if text.trim().is_empty() {
+                let calls: Vec<String> = match &message.content {
+                    Some(ShownContent::Blocks(blocks)) => blocks
+                        .iter()
+                        .filter(|block| block.kind == "toolCall")
+                        .map(|block| format!("{}(…)", block.name.as_deref().unwrap_or_default()))
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                calls.join(", ")
+            } else {
+                text
+            }
+        }
+        "toolResult" => format!("{}: {}", message.tool_name.as_deref().unwrap_or_default(), texts("")),
+        _ => return None,
+    };
+    Some((timestamp.into_owned(), message.role.into_owned(), text))
 }
 
 fn describe(kind: &EntryKind) -> (&'static str, Option<String>, String) {

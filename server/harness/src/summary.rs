@@ -82,15 +82,18 @@ pub async fn compaction_summary(
         text.push_str(previous);
         text.push_str("\n</previous-summary>\n\n");
     }
-    text.push_str(&render_transcript(messages));
     let files = FileActivity::of(messages);
+    let mut files_text = String::new();
     if !files.read.is_empty() || !files.modified.is_empty() {
-        text.push_str(&format!(
+        files_text = format!(
             "\n<files>\nread: {}\nmodified: {}\n</files>\n",
             files.read.iter().cloned().collect::<Vec<_>>().join(", "),
             files.modified.iter().cloned().collect::<Vec<_>>().join(", ")
-        ));
+        );
     }
+    let budget = transcript_budget(model).saturating_sub(text.len() + files_text.len());
+    text.push_str(&fitting_transcript(messages, budget));
+    text.push_str(&files_text);
     ask(provider, model, COMPACTION_INSTRUCTIONS, text, cancel).await.map_err(HarnessError::Compaction)
 }
 
@@ -101,7 +104,7 @@ pub async fn branch_summary(
     messages: &[Message],
     cancel: &CancellationToken,
 ) -> Result<String, HarnessError> {
-    ask(provider, model, BRANCH_INSTRUCTIONS, render_transcript(messages), cancel)
+    ask(provider, model, BRANCH_INSTRUCTIONS, fitting_transcript(messages, transcript_budget(model)), cancel)
         .await
         .map_err(HarnessError::BranchSummary)
 }
@@ -116,10 +119,15 @@ async fn ask(
     let request = Request {
         model: model.clone(),
         system_prompt: instructions.to_string(),
-        messages: vec![Message::user(format!("<conversation>\n{transcript}</conversation>\n\nWrite the summary now."))]
-            .into(),
+        messages: vec![Message::user(format!(
+            "<conversation>
+{transcript}</conversation>
+
+Write the summary now."
+        ))]
+        .into(),
         tools: Vec::new().into(),
-        max_tokens: Some(model.max_output.min(8192)),
+        max_tokens: Some(summary_max_tokens(model)),
         // A summary restates; thinking would only eat into its small output limit.
         thinking: Some(ThinkingLevel::Off),
     };
@@ -135,29 +143,74 @@ async fn ask(
     }
 }
 
+/// The bytes of transcript a summary request to `model` may carry: its window, less the answer
+/// and room for the words around the transcript, at four bytes a token (the estimate that keeps
+/// a run's requests within the window).
+pub(crate) fn transcript_budget(model: &Model) -> usize {
+    const AROUND: u64 = 256;
+    let tokens = model.context_window.saturating_sub(summary_max_tokens(model) + AROUND);
+    usize::try_from(tokens).unwrap_or(usize::MAX).saturating_mul(4)
+}
+
+/// The answer a summary may take.
+fn summary_max_tokens(model: &Model) -> u64 {
+    model.max_output.min(8192)
+}
+
+/// [`render_transcript`] of the newest of `messages` that fit in `budget` bytes, after a note of
+/// how many older ones were left out: a summary request never goes beyond the model's window,
+/// however long the conversation (a session of a million messages cannot be sent whole).
+fn fitting_transcript(messages: &[Message], budget: usize) -> String {
+    let mut newest: Vec<String> = Vec::new();
+    let mut used = 0;
+    for message in messages.iter().rev() {
+        let mut text = String::new();
+        render_message(&mut text, message);
+        // Room for the note, whose number is at most 20 digits.
+        if used + text.len() + 100 > budget {
+            break;
+        }
+        used += text.len();
+        newest.push(text);
+    }
+    let left_out = messages.len() - newest.len();
+    let mut out = String::with_capacity(used + 100);
+    if left_out > 0 {
+        out.push_str(&format!("[{left_out} earlier messages are left out: they do not fit the model's window]\n\n"));
+    }
+    for text in newest.iter().rev() {
+        out.push_str(text);
+    }
+    out
+}
+
 /// The conversation as plain text, tool calls and results included (results cut short: the
 /// summary needs what happened, not every byte).
 pub fn render_transcript(messages: &[Message]) -> String {
     let mut out = String::new();
     for message in messages {
-        match message {
-            Message::User(user) => {
-                out.push_str("[user]\n");
-                push_blocks(&mut out, &user.content, usize::MAX);
-            }
-            Message::Assistant(assistant) => {
-                out.push_str("[assistant]\n");
-                push_blocks(&mut out, &assistant.content, usize::MAX);
-            }
-            Message::ToolResult(result) => {
-                let status = if result.is_error { "error" } else { "ok" };
-                out.push_str(&format!("[tool result: {} ({status})]\n", result.tool_name));
-                push_blocks(&mut out, &result.content, 2000);
-            }
-        }
-        out.push('\n');
+        render_message(&mut out, message);
     }
     out
+}
+
+fn render_message(out: &mut String, message: &Message) {
+    match message {
+        Message::User(user) => {
+            out.push_str("[user]\n");
+            push_blocks(out, &user.content, usize::MAX);
+        }
+        Message::Assistant(assistant) => {
+            out.push_str("[assistant]\n");
+            push_blocks(out, &assistant.content, usize::MAX);
+        }
+        Message::ToolResult(result) => {
+            let status = if result.is_error { "error" } else { "ok" };
+            out.push_str(&format!("[tool result: {} ({status})]\n", result.tool_name));
+            push_blocks(out, &result.content, 2000);
+        }
+    }
+    out.push('\n');
 }
 
 fn push_blocks(out: &mut String, blocks: &[Content], max_chars: usize) {
@@ -220,5 +273,19 @@ mod tests {
         assert!(transcript.contains("[tool result: read (ok)]\n"));
         assert!(transcript.contains(&format!("{}\n[…]\n", "x".repeat(2000))));
         assert!(!transcript.contains(&"x".repeat(2001)));
+    }
+
+    #[test]
+    fn a_transcript_keeps_the_newest_messages_that_fit() {
+        let messages: Vec<Message> = (0..1000).map(|n| Message::user(format!("message {n:04}"))).collect();
+        // Each renders as "[user]\nmessage 0000\n\n": 21 bytes.
+        let whole = render_transcript(&messages);
+        assert_eq!(fitting_transcript(&messages, whole.len() + 100), whole);
+        let cut = fitting_transcript(&messages, 21 * 10 + 100);
+        assert!(cut.starts_with("[990 earlier messages are left out"), "{cut}");
+        assert!(cut.ends_with(&render_transcript(&messages[990..])), "{cut}");
+        assert!(cut.len() <= 21 * 10 + 100);
+        // No room: nothing is sent but the note.
+        assert!(fitting_transcript(&messages, 0).starts_with("[1000 earlier messages"));
     }
 }

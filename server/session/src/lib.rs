@@ -14,6 +14,7 @@ pub mod format;
 mod index;
 mod message;
 mod migrate;
+mod outline;
 mod private;
 mod session_file;
 mod store;
@@ -33,6 +34,7 @@ pub use message::{
     BRANCH_SUMMARY_PREFIX, BRANCH_SUMMARY_SUFFIX, BlockRecord, COMPACTION_SUMMARY_PREFIX, COMPACTION_SUMMARY_SUFFIX,
     ContentField, MessageRecord, UsageRecord,
 };
+pub use outline::TreeOutline;
 pub use session_file::{Durability, SessionFile};
 pub use store::{SessionStore, encode_cwd};
 pub use summary::{SessionSummary, summarize};

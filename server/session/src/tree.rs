@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use crate::compaction::estimate_tokens;
 use crate::disk::{MAX_ENTRY_BYTES, read_session_file};
 use crate::error::SessionError;
 use crate::format::{CURRENT_VERSION, ContextLine, Entry, EntryKind, EntryTag, Envelope, Header};
@@ -44,6 +45,24 @@ pub(crate) struct LoadReport {
     pub needs_newline: bool,
     /// The file was an older version and `base` holds it migrated: the file must be rewritten.
     pub migrated: bool,
+}
+
+/// What indexing carries from line to line until the last one.
+pub(crate) struct Indexing {
+    line_number: usize,
+    /// Entries whose parent was not indexed yet: (entry, parent id).
+    unresolved: Vec<(u32, String)>,
+    /// Entries whose line is skipped although its id could be read (the line is not UTF-8, or
+    /// too long): id → parent id, so that their children hang from their parent instead of
+    /// coming loose.
+    spliced: HashMap<String, Option<String>>,
+}
+
+impl Indexing {
+    /// Before the first entry's line: the header is line 1.
+    pub(crate) fn new() -> Indexing {
+        Indexing { line_number: 1, unresolved: Vec::new(), spliced: HashMap::new() }
+    }
 }
 
 #[derive(Clone)]
@@ -82,11 +101,7 @@ impl SessionTree {
     /// Indexes the bytes of a session file; `path` is only for messages.
     pub fn from_bytes(path: &Path, bytes: Vec<u8>) -> Result<SessionTree, SessionError> {
         let header_end = bytes.iter().position(|&b| b == b'\n').unwrap_or(bytes.len());
-        // An editor may have saved the file with a byte order mark; it is not part of the header.
-        let header_start = if bytes.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
-        let header_line = std::str::from_utf8(&bytes[header_start.min(header_end)..header_end])
-            .map_err(|_| SessionError::format(path, 1, "the header is not UTF-8"))?;
-        let header = Header::parse(header_line.trim()).map_err(|reason| SessionError::format(path, 1, reason))?;
+        let header = header_of(path, &bytes[..header_end])?;
         if header.version < CURRENT_VERSION {
             return SessionTree::from_old_version(path, &bytes, header.version);
         }
@@ -120,61 +135,73 @@ impl SessionTree {
     }
 
     fn index(&mut self, bytes: &[u8], mut start: usize) {
-        let mut unresolved: Vec<(u32, String)> = Vec::new();
-        // Entries whose line is skipped although its id could be read (the line is not UTF-8):
-        // id → parent id, so that their children hang from their parent instead of coming loose.
-        let mut spliced: HashMap<String, Option<String>> = HashMap::new();
-        let mut line_number = 1;
+        let mut indexing = Indexing::new();
         while start < bytes.len() {
-            line_number += 1;
             let end = bytes[start..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |at| start + at);
-            let line = &bytes[start..end];
-            let is_last = end == bytes.len();
-            let path = self.path.display();
-            if line.iter().all(u8::is_ascii_whitespace) {
-                start = end + 1;
-                continue;
-            }
-            // Every indexed line is UTF-8, so reading one in full later cannot fail on that.
-            let envelope = match std::str::from_utf8(line) {
-                // One entry of gigabytes would cost gigabytes in every view and request: skipped,
-                // with its ids read in place so that its children keep their place.
-                _ if line.len() > MAX_ENTRY_BYTES => {
-                    let ids = serde_json::from_slice::<Envelope>(line).ok().and_then(|envelope| {
-                        Some((envelope.id?.into_owned(), envelope.parent_id.map(|parent| parent.into_owned())))
-                    });
-                    let megabytes = line.len() >> 20;
-                    Err((format!("its line is {megabytes} MB, over the limit of {} MB", MAX_ENTRY_BYTES >> 20), ids))
-                }
-                Ok(text) => serde_json::from_str::<Envelope>(text).map_err(|error| (error.to_string(), None)),
-                Err(_) => {
-                    let lossy = String::from_utf8_lossy(line);
-                    let ids = serde_json::from_str::<Envelope>(&lossy).ok().and_then(|envelope| {
-                        Some((envelope.id?.into_owned(), envelope.parent_id.map(|parent| parent.into_owned())))
-                    });
-                    Err(("the line is not valid UTF-8".to_string(), ids))
-                }
-            };
-            match envelope {
-                Ok(envelope) => {
-                    self.add_indexed(&envelope, start, line, &mut unresolved);
-                    self.load.needs_newline |= is_last;
-                }
-                Err((reason, Some((id, parent_id)))) => {
-                    tracing::warn!("{path}:{line_number}: skipping entry {id}: {reason}");
-                    spliced.insert(id, parent_id);
-                    self.load.needs_newline |= is_last;
-                }
-                Err((reason, None)) if is_last => {
-                    tracing::warn!(
-                        "{path}:{line_number}: skipping a torn last line ({reason}); it will be cut off before the next write"
-                    );
-                    self.load.torn_at = Some(start);
-                }
-                Err((reason, None)) => tracing::warn!("{path}:{line_number}: skipping a malformed line: {reason}"),
-            }
+            self.index_line(&mut indexing, &bytes[start..end], start, end == bytes.len());
             start = end + 1;
         }
+        self.finish_index(indexing);
+    }
+
+    /// Indexes one line (without its newline) that starts at byte `start` of the file; `is_last`
+    /// when no newline ends it. True when it became an entry (the last node).
+    pub(crate) fn index_line(&mut self, indexing: &mut Indexing, line: &[u8], start: usize, is_last: bool) -> bool {
+        indexing.line_number += 1;
+        let line_number = indexing.line_number;
+        let path = self.path.display();
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return false;
+        }
+        // Every indexed line is UTF-8, so reading one in full later cannot fail on that.
+        let envelope = match std::str::from_utf8(line) {
+            // One entry of gigabytes would cost gigabytes in every view and request: skipped,
+            // with its ids read in place so that its children keep their place.
+            _ if line.len() > MAX_ENTRY_BYTES => {
+                let ids = serde_json::from_slice::<Envelope>(line).ok().and_then(|envelope| {
+                    Some((envelope.id?.into_owned(), envelope.parent_id.map(|parent| parent.into_owned())))
+                });
+                let megabytes = line.len() >> 20;
+                Err((format!("its line is {megabytes} MB, over the limit of {} MB", MAX_ENTRY_BYTES >> 20), ids))
+            }
+            Ok(text) => serde_json::from_str::<Envelope>(text).map_err(|error| (error.to_string(), None)),
+            Err(_) => {
+                let lossy = String::from_utf8_lossy(line);
+                let ids = serde_json::from_str::<Envelope>(&lossy).ok().and_then(|envelope| {
+                    Some((envelope.id?.into_owned(), envelope.parent_id.map(|parent| parent.into_owned())))
+                });
+                Err(("the line is not valid UTF-8".to_string(), ids))
+            }
+        };
+        match envelope {
+            Ok(envelope) => {
+                let added = self.add_indexed(&envelope, start, line, &mut indexing.unresolved);
+                self.load.needs_newline |= is_last;
+                added
+            }
+            Err((reason, Some((id, parent_id)))) => {
+                tracing::warn!("{path}:{line_number}: skipping entry {id}: {reason}");
+                indexing.spliced.insert(id, parent_id);
+                self.load.needs_newline |= is_last;
+                false
+            }
+            Err((reason, None)) if is_last => {
+                tracing::warn!(
+                    "{path}:{line_number}: skipping a torn last line ({reason}); it will be cut off before the next write"
+                );
+                self.load.torn_at = Some(start);
+                false
+            }
+            Err((reason, None)) => {
+                tracing::warn!("{path}:{line_number}: skipping a malformed line: {reason}");
+                false
+            }
+        }
+    }
+
+    /// Hangs the entries whose parent came after them, once every line is indexed.
+    pub(crate) fn finish_index(&mut self, indexing: Indexing) {
+        let Indexing { unresolved, spliced, .. } = indexing;
         if unresolved.is_empty() {
             // Every parent came before its child: the tree cannot have a cycle.
             return;
@@ -246,10 +273,16 @@ impl SessionTree {
         }
     }
 
-    fn add_indexed(&mut self, envelope: &Envelope, start: usize, line: &[u8], unresolved: &mut Vec<(u32, String)>) {
+    fn add_indexed(
+        &mut self,
+        envelope: &Envelope,
+        start: usize,
+        line: &[u8],
+        unresolved: &mut Vec<(u32, String)>,
+    ) -> bool {
         let Some(id) = envelope.id.as_deref() else {
             tracing::warn!("{}: skipping an entry without an id", self.path.display());
-            return;
+            return false;
         };
         let index = self.nodes.len() as u32;
         let parent = match envelope.parent_id.as_deref() {
@@ -268,6 +301,7 @@ impl SessionTree {
         self.by_id.insert(id, index);
         let target = envelope.target_id.as_deref().and_then(|target| self.by_id.get(target).copied());
         self.after_add(index, line, target);
+        true
     }
 
     /// Keeps labels, name and leaf current after entry `index` was added.
@@ -537,6 +571,50 @@ impl SessionTree {
         path.into_iter().map(|index| self.parse_entry(index)).collect()
     }
 
+    /// The newest entries of the path from the root to `id`, parsed in full, in path order: back
+    /// from `id` until their messages come to about `tokens` tokens, but always back to the first
+    /// entry the latest compaction on the path kept — so that, for a path within `tokens`, this
+    /// is as much of [`SessionTree::path_entries`] as compacting it reads. A path of a million
+    /// entries is not parsed whole to compact its newest part (a compaction older than the
+    /// budget reaches is then not seen).
+    pub fn recent_path_entries(&self, id: &str, tokens: u64) -> Result<Vec<Entry>, SessionError> {
+        let path = self.path_indices(self.index_of(id)?);
+        let mut entries = Vec::new();
+        let mut spent = 0;
+        // Once the latest compaction is read: the first entry it kept, where the walk ends.
+        let mut kept_from: Option<Option<String>> = None;
+        for (at, &index) in path.iter().enumerate().rev() {
+            let entry = self.parse_entry(index)?;
+            spent += match &entry.kind {
+                EntryKind::Message(_) => entry
+                    .message()
+                    .and_then(|record| record.into_message())
+                    .map_or(0, |message| estimate_tokens(&message)),
+                EntryKind::Compaction { summary, .. } | EntryKind::BranchSummary { summary, .. } => {
+                    summary.len().div_ceil(4) as u64
+                }
+                _ => 0,
+            };
+            let reached_kept = matches!(&kept_from, Some(Some(first_kept)) if *first_kept == entry.id);
+            if kept_from.is_none()
+                && let EntryKind::Compaction { first_kept_entry_id, .. } = &entry.kind
+            {
+                // A kept entry that is not before it on the path: the walk goes on within the budget.
+                let on_path =
+                    self.by_id.get(first_kept_entry_id.as_str()).is_some_and(|&kept| path[..at].contains(&kept));
+                kept_from = Some(on_path.then(|| first_kept_entry_id.clone()));
+            }
+            entries.push(entry);
+            // Past the budget only to reach the kept entries, which are few.
+            let over = spent > tokens && !matches!(kept_from, Some(Some(_)));
+            if reached_kept || over {
+                break;
+            }
+        }
+        entries.reverse();
+        Ok(entries)
+    }
+
     /// The header and every entry, as the file would hold them now.
     pub fn to_jsonl(&self) -> String {
         let mut out = self.header.to_line();
@@ -633,11 +711,19 @@ impl SessionTree {
         &self.tail
     }
 
-    fn entry_ref(&self, index: u32) -> EntryRef<'_> {
+    pub(crate) fn entry_ref(&self, index: u32) -> EntryRef<'_> {
         let node = &self.nodes[index as usize];
         let parent_id = (node.parent != NO_PARENT).then(|| &*self.nodes[node.parent as usize].id);
         EntryRef { id: &node.id, parent_id, tag: node.tag }
     }
+}
+
+/// The header of a session file from its first line (without the newline).
+pub(crate) fn header_of(path: &Path, line: &[u8]) -> Result<Header, SessionError> {
+    // An editor may have saved the file with a byte order mark; it is not part of the header.
+    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    let line = std::str::from_utf8(line).map_err(|_| SessionError::format(path, 1, "the header is not UTF-8"))?;
+    Header::parse(line.trim()).map_err(|reason| SessionError::format(path, 1, reason))
 }
 
 impl std::fmt::Debug for SessionTree {

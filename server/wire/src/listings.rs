@@ -208,16 +208,30 @@ pub fn checkout_commands(commands: &[CommandRan]) -> Value {
     Value::Array(commands)
 }
 
-fn tree_node(node: &TreeNode) -> Value {
-    json!({
-        "id": node.id,
-        "parentId": node.parent_id,
-        "kind": node.kind,
-        "role": node.role,
-        "preview": node.preview,
-        "label": node.label,
-        "timestamp": node.timestamp,
-    })
+/// One node of `reins.session.tree`, written straight from the view (no `Value` per node: a
+/// tree may have a million).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TreeNodeJson<'a> {
+    id: &'a str,
+    parent_id: Option<&'a str>,
+    kind: &'a str,
+    role: Option<&'a str>,
+    preview: &'a str,
+    label: Option<&'a str>,
+    timestamp: &'a str,
+}
+
+fn tree_node(node: &TreeNode) -> TreeNodeJson<'_> {
+    TreeNodeJson {
+        id: &node.id,
+        parent_id: node.parent_id.as_deref(),
+        kind: &node.kind,
+        role: node.role.as_deref(),
+        preview: &node.preview,
+        label: node.label.as_deref(),
+        timestamp: &node.timestamp,
+    }
 }
 
 /// The result of `reins.mcp.list` (and of `reins mcp list --json`): each server, where it was

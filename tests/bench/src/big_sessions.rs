@@ -1,11 +1,14 @@
 //! Big and crafted sessions through the release binary (issue 24, items 9 and 11): the text of
 //! `reins sessions tree` on a 1,000,000-entry session, which must stay linear (it was quadratic:
 //! 40,000 entries took 45 s), beside `--json`; and the peak memory of reading such a session,
-//! against a ceiling of about twice the file, and of listing it (a line at a time).
+//! against a ceiling of about twice the file, and of listing it (a line at a time), and of one
+//! `reins run --session` turn on it against the scripted model.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
+
+use scripted_llm::{Reply, ScriptedServer};
 
 use crate::large_session::write_large_session;
 
@@ -74,11 +77,62 @@ pub async fn measure(reins: &Path) -> bool {
             }
         }
     }
+    // Last: the run appends to the session (a compaction, the new turn).
+    match run_on_session(reins, dir.path(), &path).await {
+        Ok(run) => {
+            let bytes = run.peak_kib * 1024;
+            println!(
+                "  {:<22} {:>7.1} s   peak RSS {:>7.1} MB ({:.2}x the file); {} model requests, the largest {:.1} MB",
+                "run --session",
+                run.seconds,
+                mb(bytes),
+                bytes as f64 / file_bytes as f64,
+                run.requests,
+                mb(run.largest_request),
+            );
+            checks.push(("run --session peak RSS at most 2x the file", bytes <= 2 * file_bytes));
+        }
+        Err(why) => {
+            println!("  {:<22} failed: {why}", "run --session");
+            checks.push(("run --session on the big session runs", false));
+        }
+    }
     println!("\nbig session targets:");
     for (name, ok) in &checks {
         println!("  [{}] {name}", if *ok { "ok" } else { "MISSED" });
     }
     checks.iter().any(|(_, ok)| !ok)
+}
+
+/// What one turn of `reins run --session` on the big session took.
+struct RunFigures {
+    seconds: f64,
+    peak_kib: u64,
+    /// Model requests made (a compaction's summary and the turn), and the largest body sent.
+    requests: usize,
+    largest_request: u64,
+}
+
+/// One scripted turn of `reins run --session PATH` in `dir` (a compaction's summary first, when
+/// the run asks for one), with its time and peak memory.
+async fn run_on_session(reins: &Path, dir: &Path, path: &str) -> Result<RunFigures, String> {
+    let script = vec![
+        Reply::text("Goal: read every module. Progress: all of them explained.").when("Write the summary now"),
+        Reply::text("Every module is explained above."),
+    ];
+    let server = ScriptedServer::start(script).await;
+    let mut command = reins_command(reins, dir, &["run", "--yes", "--session", path, "what is left to read?"]);
+    command
+        .env("HOME", dir)
+        .env("OPENAI_BASE_URL", server.base_url())
+        .env("OPENAI_API_KEY", "bench")
+        .env("REINS_MODEL", "scripted");
+    let started = Instant::now();
+    let peak_kib = crate::peak_rss_kib_of(&command).await?;
+    let seconds = started.elapsed().as_secs_f64();
+    let requests = server.chat_requests();
+    let largest_request = requests.iter().map(|request| request.raw_body.len() as u64).max().unwrap_or(0);
+    Ok(RunFigures { seconds, peak_kib, requests: requests.len(), largest_request })
 }
 
 /// `reins ARGS` in `dir` with its own `REINS_HOME`, output thrown away.

@@ -69,7 +69,7 @@ impl Harness {
         }
         lock(&session.choices).thinking = Some(level);
         session.agent.set_thinking(Some(level));
-        let model = session.agent.context().model;
+        let model = session.agent.model();
         let note = self.settings().thinking_note(&model, level);
         // Said here, so not again at the next run.
         lock(&session.choices).noted = note.as_ref().map(|_| (address(&model), level));
@@ -333,7 +333,7 @@ mod tests {
         .assert_eq(set.note.as_deref().unwrap());
         let live = harness.session(&session).unwrap();
         let settings = harness.settings();
-        let model = live.agent.context().model;
+        let model = live.agent.model();
         assert_eq!(live.apply_thinking(&settings, &model), None, "said when it was set");
         assert_eq!(harness.set_thinking(&session, ThinkingLevel::Off).unwrap().note, None);
         let o3 = settings.resolve_model(Some("openai/o3"));

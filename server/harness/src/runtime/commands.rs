@@ -95,7 +95,7 @@ impl Harness {
             }
             "model" => {
                 let model = match args {
-                    "" => self.session(session_id)?.agent.context().model,
+                    "" => self.session(session_id)?.agent.model(),
                     id => self.set_model(session_id, id)?,
                 };
                 done(format!("Model: {}/{}", model.provider, model.id))

@@ -87,9 +87,9 @@ impl Harness {
         // The tool set in force, and the MCP servers' tools as they are now (waiting for servers
         // still starting).
         self.refresh_tools(session);
-        let model = session.agent.context().model;
+        let model = session.agent.model();
         session.agent.set_tools(session.toolbox.current(&model).await);
-        if let Some(note) = session.apply_thinking(&settings, &session.agent.context().model) {
+        if let Some(note) = session.apply_thinking(&settings, &session.agent.model()) {
             (self.options.warn)(&note);
         }
         if let Some(file) = &session.file
@@ -104,7 +104,7 @@ impl Harness {
         let mut outcome = session.agent.prompt(vec![message], emit.clone()).await.ok()?;
         if let Some(file) = &session.file {
             if overflowed(&outcome) {
-                let model = session.agent.context().model;
+                let model = session.agent.model();
                 let settings = self.settings().compaction.clone();
                 let cancel = session.current_cancel();
                 match compact_and_reload(file, self.provider.as_ref(), &model, &settings, &cancel).await {
@@ -161,12 +161,14 @@ impl Harness {
         settings: &CompactionSettings,
         prompt_tokens: u64,
     ) {
-        let context = session.agent.context();
-        if !near_window(&context, prompt_tokens, settings.reserve_tokens) {
+        // Read in place: the conversation may be far longer than the window.
+        let near = session.agent.with_context(|context| near_window(context, prompt_tokens, settings.reserve_tokens));
+        if !near {
             return;
         }
+        let model = session.agent.model();
         let cancel = session.current_cancel();
-        match compact_and_reload(file, self.provider.as_ref(), &context.model, settings, &cancel).await {
+        match compact_and_reload(file, self.provider.as_ref(), &model, settings, &cancel).await {
             Ok((_, messages)) => {
                 let _ = session.agent.set_messages(messages);
             }

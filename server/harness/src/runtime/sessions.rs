@@ -120,8 +120,7 @@ impl Harness {
                 ))
             })?,
         };
-        let tree = reins_session::SessionTree::load(&path).map_err(session_error)?;
-        Ok(SessionTreeView::of(&tree.header().id, &tree))
+        SessionTreeView::scan(&path).map_err(session_error)
     }
 
     /// A session's tree and current leaf.
@@ -192,7 +191,7 @@ impl Harness {
         let summary = if left_behind.is_empty() {
             None
         } else {
-            let model = session.agent.context().model;
+            let model = session.agent.model();
             let cancel = session.current_cancel();
             Some(branch_summary(self.provider.as_ref(), &model, &left_behind, &cancel).await?)
         };
@@ -225,7 +224,7 @@ impl Harness {
     /// Summarizes the older part of the conversation so that it fits the window again.
     pub async fn compact(&self, session_id: &str) -> Result<Compacted, HarnessError> {
         let (session, _claim) = self.claim(session_id)?;
-        let model = session.agent.context().model;
+        let model = session.agent.model();
         let file = session.file()?.clone();
         let settings = self.settings().compaction.clone();
         let (compacted, messages) =
@@ -266,7 +265,7 @@ impl Harness {
         }
         let session = self.session(session_id)?;
         let model = self.settings().resolve_model(Some(model_id));
-        let current = session.agent.context().model;
+        let current = session.agent.model();
         if (current.provider.as_str(), current.id.as_str()) == (model.provider.as_str(), model.id.as_str()) {
             // Nothing changes, and the file needs no entry saying so.
             session.agent.set_model(model.clone());

@@ -208,7 +208,7 @@ impl Harness {
     ) -> Result<SessionId, HarnessError> {
         let parent_session = self.session(&parent.session_id)?;
         let tools = self.child_tools(&parent.session_id, input.tools.as_deref())?;
-        let model = parent_session.agent.context().model;
+        let model = parent_session.agent.model();
         let name = input.description.clone().filter(|text| !text.trim().is_empty()).unwrap_or_else(|| {
             let first = input.prompt.lines().next().unwrap_or_default();
             reins_ai::shorten(first, 60).into_owned()

@@ -24,7 +24,7 @@ impl Harness {
 
     /// The model the session's next turn goes to.
     pub fn session_model(&self, session_id: &str) -> Result<Model, HarnessError> {
-        Ok(self.session(session_id)?.agent.context().model)
+        Ok(self.session(session_id)?.agent.model())
     }
 
     /// Tokens the session's context takes now (see [`context_tokens`]).

@@ -16,7 +16,7 @@ use crate::diagnostics::Feedback;
 use crate::error::HarnessError;
 use crate::hooks::HookRunner;
 use crate::runtime::{SessionTools, lock, session_error};
-use crate::summary::{FileActivity, compaction_summary, transcript_budget};
+use crate::summary::{FileActivity, compaction_summary};
 use reins_settings::LiveSettings;
 
 /// What a compaction did.
@@ -125,10 +125,7 @@ pub(crate) async fn compact_and_reload(
         let Some(leaf) = file.leaf().map(str::to_string) else {
             return Err(HarnessError::Compaction("the session is empty".into()));
         };
-        // What the summary can hold and what stays: an older part of a path beyond the window
-        // would be left out of the summary anyway, and is not read.
-        let tokens = keep_recent_tokens.saturating_add(transcript_budget(model) as u64 / 4);
-        let path = file.tree().recent_path_entries(&leaf, tokens).map_err(session_error)?;
+        let path = file.tree().path_entries(&leaf).map_err(session_error)?;
         let Some(cut) = find_cut_point(&path, keep_recent_tokens) else {
             return Err(HarnessError::Compaction("there is nothing to compact yet".into()));
         };

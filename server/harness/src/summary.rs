@@ -119,13 +119,8 @@ async fn ask(
     let request = Request {
         model: model.clone(),
         system_prompt: instructions.to_string(),
-        messages: vec![Message::user(format!(
-            "<conversation>
-{transcript}</conversation>
-
-Write the summary now."
-        ))]
-        .into(),
+        messages: vec![Message::user(format!("<conversation>\n{transcript}</conversation>\n\nWrite the summary now."))]
+            .into(),
         tools: Vec::new().into(),
         max_tokens: Some(summary_max_tokens(model)),
         // A summary restates; thinking would only eat into its small output limit.
@@ -143,12 +138,14 @@ Write the summary now."
     }
 }
 
-/// The bytes of transcript a summary request to `model` may carry: its window, less the answer
-/// and room for the words around the transcript, at four bytes a token (the estimate that keeps
-/// a run's requests within the window).
+/// The bytes of transcript a summary request to `model` may carry: its window, less room for the
+/// answer (at most half a small window, so a small window still gets a transcript) and for the
+/// words around the transcript, at four bytes a token (the estimate that keeps a run's requests
+/// within the window).
 pub(crate) fn transcript_budget(model: &Model) -> usize {
     const AROUND: u64 = 256;
-    let tokens = model.context_window.saturating_sub(summary_max_tokens(model) + AROUND);
+    let answer = summary_max_tokens(model).min(model.context_window / 2);
+    let tokens = model.context_window.saturating_sub(answer + AROUND);
     usize::try_from(tokens).unwrap_or(usize::MAX).saturating_mul(4)
 }
 

@@ -37,9 +37,12 @@ pub fn close_file(file: &File) {
     }
 }
 
+/// A shared folder with the sticky bit (`/tmp`, where a sessions folder may be made by hand) is
+/// everyone's and left as it is: closing it would break every other program using it.
 fn close_to_others(path: &Path, mode: u32) {
     if let Ok(meta) = std::fs::metadata(path)
         && meta.permissions().mode() & 0o077 != 0
+        && meta.permissions().mode() & 0o1000 == 0
     {
         let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode));
     }
@@ -52,6 +55,17 @@ mod tests {
 
     fn mode(path: &Path) -> u32 {
         std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn a_shared_sticky_folder_above_the_sessions_is_left_open() {
+        let tmp = tempfile::tempdir().unwrap();
+        let shared = tmp.path().join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        create_dir(&shared.join("sessions")).unwrap();
+        assert_eq!(std::fs::metadata(&shared).unwrap().permissions().mode() & 0o7777, 0o1777);
+        assert_eq!(mode(&shared.join("sessions")), DIR_MODE);
     }
 
     #[test]

@@ -11,7 +11,6 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::compaction::estimate_tokens;
 use crate::disk::{MAX_ENTRY_BYTES, read_session_file};
 use crate::error::SessionError;
 use crate::format::{CURRENT_VERSION, ContextLine, Entry, EntryKind, EntryTag, Envelope, Header};
@@ -569,50 +568,6 @@ impl SessionTree {
     pub fn path_entries(&self, id: &str) -> Result<Vec<Entry>, SessionError> {
         let path = self.path_indices(self.index_of(id)?);
         path.into_iter().map(|index| self.parse_entry(index)).collect()
-    }
-
-    /// The newest entries of the path from the root to `id`, parsed in full, in path order: back
-    /// from `id` until their messages come to about `tokens` tokens, but always back to the first
-    /// entry the latest compaction on the path kept — so that, for a path within `tokens`, this
-    /// is as much of [`SessionTree::path_entries`] as compacting it reads. A path of a million
-    /// entries is not parsed whole to compact its newest part (a compaction older than the
-    /// budget reaches is then not seen).
-    pub fn recent_path_entries(&self, id: &str, tokens: u64) -> Result<Vec<Entry>, SessionError> {
-        let path = self.path_indices(self.index_of(id)?);
-        let mut entries = Vec::new();
-        let mut spent = 0;
-        // Once the latest compaction is read: the first entry it kept, where the walk ends.
-        let mut kept_from: Option<Option<String>> = None;
-        for (at, &index) in path.iter().enumerate().rev() {
-            let entry = self.parse_entry(index)?;
-            spent += match &entry.kind {
-                EntryKind::Message(_) => entry
-                    .message()
-                    .and_then(|record| record.into_message())
-                    .map_or(0, |message| estimate_tokens(&message)),
-                EntryKind::Compaction { summary, .. } | EntryKind::BranchSummary { summary, .. } => {
-                    summary.len().div_ceil(4) as u64
-                }
-                _ => 0,
-            };
-            let reached_kept = matches!(&kept_from, Some(Some(first_kept)) if *first_kept == entry.id);
-            if kept_from.is_none()
-                && let EntryKind::Compaction { first_kept_entry_id, .. } = &entry.kind
-            {
-                // A kept entry that is not before it on the path: the walk goes on within the budget.
-                let on_path =
-                    self.by_id.get(first_kept_entry_id.as_str()).is_some_and(|&kept| path[..at].contains(&kept));
-                kept_from = Some(on_path.then(|| first_kept_entry_id.clone()));
-            }
-            entries.push(entry);
-            // Past the budget only to reach the kept entries, which are few.
-            let over = spent > tokens && !matches!(kept_from, Some(Some(_)));
-            if reached_kept || over {
-                break;
-            }
-        }
-        entries.reverse();
-        Ok(entries)
     }
 
     /// The header and every entry, as the file would hold them now.

@@ -244,7 +244,7 @@ fn render_tree(tree: &SessionTreeView, width: Option<usize>, out: &mut dyn Write
         }
         let node = &tree.nodes[index];
         let marker = if tree.leaf.as_deref() == Some(node.id.as_str()) { "*" } else { " " };
-        let what = visible_line(node.role.as_deref().unwrap_or(&node.kind));
+        let what = visible_line(node.role.as_deref().unwrap_or(node.kind));
         let (id, preview) = (visible_line(&node.id), visible_line(&node.preview));
         line.clear();
         let _ = write!(line, "{marker} {rails}{branch}{id} {what}: {preview}");
@@ -376,8 +376,8 @@ mod tests {
         TreeNode {
             id: id.into(),
             parent_id: parent.map(str::to_string),
-            kind: "message".into(),
-            role: Some(role.into()),
+            kind: "message",
+            role: Some(role.to_string().into()),
             preview: preview.into(),
             label: None,
             timestamp: String::new(),

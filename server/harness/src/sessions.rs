@@ -9,6 +9,7 @@ use std::time::UNIX_EPOCH;
 
 use reins_agent::AgentEvent;
 use reins_ai::{Content, Message, Usage};
+use reins_session::format::Envelope;
 use reins_session::{
     Durability, Entry, EntryKind, EntryTag, IndexSave, SessionFile, SessionIndex, SessionSummary, SessionTree,
     TreeOutline,
@@ -187,9 +188,9 @@ pub struct TreeNode {
     pub id: String,
     pub parent_id: Option<String>,
     /// The entry's type in the file: `message`, `compaction`, `branch_summary`, `model_change`, …
-    pub kind: String,
-    /// For messages: `user`, `assistant`, `toolResult`.
-    pub role: Option<String>,
+    pub kind: &'static str,
+    /// For messages: `user`, `assistant`, `toolResult` (or a role pi has and reins does not).
+    pub role: Option<Cow<'static, str>>,
     /// A one-line excerpt.
     pub preview: String,
     pub label: Option<String>,
@@ -229,19 +230,24 @@ impl SessionTreeView {
         let mut nodes: Vec<TreeNode> = Vec::new();
         // The outline's number of each node, and of each entry not shown.
         let (mut numbers, mut hidden_numbers): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
-        let outline = TreeOutline::scan(path, |number, tag, line| match shown(tag, line) {
-            Some(node) => {
-                nodes.push(node);
-                numbers.push(number);
+        // A message is shown from the same parse that indexes its line; any other line is read
+        // again in full.
+        let outline = TreeOutline::scan_read(path, read_line, |number, tag, line, read| {
+            match read.flatten().or_else(|| shown(tag, line)) {
+                Some(node) => {
+                    nodes.push(node);
+                    numbers.push(number);
+                }
+                None => hidden_numbers.push(number),
             }
-            None => hidden_numbers.push(number),
         })?;
         // Ids, parents (as repaired) and labels are the outline's once every line is read.
+        let labels = outline.has_labels();
         for (node, &number) in nodes.iter_mut().zip(&numbers) {
             if let Some(entry) = outline.entry(number) {
                 node.id = entry.id.to_string();
                 node.parent_id = entry.parent_id.map(str::to_string);
-                node.label = outline.label(entry.id).map(str::to_string);
+                node.label = labels.then(|| outline.label(entry.id)).flatten().map(str::to_string);
             }
         }
         drop(numbers);
@@ -277,26 +283,55 @@ fn shown_leaf<'a>(
 fn shown(tag: EntryTag, line: &str) -> Option<TreeNode> {
     // Messages, nearly every line of a long session, are read straight into what shows of them;
     // any other line, or a message that does not read so, in full.
-    let (kind, role, preview_text, timestamp) = match message_line(tag, line) {
-        Some((timestamp, role, text)) => ("message", Some(role), text, timestamp),
-        None => {
-            let entry = Entry::parse(line).ok()?;
-            if matches!(entry.kind, EntryKind::Label { .. } | EntryKind::Leaf { .. }) {
-                return None;
-            }
-            let (kind, role, text) = describe(&entry.kind);
-            (kind, role, text, entry.timestamp)
-        }
-    };
+    let message = (tag == EntryTag::Message).then(|| serde_json::from_str::<MessageLine>(line).ok()).flatten();
+    if let Some(node) = message.and_then(|MessageLine { timestamp, message }| message_node(timestamp, message)) {
+        return Some(node);
+    }
+    let entry = Entry::parse(line).ok()?;
+    if matches!(entry.kind, EntryKind::Label { .. } | EntryKind::Leaf { .. }) {
+        return None;
+    }
+    let (kind, role, text) = describe(&entry.kind);
     Some(TreeNode {
         id: String::new(),
         parent_id: None,
-        kind: kind.to_string(),
-        role,
-        preview: preview(&preview_text, 120),
+        kind,
+        role: role.map(role_name),
+        preview: preview(&text, 120),
         label: None,
-        timestamp,
+        timestamp: entry.timestamp,
     })
+}
+
+/// A line read for [`TreeOutline::scan_read`]: its envelope and, for a message that
+/// [`message_node`] shows, its node (`None`: [`shown`] reads the line).
+fn read_line(line: &str) -> Option<(Envelope<'_>, Option<TreeNode>)> {
+    let ShownLine { kind, id, parent_id, target_id, timestamp, message } = serde_json::from_str(line).ok()?;
+    let node = match (timestamp, message) {
+        (Some(timestamp), Some(message)) if EntryTag::from_type(&kind) == EntryTag::Message => {
+            message_node(timestamp, message)
+        }
+        _ => None,
+    };
+    Some((Envelope { kind, id, parent_id, target_id }, node))
+}
+
+/// The fields of a line that indexing reads ([`Envelope`]'s, declared alike) and those of a
+/// `message` line a tree view shows, in one parse.
+#[derive(serde::Deserialize)]
+struct ShownLine<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(rename = "parentId", default, borrow)]
+    parent_id: Option<Cow<'a, str>>,
+    #[serde(rename = "targetId", default, borrow)]
+    target_id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    timestamp: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    message: Option<ShownMessage<'a>>,
 }
 
 /// The fields of a `message` line a tree view shows, borrowed from the line where the JSON has
@@ -307,6 +342,16 @@ struct MessageLine<'a> {
     timestamp: Cow<'a, str>,
     #[serde(borrow)]
     message: ShownMessage<'a>,
+}
+
+/// A role as a tree node keeps it: reins's own roles without an allocation each.
+fn role_name(role: String) -> Cow<'static, str> {
+    match role.as_str() {
+        "user" => Cow::Borrowed("user"),
+        "assistant" => Cow::Borrowed("assistant"),
+        "toolResult" => Cow::Borrowed("toolResult"),
+        _ => Cow::Owned(role),
+    }
 }
 
 #[derive(serde::Deserialize)]
@@ -365,31 +410,37 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for ShownContent<'a> {
     }
 }
 
-/// A `message` line of a user, assistant or tool result message, as (timestamp, role, the text
-/// its preview is made from) — the same as reading the message in full and taking
-/// [`message_preview`] of it; `None` for another kind or role, or a line that does not read so
-/// (it is then read in full, as any line).
-fn message_line(tag: EntryTag, line: &str) -> Option<(String, String, String)> {
-    if tag != EntryTag::Message {
-        return None;
-    }
-    let MessageLine { timestamp, message } = serde_json::from_str(line).ok()?;
-    let texts = |separator: &str| -> String {
+/// The node of a user, assistant or tool result message (id, parent and label left for the
+/// caller) — the same as reading the message in full and taking [`message_preview`] of it;
+/// `None` for another role (the line is then read in full, as any line).
+fn message_node(timestamp: Cow<'_, str>, message: ShownMessage<'_>) -> Option<TreeNode> {
+    // The text blocks joined by `separator`; one block is borrowed as it is.
+    let texts = |separator: &str| -> Cow<'_, str> {
         match &message.content {
-            Some(ShownContent::Text(text)) => text.to_string(),
+            Some(ShownContent::Text(text)) => Cow::Borrowed(&**text),
             Some(ShownContent::Blocks(blocks)) => {
-                let texts: Vec<&str> = blocks
+                let mut texts = blocks
                     .iter()
                     .filter(|block| block.kind == "text")
-                    .map(|block| block.text.as_deref().unwrap_or_default())
-                    .collect();
-                texts.join(separator)
+                    .map(|block| block.text.as_deref().unwrap_or_default());
+                match (texts.next(), texts.next()) {
+                    (None, _) => Cow::Borrowed(""),
+                    (Some(only), None) => Cow::Borrowed(only),
+                    (Some(first), Some(second)) => {
+                        let mut joined = [first, second].join(separator);
+                        for text in texts {
+                            joined.push_str(separator);
+                            joined.push_str(text);
+                        }
+                        Cow::Owned(joined)
+                    }
+                }
             }
-            None => String::new(),
+            None => Cow::Borrowed(""),
         }
     };
-    let text = match &*message.role {
-        "user" => texts(" "),
+    let (role, text) = match &*message.role {
+        "user" => ("user", texts(" ")),
         "assistant" => {
             let text = texts("");
             if text.trim().is_empty() {
@@ -401,15 +452,26 @@ fn message_line(tag: EntryTag, line: &str) -> Option<(String, String, String)> {
                         .collect(),
                     _ => Vec::new(),
                 };
-                calls.join(", ")
+                ("assistant", Cow::Owned(calls.join(", ")))
             } else {
-                text
+                ("assistant", text)
             }
         }
-        "toolResult" => format!("{}: {}", message.tool_name.as_deref().unwrap_or_default(), texts("")),
+        "toolResult" => {
+            let text = format!("{}: {}", message.tool_name.as_deref().unwrap_or_default(), texts(""));
+            ("toolResult", Cow::Owned(text))
+        }
         _ => return None,
     };
-    Some((timestamp.into_owned(), message.role.into_owned(), text))
+    Some(TreeNode {
+        id: String::new(),
+        parent_id: None,
+        kind: "message",
+        role: Some(Cow::Borrowed(role)),
+        preview: preview(&text, 120),
+        label: None,
+        timestamp: timestamp.into_owned(),
+    })
 }
 
 fn describe(kind: &EntryKind) -> (&'static str, Option<String>, String) {
@@ -492,7 +554,8 @@ fn blocks_preview(blocks: &[Content]) -> String {
 /// The first `max_chars` characters of `text` on one line.
 pub fn preview(text: &str, max_chars: usize) -> String {
     // Only the words that can show are joined: one more character than fits decides the cut.
-    let mut one_line = String::new();
+    // Never longer than `text`: its words with one space between.
+    let mut one_line = String::with_capacity(text.len().min(4 * max_chars + 8));
     let mut chars = 0;
     for word in text.split_whitespace() {
         if chars > max_chars {
@@ -505,7 +568,12 @@ pub fn preview(text: &str, max_chars: usize) -> String {
         one_line.push_str(word);
         chars += word.chars().count();
     }
-    reins_ai::shorten(&one_line, max_chars).into_owned()
+    // Not cut (nearly always): the line as it is, without a copy.
+    let cut = match reins_ai::shorten(&one_line, max_chars) {
+        Cow::Owned(cut) => Some(cut),
+        Cow::Borrowed(_) => None,
+    };
+    cut.unwrap_or(one_line)
 }
 
 /// Writes a run's messages to its session file as the events go by: the user's messages are
@@ -688,5 +756,56 @@ mod tests {
         assert_eq!(walked, whole);
         assert!(listing.page(&dir, Some("nonsense"), Some(3)).is_err());
         assert!(listing.page(&dir, None, Some(0)).is_err());
+    }
+
+    /// A scan reads each message once, with its envelope ([`read_line`]); what it shows must be
+    /// what reading the lines one by one shows ([`SessionTreeView::of`] a loaded tree), on pi's
+    /// files and on lines that only the slow way reads.
+    #[test]
+    fn a_scanned_view_is_the_view_of_the_loaded_tree() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../session/tests/fixtures");
+        let mut files: Vec<std::path::PathBuf> = ["pi", "pi-1.6"]
+            .iter()
+            .flat_map(|dir| std::fs::read_dir(fixtures.join(dir)).unwrap())
+            .map(|file| file.unwrap().path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+            .collect();
+        assert!(files.len() >= 10, "{files:?}");
+
+        let tmp = tempfile::tempdir().unwrap();
+        let header = r#"{"type":"session","version":3,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}"#;
+        let at = r#""timestamp":"2025-01-01T00:00:00.000Z""#;
+        let lines = [
+            header.to_string(),
+            format!(r#"{{"type":"message","id":"a","parentId":null,{at},"message":{{"role":"user","content":"plain\ttext \u001b[31m"}}}}"#),
+            format!(r#"{{"type":"message","id":"b","parentId":"a",{at},"message":{{"role":"assistant","content":[{{"type":"text","text":"one"}},{{"type":"thinking","thinking":"x"}},{{"type":"text","text":"two"}}]}}}}"#),
+            format!(r#"{{"type":"message","id":"c","parentId":"b",{at},"message":{{"role":"assistant","content":[{{"type":"toolCall","id":"t","name":"read","arguments":{{}}}},{{"type":"toolCall","id":"u","name":"bash","arguments":{{}}}}]}}}}"#),
+            format!(r#"{{"type":"message","id":"d","parentId":"c",{at},"message":{{"role":"toolResult","toolCallId":"t","toolName":"read","content":[{{"type":"text","text":"a"}},{{"type":"text","text":"b"}}],"isError":false}}}}"#),
+            format!(r#"{{"type":"message","id":"e","parentId":"d",{at},"message":{{"role":"user","content":[{{"type":"text","text":"x"}},{{"type":"text","text":"y"}}]}}}}"#),
+            // Roles reins does not have, no timestamp, a timestamp that is a number, no message.
+            format!(r#"{{"type":"message","id":"f","parentId":"e",{at},"message":{{"role":"bashExecution","command":"ls","output":"x"}}}}"#),
+            r#"{"type":"message","id":"g","parentId":"f","message":{"role":"user","content":"no time"}}"#.to_string(),
+            r#"{"type":"message","id":"h","parentId":"g","timestamp":5,"message":{"role":"user","content":"odd time"}}"#.to_string(),
+            format!(r#"{{"type":"message","id":"i","parentId":"h",{at},"message":null}}"#),
+            format!(r#"{{"type":"message","id":"j","parentId":"i",{at},"message":{{"role":"user","content":"twice"}},"message":{{"role":"user","content":"again"}}}}"#),
+            // A parent later in the file, an id twice, a label, an escaped id, a compaction.
+            format!(r#"{{"type":"message","id":"k","parentId":"m",{at},"message":{{"role":"user","content":"early"}}}}"#),
+            format!(r#"{{"type":"message","id":"\u006d","parentId":"j",{at},"message":{{"role":"user","content":"escaped id"}}}}"#),
+            format!(r#"{{"type":"message","id":"a","parentId":"m",{at},"message":{{"role":"user","content":"again a"}}}}"#),
+            format!(r#"{{"type":"label","id":"l","parentId":"a",{at},"targetId":"b","label":"mark"}}"#),
+            format!(r#"{{"type":"compaction","id":"n","parentId":"l",{at},"summary":"sum","firstKeptEntryId":"a","tokensBefore":5}}"#),
+            format!(r#"{{"type":"message","id":"o","parentId":"n",{at},"message":{{"role":"user","content":"{}"}}}}"#, "word ".repeat(40)),
+            "not json".to_string(),
+            format!(r#"{{"type":"leaf","id":"p","parentId":"o",{at},"targetId":"e"}}"#),
+        ];
+        let crafted = tmp.path().join("crafted.jsonl");
+        std::fs::write(&crafted, lines.join("\n") + "\n").unwrap();
+        files.push(crafted);
+
+        for path in files {
+            let tree = SessionTree::load(&path).unwrap();
+            let loaded = SessionTreeView::of(&tree.header().id, &tree);
+            assert_eq!(SessionTreeView::scan(&path).unwrap(), loaded, "{}", path.display());
+        }
     }
 }

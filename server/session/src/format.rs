@@ -119,9 +119,10 @@ pub enum EntryTag {
 }
 
 /// Just enough of a line to index it, borrowed from the line where possible; every other field
-/// is skipped without allocating.
+/// is skipped without allocating. Public for a reader that parses each line once for more than
+/// these fields (see [`crate::TreeOutline::scan_read`]).
 #[derive(Deserialize)]
-pub(crate) struct Envelope<'a> {
+pub struct Envelope<'a> {
     #[serde(rename = "type", borrow)]
     pub kind: Cow<'a, str>,
     #[serde(default, borrow)]

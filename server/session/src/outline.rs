@@ -6,9 +6,9 @@ use std::fs::OpenOptions;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
-use crate::disk::{MAX_SESSION_BYTES, open_regular};
+use crate::disk::{MAX_ENTRY_BYTES, MAX_SESSION_BYTES, open_regular};
 use crate::error::SessionError;
-use crate::format::{CURRENT_VERSION, EntryTag, Header};
+use crate::format::{CURRENT_VERSION, EntryTag, Envelope, Header};
 use crate::tree::{EntryRef, Indexing, SessionTree, header_of};
 
 /// A line buffer grown past this by a long line is given back before the next line.
@@ -26,6 +26,20 @@ impl TreeOutline {
     /// may come later in the file, and a label always does. Refuses what
     /// [`SessionTree::load`] refuses, and skips the lines it skips.
     pub fn scan(path: &Path, mut visit: impl FnMut(u32, EntryTag, &str)) -> Result<TreeOutline, SessionError> {
+        Self::scan_read(path, |_| None::<(Envelope<'_>, ())>, |number, tag, line, _| visit(number, tag, line))
+    }
+
+    /// [`TreeOutline::scan`] for a caller that reads each line's JSON itself, so that a line is
+    /// parsed once, not once for the index and again for the caller (on a long session that is
+    /// most of the time taken). `read` gets each line that is UTF-8 and not too long, and
+    /// returns the [`Envelope`] it read from the line with what else it wants of it (`T`, handed
+    /// to `visit`), or `None`: the line is then indexed as [`TreeOutline::scan`] does, and
+    /// `visit` gets `None`. Its envelope must be what `Envelope`'s own parse reads.
+    pub fn scan_read<T>(
+        path: &Path,
+        mut read: impl FnMut(&str) -> Option<(Envelope<'_>, T)>,
+        mut visit: impl FnMut(u32, EntryTag, &str, Option<T>),
+    ) -> Result<TreeOutline, SessionError> {
         let file = open_regular(path, OpenOptions::new().read(true))?;
         let mut reader = BufReader::with_capacity(64 << 10, file.take(MAX_SESSION_BYTES + 1));
         let mut line = Vec::new();
@@ -48,23 +62,35 @@ impl TreeOutline {
             if line.capacity() > KEEP_LINE_BUFFER {
                 line = Vec::new();
             }
-            let read = read_line(&mut line)?;
-            if read == 0 {
+            let read_bytes = read_line(&mut line)?;
+            if read_bytes == 0 {
                 break;
             }
-            if (start + read) as u64 > MAX_SESSION_BYTES {
-                return Err(SessionError::TooLarge { path: path.to_path_buf(), bytes: (start + read) as u64 });
+            if (start + read_bytes) as u64 > MAX_SESSION_BYTES {
+                return Err(SessionError::TooLarge { path: path.to_path_buf(), bytes: (start + read_bytes) as u64 });
             }
             let ends = line.last() == Some(&b'\n');
-            let body = &line[..read - usize::from(ends)];
-            if tree.index_line(&mut indexing, body, start, !ends) {
-                let index = tree.len() as u32 - 1;
-                // An indexed line is UTF-8 (indexing checked it).
-                if let Ok(text) = std::str::from_utf8(body) {
-                    visit(index, tree.tag(index), text);
+            let body = &line[..read_bytes - usize::from(ends)];
+            // What the caller read of the line, when it is one the index reads in place.
+            let text = std::str::from_utf8(body).ok().filter(|_| body.len() <= MAX_ENTRY_BYTES);
+            match text.and_then(|text| Some((text, read(text)?))) {
+                Some((text, (envelope, value))) => {
+                    if tree.index_envelope(&mut indexing, &envelope, body, start, !ends) {
+                        let index = tree.len() as u32 - 1;
+                        visit(index, tree.tag(index), text, Some(value));
+                    }
+                }
+                None => {
+                    if tree.index_line(&mut indexing, body, start, !ends) {
+                        let index = tree.len() as u32 - 1;
+                        // An indexed line is UTF-8 (indexing checked it).
+                        if let Ok(text) = std::str::from_utf8(body) {
+                            visit(index, tree.tag(index), text, None);
+                        }
+                    }
                 }
             }
-            start += read;
+            start += read_bytes;
         }
         tree.finish_index(indexing);
         Ok(TreeOutline { tree })
@@ -72,11 +98,11 @@ impl TreeOutline {
 
     /// [`TreeOutline::scan`] of a file in an older version: read whole and migrated (such files
     /// come from before reins and are small).
-    fn migrated(
+    fn migrated<T>(
         path: &Path,
         mut bytes: Vec<u8>,
         mut rest: impl Read,
-        mut visit: impl FnMut(u32, EntryTag, &str),
+        mut visit: impl FnMut(u32, EntryTag, &str, Option<T>),
     ) -> Result<TreeOutline, SessionError> {
         rest.read_to_end(&mut bytes).map_err(|error| SessionError::io(path, error))?;
         if bytes.len() as u64 > MAX_SESSION_BYTES {
@@ -84,7 +110,7 @@ impl TreeOutline {
         }
         let tree = SessionTree::from_bytes(path, bytes)?;
         for (index, (entry, line)) in (0..).zip(tree.lines()) {
-            visit(index, entry.tag, line);
+            visit(index, entry.tag, line, None);
         }
         Ok(TreeOutline { tree })
     }
@@ -123,5 +149,10 @@ impl TreeOutline {
 
     pub fn label(&self, id: &str) -> Option<&str> {
         self.tree.label(id)
+    }
+
+    /// Whether any entry has a label (most sessions have none).
+    pub fn has_labels(&self) -> bool {
+        self.tree.has_labels()
     }
 }

@@ -173,11 +173,7 @@ impl SessionTree {
             }
         };
         match envelope {
-            Ok(envelope) => {
-                let added = self.add_indexed(&envelope, start, line, &mut indexing.unresolved);
-                self.load.needs_newline |= is_last;
-                added
-            }
+            Ok(envelope) => self.add_envelope(indexing, &envelope, line, start, is_last),
             Err((reason, Some((id, parent_id)))) => {
                 tracing::warn!("{path}:{line_number}: skipping entry {id}: {reason}");
                 indexing.spliced.insert(id, parent_id);
@@ -196,6 +192,33 @@ impl SessionTree {
                 false
             }
         }
+    }
+
+    /// [`SessionTree::index_line`] of a line whose envelope the caller read: `line` is UTF-8, at
+    /// most [`MAX_ENTRY_BYTES`] long, and `envelope` is what [`Envelope`] reads from it.
+    pub(crate) fn index_envelope(
+        &mut self,
+        indexing: &mut Indexing,
+        envelope: &Envelope,
+        line: &[u8],
+        start: usize,
+        is_last: bool,
+    ) -> bool {
+        indexing.line_number += 1;
+        self.add_envelope(indexing, envelope, line, start, is_last)
+    }
+
+    fn add_envelope(
+        &mut self,
+        indexing: &mut Indexing,
+        envelope: &Envelope,
+        line: &[u8],
+        start: usize,
+        is_last: bool,
+    ) -> bool {
+        let added = self.add_indexed(envelope, start, line, &mut indexing.unresolved);
+        self.load.needs_newline |= is_last;
+        added
     }
 
     /// Hangs the entries whose parent came after them, once every line is indexed.
@@ -500,6 +523,10 @@ impl SessionTree {
     }
 
     pub fn label(&self, id: &str) -> Option<&str> {
+        // Most sessions have no label: no need to look the id up.
+        if self.labels.is_empty() {
+            return None;
+        }
         self.by_id.get(id).and_then(|index| self.labels.get(index)).map(String::as_str)
     }
 

@@ -226,7 +226,7 @@ fn tree_node(node: &TreeNode) -> TreeNodeJson<'_> {
     TreeNodeJson {
         id: &node.id,
         parent_id: node.parent_id.as_deref(),
-        kind: &node.kind,
+        kind: node.kind,
         role: node.role.as_deref(),
         preview: &node.preview,
         label: node.label.as_deref(),

@@ -46,13 +46,15 @@ pub async fn measure(reins: &Path) -> bool {
     ] {
         let command = reins_command(reins, dir.path(), &args);
         let started = Instant::now();
-        let peak = crate::peak_rss_kib_of(&command).await;
+        let peak = crate::peak_rss_and_cpu_of(&command).await;
         let seconds = started.elapsed().as_secs_f64();
         match peak {
-            Ok(kib) => {
+            Ok((kib, cpu_seconds)) => {
                 let bytes = kib * 1024;
+                // The CPU time beside the wall time: on a loaded machine the wall time is mostly
+                // waiting.
                 println!(
-                    "  {what:<22} {seconds:>7.1} s   peak RSS {:>7.1} MB ({:.2}x the file)",
+                    "  {what:<22} {seconds:>7.1} s ({cpu_seconds:.1} s CPU)   peak RSS {:>7.1} MB ({:.2}x the file)",
                     mb(bytes),
                     bytes as f64 / file_bytes as f64
                 );

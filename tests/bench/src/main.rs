@@ -347,6 +347,24 @@ pub async fn peak_rss_kib_of(command: &std::process::Command) -> Result<u64, Str
 /// of a fresh, small copy of this binary ([`run_rss_wrapper`]), which reports the figure in a
 /// file. The floor this leaves is the wrapper's own RSS at spawn time, about 2 MB.
 pub async fn peak_resident_of(command: &std::process::Command) -> Result<(u64, resident::Resident), String> {
+    wrapped_run(command).await.map(|run| (run.parts.total_kib, run.parts))
+}
+
+/// Peak RSS in KiB and CPU seconds (user and system) of one run of `command`, as
+/// [`peak_rss_kib_of`] runs it: on a loaded machine the CPU time says what the wall time cannot.
+pub async fn peak_rss_and_cpu_of(command: &std::process::Command) -> Result<(u64, f64), String> {
+    wrapped_run(command).await.map(|run| (run.parts.total_kib, run.cpu_seconds))
+}
+
+/// What the RSS wrapper reports of one run.
+struct WrappedRun {
+    parts: resident::Resident,
+    /// User and system time of the run.
+    cpu_seconds: f64,
+}
+
+/// One run of `command` under the RSS wrapper (see [`peak_resident_of`]).
+async fn wrapped_run(command: &std::process::Command) -> Result<WrappedRun, String> {
     let exe = std::env::current_exe().map_err(|err| format!("cannot find the bench binary: {err}"))?;
     let scratch = tempfile::tempdir().map_err(|err| format!("cannot make a temp dir: {err}"))?;
     let report = scratch.path().join("peak-rss-kib");
@@ -373,16 +391,17 @@ pub async fn peak_resident_of(command: &std::process::Command) -> Result<(u64, r
     }
     let text = std::fs::read_to_string(&report).map_err(|err| format!("the RSS wrapper left no figure: {err}"))?;
     let numbers: Vec<u64> = text.split_whitespace().filter_map(|number| number.parse().ok()).collect();
-    let [peak, anonymous_kib, file_kib, binary_kib] = numbers[..] else {
-        return Err(format!("the RSS wrapper wrote {text:?}, not four numbers"));
+    let [peak, anonymous_kib, file_kib, binary_kib, user_us, system_us] = numbers[..] else {
+        return Err(format!("the RSS wrapper wrote {text:?}, not six numbers"));
     };
     let parts = resident::Resident { total_kib: peak, anonymous_kib, file_kib, binary_kib };
-    Ok((peak, parts))
+    Ok(WrappedRun { parts, cpu_seconds: (user_us + system_us) as f64 / 1e6 })
 }
 
 /// The wrapper side of [`peak_rss_kib_of`]: runs `PROGRAM ARGS…` as this process's only child,
 /// writes its peak RSS and the sampled peaks of its anonymous, file-backed and own-binary parts
-/// (KiB) to `FILE`, and exits with the program's exit code.
+/// (KiB), then its user and system time (microseconds), to `FILE`, and exits with the program's
+/// exit code.
 fn run_rss_wrapper(args: &[OsString]) -> i32 {
     let [report, program, program_args @ ..] = args else {
         eprintln!("bench: usage: reins-bench {RSS_WRAPPER_FLAG} FILE PROGRAM [ARGS...]");
@@ -402,15 +421,28 @@ fn run_rss_wrapper(args: &[OsString]) -> i32 {
             return 2;
         }
     };
-    // With a single child, RUSAGE_CHILDREN is that child's peak (or of what it waited for).
-    let peak = match nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN) {
-        Ok(usage) => usage.max_rss(),
+    // With a single child, RUSAGE_CHILDREN is that child's peak and time (and of what it waited
+    // for).
+    let usage = match nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN) {
+        Ok(usage) => usage,
         Err(err) => {
             eprintln!("bench: getrusage failed: {err}");
             return 2;
         }
     };
-    let figures = format!("{peak} {} {} {}", parts.anonymous_kib, parts.file_kib, parts.binary_kib);
+    let micros = |time: nix::sys::time::TimeVal| {
+        use nix::sys::time::TimeValLike;
+        time.num_microseconds().max(0)
+    };
+    let figures = format!(
+        "{} {} {} {} {} {}",
+        usage.max_rss(),
+        parts.anonymous_kib,
+        parts.file_kib,
+        parts.binary_kib,
+        micros(usage.user_time()),
+        micros(usage.system_time())
+    );
     if let Err(err) = std::fs::write(report, figures) {
         eprintln!("bench: cannot write {report:?}: {err}");
         return 2;

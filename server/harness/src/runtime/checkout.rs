@@ -447,7 +447,7 @@ mod tests {
         let mut path = Vec::new();
         while let Some(id) = at {
             let node = tree.nodes.iter().find(|node| node.id == id).unwrap();
-            path.push(format!("{}: {}", node.role.as_deref().unwrap_or(&node.kind), node.preview));
+            path.push(format!("{}: {}", node.role.as_deref().unwrap_or(node.kind), node.preview));
             at = node.parent_id.clone();
         }
         path.reverse();

@@ -197,7 +197,7 @@ fn render_tree(view: &crate::sessions::SessionTreeView) -> String {
         let level = node.parent_id.as_deref().and_then(|parent| depth.get(parent)).map_or(0, |d| d + 1);
         depth.insert(&node.id, level);
         let mark = if view.leaf.as_deref() == Some(node.id.as_str()) { "*" } else { " " };
-        let who = node.role.as_deref().unwrap_or(&node.kind);
+        let who = node.role.as_deref().unwrap_or(node.kind);
         let label = node.label.as_deref().map(|label| format!(" [{label}]")).unwrap_or_default();
         out.push_str(&format!(
             "{mark} {}{} {who}{label}: {}\n",

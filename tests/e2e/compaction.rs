@@ -112,3 +112,101 @@ async fn a_context_overflow_error_compacts_once_and_retries() {
     let end = run.events().into_iter().rev().find(|e| e["type"] == "agent_end").unwrap();
     assert_eq!(end["reason"], "final_answer");
 }
+
+/// A session file of `turns` turns (the user asks, the model reads a file, the result comes
+/// back, the model answers) recorded with `scripted-model`; the first turn reads `src/first.rs`,
+/// every other one `src/lib.rs`. Returns its path and the estimate of its whole context's tokens
+/// (characters / 4 per message, as compaction counts them).
+fn long_session(dir: &std::path::Path, turns: usize) -> (std::path::PathBuf, u64) {
+    let mut lines = vec![format!(
+        r#"{{"type":"session","version":3,"id":"0194a3b2-0000-7000-8000-00000000c0de","timestamp":"2025-01-01T00:00:00.000Z","cwd":"{}"}}"#,
+        dir.display()
+    )];
+    let mut tokens = 0;
+    let mut estimate = |chars: usize| tokens += chars.div_ceil(4) as u64;
+    let model = r#""provider":"openai-compatible","model":"scripted-model""#;
+    for turn in 0..turns {
+        let path = if turn == 0 { "src/first.rs" } else { "src/lib.rs" };
+        let question = format!("Step {turn}: what does {path} do now?");
+        let arguments = serde_json::json!({ "path": path }).to_string();
+        let contents = format!("fn step_{turn}() {{}}");
+        let answer = format!("step_{turn} does nothing yet.");
+        estimate(question.len());
+        estimate("read".len() + arguments.len());
+        estimate(contents.len());
+        estimate(answer.len());
+        let messages = [
+            format!(r#"{{"role":"user","content":[{{"type":"text","text":"{question}"}}],"timestamp":1}}"#),
+            format!(
+                r#"{{"role":"assistant","content":[{{"type":"toolCall","id":"call_{turn}","name":"read","arguments":{arguments}}}],{model},"stopReason":"toolUse","timestamp":1}}"#
+            ),
+            format!(
+                r#"{{"role":"toolResult","toolCallId":"call_{turn}","toolName":"read","content":[{{"type":"text","text":"{contents}"}}],"isError":false,"timestamp":1}}"#
+            ),
+            format!(
+                r#"{{"role":"assistant","content":[{{"type":"text","text":"{answer}"}}],{model},"stopReason":"stop","timestamp":1}}"#
+            ),
+        ];
+        for (step, message) in messages.iter().enumerate() {
+            let n = turn * 4 + step;
+            let parent = if n == 0 { "null".to_string() } else { format!("\"{:08x}\"", n - 1) };
+            lines.push(format!(
+                r#"{{"type":"message","id":"{n:08x}","parentId":{parent},"timestamp":"2025-01-01T00:00:01.000Z","message":{message}}}"#
+            ));
+        }
+    }
+    let path = dir.join("long.jsonl");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    (path, tokens)
+}
+
+/// `reins run --session` on a session several times the window (the agent holds only what a
+/// request could carry): the run first compacts — the summary request covers the whole path
+/// (the files its first turn read, a note of the messages that did not fit) and the compaction
+/// records the tokens of the whole context — and then sends the summary with the newest turns.
+/// With automatic compaction off the same happens after the window check refuses the request:
+/// no request ever carries a conversation cut short.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_far_longer_than_the_window_is_compacted_before_it_is_sent() {
+    for auto in [true, false] {
+        let dir = workspace(&[]);
+        let (session, tokens) = long_session(dir.path(), 150);
+        configure(dir.path(), 1_000, auto);
+        assert!(tokens > 3_000, "the session is several windows long: {tokens} tokens");
+        let server = ScriptedServer::start(vec![
+            Reply::text("## Goal\nExplain every step.").when("Write the summary now"),
+            Reply::text("Steps up to 149 are explained."),
+        ])
+        .await;
+        let session_arg = session.display().to_string();
+        let run = reins_run(&server, dir.path(), &["--session", &session_arg, "what is left?"]).await;
+        assert_eq!(run.code, Some(0), "auto {auto}, stderr: {}", run.stderr);
+        assert_eq!(run.stdout, "Steps up to 149 are explained.\n");
+
+        let requests = server.chat_requests();
+        assert_eq!(requests.len(), 2, "auto {auto}: the summary, then the turn");
+        let summary_request = &requests[0].body;
+        assert!(system_prompt(summary_request).starts_with("You are summarizing"), "{summary_request}");
+        let asked = user_texts(summary_request).join("\n");
+        assert!(asked.contains("read: src/first.rs, src/lib.rs"), "every summarized turn's files: {asked}");
+        assert!(asked.contains("earlier messages are left out"), "{asked}");
+        assert!(!asked.contains("Step 0:"), "{asked}");
+
+        let users = user_texts(&requests[1].body);
+        assert!(users[0].starts_with("The conversation history before this point was compacted"), "{users:?}");
+        assert!(users[0].contains("Explain every step."));
+        assert!(users.iter().any(|text| text.contains("Step 149:")), "the newest turn is kept: {users:?}");
+        assert!(!users.iter().any(|text| text.contains("Step 0:")), "{users:?}");
+        assert_eq!(users.last().unwrap(), "what is left?");
+
+        let text = std::fs::read_to_string(&session).unwrap();
+        let compaction: Value = text
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .find(|entry| entry["type"] == "compaction")
+            .expect("a compaction entry");
+        // Refused by the window check, the prompt is on the path already when it compacts.
+        let prompt = if auto { 0 } else { "what is left?".len().div_ceil(4) as u64 };
+        assert_eq!(compaction["tokensBefore"], tokens + prompt, "auto {auto}: the whole context is counted");
+    }
+}

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use reins_agent::{AgentContext, Gate, Hooks, Proposal, RunOutcome};
 use reins_ai::{Message, Model, Provider, ProviderErrorKind, ToolCall, ToolResultMessage};
-use reins_session::{EntryKind, SessionFile, estimate_context_tokens, find_cut_point};
+use reins_session::{SessionFile, estimate_context_tokens};
 use reins_settings::CompactionSettings;
 use tokio_util::sync::CancellationToken;
 
@@ -15,8 +15,8 @@ use crate::approval::ApprovalGate;
 use crate::diagnostics::Feedback;
 use crate::error::HarnessError;
 use crate::hooks::HookRunner;
-use crate::runtime::{SessionTools, lock, session_error};
-use crate::summary::{FileActivity, compaction_summary};
+use crate::runtime::{SessionTools, agent_context, lock, session_error};
+use crate::summary::{FileActivity, ask_compaction, compaction_transcript};
 use reins_settings::LiveSettings;
 
 /// What a compaction did.
@@ -118,44 +118,35 @@ pub(crate) async fn compact_and_reload(
     settings: &CompactionSettings,
     cancel: &CancellationToken,
 ) -> Result<(Compacted, Vec<Message>), HarnessError> {
-    let keep_recent_tokens = settings.keep_recent_tokens;
-    let (to_summarize, previous_summary, cut, tokens_before) = {
+    // The path is read a line at a time, and only the newest of the messages to summarize that
+    // fit the request are held: a session of a million entries costs no more than a short one.
+    let (transcript, details, cut, tokens_before) = {
         let mut file = lock(file);
         file.flush().map_err(session_error)?;
-        let Some(leaf) = file.leaf().map(str::to_string) else {
+        let tree = file.tree();
+        if tree.leaf().is_none() {
             return Err(HarnessError::Compaction("the session is empty".into()));
-        };
-        let path = file.tree().path_entries(&leaf).map_err(session_error)?;
-        let Some(cut) = find_cut_point(&path, keep_recent_tokens) else {
-            return Err(HarnessError::Compaction("there is nothing to compact yet".into()));
-        };
-        let previous = path.iter().rev().find_map(|entry| match &entry.kind {
-            EntryKind::Compaction { summary, first_kept_entry_id, .. } => {
-                Some((summary.clone(), first_kept_entry_id.clone()))
-            }
-            _ => None,
-        });
-        let start = previous
-            .as_ref()
-            .and_then(|(_, first_kept)| path.iter().position(|entry| &entry.id == first_kept))
-            .unwrap_or(0);
-        let end = path.iter().position(|entry| entry.id == cut.first_kept_entry_id).unwrap_or(path.len());
-        let messages: Vec<Message> = path[start..end.max(start)]
-            .iter()
-            .filter_map(|entry| entry.message().and_then(|record| record.into_message()))
-            .collect();
-        let tokens_before = estimate_context_tokens(&file.context().map_err(session_error)?.messages);
-        (messages, previous.map(|(summary, _)| summary), cut, tokens_before)
+        }
+        let nothing = || HarnessError::Compaction("there is nothing to compact yet".into());
+        let plan = tree.plan_compaction(settings.keep_recent_tokens).ok_or_else(nothing)?;
+        let mut files = FileActivity::default();
+        let mut count = 0;
+        for message in tree.summarized_messages(&plan) {
+            files.add(&message);
+            count += 1;
+        }
+        if count == 0 {
+            return Err(nothing());
+        }
+        let previous = plan.previous_summary.as_deref();
+        let transcript = compaction_transcript(model, previous, &files, tree.summarized_messages(&plan).rev(), count);
+        (transcript, files.to_details(), plan.cut, tree.context_tokens())
     };
-    if to_summarize.is_empty() {
-        return Err(HarnessError::Compaction("there is nothing to compact yet".into()));
-    }
-    let summary = compaction_summary(provider, model, &to_summarize, previous_summary.as_deref(), cancel).await?;
-    let details = FileActivity::of(&to_summarize).to_details();
+    let summary = ask_compaction(provider, model, transcript, cancel).await?;
     let mut file = lock(file);
     file.compact(summary, &cut.first_kept_entry_id, tokens_before, Some(details)).map_err(session_error)?;
     file.flush().map_err(session_error)?;
-    let messages = file.context().map_err(session_error)?.messages;
+    let messages = agent_context(&file, model).messages;
     let tokens_after = estimate_context_tokens(&messages);
     Ok((Compacted { tokens_before, tokens_after }, messages))
 }

@@ -298,8 +298,13 @@ impl Harness {
     /// session (one that was released and comes back).
     fn go_live_from_file_with(&self, mut file: SessionFile, allowed: Arc<Mutex<HashSet<String>>>) -> SessionId {
         file.set_durability(Durability::Write);
-        let context = file.context().unwrap_or_default();
         let settings = self.settings();
+        let context = file.tree().context_within(|recorded| {
+            held_tokens(match recorded {
+                Some(recorded) => settings.resolve_recorded(&recorded.provider, &recorded.model_id).context_window,
+                None => settings.resolve_model(None).context_window,
+            })
+        });
         let model = match &context.model {
             Some(recorded) => settings.resolve_recorded(&recorded.provider, &recorded.model_id),
             None => settings.resolve_model(None),
@@ -574,17 +579,9 @@ impl LiveSession {
         let Some(file) = &self.file else { return Ok(FileHold(None)) };
         let changed = lock(file).hold().map_err(session_error)?;
         if changed {
-            let context = lock(file).context();
-            match context {
-                Ok(context) => {
-                    lock(&self.choices).adopt(&context);
-                    let _ = self.agent.set_messages(context.messages);
-                }
-                Err(err) => {
-                    let _ = lock(file).release();
-                    return Err(session_error(err));
-                }
-            }
+            let context = agent_context(&lock(file), &self.agent.model());
+            lock(&self.choices).adopt(&context);
+            let _ = self.agent.set_messages(context.messages);
         }
         Ok(FileHold(Some(file.clone())))
     }
@@ -669,6 +666,21 @@ impl Drop for IdleOnDrop<'_> {
 
 pub(crate) fn session_error(error: SessionError) -> HarnessError {
     HarnessError::Session(error.to_string())
+}
+
+/// The context of `file` at its leaf that the agent holds for `model`: only what a request could
+/// carry ([`reins_session::SessionTree::context_within`] its window), so that a session far
+/// longer than any window is not held whole; the rest stays in the file, where compaction reads it.
+pub(crate) fn agent_context(file: &SessionFile, model: &Model) -> reins_session::SessionContext {
+    file.tree().context_within(|_| held_tokens(model.context_window))
+}
+
+/// The tokens of newest messages an agent holds for a window of `window` tokens: more than four
+/// windows by the estimate, so that the window check before a request, which counts bytes / 4
+/// over the whole conversation, refuses one that was cut as it would refuse it whole (a
+/// message's estimate is at most its bytes); and automatic compaction finds it near the window.
+fn held_tokens(window: u64) -> u64 {
+    window.saturating_mul(4)
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Summaries written by the model: compaction (the older part of a long conversation, replaced by
 //! a structured summary) and branch summaries (what was done on a branch the user is leaving).
 
+use std::borrow::Borrow;
 use std::collections::BTreeSet;
 
 use reins_ai::{Content, Message, Model, Provider, Request, StopReason, ThinkingLevel};
@@ -44,23 +45,26 @@ pub struct FileActivity {
 impl FileActivity {
     pub fn of(messages: &[Message]) -> Self {
         let mut activity = FileActivity::default();
-        for message in messages {
-            let Message::Assistant(assistant) = message else { continue };
-            for call in assistant.tool_calls() {
-                if call.name == "apply_patch" {
-                    let input = call.arguments.get("input").and_then(Value::as_str).unwrap_or_default();
-                    activity.modified.extend(reins_tools::patch_paths(input));
-                    continue;
-                }
-                let Some(path) = call.arguments.get("path").and_then(Value::as_str) else { continue };
-                match call.name.as_str() {
-                    "read" => activity.read.insert(path.to_string()),
-                    "edit" | "write" => activity.modified.insert(path.to_string()),
-                    _ => false,
-                };
-            }
-        }
+        messages.iter().for_each(|message| activity.add(message));
         activity
+    }
+
+    /// Adds the files one message's tool calls read and changed.
+    pub fn add(&mut self, message: &Message) {
+        let Message::Assistant(assistant) = message else { return };
+        for call in assistant.tool_calls() {
+            if call.name == "apply_patch" {
+                let input = call.arguments.get("input").and_then(Value::as_str).unwrap_or_default();
+                self.modified.extend(reins_tools::patch_paths(input));
+                continue;
+            }
+            let Some(path) = call.arguments.get("path").and_then(Value::as_str) else { continue };
+            match call.name.as_str() {
+                "read" => self.read.insert(path.to_string()),
+                "edit" | "write" => self.modified.insert(path.to_string()),
+                _ => false,
+            };
+        }
     }
 
     pub fn to_details(&self) -> Value {
@@ -68,21 +72,22 @@ impl FileActivity {
     }
 }
 
-/// Asks the model for a compaction summary of `messages`, folding in the previous summary.
-pub async fn compaction_summary(
-    provider: &dyn Provider,
+/// What a compaction summary request to `model` carries: the previous summary, the newest of the
+/// `count` messages to summarize that fit (`newest_first` yields them newest first, so that only
+/// those are read) and the files they touched.
+pub(crate) fn compaction_transcript<M: Borrow<Message>>(
     model: &Model,
-    messages: &[Message],
     previous_summary: Option<&str>,
-    cancel: &CancellationToken,
-) -> Result<String, HarnessError> {
+    files: &FileActivity,
+    newest_first: impl Iterator<Item = M>,
+    count: usize,
+) -> String {
     let mut text = String::new();
     if let Some(previous) = previous_summary {
         text.push_str("<previous-summary>\n");
         text.push_str(previous);
         text.push_str("\n</previous-summary>\n\n");
     }
-    let files = FileActivity::of(messages);
     let mut files_text = String::new();
     if !files.read.is_empty() || !files.modified.is_empty() {
         files_text = format!(
@@ -92,9 +97,19 @@ pub async fn compaction_summary(
         );
     }
     let budget = transcript_budget(model).saturating_sub(text.len() + files_text.len());
-    text.push_str(&fitting_transcript(messages, budget));
+    text.push_str(&newest_transcript(newest_first, count, budget));
     text.push_str(&files_text);
-    ask(provider, model, COMPACTION_INSTRUCTIONS, text, cancel).await.map_err(HarnessError::Compaction)
+    text
+}
+
+/// Asks the model for a compaction summary of `transcript` ([`compaction_transcript`]).
+pub(crate) async fn ask_compaction(
+    provider: &dyn Provider,
+    model: &Model,
+    transcript: String,
+    cancel: &CancellationToken,
+) -> Result<String, HarnessError> {
+    ask(provider, model, COMPACTION_INSTRUCTIONS, transcript, cancel).await.map_err(HarnessError::Compaction)
 }
 
 /// Asks the model to summarize the branch being left.
@@ -158,11 +173,17 @@ fn summary_max_tokens(model: &Model) -> u64 {
 /// how many older ones were left out: a summary request never goes beyond the model's window,
 /// however long the conversation (a session of a million messages cannot be sent whole).
 fn fitting_transcript(messages: &[Message], budget: usize) -> String {
+    newest_transcript(messages.iter().rev(), messages.len(), budget)
+}
+
+/// [`fitting_transcript`] of `count` messages that `newest_first` yields newest first; it reads
+/// no further than what fits.
+fn newest_transcript<M: Borrow<Message>>(newest_first: impl Iterator<Item = M>, count: usize, budget: usize) -> String {
     let mut newest: Vec<String> = Vec::new();
     let mut used = 0;
-    for message in messages.iter().rev() {
+    for message in newest_first {
         let mut text = String::new();
-        render_message(&mut text, message);
+        render_message(&mut text, message.borrow());
         // Room for the note, whose number is at most 20 digits.
         if used + text.len() + 100 > budget {
             break;
@@ -170,7 +191,7 @@ fn fitting_transcript(messages: &[Message], budget: usize) -> String {
         used += text.len();
         newest.push(text);
     }
-    let left_out = messages.len() - newest.len();
+    let left_out = count.saturating_sub(newest.len());
     let mut out = String::with_capacity(used + 100);
     if left_out > 0 {
         out.push_str(&format!("[{left_out} earlier messages are left out: they do not fit the model's window]\n\n"));

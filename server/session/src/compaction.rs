@@ -10,8 +10,9 @@ use std::collections::HashSet;
 
 use reins_ai::{Content, Message};
 
-use crate::format::{Entry, EntryKind};
+use crate::format::{Entry, EntryKind, EntryTag};
 use crate::message::MessageRecord;
+use crate::tree::SessionTree;
 
 /// Where to cut, as entry ids of the path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +23,63 @@ pub struct CutPoint {
     /// where that turn began: the entries from there to the cut are its prefix, to be summarized
     /// apart from the older history.
     pub split_turn_start_id: Option<String>,
+}
+
+/// A compaction of the path at the current leaf, worked out from the tree a line at a time (a
+/// path of a million entries is never held parsed).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompactionPlan {
+    pub cut: CutPoint,
+    /// The summary of the latest compaction on the path, which the new one folds in.
+    pub previous_summary: Option<String>,
+    /// The entries whose messages the new summary covers: from the previous compaction's first
+    /// kept entry (else the root) to the cut.
+    summarized: Vec<u32>,
+}
+
+impl SessionTree {
+    /// The compaction of the path at the current leaf that keeps about `keep_recent_tokens` of
+    /// its newest messages ([`find_cut_point`]); `None` when there is nothing to cut.
+    pub fn plan_compaction(&self, keep_recent_tokens: u64) -> Option<CompactionPlan> {
+        let path = self.path_indices(self.leaf_index()?);
+        let entries: Vec<CutEntry> = path
+            .iter()
+            .map(|&index| {
+                let kind = CutKind::of_tag(self.tag(index));
+                let record = if kind == CutKind::Message { self.fields(index).message } else { None };
+                CutEntry::new(kind, record)
+            })
+            .collect();
+        let position = |id: &str| path.iter().position(|&index| self.id_at(index) == id);
+        let latest = path.iter().rposition(|&index| self.tag(index) == EntryTag::Compaction);
+        let previous = latest.map(|at| (at, self.fields(path[at])));
+        let boundary = previous
+            .as_ref()
+            .map_or(0, |(at, fields)| fields.first_kept_entry_id.as_deref().and_then(position).unwrap_or(at + 1));
+        let (cut, split) = find_cut(&entries, boundary, keep_recent_tokens)?;
+        let (previous_summary, first_kept) =
+            previous.map_or((None, None), |(_, fields)| (fields.summary, fields.first_kept_entry_id));
+        let start = first_kept.as_deref().and_then(position).unwrap_or(0);
+        Some(CompactionPlan {
+            cut: CutPoint {
+                first_kept_entry_id: self.id_at(path[cut]).to_string(),
+                split_turn_start_id: split.map(|index| self.id_at(path[index]).to_string()),
+            },
+            previous_summary,
+            summarized: path[start..cut.max(start)].to_vec(),
+        })
+    }
+
+    /// The messages `plan` summarizes, oldest first, each read from its line when it is reached.
+    pub fn summarized_messages<'a>(
+        &'a self,
+        plan: &'a CompactionPlan,
+    ) -> impl DoubleEndedIterator<Item = Message> + 'a {
+        plan.summarized
+            .iter()
+            .filter(|&&index| self.tag(index) == EntryTag::Message)
+            .filter_map(|&index| self.fields(index).message?.into_message())
+    }
 }
 
 /// Characters / 4, rounded up, over what the model reads of a message (images count 1,200).
@@ -52,17 +110,117 @@ pub fn estimate_context_tokens(messages: &[Message]) -> u64 {
 /// compaction's kept boundary are candidates. `None` when there is nothing to cut: the path ends
 /// in a compaction or holds no message that can start the kept part.
 pub fn find_cut_point(path: &[Entry], keep_recent_tokens: u64) -> Option<CutPoint> {
-    if matches!(path.last()?.kind, EntryKind::Compaction { .. }) {
+    let start = boundary_start(path);
+    let entries: Vec<CutEntry> =
+        path.iter().map(|entry| CutEntry::new(CutKind::of(&entry.kind), entry.message())).collect();
+    let (cut, split) = find_cut(&entries, start, keep_recent_tokens)?;
+    Some(CutPoint {
+        first_kept_entry_id: path[cut].id.clone(),
+        split_turn_start_id: split.map(|index| path[index].id.clone()),
+    })
+}
+
+/// What choosing a cut needs of one entry of the path, read from it once: a path of a million
+/// entries is walked as these, not as parsed entries.
+pub(crate) struct CutEntry {
+    kind: CutKind,
+    /// The role of a `message` entry's message.
+    role: Option<Role>,
+    /// The estimate of the message it sends the model, if any.
+    tokens: Option<u64>,
+    /// An assistant message's tool call ids.
+    calls: Vec<String>,
+    /// The call a tool result answers.
+    answers: Option<String>,
+}
+
+/// The kinds of entry the cut tells apart.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CutKind {
+    Message,
+    Compaction,
+    BranchSummary,
+    CustomMessage,
+    Other,
+}
+
+impl CutKind {
+    fn of(kind: &EntryKind) -> CutKind {
+        match kind {
+            EntryKind::Message(_) => CutKind::Message,
+            EntryKind::Compaction { .. } => CutKind::Compaction,
+            EntryKind::BranchSummary { .. } => CutKind::BranchSummary,
+            EntryKind::CustomMessage { .. } => CutKind::CustomMessage,
+            _ => CutKind::Other,
+        }
+    }
+
+    pub(crate) fn of_tag(tag: EntryTag) -> CutKind {
+        match tag {
+            EntryTag::Message => CutKind::Message,
+            EntryTag::Compaction => CutKind::Compaction,
+            EntryTag::BranchSummary => CutKind::BranchSummary,
+            EntryTag::CustomMessage => CutKind::CustomMessage,
+            _ => CutKind::Other,
+        }
+    }
+}
+
+/// The message roles the cut tells apart.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    User,
+    Assistant,
+    ToolResult,
+    Custom,
+    BashExecution,
+    BranchSummary,
+    CompactionSummary,
+    Other,
+}
+
+impl CutEntry {
+    /// An entry of `kind` whose message record (for a `message` entry) is `record`.
+    pub(crate) fn new(kind: CutKind, record: Option<MessageRecord>) -> CutEntry {
+        let mut entry = CutEntry { kind, role: None, tokens: None, calls: Vec::new(), answers: None };
+        let Some(record) = record else { return entry };
+        let role = match record.role.as_str() {
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "toolResult" => Role::ToolResult,
+            "custom" => Role::Custom,
+            "bashExecution" => Role::BashExecution,
+            "branchSummary" => Role::BranchSummary,
+            "compactionSummary" => Role::CompactionSummary,
+            _ => Role::Other,
+        };
+        entry.role = Some(role);
+        if role == Role::ToolResult {
+            entry.answers = record.tool_call_id.clone();
+        }
+        if let Some(message) = record.into_message() {
+            entry.tokens = Some(estimate_tokens(&message));
+            if let Message::Assistant(assistant) = &message {
+                entry.calls = assistant.tool_calls().map(|call| call.id.clone()).collect();
+            }
+        }
+        entry
+    }
+}
+
+/// [`find_cut_point`] over the entries of a path read as [`CutEntry`]s, `start` being where the
+/// entries not yet summarized begin: the index of the first kept entry and, when the cut falls
+/// inside a turn, that of the entry where the turn began.
+pub(crate) fn find_cut(path: &[CutEntry], start: usize, keep_recent_tokens: u64) -> Option<(usize, Option<usize>)> {
+    if path.last()?.kind == CutKind::Compaction {
         return None;
     }
-    let start = boundary_start(path);
-    let roles: Vec<Option<String>> = path.iter().map(|entry| entry.message().map(|record| record.role)).collect();
-    let cut_points = valid_cut_points(path, &roles, start);
+    let cut_points = valid_cut_points(path, start);
     let mut cut = *cut_points.first()?;
     let mut spent = 0;
     for index in (start..path.len()).rev() {
-        let Some(message) = path[index].message().and_then(MessageRecord::into_message) else { continue };
-        spent += estimate_tokens(&message);
+        let Some(tokens) = path[index].tokens else { continue };
+        spent += tokens;
         if spent >= keep_recent_tokens {
             if let Some(&at) = cut_points.iter().find(|&&at| at >= index) {
                 cut = at;
@@ -72,22 +230,18 @@ pub fn find_cut_point(path: &[Entry], keep_recent_tokens: u64) -> Option<CutPoin
     }
     // Settings and other non-message entries right before the cut travel with the kept part.
     while cut > start {
-        let previous = &path[cut - 1];
-        if matches!(previous.kind, EntryKind::Compaction { .. } | EntryKind::Message(_)) {
+        if matches!(path[cut - 1].kind, CutKind::Compaction | CutKind::Message) {
             break;
         }
         cut -= 1;
     }
     let starts_turn = |index: usize| {
-        matches!(path[index].kind, EntryKind::BranchSummary { .. } | EntryKind::CustomMessage { .. })
-            || matches!(roles[index].as_deref(), Some("user" | "bashExecution"))
+        matches!(path[index].kind, CutKind::BranchSummary | CutKind::CustomMessage)
+            || matches!(path[index].role, Some(Role::User | Role::BashExecution))
     };
-    let split_turn_start_id = if roles[cut].as_deref() == Some("user") {
-        None
-    } else {
-        (start..=cut).rev().find(|&index| starts_turn(index)).map(|index| path[index].id.clone())
-    };
-    Some(CutPoint { first_kept_entry_id: path[cut].id.clone(), split_turn_start_id })
+    let split =
+        if path[cut].role == Some(Role::User) { None } else { (start..=cut).rev().find(|&index| starts_turn(index)) };
+    Some((cut, split))
 }
 
 /// Where the entries not yet summarized begin: the previous compaction's first kept entry, else the
@@ -102,33 +256,32 @@ fn boundary_start(path: &[Entry]) -> usize {
 
 /// Indices where the kept part may start: user-like and assistant messages, branch summaries and
 /// custom messages, but never while a tool call before them still waits for a result after them.
-fn valid_cut_points(path: &[Entry], roles: &[Option<String>], start: usize) -> Vec<usize> {
-    let answered: HashSet<String> = path[start..]
-        .iter()
-        .filter_map(|entry| entry.message())
-        .filter_map(|record| (record.role == "toolResult").then_some(record.tool_call_id?))
-        .collect();
-    let mut waiting: HashSet<String> = HashSet::new();
+fn valid_cut_points(path: &[CutEntry], start: usize) -> Vec<usize> {
+    let answered: HashSet<&str> = path[start..].iter().filter_map(|entry| entry.answers.as_deref()).collect();
+    let mut waiting: HashSet<&str> = HashSet::new();
     let mut points = Vec::new();
-    for index in start..path.len() {
-        let can_start = matches!(path[index].kind, EntryKind::BranchSummary { .. } | EntryKind::CustomMessage { .. })
+    for (index, entry) in path.iter().enumerate().skip(start) {
+        let can_start = matches!(entry.kind, CutKind::BranchSummary | CutKind::CustomMessage)
             || matches!(
-                roles[index].as_deref(),
-                Some("user" | "assistant" | "custom" | "bashExecution" | "branchSummary" | "compactionSummary")
+                entry.role,
+                Some(
+                    Role::User
+                        | Role::Assistant
+                        | Role::Custom
+                        | Role::BashExecution
+                        | Role::BranchSummary
+                        | Role::CompactionSummary
+                )
             );
         if can_start && waiting.is_empty() {
             points.push(index);
         }
-        let Some(record) = path[index].message() else { continue };
-        match record.role.as_str() {
-            "assistant" => {
-                if let Some(Message::Assistant(assistant)) = record.into_message() {
-                    waiting
-                        .extend(assistant.tool_calls().map(|call| call.id.clone()).filter(|id| answered.contains(id)));
-                }
+        match entry.role {
+            Some(Role::Assistant) => {
+                waiting.extend(entry.calls.iter().map(String::as_str).filter(|id| answered.contains(id)));
             }
-            "toolResult" => {
-                if let Some(id) = &record.tool_call_id {
+            Some(Role::ToolResult) => {
+                if let Some(id) = entry.answers.as_deref() {
                     waiting.remove(id);
                 }
             }

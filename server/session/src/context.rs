@@ -6,11 +6,12 @@
 //! always valid to send — every tool call is answered exactly once, right after its assistant
 //! message, and no result is left without its call.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use reins_ai::{AssistantMessage, Content, Message, StopReason, ToolResultMessage, UserMessage};
 use serde::Deserialize;
 
+use crate::compaction::estimate_tokens;
 use crate::error::SessionError;
 use crate::format::{ContextLine, Entry, EntryKind, EntryTag, SystemRecord};
 use crate::message::ContentField;
@@ -31,6 +32,9 @@ pub struct SessionContext {
     /// The tools the session offers the model at this point, as recorded by pi 1.6's system
     /// messages (and reins's `active_tools_change`); `None` when the path records none.
     pub active_tools: Option<Vec<String>>,
+    /// How many of the oldest messages [`SessionTree::context_within`] left out (none for
+    /// [`SessionTree::context`]).
+    pub left_out: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,9 +58,61 @@ impl SessionTree {
     }
 
     fn context_at(&self, leaf: u32) -> SessionContext {
+        let mut messages = Vec::new();
+        let (model, thinking_level, active_tools) = self.walk_context(leaf, &mut |message| messages.push(message));
+        SessionContext { messages, model, thinking_level, active_tools, left_out: 0 }
+    }
+
+    /// The context at the current leaf with only as many of its newest messages as a request
+    /// could carry: when they come to more than `max_tokens` ([`estimate_tokens`]), the oldest
+    /// are left out, down to the fewest newest that still come to more — so that a check
+    /// against the window still finds the context over it, and a session of a million messages
+    /// is not held whole. `max_tokens` is given the model recorded at the leaf (to look up its
+    /// window). A context within the limit is [`SessionTree::context`]'s.
+    pub fn context_within(&self, max_tokens: impl FnOnce(Option<&ModelRef>) -> u64) -> SessionContext {
+        let Some(leaf) = self.leaf_index() else { return SessionContext::default() };
+        let (model, _) = self.settings(&self.path_indices(leaf));
+        let max_tokens = max_tokens(model.as_ref());
+        let mut newest: VecDeque<(u64, Message)> = VecDeque::new();
+        let (mut tokens, mut left_out) = (0, 0);
+        let (model, thinking_level, active_tools) = self.walk_context(leaf, &mut |message| {
+            let estimate = estimate_tokens(&message);
+            tokens += estimate;
+            newest.push_back((estimate, message));
+            while let Some(&(oldest, _)) = newest.front()
+                && newest.len() > 1
+                && tokens - oldest > max_tokens
+            {
+                tokens -= oldest;
+                newest.pop_front();
+                left_out += 1;
+            }
+        });
+        let messages = newest.into_iter().map(|(_, message)| message).collect();
+        SessionContext { messages, model, thinking_level, active_tools, left_out }
+    }
+
+    /// The estimate of the tokens of the context at the current leaf ([`estimate_context_tokens`]
+    /// of its messages), counted a message at a time: the messages are never all held at once.
+    pub fn context_tokens(&self) -> u64 {
+        let mut tokens = 0;
+        if let Some(leaf) = self.leaf_index() {
+            self.walk_context(leaf, &mut |message| tokens += estimate_tokens(&message));
+        }
+        tokens
+    }
+
+    /// Hands the messages of the context at entry `leaf` to `sink` in order, made valid to send
+    /// as they go ([`repair_tool_pairs`]), and answers the model, thinking level and tools in
+    /// force there.
+    fn walk_context(
+        &self,
+        leaf: u32,
+        sink: &mut dyn FnMut(Message),
+    ) -> (Option<ModelRef>, Option<String>, Option<Vec<String>>) {
         let path = self.path_indices(leaf);
         let (model, thinking_level) = self.settings(&path);
-        let mut messages = Vec::new();
+        let mut repair = Repair::default();
         let mut tools = ActiveTools::default();
         let compaction_at = path.iter().rposition(|&index| self.tag(index) == EntryTag::Compaction);
         // The entries the context is built from, as pi's `buildContextEntries`: with a compaction,
@@ -66,10 +122,13 @@ impl SessionTree {
             Some(at) => {
                 let compaction = self.fields(path[at]);
                 let timestamp = entry_ms(&compaction);
-                messages.push(user_message(
-                    vec![Content::text(compaction_summary_text(compaction.summary.as_deref().unwrap_or_default()))],
-                    timestamp,
-                ));
+                repair.push(
+                    user_message(
+                        vec![Content::text(compaction_summary_text(compaction.summary.as_deref().unwrap_or_default()))],
+                        timestamp,
+                    ),
+                    sink,
+                );
                 if let Some(checkpoint) = &compaction.system_message {
                     tools.apply(checkpoint);
                 }
@@ -96,12 +155,14 @@ impl SessionTree {
                 continue;
             }
             let Some((message, editable)) = self.context_message(index, &mut tools) else { continue };
-            messages.push(match edit {
+            let message = match edit {
                 Some(Some(replacement)) if editable => with_content(message, replacement.content),
                 _ => message,
-            });
+            };
+            repair.push(message, sink);
         }
-        SessionContext { messages: repair_tool_pairs(messages), model, thinking_level, active_tools: tools.names }
+        repair.finish(sink);
+        (model, thinking_level, tools.names)
     }
 
     /// The latest `context_edit` among `entries` for each target, by target id.
@@ -186,7 +247,7 @@ impl SessionTree {
 
     /// The line of entry `index` read for context building; a line whose fields have unexpected
     /// shapes contributes nothing rather than failing the whole context.
-    fn fields(&self, index: u32) -> ContextLine {
+    pub(crate) fn fields(&self, index: u32) -> ContextLine {
         serde_json::from_slice(self.line_bytes(index)).unwrap_or_else(|error| {
             tracing::warn!(
                 "{}: entry {} cannot be read for the context: {error}",
@@ -255,8 +316,24 @@ fn entry_ms(fields: &ContextLine) -> u64 {
 /// that arrived between a call and its result moves after the results.
 pub fn repair_tool_pairs(messages: Vec<Message>) -> Vec<Message> {
     let mut out = Vec::with_capacity(messages.len());
-    let mut open = OpenCalls::default();
+    let mut repair = Repair::default();
     for message in messages {
+        repair.push(message, &mut |message| out.push(message));
+    }
+    repair.finish(&mut |message| out.push(message));
+    out
+}
+
+/// [`repair_tool_pairs`] a message at a time: what it holds back is only what follows the latest
+/// assistant message, so a long context can be repaired as it streams.
+#[derive(Default)]
+struct Repair {
+    open: OpenCalls,
+}
+
+impl Repair {
+    fn push(&mut self, message: Message, out: &mut dyn FnMut(Message)) {
+        let open = &mut self.open;
         match message {
             Message::Assistant(assistant)
                 if matches!(assistant.stop_reason, StopReason::Error | StopReason::Aborted | StopReason::Refusal) =>
@@ -264,9 +341,9 @@ pub fn repair_tool_pairs(messages: Vec<Message>) -> Vec<Message> {
                 tracing::debug!("leaving a failed assistant message out of the context");
             }
             Message::Assistant(assistant) => {
-                open.close(&mut out);
+                open.close(out);
                 open.calls = assistant.tool_calls().map(|call| (call.id.clone(), call.name.clone())).collect();
-                out.push(Message::Assistant(assistant));
+                out(Message::Assistant(assistant));
             }
             Message::ToolResult(result) => {
                 let expected = open.calls.iter().any(|(id, _)| *id == result.tool_call_id);
@@ -278,15 +355,17 @@ pub fn repair_tool_pairs(messages: Vec<Message>) -> Vec<Message> {
             }
             Message::User(user) => {
                 if open.calls.is_empty() {
-                    out.push(Message::User(user));
+                    out(Message::User(user));
                 } else {
                     open.held.push(Message::User(user));
                 }
             }
         }
     }
-    open.close(&mut out);
-    out
+
+    fn finish(mut self, out: &mut dyn FnMut(Message)) {
+        self.open.close(out);
+    }
 }
 
 /// The tool calls of the latest assistant message still waiting for results.
@@ -300,11 +379,11 @@ struct OpenCalls {
 }
 
 impl OpenCalls {
-    fn close(&mut self, out: &mut Vec<Message>) {
-        out.append(&mut self.results);
+    fn close(&mut self, out: &mut dyn FnMut(Message)) {
+        self.results.drain(..).for_each(&mut *out);
         for (id, name) in self.calls.drain(..) {
             if !self.answered.contains(&id) {
-                out.push(Message::ToolResult(ToolResultMessage {
+                out(Message::ToolResult(ToolResultMessage {
                     tool_call_id: id,
                     tool_name: name,
                     content: vec![Content::text(INTERRUPTED_RESULT)],
@@ -315,6 +394,6 @@ impl OpenCalls {
             }
         }
         self.answered.clear();
-        out.append(&mut self.held);
+        self.held.drain(..).for_each(out);
     }
 }

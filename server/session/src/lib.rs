@@ -24,7 +24,7 @@ mod tree;
 mod usage;
 mod watch;
 
-pub use compaction::{CutPoint, estimate_context_tokens, estimate_tokens, find_cut_point};
+pub use compaction::{CompactionPlan, CutPoint, estimate_context_tokens, estimate_tokens, find_cut_point};
 pub use context::{INTERRUPTED_RESULT, ModelRef, SessionContext, repair_tool_pairs};
 pub use disk::{MAX_ENTRY_BYTES, MAX_SESSION_BYTES, open_regular};
 pub use error::SessionError;

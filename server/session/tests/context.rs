@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use reins_ai::{Content, Message};
-use reins_session::{SessionTree, find_cut_point};
+use reins_session::{SessionTree, estimate_context_tokens, find_cut_point};
 
 const HEADER: &str = r#"{"type":"session","version":3,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}"#;
 
@@ -55,9 +55,21 @@ fn result(id: &str, parent: &str, call_id: &str) -> String {
     entry(id, Some(parent), &format!(r#""type":"message","message":{message}"#))
 }
 
-/// The context at the leaf, one line per message.
+/// The context at the leaf, one line per message; its token count and its newest part within
+/// any limit, each read a message at a time, agree with it.
 fn context(tree: &SessionTree) -> Vec<String> {
-    tree.context().unwrap().messages.iter().map(render).collect()
+    let messages = tree.context().unwrap().messages;
+    let total = estimate_context_tokens(&messages);
+    assert_eq!(tree.context_tokens(), total, "the tokens counted a message at a time");
+    for limit in 0..=total + 1 {
+        let within = tree.context_within(|_| limit);
+        let kept = &messages[within.left_out.min(messages.len())..];
+        assert_eq!(within.messages, kept, "within {limit} tokens: the newest messages, left out {}", within.left_out);
+        assert!(kept.len() <= 1 || estimate_context_tokens(&kept[1..]) <= limit, "no more than needed, at {limit}");
+        assert!(within.left_out == 0 || estimate_context_tokens(kept) > limit, "still over {limit} when cut");
+    }
+    assert_eq!(tree.context_within(|_| total).left_out, 0, "a context within the limit is kept whole");
+    messages.iter().map(render).collect()
 }
 
 fn render(message: &Message) -> String {
@@ -162,6 +174,15 @@ fn the_latest_compaction_replaces_what_came_before_its_first_kept_entry() {
     .assert_debug_eq(&context(&tree));
     // A branch below the first compaction sees only that one.
     assert_eq!(tree.context_for("a3").unwrap().messages.len(), 5);
+    // The next compaction folds in the latest summary and covers what that one kept, up to
+    // its own cut (the newest message), as the parsed path says.
+    let plan = tree.plan_compaction(1).unwrap();
+    assert_eq!(plan.previous_summary.as_deref(), Some("second"));
+    let path = tree.path_entries("u4").unwrap();
+    assert_eq!(Some(plan.cut.clone()), find_cut_point(&path, 1));
+    assert_eq!(plan.cut.first_kept_entry_id, "u4");
+    let summarized: Vec<String> = tree.summarized_messages(&plan).map(|message| render(&message)).collect();
+    assert_eq!(summarized, ["user: three", "assistant: 3"]);
 }
 
 #[test]
@@ -183,7 +204,19 @@ fn model_and_thinking_level_come_from_the_path() {
 fn cut(lines: &[String], keep_recent_tokens: u64) -> Option<String> {
     let tree = tree(lines);
     let path = tree.path_entries(tree.leaf().unwrap()).unwrap();
-    find_cut_point(&path, keep_recent_tokens).map(|cut| cut.first_kept_entry_id)
+    let cut = find_cut_point(&path, keep_recent_tokens);
+    // The tree's own plan, read a line at a time, is the same cut.
+    let plan = tree.plan_compaction(keep_recent_tokens);
+    assert_eq!(plan.as_ref().map(|plan| &plan.cut), cut.as_ref());
+    if let (Some(plan), Some(cut)) = (&plan, &cut) {
+        // It summarizes the messages from the root (no compaction here) to the cut.
+        let end = path.iter().position(|entry| entry.id == cut.first_kept_entry_id).unwrap();
+        let expected: Vec<Message> = path[..end].iter().filter_map(|entry| entry.message()?.into_message()).collect();
+        assert_eq!(tree.summarized_messages(plan).collect::<Vec<_>>(), expected);
+        let newest_first: Vec<Message> = tree.summarized_messages(plan).rev().collect();
+        assert_eq!(newest_first, expected.into_iter().rev().collect::<Vec<_>>());
+    }
+    cut.map(|cut| cut.first_kept_entry_id)
 }
 
 #[test]

@@ -11,7 +11,7 @@ use reins_session::{Durability, EntryTag, SessionError, SessionFile, SessionTree
 use reins_tools::WorkspaceError;
 
 use super::landing::landing_in;
-use super::{Harness, Landing, LiveSession, lock, session_error};
+use super::{Harness, Landing, LiveSession, agent_context, lock, session_error};
 use crate::error::HarnessError;
 
 /// What moving a session's leaf to an entry does (or would do) to the files.
@@ -108,10 +108,10 @@ impl Harness {
         // first moves it too, also when this one then fails).
         let context = {
             let file = lock(&file);
-            (file.leaf() != leaf.as_deref()).then(|| file.context())
+            (file.leaf() != leaf.as_deref()).then(|| agent_context(&file, &session.agent.model()))
         };
         if let Some(context) = context {
-            let _ = session.agent.set_messages(context.map_err(session_error)?.messages);
+            let _ = session.agent.set_messages(context.messages);
         }
         done
     }

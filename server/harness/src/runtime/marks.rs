@@ -2,7 +2,7 @@
 //! pi `custom` entries on the session's path: recorded where the choice was made, so a resumed
 //! session, or one checked out at an earlier entry, has what held there. pi passes them over.
 
-use reins_session::EntryKind;
+use reins_session::{EntryKind, EntryTag};
 use serde_json::Value;
 
 use super::{Harness, lock, session_error};
@@ -31,10 +31,17 @@ impl Harness {
         let file = lock(file);
         let tree = file.tree();
         let Some(leaf) = tree.leaf() else { return Ok(None) };
-        let entries = tree.path_entries(leaf).map_err(session_error)?;
-        Ok(entries.into_iter().rev().find_map(|entry| match entry.kind {
-            EntryKind::Custom { custom_type: kind, data } if kind == custom_type => data,
-            _ => None,
-        }))
+        // Only the `custom` entries of the path are parsed, newest first.
+        let path = tree.path_to_root(leaf).map_err(session_error)?;
+        let custom = path.into_iter().filter(|id| tree.get(id).is_some_and(|entry| entry.tag == EntryTag::Custom));
+        for id in custom {
+            match tree.entry(id).map_err(session_error)?.kind {
+                EntryKind::Custom { custom_type: kind, data: Some(data) } if kind == custom_type => {
+                    return Ok(Some(data));
+                }
+                _ => {}
+            }
+        }
+        Ok(None)
     }
 }

@@ -11,7 +11,7 @@ use reins_ai::{Content, Message, Usage, UserMessage, now_ms};
 use reins_session::{SessionFile, estimate_tokens};
 use tokio::sync::oneshot;
 
-use super::{Harness, IdleOnDrop, LiveSession, RunStarted, lock};
+use super::{Harness, IdleOnDrop, LiveSession, RunStarted, agent_context, lock};
 use crate::compaction::{compact_and_reload, near_window, overflowed};
 use crate::error::HarnessError;
 use crate::hooks::HookRunner;
@@ -119,12 +119,8 @@ impl Harness {
                     Err(err) => tracing::warn!("compaction after a context overflow failed: {err}"),
                 }
             }
-            match lock(file).context() {
-                Ok(context) => {
-                    let _ = session.agent.set_messages(context.messages);
-                }
-                Err(err) => tracing::error!("could not reload session {}: {err}", session.id),
-            }
+            let context = agent_context(&lock(file), &session.agent.model());
+            let _ = session.agent.set_messages(context.messages);
         }
         let hooks = HookRunner {
             settings: self.settings.clone(),

@@ -5,10 +5,10 @@ use std::path::PathBuf;
 
 use reins_ai::{Message, Model, now_ms};
 use reins_checkpoints::{FILE_CHANGE, FileChangeRecord};
-use reins_session::{Durability, EntryKind, SessionError, SessionFile};
+use reins_session::{Durability, EntryKind, EntryTag, SessionError, SessionFile};
 use reins_tools::{EditFormat, edit_tool};
 
-use super::{Checkout, Harness, SessionId, lock, session_error};
+use super::{Checkout, Harness, SessionId, agent_context, lock, session_error};
 use crate::compaction::{Compacted, branch_messages, compact_and_reload};
 use crate::error::HarnessError;
 use crate::sessions::{SessionInfo, SessionPage, SessionTreeView};
@@ -198,7 +198,7 @@ impl Harness {
         let context = {
             let mut file = lock(&file);
             file.navigate(entry_id, summary).map_err(session_error)?;
-            file.context().map_err(session_error)?
+            agent_context(&file, &session.agent.model())
         };
         lock(&session.choices).adopt(&context);
         session.agent.set_messages(context.messages).map_err(|_| HarnessError::Busy)?;
@@ -240,16 +240,21 @@ impl Harness {
         let file = lock(session.file()?);
         let tree = file.tree();
         let Some(leaf) = tree.leaf() else { return Ok(Vec::new()) };
-        let entries = tree.path_entries(leaf).map_err(session_error)?;
-        Ok(entries
-            .into_iter()
-            .filter_map(|entry| match entry.kind {
-                EntryKind::Custom { custom_type, data: Some(data) } if custom_type == FILE_CHANGE => {
-                    FileChangeRecord::parse(&data).ok()
-                }
-                _ => None,
-            })
-            .collect())
+        // Only the `custom` entries of the path are parsed.
+        let path = tree.path_to_root(leaf).map_err(session_error)?;
+        let mut changes = Vec::new();
+        for id in path.into_iter().rev() {
+            if !tree.get(id).is_some_and(|entry| entry.tag == EntryTag::Custom) {
+                continue;
+            }
+            if let EntryKind::Custom { custom_type, data: Some(data) } = tree.entry(id).map_err(session_error)?.kind
+                && custom_type == FILE_CHANGE
+                && let Ok(change) = FileChangeRecord::parse(&data)
+            {
+                changes.push(change);
+            }
+        }
+        Ok(changes)
     }
 
     /// The conversation so far, as the model sees it.

@@ -298,9 +298,19 @@ fn cancel_on_signals(harness: &Arc<Harness>, session: &SessionId) -> Arc<AtomicI
 /// terminal, a trusted workspace's config files that changed since the user trusted it are
 /// applied only if the user says so now.
 pub fn load_settings(root: &std::path::Path) -> Settings {
-    let mut settings = Settings::load(|name| std::env::var(name).ok(), Some(root));
+    load_settings_with(root, || Settings::load(|name| std::env::var(name).ok(), Some(root)))
+}
+
+/// [`load_settings`] for a command that calls no model and runs no tool (`reins sessions`): the
+/// system around is not probed (see [`Settings::load_offline`]).
+pub fn load_offline_settings(root: &std::path::Path) -> Settings {
+    load_settings_with(root, || Settings::load_offline(|name| std::env::var(name).ok(), Some(root)))
+}
+
+fn load_settings_with(root: &std::path::Path, load: impl Fn() -> Settings) -> Settings {
+    let mut settings = load();
     if trust_again(&settings, root) {
-        settings = Settings::load(|name| std::env::var(name).ok(), Some(root));
+        settings = load();
     }
     for diagnostic in &settings.diagnostics {
         eprintln!("reins: config: {}", reins_ai::visible(&diagnostic.to_string()));

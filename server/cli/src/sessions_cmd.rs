@@ -106,7 +106,7 @@ pub fn main(args: SessionsArgs) -> ExitCode {
 /// `reins sessions checkout` read and move sessions and files with.
 pub(crate) fn offline_harness(cwd: Option<&PathBuf>, warn: Warn) -> Result<Arc<Harness>, String> {
     let root = crate::run::workspace_root(cwd).map_err(|e| format!("cannot read the current directory: {e}"))?;
-    let settings = crate::run::load_settings(&root);
+    let settings = crate::run::load_offline_settings(&root);
     let workspace = FsWorkspace::new(vec![root.clone()]).map_err(|e| e.to_string())?;
     Ok(Harness::new(HarnessOptions {
         settings: LiveSettings::new(settings),

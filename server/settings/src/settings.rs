@@ -128,6 +128,9 @@ struct Base {
     env: BTreeMap<String, String>,
     auth: Option<(PathBuf, AuthKeys)>,
     diagnostics: Vec<ConfigDiagnostic>,
+    /// Whether the system around is looked at: the sandbox probed (a forked process) and the
+    /// ready-made language servers looked for on `PATH`. Only a command that runs tools needs it.
+    probe_system: bool,
 }
 
 /// Shows the variables' names only: their values include keys.
@@ -177,6 +180,17 @@ impl Settings {
     /// Like [`Settings::from_env`], plus `<project>/.reins/config.toml` when the project is
     /// trusted (an untrusted project's config is ignored entirely).
     pub fn load(var: impl Fn(&str) -> Option<String>, project: Option<&Path>) -> Self {
+        Self::load_probing(var, project, true)
+    }
+
+    /// [`Settings::load`] for a command that calls no model and runs no tool (`reins sessions`,
+    /// a checkout): the system around is not looked at, so no process is forked to probe the
+    /// sandbox and `PATH` is not searched for language servers (`lsp_servers` is empty).
+    pub fn load_offline(var: impl Fn(&str) -> Option<String>, project: Option<&Path>) -> Self {
+        Self::load_probing(var, project, false)
+    }
+
+    fn load_probing(var: impl Fn(&str) -> Option<String>, project: Option<&Path>, probe_system: bool) -> Self {
         let non_empty = |name: &str| var(name).filter(|v| !v.trim().is_empty());
         let home = crate::home::user_home(&var);
         let (config_dir, data_dir) = match non_empty("REINS_HOME") {
@@ -187,7 +201,7 @@ impl Settings {
                 (config.join("reins"), data.join("reins"))
             }
         };
-        let mut base = Base { config_dir, data_dir, home, ..Base::default() };
+        let mut base = Base { config_dir, data_dir, home, probe_system, ..Base::default() };
         let user_file = base.config_dir.join("config.toml");
         if let Some((layer, diagnostics)) = ConfigLayer::from_file(&user_file, LayerKind::User) {
             base.layers.push((Source::File(user_file), layer));
@@ -538,7 +552,8 @@ fn compose(base: Arc<Base>, editor: &[ConfigLayer]) -> Settings {
     settings.mcp_servers = mcp_servers(layers.chain(editor_layers), &base.env, &base.home, &mut settings.diagnostics);
     let path_var = base.env.get("PATH").map(std::ffi::OsStr::new);
     let rustup_home = base.env.get("RUSTUP_HOME").map_or_else(|| base.home.join(".rustup"), PathBuf::from);
-    let ready_made = reins_langserver::ready_made(|command| reins_langserver::on_path(path_var, &rustup_home, command));
+    let on_path = |command: &str| base.probe_system && reins_langserver::on_path(path_var, &rustup_home, command);
+    let ready_made = reins_langserver::ready_made(on_path);
     let all_layers = base.layers.iter().map(|(_, layer)| layer).chain(editor.iter());
     settings.lsp_servers = crate::config::lsp_servers(ready_made, all_layers);
     for layer in editor {
@@ -549,7 +564,8 @@ fn compose(base: Arc<Base>, editor: &[ConfigLayer]) -> Settings {
         }
     }
 
-    if settings.sandbox.mode != SandboxMode::Off
+    if base.probe_system
+        && settings.sandbox.mode != SandboxMode::Off
         && let Err(reason) = reins_tools::sandbox_support()
     {
         settings.diagnostics.push(ConfigDiagnostic {

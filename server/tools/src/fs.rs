@@ -239,20 +239,34 @@ fn real_path_in(path: &Path, dirs: &mut RealDirs) -> io::Result<PathBuf> {
     Ok(real_dir.join(name))
 }
 
+/// A regular file up to this size is read in place, on the caller's thread (see [`read_file`]).
+const READ_IN_PLACE_BYTES: u64 = 1 << 20;
+
 /// The file's bytes, `None` when it does not exist.
+///
+/// A small regular file is read in place: handing the read to the blocking pool and back costs
+/// two thread wake-ups, more than the read itself, and on a loaded machine each wake-up waits for
+/// a core (milliseconds per tool call). Anything else — a large file, a FIFO or a device that may
+/// never end — is read on the blocking pool, so the runtime keeps going and the call can be
+/// cancelled.
 async fn read_file(path: &Path) -> Result<Option<Vec<u8>>, WorkspaceError> {
-    match tokio::fs::metadata(path).await {
+    let metadata = match fs::metadata(path) {
         Ok(metadata) if metadata.is_dir() => {
             return Err(WorkspaceError::Io {
                 path: path.to_path_buf(),
                 reason: "is a directory, not a file; use ls to list it".to_string(),
             });
         }
-        Ok(_) => {}
+        Ok(metadata) => metadata,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(err) => return Err(io_error(path, &err)),
-    }
-    match tokio::fs::read(path).await {
+    };
+    let read = if metadata.is_file() && metadata.len() <= READ_IN_PLACE_BYTES {
+        fs::read(path)
+    } else {
+        tokio::fs::read(path).await
+    };
+    match read {
         Ok(bytes) => Ok(Some(bytes)),
         Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(err) => Err(io_error(path, &err)),
@@ -303,5 +317,48 @@ mod tests {
         for (input, expected) in cases {
             assert_eq!(normalize(Path::new(input)), PathBuf::from(expected), "{input}");
         }
+    }
+
+    #[test]
+    fn a_fifo_is_read_off_the_runtime_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let name = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: `name` is a NUL-terminated path that outlives the call.
+        assert_eq!(unsafe { nix::libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        let workspace = FsWorkspace::new(vec![dir.path().to_path_buf()]).unwrap();
+        let (done, answer) = std::sync::mpsc::channel();
+        // A single-threaded runtime on a thread of its own, so that a read that blocked it fails
+        // this test instead of hanging it.
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let text = runtime.block_on(async move {
+                let reading = tokio::spawn(async move { workspace.read_text(Path::new("fifo")).await });
+                // Written by a task of the same runtime: had the read blocked its thread, this
+                // task would never run. A FIFO opens for writing once its reader has opened it.
+                let mut writer = loop {
+                    match tokio::net::unix::pipe::OpenOptions::new().open_sender(&fifo) {
+                        Ok(writer) => break writer,
+                        Err(_) => tokio::time::sleep(std::time::Duration::from_millis(5)).await,
+                    }
+                };
+                tokio::io::AsyncWriteExt::write_all(&mut writer, b"text\n").await.unwrap();
+                drop(writer);
+                reading.await.unwrap().unwrap().text
+            });
+            let _ = done.send(text);
+        });
+        let text = answer.recv_timeout(std::time::Duration::from_secs(20)).expect("the read blocked the runtime");
+        assert_eq!(text, "text\n");
+    }
+
+    #[tokio::test]
+    async fn a_small_file_and_a_missing_one_read_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "one\n").unwrap();
+        let workspace = FsWorkspace::new(vec![dir.path().to_path_buf()]).unwrap();
+        assert_eq!(workspace.read_text(Path::new("a.txt")).await.unwrap().text, "one\n");
+        assert!(matches!(workspace.read_text(Path::new("b.txt")).await, Err(WorkspaceError::NotFound(_))));
+        assert!(matches!(workspace.read_text(Path::new(".")).await, Err(WorkspaceError::Io { .. })));
     }
 }

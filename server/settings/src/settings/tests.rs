@@ -334,3 +334,21 @@ fn the_edit_tool_follows_the_registry_unless_config_says_otherwise() {
     .assert_eq(&show_diagnostics(&bad, tmp2.path()));
     drop(tmp);
 }
+
+#[test]
+fn an_offline_load_looks_for_no_language_server_on_path() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(bin.join("clangd"), "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(bin.join("clangd"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let vars = [("PATH".to_string(), bin.display().to_string())];
+    let var = |name: &str| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+    let names = |settings: &Settings| settings.lsp_servers.iter().map(|s| s.name.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&Settings::load(var, None)), ["clangd"]);
+    let offline = Settings::load_offline(var, None);
+    assert!(names(&offline).is_empty());
+    // Laying the editor's settings over them keeps them offline.
+    assert!(names(&offline.with_editor_settings(&serde_json::json!({}))).is_empty());
+}

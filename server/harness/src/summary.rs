@@ -67,9 +67,42 @@ impl FileActivity {
         }
     }
 
+    /// The files as the summary request lists them, in at most `room` bytes: a long session
+    /// touches hundreds of thousands of files, and the request must stay within the window. The
+    /// changed files come first; what does not fit is counted.
+    fn listing(&self, room: usize) -> String {
+        if self.read.is_empty() && self.modified.is_empty() {
+            return String::new();
+        }
+        const FRAME: &str = "\n<files>\nread: \nmodified: \n</files>\n";
+        let mut room = room.saturating_sub(FRAME.len());
+        let modified = joined_within(&self.modified, &mut room);
+        let read = joined_within(&self.read, &mut room);
+        format!("\n<files>\nread: {read}\nmodified: {modified}\n</files>\n")
+    }
+
     pub fn to_details(&self) -> Value {
         json!({ "readFiles": self.read, "modifiedFiles": self.modified })
     }
+}
+
+/// `names` joined by ", " as far as `room` bytes go (taken from it), then how many are left out.
+fn joined_within(names: &BTreeSet<String>, room: &mut usize) -> String {
+    const MORE: usize = " (and 18446744073709551615 more)".len();
+    let mut text = String::new();
+    for (shown, name) in names.iter().enumerate() {
+        let separator = if text.is_empty() { "" } else { ", " };
+        if separator.len() + name.len() + MORE > *room {
+            let more = format!(" (and {} more)", names.len() - shown);
+            *room = room.saturating_sub(more.len());
+            text.push_str(&more);
+            break;
+        }
+        *room -= separator.len() + name.len();
+        text.push_str(separator);
+        text.push_str(name);
+    }
+    text
 }
 
 /// What a compaction summary request to `model` carries: the previous summary, the newest of the
@@ -88,14 +121,7 @@ pub(crate) fn compaction_transcript<M: Borrow<Message>>(
         text.push_str(previous);
         text.push_str("\n</previous-summary>\n\n");
     }
-    let mut files_text = String::new();
-    if !files.read.is_empty() || !files.modified.is_empty() {
-        files_text = format!(
-            "\n<files>\nread: {}\nmodified: {}\n</files>\n",
-            files.read.iter().cloned().collect::<Vec<_>>().join(", "),
-            files.modified.iter().cloned().collect::<Vec<_>>().join(", ")
-        );
-    }
+    let files_text = files.listing(transcript_budget(model) / 4);
     let budget = transcript_budget(model).saturating_sub(text.len() + files_text.len());
     text.push_str(&newest_transcript(newest_first, count, budget));
     text.push_str(&files_text);
@@ -279,6 +305,24 @@ mod tests {
     fn file_activity_comes_from_tool_calls() {
         let activity = FileActivity::of(&conversation());
         assert_eq!(activity.to_details(), json!({"readFiles": ["src/a.rs"], "modifiedFiles": ["src/b.rs"]}));
+    }
+
+    #[test]
+    fn the_files_list_fits_its_room_changed_files_first() {
+        let activity = FileActivity {
+            read: (0..100_000).map(|n| format!("src/read_{n:06}.rs")).collect(),
+            modified: ["src/b.rs".to_string(), "src/a.rs".to_string()].into(),
+        };
+        let listing = activity.listing(1000);
+        assert!(listing.len() <= 1000, "{} bytes", listing.len());
+        assert!(listing.contains("modified: src/a.rs, src/b.rs\n"), "{listing}");
+        assert!(listing.contains("read: src/read_000000.rs, src/read_000001.rs, "), "{listing}");
+        let shown = listing.matches("src/read_").count();
+        assert!(listing.contains(&format!(" (and {} more)\n", 100_000 - shown)), "{listing}");
+        // Room for everything: the whole list, nothing counted.
+        let small = FileActivity::of(&conversation());
+        assert_eq!(small.listing(1000), "\n<files>\nread: src/a.rs\nmodified: src/b.rs\n</files>\n");
+        assert_eq!(FileActivity::default().listing(1000), "");
     }
 
     #[test]

@@ -242,6 +242,27 @@ fn real_path_in(path: &Path, dirs: &mut RealDirs) -> io::Result<PathBuf> {
 /// A regular file up to this size is read in place, on the caller's thread (see [`read_file`]).
 const READ_IN_PLACE_BYTES: u64 = 1 << 20;
 
+/// The bytes of `path` read on this thread when what is opened is a regular file of at most
+/// [`READ_IN_PLACE_BYTES`]; `None` when it is not (it may have been swapped for a FIFO since it
+/// was looked at: it is opened without blocking and checked through the open handle, so a read
+/// in place never waits on a pipe).
+fn read_small(path: &Path) -> Option<io::Result<Vec<u8>>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = match fs::OpenOptions::new().read(true).custom_flags(nix::libc::O_NONBLOCK).open(path) {
+        Ok(file) => file,
+        Err(err) => return Some(Err(err)),
+    };
+    match file.metadata() {
+        Ok(metadata) if metadata.is_file() && metadata.len() <= READ_IN_PLACE_BYTES => {
+            let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0));
+            Some(file.read_to_end(&mut bytes).map(|_| bytes))
+        }
+        Ok(_) => None,
+        Err(err) => Some(Err(err)),
+    }
+}
+
 /// The file's bytes, `None` when it does not exist.
 ///
 /// A small regular file is read in place: handing the read to the blocking pool and back costs
@@ -261,10 +282,10 @@ async fn read_file(path: &Path) -> Result<Option<Vec<u8>>, WorkspaceError> {
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(err) => return Err(io_error(path, &err)),
     };
-    let read = if metadata.is_file() && metadata.len() <= READ_IN_PLACE_BYTES {
-        fs::read(path)
-    } else {
-        tokio::fs::read(path).await
+    let in_place = if metadata.is_file() && metadata.len() <= READ_IN_PLACE_BYTES { read_small(path) } else { None };
+    let read = match in_place {
+        Some(read) => read,
+        None => tokio::fs::read(path).await,
     };
     match read {
         Ok(bytes) => Ok(Some(bytes)),
@@ -350,6 +371,20 @@ mod tests {
         });
         let text = answer.recv_timeout(std::time::Duration::from_secs(20)).expect("the read blocked the runtime");
         assert_eq!(text, "text\n");
+    }
+
+    #[test]
+    fn a_fifo_where_a_small_file_was_is_not_read_in_place_and_does_not_block() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("was-a-file");
+        let name = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: `name` is a NUL-terminated path that outlives the call.
+        assert_eq!(unsafe { nix::libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        // As if the file had been swapped for a FIFO after it was looked at: with no writer, a
+        // blocking open or read would never return.
+        assert!(read_small(&fifo).is_none());
+        std::fs::write(dir.path().join("small"), "one\n").unwrap();
+        assert_eq!(read_small(&dir.path().join("small")).unwrap().unwrap(), b"one\n");
     }
 
     #[tokio::test]

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::SessionError;
 use crate::store::session_entries;
-use crate::summary::{SessionSummary, summarize};
+use crate::summary::{ReadMark, SessionSummary, summarize_from};
 use crate::watch::{Changes, DirWatch};
 
 /// The index's file name, in a workspace's session directory.
@@ -67,6 +67,10 @@ struct IndexEntry {
     entry_count: usize,
     parent_session: Option<String>,
     usage: UsageRecord,
+    /// Where this process's reading of the file stopped, so that a file that grew is read on
+    /// from there (see [`ReadMark`]); not written: another process reads the file whole once.
+    #[serde(skip)]
+    mark: Option<ReadMark>,
 }
 
 /// [`Usage`] as the index stores it.
@@ -165,9 +169,9 @@ impl SessionIndex {
             return;
         }
         self.changed = true;
-        match summarize(&path) {
-            Ok(summary) => {
-                self.entries.insert(name.to_string(), IndexEntry::of(&summary, stamp));
+        match read_entry(&path, self.entries.get(name), stamp) {
+            Ok(entry) => {
+                self.entries.insert(name.to_string(), entry);
             }
             Err(err) => {
                 self.entries.remove(name);
@@ -191,10 +195,10 @@ impl SessionIndex {
                 names.insert(name);
                 continue;
             }
-            match summarize(path) {
-                Ok(summary) => {
+            match read_entry(path, self.entries.get(name), stamp) {
+                Ok(entry) => {
                     self.changed = true;
-                    self.entries.insert(name.to_string(), IndexEntry::of(&summary, stamp));
+                    self.entries.insert(name.to_string(), entry);
                     names.insert(name);
                 }
                 Err(err) => tracing::warn!("{err}; the session is left out of the list"),
@@ -277,6 +281,14 @@ impl IndexSave {
     }
 }
 
+/// The entry of the session file `path` with the stamp `stamp`: read on from where `earlier` (its
+/// entry before) stopped when the file only grew, else read whole.
+fn read_entry(path: &Path, earlier: Option<&IndexEntry>, stamp: (u64, u64)) -> Result<IndexEntry, SessionError> {
+    let earlier = earlier.and_then(|entry| Some((entry.summary(path.to_path_buf(), UNIX_EPOCH), entry.mark.as_ref()?)));
+    let (summary, mark) = summarize_from(path, earlier)?;
+    Ok(IndexEntry { mark, ..IndexEntry::of(&summary, stamp) })
+}
+
 impl IndexEntry {
     fn of(summary: &SessionSummary, (modified_ns, len): (u64, u64)) -> IndexEntry {
         let usage = &summary.usage;
@@ -304,6 +316,7 @@ impl IndexEntry {
                 cost_cache_write: usage.cost.cache_write,
                 cost_total: usage.cost.total,
             },
+            mark: None,
         }
     }
 

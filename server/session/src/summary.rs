@@ -4,8 +4,8 @@
 //! tree would index and reads each as the tree reads it, so a summary is the one a loaded
 //! [`SessionTree`] gives.
 
-use std::fs::OpenOptions;
-use std::io::{BufRead, BufReader, Read};
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -54,13 +54,57 @@ struct MessageLine {
     message: MessageRecord,
 }
 
+/// Where a summary's reading of its file stopped, after the last whole line: a file that only
+/// grew since (a session that streams) is read on from there rather than from its start, so that
+/// a listing costs the bytes appended, not the file.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ReadMark {
+    /// The file read (device, inode): another file put in its place is read whole.
+    file: (u64, u64),
+    /// The bytes read, up to and with the last newline.
+    offset: u64,
+    /// The last bytes before `offset` (at most [`TAIL_BYTES`]), compared again before reading
+    /// on: a file rewritten in place is read whole.
+    tail: Vec<u8>,
+}
+
+/// How many bytes before a [`ReadMark`] are compared before reading on.
+const TAIL_BYTES: usize = 64;
+
 /// Reads a session for a listing (without locking it).
 pub fn summarize(path: &Path) -> Result<SessionSummary, SessionError> {
+    summarize_from(path, None).map(|(summary, _)| summary)
+}
+
+/// Reads a session for a listing (without locking it), from where `earlier` (its summary and
+/// mark, from an earlier call) stopped when the file is the one read then and only grew since,
+/// else whole. Gives the summary and where this reading stopped (none for a file whose last line
+/// is not whole yet, or an older version's file, which the tree migrates).
+pub(crate) fn summarize_from(
+    path: &Path,
+    earlier: Option<(SessionSummary, &ReadMark)>,
+) -> Result<(SessionSummary, Option<ReadMark>), SessionError> {
     let file = open_regular(path, OpenOptions::new().read(true))?;
-    let modified = file.metadata().and_then(|meta| meta.modified()).map_err(|error| SessionError::io(path, error))?;
-    let mut reader = BufReader::with_capacity(64 << 10, file.take(MAX_SESSION_BYTES + 1));
+    let meta = file.metadata().map_err(|error| SessionError::io(path, error))?;
+    let modified = meta.modified().map_err(|error| SessionError::io(path, error))?;
+    let identity = file_identity(&meta);
+    if let Some((mut summary, mark)) = earlier
+        && mark.file == identity
+        && mark.offset <= meta.len()
+        && tail_matches(&file, mark)
+    {
+        let mut reader = BufReader::with_capacity(64 << 10, &file);
+        reader.seek(SeekFrom::Start(mark.offset)).map_err(|error| SessionError::io(path, error))?;
+        summary.modified = modified;
+        summary.path = path.to_path_buf();
+        let read = read_entries(path, &mut reader.take(MAX_SESSION_BYTES + 1 - mark.offset), &mut summary)?;
+        let mark = read.and_then(|read| make_mark(&file, identity, mark.offset + read));
+        return Ok((summary, mark));
+    }
+    let mut reader = BufReader::with_capacity(64 << 10, (&file).take(MAX_SESSION_BYTES + 1));
     let mut line = Vec::new();
-    let header = match read_line(&mut reader, &mut line).map_err(|error| SessionError::io(path, error))? {
+    let (read, header_bytes) = read_line(&mut reader, &mut line).map_err(|error| SessionError::io(path, error))?;
+    let header = match read {
         Some(Line::Whole) => {
             let text = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&line);
             let text =
@@ -74,7 +118,7 @@ pub fn summarize(path: &Path) -> Result<SessionSummary, SessionError> {
     };
     if header.version < CURRENT_VERSION {
         // Older files are rare and small; the tree migrates them.
-        return summarize_tree(&SessionTree::load(path)?, modified);
+        return Ok((summarize_tree(&SessionTree::load(path)?, modified)?, None));
     }
     let mut summary = SessionSummary {
         id: header.id,
@@ -87,36 +131,101 @@ pub fn summarize(path: &Path) -> Result<SessionSummary, SessionError> {
         parent_session: header.parent_session,
         usage: Usage::default(),
     };
-    while let Some(read) = read_line(&mut reader, &mut line).map_err(|error| SessionError::io(path, error))? {
-        if matches!(read, Line::TooLong(_)) || line.iter().all(u8::is_ascii_whitespace) {
-            continue;
+    let read = read_entries(path, &mut reader, &mut summary)?;
+    let mark = read.filter(|_| header_bytes.whole).and_then(|read| make_mark(&file, identity, header_bytes.len + read));
+    Ok((summary, mark))
+}
+
+/// Folds the entries `reader` holds into `summary`, line by line. Gives the bytes read when a
+/// newline ended the last of them; none when the last line is not whole yet (a writer half-way
+/// through it): its summary counted that line, and reading on from before it would count it again.
+fn read_entries(
+    path: &Path,
+    reader: &mut impl BufRead,
+    summary: &mut SessionSummary,
+) -> Result<Option<u64>, SessionError> {
+    let mut line = Vec::new();
+    let mut read_bytes = 0;
+    loop {
+        let (read, bytes) = read_line(reader, &mut line).map_err(|error| SessionError::io(path, error))?;
+        let Some(read) = read else { return Ok(Some(read_bytes)) };
+        fold_line(read, &line, summary);
+        if !bytes.whole {
+            return Ok(None);
         }
-        let Ok(text) = std::str::from_utf8(&line) else { continue };
-        let Ok(envelope) = serde_json::from_str::<Envelope>(text) else { continue };
-        if envelope.id.is_none() {
-            continue;
-        }
-        summary.entry_count += 1;
-        let tag = EntryTag::from_type(&envelope.kind);
-        match tag {
-            EntryTag::SessionInfo => {
-                let name = serde_json::from_str::<NameLine>(text).unwrap_or_default().name;
-                summary.name = name.map(|name| name.trim().to_string()).filter(|name| !name.is_empty());
-            }
-            EntryTag::Message if summary.first_user_message.is_none() => {
-                summary.first_user_message = serde_json::from_str::<MessageLine>(text)
-                    .ok()
-                    .filter(|line| line.message.role == "user")
-                    .map(|line| line.message.plain_text())
-                    .filter(|text| !text.is_empty());
-            }
-            _ => {}
-        }
-        if let Some(call) = line_call(tag, text.as_bytes()) {
-            summary.usage.add(&call.usage);
-        }
+        read_bytes += bytes.len;
     }
-    Ok(summary)
+}
+
+/// Folds one line of a session file into `summary`.
+fn fold_line(read: Line, line: &[u8], summary: &mut SessionSummary) {
+    if matches!(read, Line::TooLong(_)) || line.iter().all(u8::is_ascii_whitespace) {
+        return;
+    }
+    let Ok(text) = std::str::from_utf8(line) else { return };
+    let Ok(envelope) = serde_json::from_str::<Envelope>(text) else { return };
+    if envelope.id.is_none() {
+        return;
+    }
+    summary.entry_count += 1;
+    let tag = EntryTag::from_type(&envelope.kind);
+    match tag {
+        EntryTag::SessionInfo => {
+            let name = serde_json::from_str::<NameLine>(text).unwrap_or_default().name;
+            summary.name = name.map(|name| name.trim().to_string()).filter(|name| !name.is_empty());
+        }
+        EntryTag::Message if summary.first_user_message.is_none() => {
+            summary.first_user_message = serde_json::from_str::<MessageLine>(text)
+                .ok()
+                .filter(|line| line.message.role == "user")
+                .map(|line| line.message.plain_text())
+                .filter(|text| !text.is_empty());
+        }
+        _ => {}
+    }
+    if let Some(call) = line_call(tag, text.as_bytes()) {
+        summary.usage.add(&call.usage);
+    }
+}
+
+/// The mark after `offset` bytes of `file`, when they end a line.
+fn make_mark(file: &File, identity: (u64, u64), offset: u64) -> Option<ReadMark> {
+    let meta = file.metadata().ok()?;
+    if file_identity(&meta) != identity || offset == 0 {
+        return None;
+    }
+    let start = offset.saturating_sub(TAIL_BYTES as u64);
+    let mut tail = vec![0; (offset - start) as usize];
+    read_exact_at(file, &mut tail, start).ok()?;
+    (tail.last() == Some(&b'\n')).then_some(ReadMark { file: identity, offset, tail })
+}
+
+/// Whether the bytes before `mark` are still those read.
+fn tail_matches(file: &File, mark: &ReadMark) -> bool {
+    let mut tail = vec![0; mark.tail.len()];
+    let start = mark.offset - mark.tail.len() as u64;
+    read_exact_at(file, &mut tail, start).is_ok() && tail == mark.tail
+}
+
+#[cfg(unix)]
+fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+}
+
+#[cfg(not(unix))]
+fn read_exact_at(_file: &File, _buf: &mut [u8], _offset: u64) -> std::io::Result<()> {
+    Err(std::io::Error::other("no positioned reads here"))
+}
+
+#[cfg(unix)]
+fn file_identity(meta: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (meta.dev(), meta.ino())
+}
+
+#[cfg(not(unix))]
+fn file_identity(_meta: &std::fs::Metadata) -> (u64, u64) {
+    (0, 0)
 }
 
 /// The summary of a loaded tree.
@@ -141,12 +250,20 @@ fn summarize_tree(tree: &SessionTree, modified: SystemTime) -> Result<SessionSum
     })
 }
 
+/// How many bytes a line took in the file, and whether a newline ended it.
+#[derive(Debug, Clone, Copy)]
+struct LineBytes {
+    len: u64,
+    whole: bool,
+}
+
 /// Reads the next line into `line` (without its newline), or only past it when it is longer
 /// than [`MAX_ENTRY_BYTES`]; `None` at the end of the file.
-fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> std::io::Result<Option<Line>> {
+fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> std::io::Result<(Option<Line>, LineBytes)> {
     line.clear();
     let mut len = 0;
     let mut any = false;
+    let mut whole = false;
     loop {
         let available = match reader.fill_buf() {
             Ok(available) => available,
@@ -171,14 +288,19 @@ fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> std::io::Result<O
         let consumed = chunk.len() + usize::from(done);
         reader.consume(consumed);
         if done {
+            whole = true;
             break;
         }
     }
-    Ok(match (any, len > MAX_ENTRY_BYTES) {
-        (false, _) => None,
-        (true, false) => Some(Line::Whole),
-        (true, true) => Some(Line::TooLong(len)),
-    })
+    let bytes = LineBytes { len: len as u64 + u64::from(whole), whole };
+    Ok((
+        match (any, len > MAX_ENTRY_BYTES) {
+            (false, _) => None,
+            (true, false) => Some(Line::Whole),
+            (true, true) => Some(Line::TooLong(len)),
+        },
+        bytes,
+    ))
 }
 
 #[cfg(test)]

@@ -76,12 +76,98 @@ fn the_reader_keeps_no_line_over_the_limit() {
     let mut reader = BufReader::with_capacity(4096, Cursor::new(text));
     let mut line = Vec::new();
     assert!(
-        matches!(read_line(&mut reader, &mut line).unwrap(), Some(Line::TooLong(len)) if len == MAX_ENTRY_BYTES + 10)
+        matches!(read_line(&mut reader, &mut line).unwrap().0, Some(Line::TooLong(len)) if len == MAX_ENTRY_BYTES + 10)
     );
     assert!(line.capacity() < MAX_ENTRY_BYTES, "the skipped line's bytes were kept");
-    assert!(matches!(read_line(&mut reader, &mut line).unwrap(), Some(Line::Whole)));
+    assert!(matches!(read_line(&mut reader, &mut line).unwrap().0, Some(Line::Whole)));
     assert_eq!(line, b"short");
-    assert!(matches!(read_line(&mut reader, &mut line).unwrap(), Some(Line::Whole)));
+    assert!(matches!(read_line(&mut reader, &mut line).unwrap().0, Some(Line::Whole)));
     assert_eq!(line, b"last");
-    assert!(read_line(&mut reader, &mut line).unwrap().is_none());
+    assert!(read_line(&mut reader, &mut line).unwrap().0.is_none());
+}
+
+/// Appends `lines` (each with its newline) to the file at `path`.
+fn append(path: &Path, lines: &[&str]) {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+    for line in lines {
+        writeln!(file, "{line}").unwrap();
+    }
+}
+
+#[test]
+fn a_file_that_grew_is_read_on_from_its_mark() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    std::fs::write(&path, format!("{HEADER}\n{}\n", message("a1", "null", "user", "first question"))).unwrap();
+    let (summary, mark) = summarize_from(&path, None).unwrap();
+    let mark = mark.expect("a file of whole lines has a mark");
+    assert_eq!(mark.offset, std::fs::metadata(&path).unwrap().len());
+
+    let named = r#"{"type":"session_info","id":"a3","parentId":"a2","timestamp":"t","name":"streamed"}"#;
+    append(&path, &[&message("a2", "\"a1\"", "assistant", "an answer"), named]);
+    let (grown, grown_mark) = summarize_from(&path, Some((summary.clone(), &mark))).unwrap();
+    assert_eq!(grown, summarize(&path).unwrap(), "reading on gives the whole file's summary");
+    // Usage counts the assistant's message only.
+    assert_eq!((grown.entry_count, grown.name.as_deref(), grown.usage.total_tokens), (3, Some("streamed"), 12));
+    assert_eq!(grown_mark.unwrap().offset, std::fs::metadata(&path).unwrap().len());
+
+    // Only the appended bytes are read: a change before the mark that leaves its last bytes alone
+    // goes unseen (session files are only appended to).
+    let text = std::fs::read_to_string(&path).unwrap().replacen("first question", "other question", 1);
+    std::fs::write(&path, &text).unwrap();
+    let (unseen, _) = summarize_from(&path, Some((summary.clone(), &mark))).unwrap();
+    assert_eq!(unseen.first_user_message.as_deref(), Some("first question"));
+}
+
+#[test]
+fn a_file_rewritten_or_replaced_is_read_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    std::fs::write(&path, format!("{HEADER}\n{}\n", message("a1", "null", "user", "first question"))).unwrap();
+    let (summary, mark) = summarize_from(&path, None).unwrap();
+    let mark = mark.unwrap();
+
+    // Rewritten in place: the bytes before the mark differ.
+    std::fs::write(&path, format!("{HEADER}\n{}\n", message("b1", "null", "user", "a newer question, longer")))
+        .unwrap();
+    let (rewritten, _) = summarize_from(&path, Some((summary.clone(), &mark))).unwrap();
+    assert_eq!(rewritten.first_user_message.as_deref(), Some("a newer question, longer"));
+    assert_eq!(rewritten.entry_count, 1);
+
+    // Shorter than the mark.
+    std::fs::write(&path, format!("{HEADER}\n")).unwrap();
+    let (shorter, _) = summarize_from(&path, Some((summary.clone(), &mark))).unwrap();
+    assert_eq!((shorter.entry_count, shorter.first_user_message), (0, None));
+
+    // Another file renamed into its place, the same bytes and more.
+    let other = dir.path().join("other.jsonl");
+    let mut text = format!("{HEADER}\n{}\n", message("a1", "null", "user", "first question"));
+    text.push_str(&message("a2", "\"a1\"", "assistant", "an answer"));
+    text.push('\n');
+    std::fs::write(&other, text.replacen("first question", "third question", 1)).unwrap();
+    std::fs::rename(&other, &path).unwrap();
+    let (replaced, _) = summarize_from(&path, Some((summary, &mark))).unwrap();
+    assert_eq!(replaced.first_user_message.as_deref(), Some("third question"));
+    assert_eq!(replaced.entry_count, 2);
+}
+
+#[test]
+fn a_line_not_yet_whole_is_counted_and_read_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let first = message("a1", "null", "user", "first question");
+    std::fs::write(&path, format!("{HEADER}\n{first}")).unwrap();
+    let (summary, mark) = summarize_from(&path, None).unwrap();
+    assert_eq!(summary.entry_count, 1, "a last line without its newline still counts, as the tree counts it");
+    assert!(mark.is_none(), "no mark after a line that may still grow");
+
+    // A writer half-way through a line: read whole next time.
+    std::fs::write(&path, format!("{HEADER}\n{first}\n{{\"type\":\"mess")).unwrap();
+    let (half, mark) = summarize_from(&path, None).unwrap();
+    assert_eq!((half.entry_count, mark), (1, None));
+    append(&path, &[r#"age","id":"a2","parentId":"a1","timestamp":"t","message":{"role":"assistant","content":[]}}"#]);
+    let (done, mark) = summarize_from(&path, None).unwrap();
+    assert_eq!(done.entry_count, 2);
+    assert!(mark.is_some());
 }

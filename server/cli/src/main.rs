@@ -12,6 +12,7 @@ mod config_cmd;
 mod mcp_cmd;
 mod mcp_login;
 mod models_cmd;
+mod pages;
 mod run;
 mod sandbox_cmd;
 mod sessions_cmd;
@@ -26,6 +27,7 @@ fn main() -> ExitCode {
     // Before any thread starts: it rewrites the environment.
     reins_harness::protect_process();
     reins_harness::raise_open_files_limit();
+    pages::release_relocation_table();
     // Before any HTTP client is built, by reins or by a library (see reins_ai::http_client).
     reins_ai::install_tls();
     init_tracing();

@@ -18,6 +18,7 @@ mod diagnostics;
 mod edit_corpus;
 mod langservers;
 mod large_session;
+mod link_order;
 mod lsp;
 mod mcp;
 mod mcp_tools;
@@ -62,6 +63,34 @@ fn main() {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     if args.first().is_some_and(|first| first == RSS_WRAPPER_FLAG) {
         std::process::exit(run_rss_wrapper(&args[1..]));
+    }
+    // `reins-bench link-order MAP OUT PROFILE…`: the list of functions linked first (scripts/link-order).
+    if args.first().is_some_and(|first| first == "link-order") {
+        let [map, out, dirs @ ..] = &args[1..] else {
+            eprintln!("usage: reins-bench link-order MAP OUT PROFILE-DIR… (scripts/link-order runs it)");
+            std::process::exit(2);
+        };
+        let dirs: Vec<PathBuf> = dirs.iter().map(PathBuf::from).collect();
+        if let Err(why) = link_order::write(Path::new(map), Path::new(out), &dirs) {
+            eprintln!("bench: {why}");
+            std::process::exit(1);
+        }
+        std::process::exit(0);
+    }
+    // `reins-bench editor-day [--idle]`: an editor's short day with reins lsp (or only its
+    // start), for scripts/link-order.
+    if args.first().is_some_and(|first| first == "editor-day") {
+        let idle = args.get(1).is_some_and(|arg| arg == "--idle");
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build();
+        let (Ok(runtime), Some(reins)) = (runtime, reins_binary()) else {
+            eprintln!("bench: build the release binary first (scripts/bench)");
+            std::process::exit(1);
+        };
+        if let Err(why) = runtime.block_on(link_order::editor_day(&reins, idle)) {
+            eprintln!("bench: {why}");
+            std::process::exit(1);
+        }
+        std::process::exit(0);
     }
     // `reins-bench mcp`: only the MCP figures.
     if args.first().is_some_and(|first| first == "mcp") {

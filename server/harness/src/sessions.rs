@@ -81,13 +81,29 @@ impl SessionListing {
         limit: Option<usize>,
     ) -> Result<SessionPage, HarnessError> {
         let (page, save) = self.page_and_save(dir, cursor, limit)?;
-        if let Some(save) = save {
-            let spawned = std::thread::Builder::new().name("reins-index".into()).spawn(move || save.write());
-            if let Err(err) = spawned {
-                tracing::warn!("could not write the session index: {err}");
-            }
-        }
+        Self::write_later(save);
         Ok(page)
+    }
+
+    /// [`SessionListing::page`] on the caller's thread, when that is cheap: the index of `dir`
+    /// was synced before and only a few files changed since, each read on from where its last
+    /// reading stopped (see [`SessionIndex::sync_if_cheap`]). `None` when it is not, for the
+    /// caller to call [`SessionListing::page`] where blocking is fine: an editor lists often,
+    /// and a listing handed to a pool of threads waits for a core behind a streaming run.
+    pub fn page_if_cheap(
+        &mut self,
+        dir: &Path,
+        cursor: Option<&str>,
+        limit: Option<usize>,
+    ) -> Option<Result<SessionPage, HarnessError>> {
+        let index = self.index.as_mut().filter(|index| index.dir() == dir)?;
+        if !index.sync_if_cheap() {
+            return None;
+        }
+        Some(Self::page_of(index, cursor, limit).map(|(page, save)| {
+            Self::write_later(save);
+            page
+        }))
     }
 
     /// The page of [`SessionListing::page`], and the index to write when it is due.
@@ -97,15 +113,25 @@ impl SessionListing {
         cursor: Option<&str>,
         limit: Option<usize>,
     ) -> Result<(SessionPage, Option<IndexSave>), HarnessError> {
-        if limit == Some(0) {
-            return Err(HarnessError::InvalidArgument("limit must be 1 or more".into()));
-        }
-        let after = cursor.map(parse_cursor).transpose()?;
         let index = match &mut self.index {
             Some(index) if index.dir() == dir => index,
             slot => slot.insert(SessionIndex::load(dir)),
         };
         index.sync().map_err(session_error)?;
+        Self::page_of(index, cursor, limit)
+    }
+
+    /// The page of the sessions `index` holds after `cursor`, of at most `limit`, and the
+    /// index to write when it is due.
+    fn page_of(
+        index: &mut SessionIndex,
+        cursor: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<(SessionPage, Option<IndexSave>), HarnessError> {
+        if limit == Some(0) {
+            return Err(HarnessError::InvalidArgument("limit must be 1 or more".into()));
+        }
+        let after = cursor.map(parse_cursor).transpose()?;
         let save = index.take_save();
         let order = index.newest_first();
         let path_of = |name: &str| index.dir().join(name).display().to_string();
@@ -125,6 +151,16 @@ impl SessionListing {
             None
         };
         Ok((SessionPage { sessions, next_cursor }, save))
+    }
+
+    /// Writes `save`, when there is one, from a thread of its own.
+    fn write_later(save: Option<IndexSave>) {
+        if let Some(save) = save {
+            let spawned = std::thread::Builder::new().name("reins-index".into()).spawn(move || save.write());
+            if let Err(err) = spawned {
+                tracing::warn!("could not write the session index: {err}");
+            }
+        }
     }
 }
 

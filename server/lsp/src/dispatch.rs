@@ -94,8 +94,15 @@ pub async fn execute(state: &State, command: Command) -> Result<Value> {
         }
         Command::SessionNew(new) => Ok(json!({ "sessionId": state.new_session(new.name)? })),
         Command::SessionList(list) => {
-            let page =
-                on_disk(harness, move |harness| harness.list_sessions_page(list.cursor.as_deref(), list.limit)).await?;
+            // Answered here when the index is warm: handed to the blocking pool, a listing waits
+            // for a core behind a streaming run (p99 6 ms against 2 ms for an in-memory request).
+            let page = match harness.list_sessions_page_if_cheap(list.cursor.as_deref(), list.limit) {
+                Some(page) => page.map_err(to_proto::harness_error)?,
+                None => {
+                    let (cursor, limit) = (list.cursor, list.limit);
+                    on_disk(harness, move |harness| harness.list_sessions_page(cursor.as_deref(), limit)).await?
+                }
+            };
             Ok(to_proto::session_page(&page))
         }
         Command::SessionOpen(session) => {

@@ -30,6 +30,10 @@ const FIRST_MESSAGE_CHARS: usize = 1000;
 /// thousand sessions: half a megabyte) each time, while an editor asks for it; an entry the file
 /// lacks meanwhile is only read again from its session file by the next reader.
 const SAVE_EVERY: Duration = Duration::from_secs(5);
+/// The most changed files, and bytes to read in them, that [`SessionIndex::sync_if_cheap`]
+/// reads: a turn's save points, not a directory of new sessions.
+const CHEAP_FILES: usize = 8;
+const CHEAP_BYTES: u64 = 256 << 10;
 
 /// The index of one session directory, as read and kept up to date by listings.
 #[derive(Debug, Default)]
@@ -44,6 +48,11 @@ pub struct SessionIndex {
     watch: DirWatch,
     /// The session files that are symbolic links, read again at each sync.
     linked: HashSet<String>,
+    /// Files the watch named that a [`SessionIndex::sync_if_cheap`] left for the next sync.
+    pending: HashSet<String>,
+    /// The watch could not say what changed when a [`SessionIndex::sync_if_cheap`] asked: the
+    /// next sync reads the whole directory.
+    unknown: bool,
 }
 
 /// The index file: its version and an entry per session file, by file name.
@@ -111,6 +120,8 @@ impl SessionIndex {
             saved_at: None,
             watch: DirWatch::default(),
             linked: HashSet::new(),
+            pending: HashSet::new(),
+            unknown: false,
         }
     }
 
@@ -134,14 +145,14 @@ impl SessionIndex {
     /// session that any process created, wrote, renamed or deleted shows so at once.
     pub fn sync(&mut self) -> Result<(), SessionError> {
         match self.watch.changes(&self.dir) {
-            Changes::Named(mut names) => {
-                names.retain(|name| Path::new(name).extension().is_some_and(|ext| ext == "jsonl"));
-                names.extend(self.linked.iter().cloned());
-                for name in &names {
-                    self.update(name);
+            Changes::Named(names) if !self.unknown => {
+                for name in self.changed_names(names) {
+                    self.update(&name);
                 }
             }
-            Changes::Unknown => {
+            _ => {
+                self.unknown = false;
+                self.pending.clear();
                 let entries = session_entries(&self.dir)?;
                 let name = |path: &PathBuf| Some(path.file_name()?.to_str()?.to_string());
                 self.linked = entries.iter().filter(|(_, link)| *link).filter_map(|(path, _)| name(path)).collect();
@@ -150,6 +161,53 @@ impl SessionIndex {
             }
         }
         Ok(())
+    }
+
+    /// [`SessionIndex::sync`] when it is cheap: the index was synced before and the watch names at most
+    /// [`CHEAP_FILES`] changed files with at most [`CHEAP_BYTES`] to read in all (a file that
+    /// only grew is read on from where its last reading stopped). Answers whether it synced;
+    /// when not, what the watch said waits for the next [`SessionIndex::sync`]. A listing that
+    /// syncs cheaply can answer on the caller's thread.
+    pub fn sync_if_cheap(&mut self) -> bool {
+        if self.entries.is_empty() || self.unknown {
+            return false;
+        }
+        let Changes::Named(names) = self.watch.changes(&self.dir) else {
+            self.unknown = true;
+            return false;
+        };
+        let names = self.changed_names(names);
+        let bytes: u64 = names.iter().map(|name| self.bytes_to_read(name)).sum();
+        if names.len() > CHEAP_FILES || bytes > CHEAP_BYTES {
+            self.pending = names;
+            return false;
+        }
+        for name in &names {
+            self.update(name);
+        }
+        true
+    }
+
+    /// The session files among `names` (from the watch), with those left pending and the
+    /// symbolic links, which the watch cannot see change.
+    fn changed_names(&mut self, mut names: HashSet<String>) -> HashSet<String> {
+        names.retain(|name| Path::new(name).extension().is_some_and(|ext| ext == "jsonl"));
+        names.extend(self.pending.drain());
+        names.extend(self.linked.iter().cloned());
+        names
+    }
+
+    /// About how many bytes bringing the entry of `name` up to date reads: what follows its
+    /// mark when the file has one, else the whole file (0 for a file that is gone).
+    fn bytes_to_read(&self, name: &str) -> u64 {
+        let Ok(meta) = std::fs::metadata(self.dir.join(name)) else { return 0 };
+        let stamp = (nanos(meta.modified().unwrap_or(UNIX_EPOCH)), meta.len());
+        let entry = self.entries.get(name);
+        if entry.is_some_and(|entry| (entry.modified_ns, entry.len) == stamp) {
+            return 0;
+        }
+        let read = entry.and_then(|entry| entry.mark.as_ref()).map_or(0, ReadMark::offset);
+        meta.len().saturating_sub(read)
     }
 
     /// Brings the entry of the file `name` up to date: read again when its stamp changed,

@@ -68,6 +68,13 @@ pub(crate) struct ReadMark {
     tail: Vec<u8>,
 }
 
+impl ReadMark {
+    /// The bytes read, up to and with the last newline.
+    pub(crate) fn offset(&self) -> u64 {
+        self.offset
+    }
+}
+
 /// How many bytes before a [`ReadMark`] are compared before reading on.
 const TAIL_BYTES: usize = 64;
 

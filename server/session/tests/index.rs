@@ -150,3 +150,56 @@ fn a_sync_follows_every_change_to_the_directory_and_its_linked_files() {
     let mut fresh = SessionIndex::load(&dir);
     assert_eq!(synced(&mut fresh), synced(&mut index));
 }
+
+/// `first message (entries)` of each session in `index` as it stands, sorted.
+fn held(index: &SessionIndex) -> Vec<String> {
+    let mut lines: Vec<String> = index
+        .newest_first()
+        .iter()
+        .filter_map(|(_, name)| index.summary(name))
+        .map(|s| format!("{} ({})", s.first_user_message.as_deref().unwrap_or("-"), s.entry_count))
+        .collect();
+    lines.sort();
+    lines
+}
+
+/// A cheap sync (for a listing on the caller's thread) takes a few appended turns, and leaves
+/// the first reading of the directory and a burst of new sessions to a full sync, which then
+/// misses none of what the cheap one was told.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_cheap_sync_takes_a_few_appended_turns_and_leaves_the_rest_to_a_full_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(tmp.path());
+    let dir = store.dir_for(Path::new(CWD));
+    let mut first = store.create(Path::new(CWD), None).unwrap();
+    first.append_message(&Message::user("first")).unwrap();
+    first.flush().unwrap();
+    let mut index = SessionIndex::load(&dir);
+    assert!(!index.sync_if_cheap(), "nothing read yet: not cheap");
+    assert_eq!(synced(&mut index), ["first (1)"]);
+
+    // A streaming session's save points: cheap, and read on from where the last reading stopped.
+    for turn in 2..=4 {
+        first.append_message(&Message::user(format!("turn {turn}"))).unwrap();
+        first.flush().unwrap();
+        assert!(index.sync_if_cheap());
+        assert_eq!(held(&index), [format!("first ({turn})")]);
+    }
+    assert!(index.sync_if_cheap(), "nothing changed: cheap");
+
+    // Twenty new sessions at once: not cheap; the full sync that follows lists every one.
+    let mut made = Vec::new();
+    for n in 0..20 {
+        let mut file = store.create(Path::new(CWD), None).unwrap();
+        file.append_message(&Message::user(format!("new {n:02}"))).unwrap();
+        file.flush().unwrap();
+        made.push(file);
+    }
+    assert!(!index.sync_if_cheap());
+    assert_eq!(held(&index).len(), 1, "the cheap sync read none of them");
+    let listed = synced(&mut index);
+    assert_eq!(listed.len(), 21);
+    assert_eq!(listed[0], "first (4)");
+    assert!(index.sync_if_cheap());
+}

@@ -107,6 +107,21 @@ impl Harness {
         lock(&self.listing).page(&self.store.dir_for(&self.cwd()), cursor, limit)
     }
 
+    /// [`Harness::list_sessions_page`] on the caller's thread when that is cheap (see
+    /// [`crate::sessions::SessionListing::page_if_cheap`]); `None` when it is not, or another listing is under
+    /// way, for the caller to call `list_sessions_page` where blocking is fine.
+    pub fn list_sessions_page_if_cheap(
+        &self,
+        cursor: Option<&str>,
+        limit: Option<usize>,
+    ) -> Option<Result<SessionPage, HarnessError>> {
+        if !self.options.persist {
+            return Some(SessionPage::of(Vec::new(), cursor, limit));
+        }
+        let mut listing = self.listing.try_lock().ok()?;
+        listing.page_if_cheap(&self.store.dir_for(&self.cwd()), cursor, limit)
+    }
+
     /// The tree of a session by id (or unique prefix) or path, else of the workspace's most
     /// recent session, read without opening it.
     pub fn peek_tree(&self, id_or_path: Option<&str>) -> Result<SessionTreeView, HarnessError> {

@@ -247,6 +247,22 @@ mod tests {
         assert_eq!(symbols, ["_ZN5three17h03E", "_ZN3one17h01E", "_ZN3two17h02E"]);
     }
 
+    /// The committed list is one the build can take: a symbol a line, comments aside. lld skips
+    /// names it does not have, so a well-formed list cannot fail a link (only release builds,
+    /// which the tests do not make, read it).
+    #[test]
+    fn the_committed_list_is_a_list_of_symbols() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../server/cli/link-order.txt");
+        let list = std::fs::read_to_string(&path).unwrap();
+        let symbols: Vec<&str> = list.lines().filter(|line| !line.starts_with('#')).collect();
+        assert!(symbols.len() > 1000, "{} symbols", symbols.len());
+        for symbol in &symbols {
+            let word = |c: char| c.is_ascii_alphanumeric() || "_.$".contains(c);
+            assert!(!symbol.is_empty() && symbol.chars().all(word), "not a symbol: {symbol:?}");
+        }
+        assert!(symbols.iter().any(|symbol| symbol.contains("reins_lsp")), "the server's own code is listed");
+    }
+
     #[test]
     fn profiles_of_another_binary_are_refused() {
         let dir = tempfile::tempdir().unwrap();

@@ -41,6 +41,25 @@ use serde_json::json;
 /// Lines in the file the tool loop reads: one distinct `offset` per turn, so no call repeats.
 const LOOP_TURNS: usize = 100;
 
+/// The parts the bench runs on their own, by name (the first argument).
+const PARTS: [&str; 15] = [
+    "turn",
+    "tokens",
+    "sessions",
+    "big-sessions",
+    "edits",
+    "checkpoints",
+    "diagnostics",
+    "mcp",
+    "acp",
+    "agents",
+    "lsp",
+    "soak",
+    "langservers",
+    "editor-day",
+    "link-order",
+];
+
 /// First argument that turns the bench binary into an RSS wrapper:
 /// `reins-bench --peak-rss-to FILE PROGRAM [ARGS…]` (see [`peak_rss_kib_of`]).
 const RSS_WRAPPER_FLAG: &str = "--peak-rss-to";
@@ -63,6 +82,15 @@ fn main() {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     if args.first().is_some_and(|first| first == RSS_WRAPPER_FLAG) {
         std::process::exit(run_rss_wrapper(&args[1..]));
+    }
+    // Anything else than a part's name runs nothing: `--help` (or a typo) must not start the
+    // whole bench, which takes many minutes.
+    if let Some(first) = args.first().filter(|first| first.to_str().is_none_or(|first| !PARTS.contains(&first))) {
+        let known = first == "--help" || first == "-h";
+        let part = first.to_string_lossy();
+        let say = if known { String::new() } else { format!("reins-bench: no part called {part:?}\n") };
+        eprintln!("{say}usage: reins-bench [PART]  (no PART: everything)\nparts: {}", PARTS.join(", "));
+        std::process::exit(if known { 0 } else { 2 });
     }
     // `reins-bench link-order MAP OUT PROFILE…`: the list of functions linked first (scripts/link-order).
     if args.first().is_some_and(|first| first == "link-order") {

@@ -91,14 +91,7 @@ fn listings_while_a_session_grows_do_not_rewrite_the_index_each_time() {
 /// `first message (entries)` of each session in `index` after a sync, sorted.
 fn synced(index: &mut SessionIndex) -> Vec<String> {
     index.sync().unwrap();
-    let mut lines: Vec<String> = index
-        .newest_first()
-        .iter()
-        .filter_map(|(_, name)| index.summary(name))
-        .map(|s| format!("{} ({})", s.first_user_message.as_deref().unwrap_or("-"), s.entry_count))
-        .collect();
-    lines.sort();
-    lines
+    held(index)
 }
 
 /// A sync reads again only what changed in the directory, whoever changed it, and the files

@@ -794,6 +794,33 @@ mod tests {
         assert!(listing.page(&dir, None, Some(0)).is_err());
     }
 
+    /// The page a listing gives on the caller's thread is the page the full listing gives, turn
+    /// after turn; with no index read yet, or another directory's, it leaves the work to `page`.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_cheap_page_is_the_full_page_and_follows_new_turns() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(tmp.path());
+        let cwd = Path::new("/w");
+        let mut file = store.create(cwd, None).unwrap();
+        file.append_message(&Message::user("first")).unwrap();
+        file.flush().unwrap();
+        let dir = store.dir_for(cwd);
+        let mut listing = SessionListing::default();
+        assert!(listing.page_if_cheap(&dir, None, Some(5)).is_none(), "no index read yet");
+        let full = listing.page(&dir, None, Some(5)).unwrap();
+        assert_eq!(full.sessions[0].entry_count, 1);
+        for turn in 2..=3 {
+            file.append_message(&Message::user(format!("turn {turn}"))).unwrap();
+            file.flush().unwrap();
+            let cheap = listing.page_if_cheap(&dir, None, Some(5)).expect("one session grew: cheap").unwrap();
+            assert_eq!(cheap.sessions[0].entry_count, turn);
+            assert_eq!(cheap, listing.page(&dir, None, Some(5)).unwrap());
+        }
+        assert!(listing.page_if_cheap(&dir, None, Some(0)).unwrap().is_err(), "a bad limit is still refused");
+        assert!(listing.page_if_cheap(&tmp.path().join("elsewhere"), None, Some(5)).is_none());
+    }
+
     /// A scan reads each message once, with its envelope ([`read_line`]); what it shows must be
     /// what reading the lines one by one shows ([`SessionTreeView::of`] a loaded tree), on pi's
     /// files and on lines that only the slow way reads.

@@ -340,13 +340,18 @@ mod tests {
         }
     }
 
+    /// Makes a FIFO at `path`, and gives the path back.
+    fn make_fifo(path: &Path) -> PathBuf {
+        let name = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: `name` is a NUL-terminated path that outlives the call.
+        assert_eq!(unsafe { nix::libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        path.to_path_buf()
+    }
+
     #[test]
     fn a_fifo_is_read_off_the_runtime_thread() {
         let dir = tempfile::tempdir().unwrap();
-        let fifo = dir.path().join("fifo");
-        let name = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: `name` is a NUL-terminated path that outlives the call.
-        assert_eq!(unsafe { nix::libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        let fifo = make_fifo(&dir.path().join("fifo"));
         let workspace = FsWorkspace::new(vec![dir.path().to_path_buf()]).unwrap();
         let (done, answer) = std::sync::mpsc::channel();
         // A single-threaded runtime on a thread of its own, so that a read that blocked it fails
@@ -376,10 +381,7 @@ mod tests {
     #[test]
     fn a_fifo_where_a_small_file_was_is_not_read_in_place_and_does_not_block() {
         let dir = tempfile::tempdir().unwrap();
-        let fifo = dir.path().join("was-a-file");
-        let name = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: `name` is a NUL-terminated path that outlives the call.
-        assert_eq!(unsafe { nix::libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        let fifo = make_fifo(&dir.path().join("was-a-file"));
         // As if the file had been swapped for a FIFO after it was looked at: with no writer, a
         // blocking open or read would never return.
         assert!(read_small(&fifo).is_none());

@@ -281,7 +281,7 @@ fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> std::io::Result<(
             break;
         }
         any = true;
-        let (chunk, done) = match available.iter().position(|&b| b == b'\n') {
+        let (chunk, done) = match memchr::memchr(b'\n', available) {
             Some(at) => (&available[..at], true),
             None => (available, false),
         };

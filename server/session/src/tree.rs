@@ -99,7 +99,7 @@ impl SessionTree {
 
     /// Indexes the bytes of a session file; `path` is only for messages.
     pub fn from_bytes(path: &Path, bytes: Vec<u8>) -> Result<SessionTree, SessionError> {
-        let header_end = bytes.iter().position(|&b| b == b'\n').unwrap_or(bytes.len());
+        let header_end = memchr::memchr(b'\n', &bytes).unwrap_or(bytes.len());
         let header = header_of(path, &bytes[..header_end])?;
         if header.version < CURRENT_VERSION {
             return SessionTree::from_old_version(path, &bytes, header.version);
@@ -136,7 +136,7 @@ impl SessionTree {
     fn index(&mut self, bytes: &[u8], mut start: usize) {
         let mut indexing = Indexing::new();
         while start < bytes.len() {
-            let end = bytes[start..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |at| start + at);
+            let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |at| start + at);
             self.index_line(&mut indexing, &bytes[start..end], start, end == bytes.len());
             start = end + 1;
         }
@@ -583,6 +583,15 @@ impl SessionTree {
     pub fn line(&self, id: &str) -> Option<&str> {
         let &index = self.by_id.get(id)?;
         std::str::from_utf8(self.line_bytes(index)).ok()
+    }
+
+    /// The bytes the file held when it was read, shared, and where the line of entry `id` is in
+    /// them; `None` for a line appended since. A reader may keep parts of the line without
+    /// copying them (a checkout leaves megabytes of recorded texts where they are).
+    pub fn shared_line(&self, id: &str) -> Option<(Arc<Vec<u8>>, std::ops::Range<usize>)> {
+        let node = &self.nodes[*self.by_id.get(id)? as usize];
+        let (start, end) = (node.start as usize, node.start as usize + node.len as usize);
+        (end <= self.base.len()).then(|| (Arc::clone(&self.base), start..end))
     }
 
     /// The entry parsed in full.

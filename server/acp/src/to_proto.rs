@@ -327,7 +327,7 @@ pub fn recorded_changes(records: &[FileChangeRecord], cwd: &Path) -> HashMap<Str
             // A side is whole text, or absent (a creation, a deletion).
             let [before, after] = [&file.before, &file.after].map(|side| match side {
                 None => Some(None),
-                Some(side) => side.text.clone().map(Some),
+                Some(side) => side.text.as_ref().and_then(|text| text.decode().ok()).map(Some),
             });
             let (before, after) = (before?, after?);
             Some(FileChange {

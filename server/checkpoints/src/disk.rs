@@ -1,25 +1,28 @@
 //! Checking out on disk so that a kill at any moment leaves every file before or after, never
 //! half-written, and running the checkout again finishes the job.
 //!
-//! The order: (1) a journal, `<session>.checkout/`, holds each file's new content and the hash
-//! the file has now; it is written (and synced) in a temporary directory and renamed into place,
-//! which commits it. (2) Each file is written through a temporary file in its own directory and a
-//! rename (or deleted) — unless it changed since the plan, in which case it is left alone. (3) The
-//! caller moves the session's leaf and saves it. (4) The renames, the deletions and the leaf are
-//! made durable together and the journal is removed. A journal found when a checkout starts is
-//! one that was interrupted: it is finished first (steps 2 to 4 again, each file skipped if it
-//! already holds its new content).
+//! The order: (1) each new content is written to a temporary file beside its file, and a journal
+//! naming them, with the hash each file has now and is to have, is written in a staging
+//! directory (`<session>.checkout-new/`); all of them are synced together and the staging
+//! directory is renamed to `<session>.checkout/`, which commits the journal. (2) Each temporary
+//! file takes its file's place by a rename (or the file is deleted) — unless the file changed
+//! since the plan, in which case it is left alone. (3) The caller moves the session's leaf and
+//! saves it. (4) The renames, the deletions and the leaf are made durable together and the
+//! journal is removed. A journal found when a checkout starts is one that was interrupted: it is
+//! finished first (steps 2 to 4 again, each file skipped if it already holds its new content).
+//! A staging directory found then is a checkout killed before it committed: nothing was changed,
+//! and its temporary files are removed.
 //!
-//! A checkout syncs three times whatever the number of files, each time every file of a step
-//! together ([`sync_together`]: one `syncfs` per filesystem on Linux): the journal's files; the
-//! temporary files with the journal's rename (before any file takes a new content, the journal
-//! that finishes the job is durable); the renames, deletions and the session's new leaf. A sync
-//! of each file was a commit of the filesystem's journal and a flush of the disk's cache each
-//! (50 files: 6–47× git's time; a sync of each after all were written still 4.6–8.4×). Every
-//! temporary file is still durable before its rename, so a power cut too leaves each file before
-//! or after, and the journal is removed only once all is durable, so a power cut before that
-//! finishes the checkout again at the next one.
+//! A checkout writes each new content once and syncs three times whatever the number of files,
+//! each time every file of a step together ([`sync_together`]: one `syncfs` per filesystem on
+//! Linux): the temporary files with the journal; the journal's name; the renames, deletions and
+//! the session's new leaf. A sync of each file was a commit of the filesystem's journal and a
+//! flush of the disk's cache each (50 files: 6–47× git's time). Every temporary file is durable
+//! before the journal that names it is committed, and the journal before any file changes, so a
+//! power cut too leaves each file before or after; the journal is removed only once all is
+//! durable, so a power cut before that finishes the checkout again at the next one.
 
+use std::collections::HashSet;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -30,10 +33,12 @@ use crate::replay::FileOutcome;
 use crate::store::sha256_hex;
 
 const JOURNAL_FILE: &str = "journal.json";
+/// Version 1 journals kept every new content in this file of the journal.
 const CONTENTS_FILE: &str = "contents";
 /// Names the temporary files a checkout writes next to the files it changes.
 const TEMP_PREFIX: &str = ".reins-checkout-";
-const VERSION: u32 = 1;
+/// 2: new contents in temporary files beside their files (1: in the journal's contents file).
+const VERSION: u32 = 2;
 /// Temporary files open at once while a checkout writes: a bound on descriptors, far above a
 /// usual checkout.
 const BATCH: usize = 256;
@@ -61,7 +66,11 @@ pub struct JournalFile {
     pub from: Option<String>,
     /// SHA-256 of its new content; `None`: it is deleted.
     pub to: Option<String>,
-    /// Where its new content is in the journal's contents file: offset and length.
+    /// The temporary file beside `path` that holds its new content.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temp: Option<PathBuf>,
+    /// Version 1: where its new content is in the journal's contents file (offset, length).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<(u64, u64)>,
 }
 
@@ -82,46 +91,97 @@ pub fn journal_dir(session: &Path) -> PathBuf {
     session.with_extension("checkout")
 }
 
+/// Where a checkout's journal is written before it is committed: `<dir>/<name>.checkout-new`.
+fn staging_dir(session: &Path) -> PathBuf {
+    session.with_extension("checkout-new")
+}
+
 impl Journal {
     /// Writes and commits the journal of a checkout of `session` to `target` that writes the
-    /// files of `outcomes` that change.
-    pub fn write(session: &Path, target: &str, outcomes: &[FileOutcome]) -> io::Result<Journal> {
-        let dir = journal_dir(session);
-        let parent = dir.parent().unwrap_or(Path::new("."));
-        let staging = tempfile::Builder::new().prefix(".checkout-").tempdir_in(parent)?;
-        // Every new content in one file, each at its offset: one sync instead of one per file.
-        let mut contents = std::io::BufWriter::new(std::fs::File::create(staging.path().join(CONTENTS_FILE))?);
-        let mut offset = 0;
+    /// files of `outcomes` that change, with their new contents beside them; `inside` confirms
+    /// a file's directory is inside the workspace before anything is written there.
+    pub fn write(
+        session: &Path,
+        target: &str,
+        outcomes: &[FileOutcome],
+        inside: &dyn Fn(&Path) -> bool,
+    ) -> io::Result<Journal> {
+        let (dir, staging) = (journal_dir(session), staging_dir(session));
+        discard_staging(&staging, inside);
+        std::fs::create_dir(&staging)?;
+        let id = unique_id();
         let mut files = Vec::new();
+        let mut contents: Vec<&[u8]> = Vec::new();
         for outcome in outcomes.iter().filter(|outcome| outcome.writes()) {
-            let content = match &outcome.result {
-                Some(bytes) => {
-                    contents.write_all(bytes)?;
-                    offset += bytes.len() as u64;
-                    Some((offset - bytes.len() as u64, bytes.len() as u64))
+            let parent = outcome.path.parent().filter(|parent| inside(parent));
+            let temp = match (&outcome.result, parent) {
+                (Some(bytes), Some(parent)) => {
+                    contents.push(bytes);
+                    Some(parent.join(format!("{TEMP_PREFIX}{id}-{}", contents.len())))
                 }
-                None => None,
+                _ => None,
             };
             files.push(JournalFile {
                 path: outcome.path.clone(),
                 shown: outcome.shown.clone(),
                 from: outcome.current.as_deref().map(sha256_hex),
                 to: outcome.result.as_deref().map(sha256_hex),
-                content,
+                temp,
+                content: None,
             });
         }
-        let contents = contents.into_inner().map_err(|err| err.into_error())?;
         let journal =
             Journal { version: VERSION, target: target.to_string(), files, dir: dir.clone(), interrupted: false };
-        let mut file = std::fs::File::create(staging.path().join(JOURNAL_FILE))?;
+        // Named before they are written: a checkout killed now has its temporary files removed
+        // by the next one.
+        let mut file = std::fs::File::create(staging.join(JOURNAL_FILE))?;
         file.write_all(serde_json::to_string(&journal).map_err(io::Error::other)?.as_bytes())?;
-        // Both files and their names durable in one sync before the rename names them.
-        let staged_dir = std::fs::File::open(staging.path())?;
-        sync_together(&[&contents, &file, &staged_dir])?;
-        // The rename commits the journal: before it, nothing was changed. It is made durable
-        // with the temporary files, before any file changes ([`Journal::apply`]).
-        std::fs::rename(staging.keep(), &dir)?;
+        let staged_dir = std::fs::File::open(&staging)?;
+        if let Err(err) = journal.write_temporaries(&contents, &[&file, &staged_dir]) {
+            discard_staging(&staging, inside);
+            return Err(err);
+        }
+        // The rename commits the journal: before it, nothing was changed. Its name is durable
+        // before any file changes.
+        if let Err(err) = std::fs::rename(&staging, &dir) {
+            discard_staging(&staging, inside);
+            return Err(err);
+        }
+        let parent = dir.parent().unwrap_or(Path::new("."));
+        if let Err(err) = std::fs::File::open(parent).and_then(|parent| parent.sync_all()) {
+            discard_staging(&dir, inside);
+            return Err(err);
+        }
         Ok(journal)
+    }
+
+    /// Writes the temporary files of the journal's files, `contents` in their order, and makes
+    /// them durable with `with`: one sync for up to [`BATCH`] files.
+    fn write_temporaries(&self, contents: &[&[u8]], with: &[&std::fs::File]) -> io::Result<()> {
+        let temps: Vec<(&JournalFile, &Path)> =
+            self.files.iter().filter_map(|file| Some((file, file.temp.as_deref()?))).collect();
+        let mut made: HashSet<&Path> = HashSet::new();
+        let mut batches = temps.chunks(BATCH).zip(contents.chunks(BATCH)).peekable();
+        while let Some((batch, contents)) = batches.next() {
+            let mut open = Vec::with_capacity(batch.len() + with.len());
+            for ((file, temp), bytes) in batch.iter().zip(contents) {
+                if let Some(parent) = temp.parent()
+                    && made.insert(parent)
+                {
+                    std::fs::create_dir_all(parent)?;
+                }
+                open.push(write_temporary(&file.path, temp, bytes)?);
+            }
+            let mut together: Vec<&std::fs::File> = open.iter().collect();
+            if batches.peek().is_none() {
+                together.extend(with);
+            }
+            sync_together(&together)?;
+        }
+        if temps.is_empty() {
+            sync_together(with)?;
+        }
+        Ok(())
     }
 
     /// The journal of an interrupted checkout of `session`, if there is one.
@@ -151,80 +211,90 @@ impl Journal {
         Ok(Some(journal))
     }
 
-    /// Writes each file that still holds what it held when the checkout was planned; `inside`
-    /// confirms a path is still inside the workspace before anything is written there.
+    /// Puts each file that still holds what it held when the checkout was planned in its new
+    /// place; `inside` confirms a path is still inside the workspace before anything is
+    /// written there.
     pub fn apply(&self, inside: &dyn Fn(&Path) -> bool) -> Vec<Written> {
-        if self.interrupted {
+        if self.interrupted && self.version < 2 {
             self.remove_leftovers(inside);
         }
-        let contents = match std::fs::File::open(self.dir.join(CONTENTS_FILE)) {
-            Ok(contents) => contents,
-            Err(err) => return self.files.iter().map(|_| Written::Failed(err.to_string())).collect(),
+        // Version 1: the new contents are in the journal's contents file.
+        let contents = match self.version {
+            1 => Some(std::fs::File::open(self.dir.join(CONTENTS_FILE))),
+            _ => None,
         };
-        // Where the journal was renamed into place: its name durable before any file changes.
-        let committed = self.dir.parent().and_then(|parent| std::fs::File::open(parent).ok());
-        let mut written = Vec::with_capacity(self.files.len());
-        for (n, batch) in self.files.chunks(BATCH).enumerate() {
-            let mut staged: Vec<io::Result<Staged>> =
-                batch.iter().map(|file| self.stage(file, &contents, inside)).collect();
-            // Every temporary file durable before any takes its file's place, in one sync.
-            let mut temps: Vec<&std::fs::File> = staged
-                .iter()
-                .filter_map(|staged| match staged {
-                    Ok(Staged::Write(temp, _)) => Some(temp.as_file()),
-                    _ => None,
-                })
-                .collect();
-            if n == 0 {
-                temps.extend(committed.as_ref());
-            }
-            if let Err(err) = sync_together(&temps) {
-                for staged in staged.iter_mut().filter(|staged| matches!(staged, Ok(Staged::Write(..)))) {
-                    *staged = Err(io::Error::new(err.kind(), err.to_string()));
+        self.files
+            .iter()
+            .map(|file| {
+                let contents = contents.as_ref().map(|contents| contents.as_ref().map_err(|err| err.to_string()));
+                let written = self.put(file, contents, inside).unwrap_or_else(|err| Written::Failed(err.to_string()));
+                // A temporary file that did not take its file's place is not left behind.
+                if let Some(temp) = &file.temp
+                    && temp.parent().is_some_and(inside)
+                {
+                    let _ = std::fs::remove_file(temp);
                 }
-            }
-            for (file, staged) in batch.iter().zip(staged) {
-                let outcome = staged.and_then(|staged| finish(staged, file, inside));
-                written.push(outcome.unwrap_or_else(|err| Written::Failed(err.to_string())));
-            }
-        }
-        written
+                written
+            })
+            .collect()
     }
 
-    /// Decides what becomes of one file and, when it is to be written, writes its new content
-    /// to a temporary file beside it (not yet synced).
-    fn stage(
+    /// Puts one file in its new place, or says why not.
+    fn put(
         &self,
         file: &JournalFile,
-        contents: &std::fs::File,
+        contents: Option<Result<&std::fs::File, String>>,
         inside: &dyn Fn(&Path) -> bool,
-    ) -> io::Result<Staged> {
+    ) -> io::Result<Written> {
         if !inside(&file.path) {
-            return Ok(Staged::Settled(Written::Failed("it is outside the workspace".to_string())));
+            return Ok(Written::Failed("it is outside the workspace".to_string()));
         }
         let now = read(&file.path)?.map(|bytes| sha256_hex(&bytes));
         if now == file.to {
             if file.to.is_none() {
                 remove_emptied_dirs(&file.path, inside);
             }
-            return Ok(Staged::Settled(Written::AlreadyDone));
+            return Ok(Written::AlreadyDone);
         }
         if now != file.from {
-            return Ok(Staged::Settled(Written::ChangedMeanwhile));
+            return Ok(Written::ChangedMeanwhile);
         }
-        let Some((offset, len)) = file.content else { return Ok(Staged::Delete) };
-        use std::os::unix::fs::FileExt;
-        let mut bytes = vec![0; usize::try_from(len).map_err(io::Error::other)?];
-        contents.read_exact_at(&mut bytes, offset)?;
-        if file.to.as_deref() != Some(sha256_hex(&bytes).as_str()) {
-            return Ok(Staged::Settled(Written::Failed(
-                "the journal's copy of its new content is damaged".to_string(),
-            )));
+        let damaged = || Ok(Written::Failed("the journal's copy of its new content is damaged".to_string()));
+        match (&file.temp, file.content, contents) {
+            (None, None, _) if file.to.is_none() => {
+                match std::fs::remove_file(&file.path) {
+                    Err(err) if err.kind() != io::ErrorKind::NotFound => return Err(err),
+                    _ => {}
+                }
+                remove_emptied_dirs(&file.path, inside);
+            }
+            (Some(temp), _, None) => {
+                // Written and synced by this process, or read back after a kill: checked then.
+                if self.interrupted && read(temp)?.is_none_or(|bytes| Some(sha256_hex(&bytes)) != file.to) {
+                    return damaged();
+                }
+                std::fs::rename(temp, &file.path)?;
+            }
+            (None, Some((offset, len)), Some(contents)) => {
+                use std::os::unix::fs::FileExt;
+                let contents = contents.map_err(io::Error::other)?;
+                let mut bytes = vec![0; usize::try_from(len).map_err(io::Error::other)?];
+                contents.read_exact_at(&mut bytes, offset)?;
+                if file.to.as_deref() != Some(sha256_hex(&bytes).as_str()) {
+                    return damaged();
+                }
+                let temp = file.path.with_file_name(format!("{TEMP_PREFIX}{}", unique_id()));
+                let written = write_temporary(&file.path, &temp, &bytes)?;
+                written.sync_all()?;
+                std::fs::rename(&temp, &file.path)?;
+            }
+            _ => return Ok(Written::Failed("the journal keeps no new content for it".to_string())),
         }
-        Ok(Staged::Write(write_temporary(&file.path, &bytes)?, file.path.clone()))
+        Ok(Written::Done)
     }
 
-    /// Removes the temporary files a killed checkout left next to the files it was writing.
+    /// Removes the temporary files a killed version 1 checkout left next to the files it was
+    /// writing.
     fn remove_leftovers(&self, inside: &dyn Fn(&Path) -> bool) {
         let mut dirs: Vec<&Path> = self.files.iter().filter_map(|file| file.path.parent()).collect();
         dirs.sort();
@@ -257,31 +327,35 @@ impl Journal {
     }
 }
 
-/// What is left to do for one file once its batch's temporary files are written.
-enum Staged {
-    /// Nothing: already done, changed meanwhile, or refused.
-    Settled(Written),
-    /// The temporary file holding its new content takes its place.
-    Write(tempfile::NamedTempFile, PathBuf),
-    Delete,
-}
-
-/// Renames a staged file into place or deletes it.
-fn finish(staged: Staged, file: &JournalFile, inside: &dyn Fn(&Path) -> bool) -> io::Result<Written> {
-    match staged {
-        Staged::Settled(written) => return Ok(written),
-        Staged::Write(temp, path) => {
-            temp.persist(&path).map_err(|err| err.error)?;
-        }
-        Staged::Delete => {
-            match std::fs::remove_file(&file.path) {
-                Err(err) if err.kind() != io::ErrorKind::NotFound => return Err(err),
-                _ => {}
+/// Removes a journal that is not to be carried out, with the temporary files it names (nothing
+/// else was changed yet): one a killed checkout left in staging, or one whose commit failed.
+fn discard_staging(staging: &Path, inside: &dyn Fn(&Path) -> bool) {
+    if let Ok(text) = std::fs::read_to_string(staging.join(JOURNAL_FILE))
+        && let Ok(journal) = serde_json::from_str::<Journal>(&text)
+    {
+        for temp in journal.files.iter().filter_map(|file| file.temp.as_deref()) {
+            let ours =
+                temp.file_name().and_then(|name| name.to_str()).is_some_and(|name| name.starts_with(TEMP_PREFIX));
+            if ours && temp.parent().is_some_and(inside) {
+                let _ = std::fs::remove_file(temp);
             }
-            remove_emptied_dirs(&file.path, inside);
         }
     }
-    Ok(Written::Done)
+    if staging.is_dir() {
+        let _ = std::fs::remove_dir_all(staging);
+    }
+}
+
+/// A name part no other checkout has: the temporary files of two sessions' checkouts in one
+/// directory never meet.
+fn unique_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    if let Ok(now) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        hasher.write_u128(now.as_nanos());
+    }
+    format!("{:016x}", hasher.finish())
 }
 
 /// Removes the directories above a deleted file that it leaves empty (as the agent's creation of
@@ -308,21 +382,16 @@ pub fn read(path: &Path) -> io::Result<Option<Vec<u8>>> {
     }
 }
 
-/// Writes `bytes` to a temporary file in `path`'s directory, with the permissions `path` has (if
-/// it exists), for a rename to put in its place: the file is then either as it was or as it is
-/// to be. The caller syncs it before the rename.
-fn write_temporary(path: &Path, bytes: &[u8]) -> io::Result<tempfile::NamedTempFile> {
-    use std::os::unix::fs::PermissionsExt;
-    let parent = path.parent().ok_or_else(|| io::Error::other("has no parent directory"))?;
-    std::fs::create_dir_all(parent)?;
+/// Writes `bytes` to the new file `temp` beside `path`, with the permissions `path` has (if it
+/// exists), for a rename to put in its place: the file is then either as it was or as it is to
+/// be. The caller syncs it before the rename.
+fn write_temporary(path: &Path, temp: &Path, bytes: &[u8]) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
     let permissions = std::fs::metadata(path).ok().map(|meta| meta.permissions());
-    let mut temp = tempfile::Builder::new()
-        .prefix(TEMP_PREFIX)
-        .permissions(std::fs::Permissions::from_mode(0o666))
-        .tempfile_in(parent)?;
-    temp.write_all(bytes)?;
+    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o666).open(temp)?;
+    file.write_all(bytes)?;
     if let Some(permissions) = permissions {
-        temp.as_file().set_permissions(permissions)?;
+        file.set_permissions(permissions)?;
     }
-    Ok(temp)
+    Ok(file)
 }

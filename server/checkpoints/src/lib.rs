@@ -20,7 +20,7 @@ mod store;
 pub use disk::{Journal, JournalFile, Written, journal_dir, read};
 pub use patch::PatchHunk;
 pub use plan::{CommandRan, Direction, Plan, Step};
-pub use record::{COMMAND, CommandRecord, FILE_CHANGE, FileChangeRecord, FileRecord, Landed, describe_files};
+pub use record::{COMMAND, CommandRecord, FILE_CHANGE, FileChangeRecord, FileRecord, Landed, Text, describe_files};
 pub use replay::{ConflictInfo, FileOutcome, Files, Status, replay};
 pub use store::{SideStore, sha256_hex, store_dir};
 

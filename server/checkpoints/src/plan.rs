@@ -3,12 +3,15 @@
 //! the target are redone, oldest first.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use reins_session::{EntryTag, SessionError, SessionTree};
 use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::value::RawValue;
 
-use crate::record::{COMMAND, CommandRecord, FILE_CHANGE, FileChangeRecord, FileRecord};
+use crate::patch::PatchHunk;
+use crate::record::{COMMAND, CommandRecord, FILE_CHANGE, FileChangeRecord, FileRecord, NOT_A_STRING, Side, Text};
 
 /// A custom entry's `data`, read straight into its record.
 #[derive(Deserialize)]
@@ -16,28 +19,62 @@ struct Data<T> {
     data: T,
 }
 
+/// A `reins.file_change` record ([`FileChangeRecord`]) read with its texts left in the line:
+/// a session of megabytes keeps them where they are, and a checkout reads few of them.
+#[derive(Deserialize)]
+struct FileChangeInPlace<'a> {
+    #[serde(default)]
+    version: u32,
+    #[serde(borrow)]
+    files: Vec<FileInPlace<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct FileInPlace<'a> {
+    path: String,
+    #[serde(default)]
+    moved_to: Option<String>,
+    #[serde(borrow)]
+    before: Option<SideInPlace<'a>>,
+    #[serde(borrow)]
+    after: Option<SideInPlace<'a>>,
+    #[serde(default)]
+    patch: Option<Vec<PatchHunk>>,
+}
+
+#[derive(Deserialize)]
+struct SideInPlace<'a> {
+    sha256: String,
+    size: u64,
+    #[serde(default, borrow)]
+    text: Option<&'a RawValue>,
+    #[serde(default)]
+    stored: bool,
+}
+
 /// What a custom entry's line records, read in one pass: its `customType` first (reins and pi
 /// write it before `data`), then `data` straight into the record that type names, or skipped
 /// without being built for other extensions' entries.
-enum Recorded {
-    FileChange(FileChangeRecord),
+enum Recorded<'a> {
+    FileChange(FileChangeInPlace<'a>),
     Command(CommandRecord),
     Other,
     /// `data` came before `customType`: the line is read again for it.
     DataFirst(String),
 }
 
-impl<'de> Deserialize<'de> for Recorded {
+impl<'de> Deserialize<'de> for Recorded<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct Fields;
         impl<'de> Visitor<'de> for Fields {
-            type Value = Recorded;
+            type Value = Recorded<'de>;
 
             fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
                 formatter.write_str("a custom entry")
             }
 
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Recorded, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Recorded<'de>, A::Error> {
                 let (mut custom_type, mut recorded, mut data_first) = (None::<String>, None, false);
                 while let Some(key) = map.next_key::<String>()? {
                     match (key.as_str(), custom_type.as_deref()) {
@@ -140,7 +177,7 @@ impl Plan {
         let Some(line) = tree.line(id) else { return self.unreadable.push(format!("{id}: the line is not UTF-8")) };
         let recorded = match serde_json::from_str::<Recorded>(line) {
             Ok(Recorded::DataFirst(custom_type)) if custom_type == FILE_CHANGE => {
-                serde_json::from_str::<Data<FileChangeRecord>>(line).map(|Data { data }| Recorded::FileChange(data))
+                serde_json::from_str::<Data<FileChangeInPlace>>(line).map(|Data { data }| Recorded::FileChange(data))
             }
             Ok(Recorded::DataFirst(custom_type)) if custom_type == COMMAND => {
                 serde_json::from_str::<Data<CommandRecord>>(line).map(|Data { data }| Recorded::Command(data))
@@ -152,7 +189,10 @@ impl Plan {
                 self.unreadable.push(format!("{id}: written by a newer reins (version {})", record.version))
             }
             Ok(Recorded::FileChange(record)) => {
-                let mut files = record.files;
+                let shared = tree.shared_line(id).map(|(bytes, _)| bytes);
+                let files: Option<Vec<FileRecord>> =
+                    record.files.into_iter().map(|file| file.into_record(shared.as_ref())).collect();
+                let Some(mut files) = files else { return self.unreadable.push(format!("{id}: {NOT_A_STRING}")) };
                 // A call's changes are taken back in the reverse of the order they landed.
                 if direction == Direction::Undo {
                     files.reverse();
@@ -182,6 +222,28 @@ impl Plan {
             }
         }
         paths
+    }
+}
+
+impl FileInPlace<'_> {
+    /// The record, its texts in `shared` (the session file's bytes) where they are there;
+    /// `None` when a side's text is not a string.
+    fn into_record(self, shared: Option<&Arc<Vec<u8>>>) -> Option<FileRecord> {
+        let side = |side: Option<SideInPlace>| -> Option<Option<Side>> {
+            let Some(side) = side else { return Some(None) };
+            let text = match side.text {
+                Some(raw) => Some(Text::in_place(raw, shared)?),
+                None => None,
+            };
+            Some(Some(Side { sha256: side.sha256, size: side.size, text, stored: side.stored }))
+        };
+        Some(FileRecord {
+            path: self.path,
+            moved_to: self.moved_to,
+            before: side(self.before)?,
+            after: side(self.after)?,
+            patch: self.patch,
+        })
     }
 }
 

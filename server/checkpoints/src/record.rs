@@ -17,8 +17,12 @@
 //! `reins.command` records that a tool whose effects on files cannot be known ran (a `bash`
 //! command, an MCP tool): `{"version":1,"toolCallId":"call_2","tool":"bash","command":"cargo fmt"}`.
 
-use serde::{Deserialize, Serialize};
+use std::ops::Range;
+use std::sync::Arc;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::patch::{self, PatchHunk};
 use crate::store::{SideStore, sha256_hex};
@@ -30,6 +34,9 @@ pub const COMMAND: &str = "reins.command";
 
 /// The version of both records' `data`.
 const VERSION: u32 = FileChangeRecord::VERSION;
+
+/// Why a record whose side's `text` is other JSON is refused.
+pub(crate) const NOT_A_STRING: &str = "a side's text is not a string";
 
 /// Sides of a text file up to this many bytes together are kept whole; larger ones as a patch.
 pub const INLINE_MAX_BYTES: usize = 64 * 1024;
@@ -73,10 +80,23 @@ pub struct Side {
     pub size: u64,
     /// The whole text, for small text files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
+    pub text: Option<Text>,
     /// The bytes are in the side store under `sha256`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stored: bool,
+}
+
+/// A side's whole text as the session holds it: still JSON, decoded only when it is read. A
+/// checkout compares most sides with the files by their hashes alone, and reads the text of only
+/// the side a file ends with.
+#[derive(Debug, Clone)]
+pub struct Text(Json);
+
+#[derive(Debug, Clone)]
+enum Json {
+    Own(Box<RawValue>),
+    /// A JSON string where the session file's bytes hold it, shared with the session's tree.
+    InPlace(Arc<Vec<u8>>, Range<usize>),
 }
 
 /// A command that ran (`data` of a `reins.command` entry): what it did to files is not known.
@@ -169,8 +189,8 @@ impl FileRecord {
             (Ok(old), Ok(new)) => {
                 let size = old.map_or(0, str::len) + new.map_or(0, str::len);
                 if size <= INLINE_MAX_BYTES {
-                    record.before = old.map(Side::text);
-                    record.after = new.map(Side::text);
+                    record.before = old.map(Side::whole);
+                    record.after = new.map(Side::whole);
                 } else {
                     record.before = old.map(|text| Side::hash_only(text.as_bytes()));
                     record.after = new.map(|text| Side::hash_only(text.as_bytes()));
@@ -202,8 +222,8 @@ impl FileRecord {
 }
 
 impl Side {
-    fn text(text: &str) -> Self {
-        Side { text: Some(text.to_string()), ..Side::hash_only(text.as_bytes()) }
+    fn whole(text: &str) -> Self {
+        Side { text: Some(Text::new(text)), ..Side::hash_only(text.as_bytes()) }
     }
 
     fn hash_only(bytes: &[u8]) -> Self {
@@ -220,11 +240,12 @@ impl Side {
     /// the hash is what the checkout checks the file against, so the text must be what it names.
     pub fn content(&self, store: &SideStore) -> std::io::Result<Content> {
         if let Some(text) = &self.text {
+            let text = text.decode().map_err(|err| std::io::Error::new(std::io::ErrorKind::InvalidData, err))?;
             if !self.matches(text.as_bytes()) {
                 let message = "the recorded text does not match its sha256";
                 return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, message));
             }
-            return Ok(Content::Bytes(text.clone().into_bytes()));
+            return Ok(Content::Bytes(text.into_bytes()));
         }
         if self.stored {
             return store.get(&self.sha256).map(Content::Bytes);
@@ -235,6 +256,64 @@ impl Side {
     /// Whether `bytes` are this side's content.
     pub fn matches(&self, bytes: &[u8]) -> bool {
         bytes.len() as u64 == self.size && sha256_hex(bytes) == self.sha256
+    }
+}
+
+impl Text {
+    pub fn new(text: &str) -> Self {
+        // A string always serializes.
+        Text(Json::Own(serde_json::value::to_raw_value(text).unwrap_or_else(|_| RawValue::NULL.to_owned())))
+    }
+
+    /// The text `raw` is, read in place when it lies in `shared` (the bytes of the session file
+    /// the line was read from), else copied. `None` when it is not a JSON string.
+    pub fn in_place(raw: &RawValue, shared: Option<&Arc<Vec<u8>>>) -> Option<Text> {
+        let json = raw.get();
+        if !json.starts_with('"') {
+            return None;
+        }
+        // Where `raw` starts in `shared`, when it is a slice of it.
+        let at = shared.and_then(|bytes| {
+            let start = (json.as_ptr() as usize).checked_sub(bytes.as_ptr() as usize)?;
+            (start + json.len() <= bytes.len()).then_some((bytes, start))
+        });
+        Some(match at {
+            Some((bytes, start)) => Text(Json::InPlace(Arc::clone(bytes), start..start + json.len())),
+            None => Text(Json::Own(raw.to_owned())),
+        })
+    }
+
+    /// The text itself.
+    pub fn decode(&self) -> Result<String, serde_json::Error> {
+        match &self.0 {
+            Json::Own(raw) => serde_json::from_str(raw.get()),
+            Json::InPlace(bytes, range) => serde_json::from_slice(&bytes[range.clone()]),
+        }
+    }
+}
+
+impl PartialEq for Text {
+    fn eq(&self, other: &Text) -> bool {
+        self.decode().ok() == other.decode().ok()
+    }
+}
+
+impl Serialize for Text {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match &self.0 {
+            Json::Own(raw) => raw.serialize(serializer),
+            Json::InPlace(..) => self.decode().map_err(serde::ser::Error::custom)?.serialize(serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = Box::<RawValue>::deserialize(deserializer)?;
+        if !raw.get().starts_with('"') {
+            return Err(serde::de::Error::custom(NOT_A_STRING));
+        }
+        Ok(Text(Json::Own(raw)))
     }
 }
 
@@ -293,6 +372,26 @@ mod tests {
         assert!(after.stored && after.text.is_none());
         assert_eq!(after.content(&store).unwrap(), Content::Bytes(vec![0x89, b'P', 0xff, 0]));
         assert_eq!(binary.describe(), "create logo.png");
+    }
+
+    #[test]
+    fn a_text_is_read_in_place_from_the_bytes_it_lies_in_and_copied_otherwise() {
+        let line = r#"{"text":"a \"quoted\"\nline\n","other":3}"#;
+        let shared = Arc::new(line.as_bytes().to_vec());
+        let in_shared = std::str::from_utf8(&shared).unwrap();
+        let raw = |text: &'static str| -> &'static RawValue { serde_json::from_str::<&RawValue>(text).unwrap() };
+        let parsed: std::collections::HashMap<&str, &RawValue> = serde_json::from_str(in_shared).unwrap();
+        let text = Text::in_place(parsed["text"], Some(&shared)).unwrap();
+        assert!(matches!(&text.0, Json::InPlace(_, range) if &line[range.clone()] == parsed["text"].get()));
+        assert_eq!(text.decode().unwrap(), "a \"quoted\"\nline\n");
+        assert_eq!(text, Text::new("a \"quoted\"\nline\n"));
+        assert_eq!(serde_json::to_string(&text).unwrap(), r#""a \"quoted\"\nline\n""#);
+        // Not in the shared bytes: copied.
+        let elsewhere = Text::in_place(raw(r#""x""#), Some(&shared)).unwrap();
+        assert!(matches!(&elsewhere.0, Json::Own(_)));
+        assert_eq!(elsewhere.decode().unwrap(), "x");
+        assert!(Text::in_place(parsed["other"], Some(&shared)).is_none(), "not a string");
+        assert!(serde_json::from_str::<Text>("3").is_err());
     }
 
     #[test]

@@ -166,8 +166,10 @@ fn replay_group(
     refused: &BTreeMap<String, String>,
 ) -> Vec<FileOutcome> {
     let current = |path: &Path| files.current.get(path).cloned().flatten();
-    let mut state =
-        State { files: group.iter().map(|path| (path.clone(), current(path))).collect(), hashes: HashMap::new() };
+    let mut state = State {
+        files: group.iter().map(|path| (path.clone(), current(path).map(|bytes| Held::Bytes(bytes, None)))).collect(),
+        store: files.store,
+    };
     let mut merged: Vec<PathBuf> = Vec::new();
     let mut changes: HashMap<PathBuf, usize> = HashMap::new();
     let mut stop: Option<(String, Stop)> = None;
@@ -188,12 +190,27 @@ fn replay_group(
         if final_path != path {
             *changes.entry(final_path.clone()).or_default() += 1;
         }
-        match replay_step(step, &path, &final_path, &mut state, files.store) {
+        match replay_step(step, &path, &final_path, &mut state) {
             Ok(Some(merged_at)) => merged.push(merged_at),
             Ok(None) => {}
             Err(why) => {
                 stop = Some((step.entry_id.clone(), why));
                 break;
+            }
+        }
+    }
+    // What each file ends with is read now (and checked against its hash), and only that.
+    let mut results: HashMap<&PathBuf, Option<Vec<u8>>> = HashMap::new();
+    if stop.is_none() {
+        for path in group {
+            match state.take(path) {
+                Ok(bytes) => {
+                    results.insert(path, bytes);
+                }
+                Err((entry_id, why)) => {
+                    stop = Some((entry_id, why));
+                    break;
+                }
             }
         }
     }
@@ -222,7 +239,7 @@ fn replay_group(
                 }
                 Some((_, Stop::Refused(reason))) => Status::Refused(reason.clone()),
                 None => {
-                    let result = state.files.get(path).and_then(Option::as_ref);
+                    let result = results.get(path).and_then(Option::as_ref);
                     if result == current.as_ref() {
                         Status::Unchanged
                     } else if merged.contains(path) {
@@ -233,7 +250,7 @@ fn replay_group(
                 }
             };
             let result = match status {
-                Status::Restored | Status::Merged => state.files.get(path).cloned().flatten(),
+                Status::Restored | Status::Merged => results.remove(path).flatten(),
                 _ => current.clone(),
             };
             FileOutcome { path: path.clone(), shown: shown_of(path), current, result, changes, status }
@@ -241,50 +258,111 @@ fn replay_group(
         .collect()
 }
 
-/// The files of a group as the replay goes, with the hash of each once it is known: a file's
-/// chain of changes compares it with each side on the way, and a side read from its record is
-/// already checked against its hash, so each content is hashed at most once.
-struct State {
-    /// `None`: no such file.
-    files: HashMap<PathBuf, Option<Vec<u8>>>,
-    /// SHA-256 of what `files` holds at a path, where known.
-    hashes: HashMap<PathBuf, String>,
+/// What a file holds as the replay goes.
+enum Held<'p> {
+    /// These bytes, with their SHA-256 once it is known.
+    Bytes(Vec<u8>, Option<String>),
+    /// Exactly the content of a recorded side (of the change recorded by the entry), not read
+    /// yet. A file's chain of changes compares it with each side on the way, which their hashes
+    /// do, so only the side it ends with is read (and checked against its hash then).
+    Side(&'p str, &'p Side),
 }
 
-impl State {
-    fn get(&self, path: &Path) -> Option<&Vec<u8>> {
-        self.files.get(path).and_then(Option::as_ref)
+/// The files of a group as the replay goes; `None`: no such file.
+struct State<'p> {
+    files: HashMap<PathBuf, Option<Held<'p>>>,
+    store: &'p SideStore,
+}
+
+impl<'p> State<'p> {
+    fn exists(&self, path: &Path) -> bool {
+        matches!(self.files.get(path), Some(Some(_)))
     }
 
-    /// Puts `bytes` at `path`, with their hash when it is known.
-    fn set(&mut self, path: &Path, bytes: Option<Vec<u8>>, hash: Option<String>) {
-        match hash {
-            Some(hash) => self.hashes.insert(path.to_path_buf(), hash),
-            None => self.hashes.remove(path),
-        };
-        self.files.insert(path.to_path_buf(), bytes);
+    fn set(&mut self, path: &Path, held: Option<Held<'p>>) {
+        self.files.insert(path.to_path_buf(), held);
     }
 
-    /// Whether the file at `path` holds exactly `side` (see [`Side::matches`]).
+    /// Whether the file at `path` holds exactly `side` (see [`Side::matches`]), each content
+    /// hashed at most once.
     fn holds(&mut self, path: &Path, side: &Side) -> bool {
-        let Some(bytes) = self.files.get(path).and_then(Option::as_ref) else { return false };
-        if bytes.len() as u64 != side.size {
-            return false;
+        match self.files.get_mut(path) {
+            Some(Some(Held::Bytes(bytes, hash))) => {
+                bytes.len() as u64 == side.size && *hash.get_or_insert_with(|| sha256_hex(bytes)) == side.sha256
+            }
+            Some(Some(Held::Side(_, held))) => held.size == side.size && held.sha256 == side.sha256,
+            _ => false,
         }
-        let hash = self.hashes.entry(path.to_path_buf()).or_insert_with(|| sha256_hex(bytes));
-        *hash == side.sha256
+    }
+
+    /// The bytes at `path` (`None`: no such file), a recorded side read for it.
+    fn bytes(&mut self, path: &Path) -> Result<Option<&[u8]>, Stop> {
+        let Some(Some(held)) = self.files.get_mut(path) else { return Ok(None) };
+        if let Held::Side(_, side) = held {
+            *held = Held::Bytes(read_side(side, self.store)?, Some(side.sha256.clone()));
+        }
+        match held {
+            Held::Bytes(bytes, _) => Ok(Some(bytes)),
+            Held::Side(..) => Ok(None),
+        }
+    }
+
+    /// What the file at `path` ends with; the error names the entry whose side cannot be read.
+    fn take(&mut self, path: &Path) -> Result<Option<Vec<u8>>, (String, Stop)> {
+        match self.files.remove(path).flatten() {
+            None => Ok(None),
+            Some(Held::Bytes(bytes, _)) => Ok(Some(bytes)),
+            Some(Held::Side(entry_id, side)) => {
+                read_side(side, self.store).map(Some).map_err(|why| (entry_id.to_string(), why))
+            }
+        }
+    }
+
+    /// What a file is to hold as `side`, when it holds exactly the other side at `base` (`None`:
+    /// nothing): the side itself, to read when needed, or the record's patch applied to it.
+    fn becomes(
+        &mut self,
+        entry_id: &'p str,
+        side: &'p Side,
+        patch: Option<&[patch::PatchHunk]>,
+        base: Option<&Path>,
+        reverse: bool,
+    ) -> Result<Held<'p>, Stop> {
+        if side.text.is_some() || side.stored {
+            return Ok(Held::Side(entry_id, side));
+        }
+        let base = match base {
+            Some(base) => self.bytes(base)?.unwrap_or_default(),
+            None => b"",
+        };
+        let (Some(patch), Ok(base)) = (patch, std::str::from_utf8(base)) else {
+            return Err(Stop::Refused("its record holds neither its content nor a patch".to_string()));
+        };
+        let patched = patch::apply(base, patch, reverse).map(String::into_bytes).map_err(|conflict| {
+            Stop::Refused(format!("its recorded patch does not apply: {}", conflict.description))
+        })?;
+        Ok(Held::Bytes(patched, None))
+    }
+}
+
+/// A side's whole content, checked against its hash.
+fn read_side(side: &Side, store: &SideStore) -> Result<Vec<u8>, Stop> {
+    match side.content(store).map_err(|err| Stop::Refused(missing(&err)))? {
+        Content::Bytes(bytes) => Ok(bytes),
+        Content::Patched => Err(Stop::Refused("its record holds neither its content nor a patch".to_string())),
     }
 }
 
 /// Replays one step on `state`; `Some(path)` when it merged with the user's edits there.
-fn replay_step(
-    step: &Step,
+fn replay_step<'p>(
+    step: &'p Step,
     path: &Path,
     final_path: &Path,
-    state: &mut State,
-    store: &SideStore,
+    state: &mut State<'p>,
 ) -> Result<Option<PathBuf>, Stop> {
     let record = &step.file;
+    let entry_id = step.entry_id.as_str();
+    let store = state.store;
     let (from, to, from_at, to_at) = match step.direction {
         Direction::Redo => (&record.before, &record.after, path, final_path),
         Direction::Undo => (&record.after, &record.before, final_path, path),
@@ -307,9 +385,9 @@ fn replay_step(
         (None, None) => Ok(None),
         // The file comes into being at `to_at` (a creation redone, a deletion undone).
         (None, Some(to)) => {
-            if state.get(to_at).is_none() {
-                let (bytes, hash) = side_bytes(to, record.patch.as_deref(), b"", reverse, store)?;
-                state.set(to_at, Some(bytes), hash);
+            if !state.exists(to_at) {
+                let held = state.becomes(entry_id, to, record.patch.as_deref(), None, reverse)?;
+                state.set(to_at, Some(held));
                 return Ok(None);
             }
             if state.holds(to_at, to) {
@@ -319,24 +397,24 @@ fn replay_step(
         }
         // The file goes (a deletion redone, a creation undone): unless the user wrote in it.
         (Some(from), None) => {
-            if state.get(from_at).is_none() {
+            if !state.exists(from_at) {
                 return Ok(None);
             }
             if state.holds(from_at, from) {
-                state.set(from_at, None, None);
+                state.set(from_at, None);
                 return Ok(None);
             }
-            let now = state.get(from_at).cloned().unwrap_or_default();
-            let merged = merge_into(from, &[], record.patch.as_deref(), &now, reverse, store)
+            let now = state.bytes(from_at)?.unwrap_or_default();
+            let merged = merge_into(from, &[], record.patch.as_deref(), now, reverse, store)
                 .map_err(|(lines, reason)| overlapping(from_at, lines, reason))?;
             let merged_at = (!merged.is_empty()).then(|| from_at.to_path_buf());
-            state.set(from_at, (!merged.is_empty()).then_some(merged), None);
+            state.set(from_at, (!merged.is_empty()).then_some(Held::Bytes(merged, None)));
             Ok(merged_at)
         }
         // The content changes (and moves from `from_at` to `to_at` for a rename).
         (Some(from), Some(to)) => {
             let moving = from_at != to_at;
-            if state.get(from_at).is_none() {
+            if !state.exists(from_at) {
                 if moving && state.holds(to_at, to) {
                     return Ok(None);
                 }
@@ -346,22 +424,19 @@ fn replay_step(
                     "it was deleted since, so the change cannot be replayed on it".to_string(),
                 ));
             }
-            if moving && state.get(to_at).is_some() {
+            if moving && state.exists(to_at) {
                 return Err(conflict(to_at, None, "a file is there now, so the rename cannot be replayed".to_string()));
             }
-            let (result, hash, merged) = if state.holds(from_at, to) {
-                let hash = state.hashes.get(from_at).cloned();
-                (state.get(from_at).cloned().unwrap_or_default(), hash, false)
+            let (held, merged) = if state.holds(from_at, to) {
+                (state.files.remove(from_at).flatten(), false)
             } else if state.holds(from_at, from) {
-                let now = state.get(from_at).map(Vec::as_slice).unwrap_or_default();
-                let (bytes, hash) = side_bytes(to, record.patch.as_deref(), now, reverse, store)?;
-                (bytes, hash, false)
+                (Some(state.becomes(entry_id, to, record.patch.as_deref(), Some(from_at), reverse)?), false)
             } else {
                 let to_bytes = match to.content(store).map_err(|err| Stop::Refused(missing(&err)))? {
                     Content::Bytes(bytes) => Some(bytes),
                     Content::Patched => None,
                 };
-                let now = state.get(from_at).map(Vec::as_slice).unwrap_or_default();
+                let now = state.bytes(from_at)?.unwrap_or_default();
                 let merged = merge_into(
                     from,
                     to_bytes.as_deref().unwrap_or_default(),
@@ -371,12 +446,12 @@ fn replay_step(
                     store,
                 )
                 .map_err(|(lines, reason)| overlapping(from_at, lines, reason))?;
-                (merged, None, true)
+                (Some(Held::Bytes(merged, None)), true)
             };
             if moving {
-                state.set(from_at, None, None);
+                state.set(from_at, None);
             }
-            state.set(to_at, Some(result), hash);
+            state.set(to_at, held);
             Ok(merged.then(|| to_at.to_path_buf()))
         }
     }
@@ -394,30 +469,6 @@ fn change_diff(path: &str, from: &Option<Side>, to: &Option<Side>, store: &SideS
     };
     let diff = reins_review::unified_diff(path, &text(from)?, &text(to)?);
     (!diff.is_empty()).then_some(diff)
-}
-
-/// The bytes of side `side`, when the file holds exactly the other side (`base`): the side's own
-/// content, or the patch applied to `base`; with their hash when it is known without hashing them.
-fn side_bytes(
-    side: &Side,
-    patch: Option<&[patch::PatchHunk]>,
-    base: &[u8],
-    reverse: bool,
-    store: &SideStore,
-) -> Result<(Vec<u8>, Option<String>), Stop> {
-    match side.content(store).map_err(|err| Stop::Refused(missing(&err)))? {
-        // Checked against the side's hash as it was read.
-        Content::Bytes(bytes) => Ok((bytes, Some(side.sha256.clone()))),
-        Content::Patched => {
-            let (Some(patch), Ok(base)) = (patch, std::str::from_utf8(base)) else {
-                return Err(Stop::Refused("its record holds neither its content nor a patch".to_string()));
-            };
-            let patched = patch::apply(base, patch, reverse).map(String::into_bytes).map_err(|conflict| {
-                Stop::Refused(format!("its recorded patch does not apply: {}", conflict.description))
-            })?;
-            Ok((patched, None))
-        }
-    }
 }
 
 /// `now` with the agent's change from `from` to `to` merged in (three-way, with `from` as the

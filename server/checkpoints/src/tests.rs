@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use expect_test::{Expect, expect};
 use reins_ai::Message;
-use reins_session::{EntryKind, SessionFile, SessionStore};
+use reins_session::{EntryKind, SessionFile, SessionStore, SessionTree};
 
 use super::*;
 
@@ -68,12 +68,16 @@ impl Scenario {
         }
         let record = FileChangeRecord::new("call", "edit", landed, &self.store()).unwrap();
         let data = Some(record.to_value());
-        self.file.append(EntryKind::Custom { custom_type: FILE_CHANGE.into(), data }).unwrap()
+        let id = self.file.append(EntryKind::Custom { custom_type: FILE_CHANGE.into(), data }).unwrap();
+        self.file.flush().unwrap();
+        id
     }
 
     fn command(&mut self, command: &str) -> String {
         let data = Some(CommandRecord::new("call", "bash", Some(command)).to_value());
-        self.file.append(EntryKind::Custom { custom_type: COMMAND.into(), data }).unwrap()
+        let id = self.file.append(EntryKind::Custom { custom_type: COMMAND.into(), data }).unwrap();
+        self.file.flush().unwrap();
+        id
     }
 
     fn write(&self, path: &str, bytes: &[u8]) {
@@ -84,10 +88,11 @@ impl Scenario {
         read(&self.root().join(path)).unwrap()
     }
 
-    /// The plan from the leaf to `target`, replayed on the files as they are.
+    /// The plan from the leaf to `target`, replayed on the files as they are. The session is
+    /// read again from its file, as a checkout in a new process reads it (its texts in place).
     fn outcomes(&self, target: &str) -> (Plan, Vec<FileOutcome>) {
-        let tree = self.file.tree();
-        let plan = Plan::between(tree, tree.leaf(), target).unwrap();
+        let tree = &SessionTree::load(self.file.path()).unwrap();
+        let plan = Plan::between(tree, self.file.tree().leaf(), target).unwrap();
         let root = self.root();
         let resolved: HashMap<String, Result<PathBuf, String>> = plan
             .recorded_paths()
@@ -114,9 +119,10 @@ impl Scenario {
     /// Checks out `target` on disk (the leaf stays: these tests look at files).
     fn checkout(&self, target: &str) -> Vec<FileOutcome> {
         let (_, outcomes) = self.outcomes(target);
-        let journal = Journal::write(self.file.path(), target, &outcomes).unwrap();
         let root = self.root();
-        assert!(journal.apply(&|path: &Path| path.starts_with(&root)).iter().all(|w| *w == Written::Done));
+        let inside = |path: &Path| path.starts_with(&root);
+        let journal = Journal::write(self.file.path(), target, &outcomes, &inside).unwrap();
+        assert!(journal.apply(&inside).iter().all(|w| *w == Written::Done));
         journal.finish(self.file.path()).unwrap();
         outcomes
     }
@@ -335,7 +341,7 @@ fn a_record_whose_text_does_not_match_its_hash_is_refused() {
     };
     let mut record = FileChangeRecord::new("call", "edit", &[landed], &s.store()).unwrap();
     // A crafted session: the text says one thing, the hash (and size) another.
-    record.files[0].after.as_mut().unwrap().text = Some("rm -rf\n".into());
+    record.files[0].after.as_mut().unwrap().text = Some(Text::new("rm -rf\n"));
     let data = Some(record.to_value());
     let crafted = s.file.append(EntryKind::Custom { custom_type: FILE_CHANGE.into(), data }).unwrap();
     s.file.navigate(&created, None).unwrap();
@@ -345,6 +351,61 @@ fn a_record_whose_text_does_not_match_its_hash_is_refused() {
         expect!["a.txt refused: its recorded content cannot be read: the recorded text does not match its sha256"],
     );
     assert_eq!(s.read("a.txt").unwrap(), b"one\n");
+}
+
+#[test]
+fn only_the_side_a_file_ends_with_is_read() {
+    let mut s = Scenario::new();
+    let created = s.change(&[("a.txt", None, Some(b"one\n"))]);
+    let second = s.change(&[("a.txt", Some(b"one\n"), Some(b"two\n"))]);
+    let landed = Landed {
+        path: "a.txt".into(),
+        moved_to: None,
+        before: Some(b"two\n".to_vec()),
+        after: Some(b"three\n".to_vec()),
+    };
+    let mut record = FileChangeRecord::new("call", "edit", &[landed], &s.store()).unwrap();
+    // A crafted side on the way: its hash says "two", its text something else.
+    record.files[0].before.as_mut().unwrap().text = Some(Text::new("rm -rf\n"));
+    let data = Some(record.to_value());
+    s.file.append(EntryKind::Custom { custom_type: FILE_CHANGE.into(), data }).unwrap();
+    s.file.flush().unwrap();
+    s.write("a.txt", b"three\n");
+    // Going back past it compares the file with its hash only; what is written is read and checked.
+    s.checkout(&created);
+    assert_eq!(s.read("a.txt").unwrap(), b"one\n");
+    // Ending at it reads it, and it is refused.
+    s.write("a.txt", b"three\n");
+    check(
+        &s,
+        &second,
+        expect!["a.txt refused: its recorded content cannot be read: the recorded text does not match its sha256"],
+    );
+}
+
+#[test]
+fn a_checkout_killed_before_its_journal_was_committed_leaves_no_temporary_file() {
+    let mut s = Scenario::new();
+    let start = s.file.leaf().unwrap().to_string();
+    s.change(&[("a.txt", None, Some(b"a\n")), ("b.txt", None, Some(b"b\n"))]);
+    let end = s.file.leaf().unwrap().to_string();
+    s.checkout(&start);
+    s.file.navigate(&start, None).unwrap();
+    let (_, outcomes) = s.outcomes(&end);
+    Journal::write(s.file.path(), &end, &outcomes, &|_: &Path| true).unwrap();
+    // Killed before the rename that commits it: its temporary files are there, in staging.
+    std::fs::rename(journal_dir(s.file.path()), s.file.path().with_extension("checkout-new")).unwrap();
+    let temporary = |s: &Scenario| {
+        let names = std::fs::read_dir(s.root()).unwrap().flatten().map(|entry| entry.file_name());
+        names.filter(|name| name.to_string_lossy().starts_with(".reins-checkout-")).count()
+    };
+    assert_eq!((temporary(&s), s.read("a.txt")), (2, None), "nothing changed yet");
+    assert!(Journal::pending(s.file.path()).unwrap().is_none(), "it never committed");
+    // The next checkout removes them, and leaves none of its own.
+    s.checkout(&end);
+    assert_eq!((s.read("a.txt").unwrap(), s.read("b.txt").unwrap()), (b"a\n".to_vec(), b"b\n".to_vec()));
+    assert_eq!(temporary(&s), 0);
+    assert!(!s.file.path().with_extension("checkout-new").exists());
 }
 
 #[test]
@@ -401,6 +462,7 @@ fn paths_outside_the_workspace_and_commands_are_reported() {
     s.file
         .append(EntryKind::Custom { custom_type: FILE_CHANGE.into(), data: Some(serde_json::json!({"files": 5})) })
         .unwrap();
+    s.file.flush().unwrap();
     let (plan, outcomes) = s.outcomes(&start);
     expect![[r#"
         ../out.txt refused: it is outside the workspace
@@ -422,7 +484,7 @@ fn an_interrupted_checkout_finishes_when_run_again() {
     ]);
     let created = s.file.path_to_ancestors();
     let (_, outcomes) = s.outcomes(&created);
-    let journal = Journal::write(s.file.path(), &created, &outcomes).unwrap();
+    let journal = Journal::write(s.file.path(), &created, &outcomes, &|_: &Path| true).unwrap();
     // Killed after the first file: a.txt is written, the others are not.
     std::fs::write(s.root().join("a.txt"), b"a\n").unwrap();
     // Meanwhile the user edits c.txt.
@@ -444,7 +506,7 @@ fn a_journal_whose_last_sync_fails_stays_and_the_next_checkout_finishes_it() {
     let start = s.file.leaf().unwrap().to_string();
     s.change(&[("a.txt", None, Some(b"a\n"))]);
     let (_, outcomes) = s.outcomes(&start);
-    let journal = Journal::write(s.file.path(), &start, &outcomes).unwrap();
+    let journal = Journal::write(s.file.path(), &start, &outcomes, &|_: &Path| true).unwrap();
     assert_eq!(journal.apply(&|_: &Path| true), [Written::Done]);
     // The session to sync with the files cannot be opened: the checkout is not complete.
     assert!(journal.finish(&s.root().join("gone.jsonl")).is_err());

@@ -181,9 +181,11 @@ impl Harness {
             return Ok(CheckedOut { resumed, ..declined(checkout) });
         }
         let path = lock(file).path().to_path_buf();
-        let journal = Journal::write(&path, entry_id, &checkout.files)
+        let inside = self
+            .inside_now(checkout.files.iter().filter(|file| file.writes()).map(|file| file.path.as_path()).collect());
+        let journal = Journal::write(&path, entry_id, &checkout.files, &inside)
             .map_err(|err| HarnessError::Session(format!("{}: cannot start the checkout: {err}", path.display())))?;
-        let written = self.write_journal(file, journal)?;
+        let written = self.write_journal(file, journal, &inside)?;
         let written = written.into_iter().map(|(file, written)| (file.path, written)).collect();
         Ok(CheckedOut { checkout, written, declined: false, resumed })
     }
@@ -196,7 +198,8 @@ impl Harness {
         let Some(journal) = pending else { return Ok(None) };
         tracing::info!("{}: finishing the checkout of {} that was interrupted", path.display(), journal.target);
         let target = journal.target.clone();
-        let written = self.write_journal(file, journal)?;
+        let inside = self.inside_now(journal.files.iter().map(|file| file.path.as_path()).collect());
+        let written = self.write_journal(file, journal, &inside)?;
         let files = written.into_iter().map(|(file, written)| (file.shown, written)).collect();
         Ok(Some(Resumed { target, files }))
     }
@@ -206,14 +209,9 @@ impl Harness {
         &self,
         file: &Mutex<SessionFile>,
         journal: Journal,
+        inside: &dyn Fn(&Path) -> bool,
     ) -> Result<Vec<(reins_checkpoints::JournalFile, Written)>, HarnessError> {
-        let workspace = self.options.workspace.clone();
-        let inside_now = inside_workspace(workspace.as_ref(), &journal);
-        let inside = move |path: &Path| match inside_now.get(path) {
-            Some(inside) => *inside,
-            None => path.to_str().is_some_and(|text| workspace.resolve_writable(text).is_ok_and(|real| real == path)),
-        };
-        let written = journal.apply(&inside);
+        let written = journal.apply(inside);
         let path = {
             let mut file = lock(file);
             if !file.tree().contains(&journal.target) {
@@ -233,6 +231,17 @@ impl Harness {
             tracing::warn!("could not complete the checkout's journal (the next checkout finishes it): {err}");
         }
         Ok(files.into_iter().zip(written).collect())
+    }
+
+    /// Whether a path is inside the workspace as it is now: `paths` and the directories above
+    /// them resolved together at once (see [`inside_workspace`]), any other path when asked.
+    fn inside_now(&self, paths: Vec<&Path>) -> impl Fn(&Path) -> bool + use<> {
+        let workspace = self.options.workspace.clone();
+        let resolved = inside_workspace(workspace.as_ref(), paths.into_iter());
+        move |path: &Path| match resolved.get(path) {
+            Some(inside) => *inside,
+            None => path.to_str().is_some_and(|text| workspace.resolve_writable(text).is_ok_and(|real| real == path)),
+        }
     }
 
     /// The plan from the session's leaf to `entry_id`, replayed on the files as they are now.
@@ -352,14 +361,17 @@ fn pick<'a>(
     }
 }
 
-/// Whether each file of `journal` and each directory above it up to its root is inside the
-/// workspace as it is (its real path is itself, writable), resolved together just before the
-/// journal is applied; a path not asked here is resolved when asked.
-fn inside_workspace(workspace: &dyn reins_tools::Workspace, journal: &Journal) -> HashMap<PathBuf, bool> {
+/// Whether each of `files` and each directory above it up to its root is inside the workspace
+/// as it is (its real path is itself, writable), resolved together just before a journal is
+/// written or applied; a path not asked here is resolved when asked.
+fn inside_workspace<'a>(
+    workspace: &dyn reins_tools::Workspace,
+    files: impl Iterator<Item = &'a Path>,
+) -> HashMap<PathBuf, bool> {
     let roots = workspace.roots();
     let mut paths: Vec<&Path> = Vec::new();
-    for file in &journal.files {
-        paths.extend(file.path.ancestors().take_while(|path| roots.iter().any(|root| path.starts_with(root))));
+    for file in files {
+        paths.extend(file.ancestors().take_while(|path| roots.iter().any(|root| path.starts_with(root))));
     }
     paths.sort();
     paths.dedup();

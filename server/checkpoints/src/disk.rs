@@ -124,8 +124,8 @@ impl Journal {
             files.push(JournalFile {
                 path: outcome.path.clone(),
                 shown: outcome.shown.clone(),
-                from: outcome.current.as_deref().map(sha256_hex),
-                to: outcome.result.as_deref().map(sha256_hex),
+                from: outcome.current.as_deref().map(|bytes| known_or_hash(&outcome.current_sha256, bytes)),
+                to: outcome.result.as_deref().map(|bytes| known_or_hash(&outcome.result_sha256, bytes)),
                 temp,
                 content: None,
             });
@@ -344,6 +344,11 @@ fn discard_staging(staging: &Path, inside: &dyn Fn(&Path) -> bool) {
     if staging.is_dir() {
         let _ = std::fs::remove_dir_all(staging);
     }
+}
+
+/// The hash the replay knew for `bytes`, else theirs.
+fn known_or_hash(known: &Option<String>, bytes: &[u8]) -> String {
+    known.clone().unwrap_or_else(|| sha256_hex(bytes))
 }
 
 /// A name part no other checkout has: the temporary files of two sessions' checkouts in one

@@ -29,6 +29,10 @@ pub struct FileOutcome {
     /// What it is to hold; `None`: it is to be deleted. The same as `current` unless the status
     /// is `Restored` or `Merged`.
     pub result: Option<Vec<u8>>,
+    /// SHA-256 of `current` and of `result`, where the replay knew them: the journal of a
+    /// checkout needs both, and each content is hashed once.
+    pub current_sha256: Option<String>,
+    pub result_sha256: Option<String>,
     /// How many recorded changes were replayed on it.
     pub changes: usize,
     pub status: Status,
@@ -148,6 +152,8 @@ pub fn replay(plan: &Plan, files: &Files<'_>) -> Vec<FileOutcome> {
             shown: recorded,
             current: None,
             result: None,
+            current_sha256: None,
+            result_sha256: None,
             changes: 0,
             status: Status::Refused(reason),
         });
@@ -166,8 +172,16 @@ fn replay_group(
     refused: &BTreeMap<String, String>,
 ) -> Vec<FileOutcome> {
     let current = |path: &Path| files.current.get(path).cloned().flatten();
+    // Each file as it is now is compared with the sides on its way, and its journal names it.
+    let current_sha256: HashMap<&PathBuf, String> =
+        group.iter().filter_map(|path| Some((path, sha256_hex(files.current.get(path)?.as_ref()?)))).collect();
     let mut state = State {
-        files: group.iter().map(|path| (path.clone(), current(path).map(|bytes| Held::Bytes(bytes, None)))).collect(),
+        files: group
+            .iter()
+            .map(|path| {
+                (path.clone(), current(path).map(|bytes| Held::Bytes(bytes, current_sha256.get(path).cloned())))
+            })
+            .collect(),
         store: files.store,
     };
     let mut merged: Vec<PathBuf> = Vec::new();
@@ -200,7 +214,7 @@ fn replay_group(
         }
     }
     // What each file ends with is read now (and checked against its hash), and only that.
-    let mut results: HashMap<&PathBuf, Option<Vec<u8>>> = HashMap::new();
+    let mut results: HashMap<&PathBuf, Ended> = HashMap::new();
     if stop.is_none() {
         for path in group {
             match state.take(path) {
@@ -239,7 +253,7 @@ fn replay_group(
                 }
                 Some((_, Stop::Refused(reason))) => Status::Refused(reason.clone()),
                 None => {
-                    let result = results.get(path).and_then(Option::as_ref);
+                    let result = results.get(path).and_then(|(bytes, _)| bytes.as_ref());
                     if result == current.as_ref() {
                         Status::Unchanged
                     } else if merged.contains(path) {
@@ -249,11 +263,21 @@ fn replay_group(
                     }
                 }
             };
-            let result = match status {
-                Status::Restored | Status::Merged => results.remove(path).flatten(),
-                _ => current.clone(),
+            let current_sha256 = current_sha256.get(path).cloned();
+            let (result, result_sha256) = match status {
+                Status::Restored | Status::Merged => results.remove(path).unwrap_or_default(),
+                _ => (current.clone(), current_sha256.clone()),
             };
-            FileOutcome { path: path.clone(), shown: shown_of(path), current, result, changes, status }
+            FileOutcome {
+                path: path.clone(),
+                shown: shown_of(path),
+                current,
+                result,
+                current_sha256,
+                result_sha256,
+                changes,
+                status,
+            }
         })
         .collect()
 }
@@ -267,6 +291,9 @@ enum Held<'p> {
     /// do, so only the side it ends with is read (and checked against its hash then).
     Side(&'p str, &'p Side),
 }
+
+/// What a file ends with (`None`: no file), with its SHA-256 when known.
+type Ended = (Option<Vec<u8>>, Option<String>);
 
 /// The files of a group as the replay goes; `None`: no such file.
 struct State<'p> {
@@ -307,14 +334,16 @@ impl<'p> State<'p> {
         }
     }
 
-    /// What the file at `path` ends with; the error names the entry whose side cannot be read.
-    fn take(&mut self, path: &Path) -> Result<Option<Vec<u8>>, (String, Stop)> {
+    /// What the file at `path` ends with, with its hash when known; the error names the entry
+    /// whose side cannot be read.
+    fn take(&mut self, path: &Path) -> Result<Ended, (String, Stop)> {
         match self.files.remove(path).flatten() {
-            None => Ok(None),
-            Some(Held::Bytes(bytes, _)) => Ok(Some(bytes)),
-            Some(Held::Side(entry_id, side)) => {
-                read_side(side, self.store).map(Some).map_err(|why| (entry_id.to_string(), why))
-            }
+            None => Ok((None, None)),
+            Some(Held::Bytes(bytes, hash)) => Ok((Some(bytes), hash)),
+            // Read and checked against the side's hash.
+            Some(Held::Side(entry_id, side)) => read_side(side, self.store)
+                .map(|bytes| (Some(bytes), Some(side.sha256.clone())))
+                .map_err(|why| (entry_id.to_string(), why)),
         }
     }
 

@@ -113,6 +113,16 @@ impl Scenario {
             .collect();
         let store = self.store();
         let outcomes = replay(&plan, &Files { resolved, current, store: &store });
+        // The hashes the replay hands the journal are those of the contents, wherever known.
+        for outcome in &outcomes {
+            for (bytes, known) in
+                [(&outcome.current, &outcome.current_sha256), (&outcome.result, &outcome.result_sha256)]
+            {
+                if let Some(known) = known {
+                    assert_eq!(Some(known.as_str()), bytes.as_deref().map(sha256_hex).as_deref(), "{}", outcome.shown);
+                }
+            }
+        }
         (plan, outcomes)
     }
 

@@ -270,6 +270,8 @@ mod tests {
             shown: shown.into(),
             current: current.map(|text| text.as_bytes().to_vec()),
             result: result.map(|text| text.as_bytes().to_vec()),
+            current_sha256: None,
+            result_sha256: None,
             changes,
             status,
         }

@@ -31,6 +31,8 @@ use crate::{lock, to_proto};
 pub struct Reviews {
     edits: Arc<PendingEdits>,
     documents: Arc<Mutex<Documents>>,
+    /// Locked only after `edits`' own lock, or without it held by this thread: the publisher
+    /// takes it while `edits` holds theirs.
     shown: Arc<Mutex<HashMap<String, Shown>>>,
     publisher: Arc<Publisher>,
 }
@@ -152,8 +154,9 @@ impl Reviews {
 
     /// `reins.edit.list`: the pending edits, of one session or all, oldest first.
     pub fn list(&self, session_id: Option<&str>) -> Value {
-        let shown = lock(&self.shown);
+        // The pending edits first, then `shown` (see there).
         let edits = self.edits.list(session_id);
+        let shown = lock(&self.shown);
         Value::Array(edits.iter().filter_map(|edit| shown.get(&edit.id)).map(|shown| shown.json.clone()).collect())
     }
 

@@ -269,8 +269,11 @@ impl Journal {
                 remove_emptied_dirs(&file.path, inside);
             }
             (Some(temp), _, None) => {
-                // Written and synced by this process, or read back after a kill: checked then.
-                if self.interrupted && read(temp)?.is_none_or(|bytes| Some(sha256_hex(&bytes)) != file.to) {
+                // Written and synced by this process, or read back after a kill: checked then,
+                // and only a plain file (never a link put in its place) takes the file's place.
+                let plain = || std::fs::symlink_metadata(temp).is_ok_and(|meta| meta.file_type().is_file());
+                if self.interrupted && (!plain() || read(temp)?.is_none_or(|bytes| Some(sha256_hex(&bytes)) != file.to))
+                {
                     return damaged();
                 }
                 std::fs::rename(temp, &file.path)?;

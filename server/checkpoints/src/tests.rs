@@ -511,6 +511,31 @@ fn an_interrupted_checkout_finishes_when_run_again() {
 }
 
 #[test]
+fn an_interrupted_checkout_puts_only_its_own_plain_temporary_files_in_place() {
+    let mut s = Scenario::new();
+    s.change(&[("a.txt", None, Some(b"a\n")), ("b.txt", None, Some(b"b\n"))]);
+    s.change(&[("a.txt", Some(b"a\n"), Some(b"A\n")), ("b.txt", Some(b"b\n"), Some(b"B\n"))]);
+    let created = s.file.path_to_ancestors();
+    let (_, outcomes) = s.outcomes(&created);
+    let journal = Journal::write(s.file.path(), &created, &outcomes, &|_: &Path| true).unwrap();
+    let temps: Vec<PathBuf> = journal.files.iter().filter_map(|file| file.temp.clone()).collect();
+    // After the kill, a.txt's copy is swapped for a link to a file with the same content, and
+    // b.txt's copy is cut short.
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("same.txt"), b"a\n").unwrap();
+    std::fs::remove_file(&temps[0]).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("same.txt"), &temps[0]).unwrap();
+    std::fs::write(&temps[1], b"").unwrap();
+    drop(journal);
+    let pending = Journal::pending(s.file.path()).unwrap().expect("the journal survived");
+    let damaged = Written::Failed("the journal's copy of its new content is damaged".to_string());
+    assert_eq!(pending.apply(&|_: &Path| true), [damaged.clone(), damaged]);
+    assert!(!s.root().join("a.txt").is_symlink());
+    assert_eq!((s.read("a.txt").unwrap(), s.read("b.txt").unwrap()), (b"A\n".to_vec(), b"B\n".to_vec()));
+    assert!(temps.iter().all(|temp| !temp.exists() && !temp.is_symlink()), "no copy is left behind");
+}
+
+#[test]
 fn a_journal_whose_last_sync_fails_stays_and_the_next_checkout_finishes_it() {
     let mut s = Scenario::new();
     let start = s.file.leaf().unwrap().to_string();

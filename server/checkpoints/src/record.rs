@@ -267,7 +267,7 @@ impl Text {
 
     /// The text `raw` is, read in place when it lies in `shared` (the bytes of the session file
     /// the line was read from), else copied. `None` when it is not a JSON string.
-    pub fn in_place(raw: &RawValue, shared: Option<&Arc<Vec<u8>>>) -> Option<Text> {
+    pub(crate) fn in_place(raw: &RawValue, shared: Option<&Arc<Vec<u8>>>) -> Option<Text> {
         let json = raw.get();
         if !json.starts_with('"') {
             return None;

@@ -189,7 +189,7 @@ impl Plan {
                 self.unreadable.push(format!("{id}: written by a newer reins (version {})", record.version))
             }
             Ok(Recorded::FileChange(record)) => {
-                let shared = tree.shared_line(id).map(|(bytes, _)| bytes);
+                let shared = tree.shared_bytes(id);
                 let files: Option<Vec<FileRecord>> =
                     record.files.into_iter().map(|file| file.into_record(shared.as_ref())).collect();
                 let Some(mut files) = files else { return self.unreadable.push(format!("{id}: {NOT_A_STRING}")) };

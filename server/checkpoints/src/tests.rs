@@ -113,8 +113,10 @@ impl Scenario {
             .collect();
         let store = self.store();
         let outcomes = replay(&plan, &Files { resolved, current, store: &store });
-        // The hashes the replay hands the journal are those of the contents, wherever known.
+        // The hashes the replay hands the journal are those of the contents, wherever known,
+        // and a file that is there always has its own.
         for outcome in &outcomes {
+            assert_eq!(outcome.current.is_some(), outcome.current_sha256.is_some(), "{}", outcome.shown);
             for (bytes, known) in
                 [(&outcome.current, &outcome.current_sha256), (&outcome.result, &outcome.result_sha256)]
             {

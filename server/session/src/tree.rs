@@ -585,13 +585,13 @@ impl SessionTree {
         std::str::from_utf8(self.line_bytes(index)).ok()
     }
 
-    /// The bytes the file held when it was read, shared, and where the line of entry `id` is in
-    /// them; `None` for a line appended since. A reader may keep parts of the line without
+    /// The bytes the file held when it was read, shared, when the line of entry `id` is among
+    /// them (`None` for a line appended since). A reader may keep parts of the line without
     /// copying them (a checkout leaves megabytes of recorded texts where they are).
-    pub fn shared_line(&self, id: &str) -> Option<(Arc<Vec<u8>>, std::ops::Range<usize>)> {
+    pub fn shared_bytes(&self, id: &str) -> Option<Arc<Vec<u8>>> {
         let node = &self.nodes[*self.by_id.get(id)? as usize];
-        let (start, end) = (node.start as usize, node.start as usize + node.len as usize);
-        (end <= self.base.len()).then(|| (Arc::clone(&self.base), start..end))
+        let end = node.start as usize + node.len as usize;
+        (end <= self.base.len()).then(|| Arc::clone(&self.base))
     }
 
     /// The entry parsed in full.

@@ -237,7 +237,7 @@ impl Harness {
     /// them resolved together at once (see [`inside_workspace`]), any other path when asked.
     fn inside_now(&self, paths: Vec<&Path>) -> impl Fn(&Path) -> bool + use<> {
         let workspace = self.options.workspace.clone();
-        let resolved = inside_workspace(workspace.as_ref(), paths.into_iter());
+        let resolved = inside_workspace(workspace.as_ref(), &paths);
         move |path: &Path| match resolved.get(path) {
             Some(inside) => *inside,
             None => path.to_str().is_some_and(|text| workspace.resolve_writable(text).is_ok_and(|real| real == path)),
@@ -364,10 +364,7 @@ fn pick<'a>(
 /// Whether each of `files` and each directory above it up to its root is inside the workspace
 /// as it is (its real path is itself, writable), resolved together just before a journal is
 /// written or applied; a path not asked here is resolved when asked.
-fn inside_workspace<'a>(
-    workspace: &dyn reins_tools::Workspace,
-    files: impl Iterator<Item = &'a Path>,
-) -> HashMap<PathBuf, bool> {
+fn inside_workspace(workspace: &dyn reins_tools::Workspace, files: &[&Path]) -> HashMap<PathBuf, bool> {
     let roots = workspace.roots();
     let mut paths: Vec<&Path> = Vec::new();
     for file in files {

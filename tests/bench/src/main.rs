@@ -3,8 +3,8 @@
 //!
 //! Run it with `scripts/bench` (which builds the release binaries first). It prints:
 //! `reins --version` wall time, one `reins run` turn, harness overhead per turn over a 100-turn
-//! tool loop, and peak RSS — each with its target — and, when the pi agent can be installed from
-//! npm, the same figures for pi on the same server and the ratios.
+//! tool loop, and peak RSS — each with its target — and, when the pi agent and OpenAI's Codex can
+//! be installed from npm, the same figures for them on the same server and the ratios.
 
 // The workspace denies stdout printing because the `reins` binary's stdout carries LSP frames;
 // this binary is a report, and stdout is where it goes.
@@ -14,6 +14,7 @@ mod acp;
 mod agents;
 mod big_sessions;
 mod checkpoints;
+mod codex;
 mod diagnostics;
 mod edit_corpus;
 mod langservers;
@@ -220,7 +221,8 @@ fn main() {
     if args.first().is_some_and(|first| first == "tokens") {
         std::process::exit(runtime.block_on(tokens_only()));
     }
-    // `reins-bench turn`: only the first table (startup, turns, memory), reins beside pi 1.6.
+    // `reins-bench turn`: only the first table (startup, turns, memory), reins beside pi 1.6 and
+    // Codex.
     if args.first().is_some_and(|first| first == "turn") {
         std::process::exit(runtime.block_on(run(&peer::PI_VERSIONS[..1], false)));
     }
@@ -270,9 +272,16 @@ async fn run(versions: &[&'static str], everything: bool) -> i32 {
         peers.push((format!("pi {version}"), figures));
         pis.push(pi);
     }
+    let codex = match codex::Codex::install().await {
+        Ok(codex) => codex::measure_codex(&codex, workspace.path()).await,
+        Err(why) => Err(why),
+    };
+    peers.push((format!("Codex {}", codex::CODEX_VERSION), codex));
     print_figures(&reins_figures, &peers);
-    let pi16 = peers.iter().find(|(name, _)| name.starts_with("pi 1.6")).and_then(|(_, figures)| figures.as_ref().ok());
-    let mut failed = check_targets(&reins_figures, pi16);
+    let peer = |prefix: &str| {
+        peers.iter().find(|(name, _)| name.starts_with(prefix)).and_then(|(_, figures)| figures.as_ref().ok())
+    };
+    let mut failed = check_targets(&reins_figures, peer("pi 1.6"), peer("Codex"));
     if !everything {
         print_load(&load_before);
         return i32::from(failed && std::env::var_os("BENCH_STRICT").is_some());
@@ -436,15 +445,22 @@ async fn wrapped_run(command: &std::process::Command) -> Result<WrappedRun, Stri
             None => wrapped.env_remove(key),
         };
     }
-    let status = wrapped
+    // stderr is kept for the error: Codex, for one, writes its whole transcript there.
+    let output = wrapped
         .stdin(Stdio::null())
         .stdout(Stdio::null())
+        .stderr(Stdio::piped())
         .kill_on_drop(true)
-        .status()
+        .output()
         .await
         .map_err(|err| format!("cannot run the RSS wrapper: {err}"))?;
-    if !status.success() {
-        return Err(format!("{:?} failed under the RSS wrapper: {status}", command.get_program()));
+    if !output.status.success() {
+        let program = command.get_program();
+        return Err(format!(
+            "{program:?} failed under the RSS wrapper ({}): {}",
+            output.status,
+            peer::tail(&output.stderr)
+        ));
     }
     let text = std::fs::read_to_string(&report).map_err(|err| format!("the RSS wrapper left no figure: {err}"))?;
     let numbers: Vec<u64> = text.split_whitespace().filter_map(|number| number.parse().ok()).collect();
@@ -519,8 +535,8 @@ fn reins_binary() -> Option<PathBuf> {
 /// A line of the figures table: its label, the value of a run's figures, the unit.
 type Row = (&'static str, fn(&Figures) -> Option<f64>, &'static str);
 
-/// The figures of reins and of each peer (pi, newest first) side by side, then pi's as ratios
-/// to reins's: the peers ran on the same machine in the same bench, so the ratios hold up when the
+/// The figures of reins and of each peer (pi, newest first, then Codex) side by side, then the
+/// peers' as ratios to reins's: the peers ran on the same machine in the same bench, so the ratios hold up when the
 /// machine's load moves the absolute figures.
 fn print_figures(reins: &Figures, peers: &[(String, Result<Figures, String>)]) {
     let measured: Vec<(&str, &Figures)> =
@@ -557,7 +573,7 @@ fn print_figures(reins: &Figures, peers: &[(String, Result<Figures, String>)]) {
         println!();
     }
     if !measured.is_empty() {
-        println!("ratios (pi / reins; higher means reins is faster or smaller)");
+        println!("ratios (peer / reins; higher means reins is faster or smaller)");
         for (label, value, _) in rows {
             print!("  {label:<24} {:>12}", "");
             for (_, figures) in &measured {
@@ -597,22 +613,29 @@ fn cores() -> usize {
 }
 
 /// Prints each target with its verdict; true when any is missed. The peak RSS of a turn is held
-/// to a tenth of pi 1.6's in the same run: without pi's figure it is missed, never guessed.
-fn check_targets(figures: &Figures, pi16: Option<&Figures>) -> bool {
-    let pi_rss_kib = pi16.and_then(|pi| pi.peak_rss_kib);
-    let rss_target = match pi_rss_kib {
-        Some(pi) => format!("peak RSS at most a tenth of pi 1.6's ({:.1} MB)", pi as f64 / 10.0 / 1024.0),
-        None => "peak RSS at most a tenth of pi 1.6's (pi 1.6 not measured: nothing to compare)".to_string(),
-    };
-    let rss_ok = match (figures.peak_rss_kib, pi_rss_kib) {
-        (Some(reins), Some(pi)) => reins <= pi / 10,
-        _ => false,
+/// to a tenth of pi 1.6's and to a fifteenth of Codex's in the same run: without the peer's
+/// figure it is missed, never guessed.
+fn check_targets(figures: &Figures, pi16: Option<&Figures>, codex: Option<&Figures>) -> bool {
+    let rss_check = |peer: &str, peer_figures: Option<&Figures>, divisor: u64, share: &str| {
+        let peer_kib = peer_figures.and_then(|peer| peer.peak_rss_kib);
+        let name = match peer_kib {
+            Some(kib) => {
+                format!("peak RSS at most {share} of {peer}'s ({:.1} MB)", kib as f64 / divisor as f64 / 1024.0)
+            }
+            None => format!("peak RSS at most {share} of {peer}'s ({peer} not measured: nothing to compare)"),
+        };
+        let ok = match (figures.peak_rss_kib, peer_kib) {
+            (Some(reins), Some(peer)) => reins <= peer / divisor,
+            _ => false,
+        };
+        (name, ok)
     };
     let checks = [
         ("startup under 3 ms".to_string(), ms(figures.startup) < 3.0),
         ("one-turn run under 50 ms".to_string(), ms(figures.one_turn) < 50.0),
         ("overhead under 1 ms per turn".to_string(), ms(figures.per_turn_overhead) < 1.0),
-        (rss_target, rss_ok),
+        rss_check("pi 1.6", pi16, 10, "a tenth"),
+        rss_check("Codex", codex, 15, "a fifteenth"),
         ("idle reins lsp under 8 MB RSS".to_string(), figures.idle_lsp.is_some_and(|r| r.total_kib < 8 * 1024)),
     ];
     println!("\ntargets:");

@@ -23,10 +23,10 @@ pub const PI_VERSIONS: [&str; 2] = ["1.6.0", "0.73.1"];
 /// The provider and model declared in the throwaway `models.json`.
 const PROVIDER: &str = "scripted";
 const MODEL: &str = "scripted-model";
-/// A pi run that takes longer than this is stuck, not slow.
+/// A peer's run that takes longer than this is stuck, not slow.
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 /// npm may have to download ~100 packages (and Node 22) on the first run.
-const INSTALL_TIMEOUT: Duration = Duration::from_secs(900);
+pub const INSTALL_TIMEOUT: Duration = Duration::from_secs(900);
 
 /// An installed pi and the sandbox it runs in.
 pub struct Pi {
@@ -74,7 +74,7 @@ pub async fn measure_pi(pi: &Pi, workspace: &Path) -> Result<Figures, String> {
     let (peak_rss_kib, turn) = peak_resident_of(&pi.command(workspace, &print_args("read the file line by line")))
         .await
         .map_err(|why| format!("pi peak RSS: {why}"))?;
-    all_replies_played(&server)?;
+    all_replies_played("pi", &server)?;
 
     Ok(Figures {
         startup,
@@ -166,7 +166,7 @@ impl Pi {
     }
 
     async fn time_version(&self, workspace: &Path) -> Result<Duration, String> {
-        let (elapsed, output) = run_timed(self.command(workspace, &["--version"])).await?;
+        let (elapsed, output) = run_timed("pi", self.command(workspace, &["--version"])).await?;
         // pi 0.73 prints its version on stderr.
         let version = [output.stdout, output.stderr].concat();
         let version = String::from_utf8_lossy(&version);
@@ -187,8 +187,8 @@ impl Pi {
     ) -> Result<Duration, String> {
         let server = ScriptedServer::start(script).await;
         self.configure(&server)?;
-        let (elapsed, output) = run_timed(self.command(workspace, &print_args(prompt))).await?;
-        all_replies_played(&server)?;
+        let (elapsed, output) = run_timed("pi", self.command(workspace, &print_args(prompt))).await?;
+        all_replies_played("pi", &server)?;
         let printed = String::from_utf8_lossy(&output.stdout);
         if printed.trim() != final_answer {
             return Err(format!("pi printed {printed:?}, expected {final_answer:?}"));
@@ -201,31 +201,32 @@ pub fn print_args(prompt: &str) -> [&str; 6] {
     ["--provider", PROVIDER, "--model", MODEL, "-p", prompt]
 }
 
-/// Wall time from spawn to exit; `Err` (with pi's stderr) when it fails or hangs.
-pub async fn run_timed(command: std::process::Command) -> Result<(Duration, Output), String> {
+/// Wall time from spawn to exit of the `peer`'s `command`; `Err` (with its stderr) when it fails
+/// or hangs.
+pub async fn run_timed(peer: &str, command: std::process::Command) -> Result<(Duration, Output), String> {
     let mut command = tokio::process::Command::from(command);
     command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
     let start = Instant::now();
     let output = tokio::time::timeout(RUN_TIMEOUT, command.output())
         .await
-        .map_err(|_| format!("pi did not finish within {RUN_TIMEOUT:?}"))?
-        .map_err(|err| format!("cannot run pi: {err}"))?;
+        .map_err(|_| format!("{peer} did not finish within {RUN_TIMEOUT:?}"))?
+        .map_err(|err| format!("cannot run {peer}: {err}"))?;
     let elapsed = start.elapsed();
     if !output.status.success() {
-        return Err(format!("pi failed ({}): {}", output.status, tail(&output.stderr)));
+        return Err(format!("{peer} failed ({}): {}", output.status, tail(&output.stderr)));
     }
     Ok((elapsed, output))
 }
 
-fn all_replies_played(server: &ScriptedServer) -> Result<(), String> {
+pub fn all_replies_played(peer: &str, server: &ScriptedServer) -> Result<(), String> {
     match server.remaining() {
         0 => Ok(()),
-        left => Err(format!("pi stopped with {left} scripted replies unplayed")),
+        left => Err(format!("{peer} stopped with {left} scripted replies unplayed")),
     }
 }
 
 /// The last lines of a process's output, enough to say what went wrong.
-fn tail(bytes: &[u8]) -> String {
+pub fn tail(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(bytes);
     let lines: Vec<&str> = text.lines().filter(|line| !line.trim().is_empty()).collect();
     lines[lines.len().saturating_sub(5)..].join("\n")

@@ -60,7 +60,7 @@ async fn first_request(reins: &Path, pis: &[Result<Pi, String>]) -> bool {
         let Ok(pi) = pi else { continue };
         let server = ScriptedServer::start(vec![Reply::text("Hello.")]).await;
         let bytes = match pi.configure(&server) {
-            Ok(()) => run_timed(pi.command(workspace.path(), &print_args("hi")))
+            Ok(()) => run_timed("pi", pi.command(workspace.path(), &print_args("hi")))
                 .await
                 .map(|_| server.chat_requests().into_iter().next().map(|request| request.raw_body.len())),
             Err(why) => Err(why),
@@ -204,7 +204,7 @@ async fn cache_share(reins: &Path, pis: &[Result<Pi, String>]) -> bool {
         let configured = pi.configure_api(server.anthropic_base_url(), "anthropic-messages", "claude-sonnet-4-5", true);
         let run = match configured {
             Ok(()) => {
-                run_timed(pi.command(workspace.path(), &print_args("read the file line by line"))).await.map(drop)
+                run_timed("pi", pi.command(workspace.path(), &print_args("read the file line by line"))).await.map(drop)
             }
             Err(why) => Err(why),
         };

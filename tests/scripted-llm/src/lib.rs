@@ -2,10 +2,11 @@
 //!
 //! [`ScriptedServer`] answers `POST …/chat/completions` by playing the next [`Reply`] of its
 //! script (streamed as chunked SSE, or as one JSON completion when the request does not stream),
-//! answers `POST …/v1/messages` with the same replies in the Anthropic Messages API format,
-//! answers `GET …/models`, and records every request. HTTP is hand-rolled so that the wire can
-//! misbehave on purpose: cut mid-body, stall, send keep-alive comments or error payloads, reset
-//! the connection, stream without end or answer with something that is not a stream ([`Fault`]).
+//! answers `POST …/v1/messages` with the same replies in the Anthropic Messages API format and
+//! `POST …/responses` in the OpenAI Responses API format (Codex's), answers `GET …/models`, and
+//! records every request. HTTP is hand-rolled so that the wire can misbehave on purpose: cut
+//! mid-body, stall, send keep-alive comments or error payloads, reset the connection, stream
+//! without end or answer with something that is not a stream ([`Fault`]).
 //! It can also play Anthropic's prompt cache ([`PrefixCache`]): Messages API answers then report
 //! the tokens a real server would have read from the cache and written to it.
 
@@ -14,6 +15,7 @@ mod cache;
 pub mod http;
 mod render;
 mod render_anthropic;
+mod render_responses;
 mod reply;
 mod server;
 

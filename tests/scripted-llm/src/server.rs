@@ -16,8 +16,8 @@ use tokio::task::{JoinHandle, JoinSet};
 use crate::cache::{CacheUsage, PrefixCache};
 use crate::http::{self, HttpRequest};
 use crate::render::{self, RequestShape, StreamEvent};
-use crate::render_anthropic;
 use crate::reply::{Fault, Reply, ScriptedUsage};
+use crate::{render_anthropic, render_responses};
 
 /// A running scripted server; dropping it stops the server and closes its connections.
 pub struct ScriptedServer {
@@ -198,6 +198,10 @@ async fn respond(writer: &mut OwnedWriteHalf, shared: &Shared, request: &Recorde
                 write_json(writer, 500, &[], &body).await
             }
         },
+        ("POST", path) if path.ends_with("/responses") => match next_reply(shared, &request.body) {
+            Some(reply) => play_responses(writer, &reply, &request.body).await,
+            None => write_json(writer, 500, &[], &render::error_body("script exhausted", "server_error")).await,
+        },
         ("POST", path) if path.ends_with("/v1/messages") => match next_reply(shared, &request.body) {
             Some(reply) => play_anthropic(writer, &through_cache(shared, reply, &request.body), &request.body).await,
             None => write_json(writer, 500, &[], &render_anthropic::error_body(500, "script exhausted")).await,
@@ -281,6 +285,35 @@ async fn play(writer: &mut OwnedWriteHalf, reply: &Reply, request_body: &Value) 
         StreamEvent::Done => (None, "[DONE]".to_string()),
     });
     write_sse(writer, reply, events.collect()).await
+}
+
+/// Plays a reply to an OpenAI Responses API request (`POST …/responses`); HTTP errors and faults
+/// are the Chat Completions ones, as OpenAI's are.
+async fn play_responses(writer: &mut OwnedWriteHalf, reply: &Reply, request_body: &Value) -> io::Result<AfterResponse> {
+    sleep_ms(reply.delay_ms).await;
+    if let Some(fault) = &reply.fault {
+        return play_fault(writer, fault, Api::OpenAi).await;
+    }
+    if let Some(error) = &reply.error {
+        let kind = if error.status == 429 { "rate_limit_error" } else { "server_error" };
+        let body = error.body.clone().unwrap_or_else(|| render::error_body(&error.message, kind));
+        let headers: Vec<(&str, String)> =
+            error.retry_after.map(|seconds| ("Retry-After", seconds.to_string())).into_iter().collect();
+        return write_json(writer, error.status, &headers, &body).await;
+    }
+    let shape = RequestShape {
+        model: request_body.get("model").and_then(Value::as_str).unwrap_or("scripted").to_string(),
+        include_usage: true,
+        prompt_chars: render_responses::prompt_chars(request_body),
+    };
+    if request_body.get("stream").and_then(Value::as_bool) != Some(true) {
+        return write_json(writer, 200, &[], &render_responses::response(reply, &shape)).await;
+    }
+    let events = render_responses::stream_events(reply, &shape)
+        .into_iter()
+        .map(|(name, data)| (Some(name), data.to_string()))
+        .collect();
+    write_sse(writer, reply, events).await
 }
 
 /// Plays a reply to an Anthropic Messages API request (`POST …/v1/messages`).

@@ -9,6 +9,7 @@ use crate::{Reply, ScriptedServer};
 
 /// The Anthropic mode, over the same raw client.
 mod anthropic;
+mod responses;
 
 /// A raw HTTP exchange: the response head and its (de-chunked) body.
 struct RawResponse {

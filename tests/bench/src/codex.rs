@@ -1,0 +1,211 @@
+//! OpenAI's Codex CLI as a peer: installed from npm by tests/bench/install-codex.sh, its native
+//! binary pointed at the scripted server (which speaks the Responses API, the only one Codex
+//! speaks) through a throwaway `CODEX_HOME`, and measured the way reins and pi are — same server,
+//! same workspace, same prompts, a 100-turn tool loop.
+//!
+//! Codex reads files with its shell tool, so its loop calls `exec_command` with `sed -n 'Np'`
+//! where reins and pi call `read` with an offset: each is its own way of reading one line. It runs
+//! as `codex exec` with approvals and its sandbox off (reins runs with `--yes`, pi's print mode
+//! asks nothing). The features that reach the network at startup (plugins, update checks,
+//! analytics) are off, as `PI_OFFLINE=1` keeps pi off it; everything else is as shipped.
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use scripted_llm::{Reply, ScriptedServer};
+use serde_json::json;
+
+use crate::peer::{INSTALL_TIMEOUT, all_replies_played, run_timed, tail};
+use crate::{Figures, LOOP_TURNS, median_of, peak_resident_of};
+
+/// The Codex the bench compares with.
+pub const CODEX_VERSION: &str = "0.171.0";
+/// The provider and model declared in the throwaway `config.toml`.
+const PROVIDER: &str = "scripted";
+const MODEL: &str = "scripted-model";
+/// The variable the provider's key is read from; the scripted server ignores the key.
+const KEY_VARIABLE: &str = "SCRIPTED_BENCH_KEY";
+
+/// An installed Codex and the home it runs in.
+pub struct Codex {
+    /// The native binary of the npm install.
+    executable: PathBuf,
+    /// `HOME` of every run, with `CODEX_HOME` (`codex/`) inside; removed on drop. It is made in
+    /// the bench's cache, not in /tmp: Codex declines to set up its helper commands under a
+    /// temporary directory, and the figures should be those of a normal install.
+    home: tempfile::TempDir,
+}
+
+/// Measures an installed Codex; `Err` says why it could not be measured.
+pub async fn measure_codex(codex: &Codex, workspace: &Path) -> Result<Figures, String> {
+    // Timed samples cannot return errors through `median_of`; the first one is kept here.
+    let failure = RefCell::new(None);
+    let keep = |sample: Result<Duration, String>| match sample {
+        Ok(elapsed) => elapsed,
+        Err(why) => {
+            failure.borrow_mut().get_or_insert(why);
+            Duration::ZERO
+        }
+    };
+    let check = || failure.borrow_mut().take().map_or(Ok(()), Err);
+
+    let startup = median_of(11, || async { keep(codex.time_version(workspace).await) }).await;
+    check()?;
+    let one_turn = median_of(7, || async {
+        keep(codex.time_prompt(workspace, vec![Reply::text("Hello.")], "say hello", "Hello.").await)
+    })
+    .await;
+    check()?;
+    let loop_time = median_of(5, || async {
+        keep(codex.time_prompt(workspace, loop_script(), "read the file line by line", "Done.").await)
+    })
+    .await;
+    check()?;
+    let per_turn_overhead = loop_time.saturating_sub(one_turn) / LOOP_TURNS as u32;
+
+    let server = ScriptedServer::start(loop_script()).await;
+    codex.configure(&server)?;
+    let (peak_rss_kib, turn) = peak_resident_of(&codex.command(workspace, &exec_args("read the file line by line")))
+        .await
+        .map_err(|why| format!("Codex peak RSS: {why}"))?;
+    all_replies_played("Codex", &server)?;
+
+    Ok(Figures {
+        startup,
+        one_turn,
+        per_turn_overhead,
+        peak_rss_kib: Some(peak_rss_kib),
+        turn: Some(turn),
+        idle_lsp: None,
+        binary_bytes: std::fs::metadata(&codex.executable).map(|meta| meta.len()).ok(),
+    })
+}
+
+/// The tool loop in Codex's terms: `LOOP_TURNS` shell calls, each printing one line of
+/// `lines.txt`, then a final answer.
+fn loop_script() -> Vec<Reply> {
+    let mut script: Vec<Reply> = (1..=LOOP_TURNS)
+        .map(|line| {
+            let command = format!("sed -n '{line}p' lines.txt");
+            Reply::tool_call(format!("call_{line}"), "exec_command", json!({ "cmd": command }))
+        })
+        .collect();
+    script.push(Reply::text("Done."));
+    script
+}
+
+fn exec_args(prompt: &str) -> Vec<String> {
+    let mut args: Vec<String> = ["exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"]
+        .into_iter()
+        .map(String::from)
+        .collect();
+    for feature in ["plugins", "remote_plugin", "in_app_updates"] {
+        args.extend(["--disable".to_string(), feature.to_string()]);
+    }
+    args.push(prompt.to_string());
+    args
+}
+
+impl Codex {
+    /// Installs Codex with tests/bench/install-codex.sh (a no-op when it is in the cache).
+    pub async fn install() -> Result<Codex, String> {
+        if std::env::var_os("BENCH_NO_CODEX").is_some() {
+            return Err("BENCH_NO_CODEX is set".into());
+        }
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("install-codex.sh");
+        let install = tokio::process::Command::new("bash")
+            .arg(&script)
+            .arg(CODEX_VERSION)
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .output();
+        let output = tokio::time::timeout(INSTALL_TIMEOUT, install)
+            .await
+            .map_err(|_| format!("installing Codex {CODEX_VERSION} took longer than {INSTALL_TIMEOUT:?}"))?
+            .map_err(|err| format!("cannot run {}: {err}", script.display()))?;
+        if !output.status.success() {
+            return Err(format!("installing Codex {CODEX_VERSION} failed: {}", tail(&output.stderr)));
+        }
+        let printed = String::from_utf8_lossy(&output.stdout);
+        let Some(executable) = printed.lines().next().filter(|line| !line.is_empty()) else {
+            return Err(format!("install-codex.sh printed {printed:?}, not Codex's path"));
+        };
+        let executable = PathBuf::from(executable);
+        // The binary's directory is …/reins-bench/codex-VERSION/node_modules/@openai/…; the home
+        // goes beside the install.
+        let cache = executable
+            .ancestors()
+            .find(|dir| dir.file_name().is_some_and(|name| name == "node_modules"))
+            .and_then(Path::parent)
+            .ok_or_else(|| format!("{} is not inside node_modules", executable.display()))?;
+        let home = tempfile::Builder::new()
+            .prefix("home-")
+            .tempdir_in(cache)
+            .map_err(|err| format!("cannot make Codex's home: {err}"))?;
+        std::fs::create_dir(home.path().join("codex")).map_err(|err| format!("cannot make CODEX_HOME: {err}"))?;
+        Ok(Codex { executable, home })
+    }
+
+    /// Codex with its throwaway home, run in `workspace` (where its commands run).
+    pub fn command(&self, workspace: &Path, args: &[String]) -> std::process::Command {
+        let mut command = std::process::Command::new(&self.executable);
+        command
+            .args(args)
+            .current_dir(workspace)
+            .env("HOME", self.home.path())
+            .env("CODEX_HOME", self.codex_home())
+            .env(KEY_VARIABLE, "scripted-bench-key");
+        command
+    }
+
+    fn codex_home(&self) -> PathBuf {
+        self.home.path().join("codex")
+    }
+
+    /// Points Codex's `scripted` provider at `server` (each server has its own port).
+    pub fn configure(&self, server: &ScriptedServer) -> Result<(), String> {
+        let config = format!(
+            "model = \"{MODEL}\"\nmodel_provider = \"{PROVIDER}\"\ncheck_for_update_on_startup = false\n\n\
+             [analytics]\nenabled = false\n\n\
+             [model_providers.{PROVIDER}]\nname = \"{PROVIDER}\"\nbase_url = \"{}\"\n\
+             env_key = \"{KEY_VARIABLE}\"\nwire_api = \"responses\"\n",
+            server.base_url()
+        );
+        let path = self.codex_home().join("config.toml");
+        std::fs::write(&path, config).map_err(|err| format!("cannot write {}: {err}", path.display()))
+    }
+
+    async fn time_version(&self, workspace: &Path) -> Result<Duration, String> {
+        let (elapsed, output) = run_timed("Codex", self.command(workspace, &["--version".to_string()])).await?;
+        let version = String::from_utf8_lossy(&output.stdout);
+        if version.trim() != format!("codex-cli {CODEX_VERSION}") {
+            return Err(format!("`codex --version` printed {version:?}, expected codex-cli {CODEX_VERSION}"));
+        }
+        Ok(elapsed)
+    }
+
+    /// One `codex exec PROMPT` against a fresh server playing `script`; checks that every reply
+    /// was played and that Codex printed `final_answer`, so a run that stopped early cannot look
+    /// fast.
+    async fn time_prompt(
+        &self,
+        workspace: &Path,
+        script: Vec<Reply>,
+        prompt: &str,
+        final_answer: &str,
+    ) -> Result<Duration, String> {
+        let server = ScriptedServer::start(script).await;
+        self.configure(&server)?;
+        let (elapsed, output) = run_timed("Codex", self.command(workspace, &exec_args(prompt))).await?;
+        all_replies_played("Codex", &server)?;
+        let printed = String::from_utf8_lossy(&output.stdout);
+        if printed.trim() != final_answer {
+            return Err(format!("Codex printed {printed:?}, expected {final_answer:?}"));
+        }
+        Ok(elapsed)
+    }
+}

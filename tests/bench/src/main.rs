@@ -281,6 +281,10 @@ async fn run(versions: &[&'static str], everything: bool) -> i32 {
     let peer = |prefix: &str| {
         peers.iter().find(|(name, _)| name.starts_with(prefix)).and_then(|(_, figures)| figures.as_ref().ok())
     };
+    // What starting any process costs here, measured the same way: on a loaded machine most of
+    // the startup figure is the wait for a core, which no program can shorten.
+    let floor = start_time(Path::new("true")).await;
+    println!("  process start floor: `true --version` takes {:.3} ms here, spawned the same way", ms(floor));
     let mut failed = check_targets(&reins_figures, peer("pi 1.6"), peer("Codex"));
     if !everything {
         print_load(&load_before);
@@ -305,12 +309,7 @@ async fn run(versions: &[&'static str], everything: bool) -> i32 {
 }
 
 async fn measure_reins(reins: &Path, workspace: &Path) -> Figures {
-    let startup = median_of(21, || async {
-        let start = Instant::now();
-        let _ = tokio::process::Command::new(reins).arg("--version").stdout(Stdio::null()).status().await;
-        start.elapsed()
-    })
-    .await;
+    let startup = start_time(reins).await;
 
     let one_turn = median_of(11, || async {
         let server = ScriptedServer::start(vec![Reply::text("Hello.")]).await;
@@ -344,6 +343,16 @@ async fn measure_reins(reins: &Path, workspace: &Path) -> Figures {
 
     let binary_bytes = std::fs::metadata(reins).map(|meta| meta.len()).ok();
     Figures { startup, one_turn, per_turn_overhead, peak_rss_kib, turn, idle_lsp, binary_bytes }
+}
+
+/// The median wall time of `PROGRAM --version`, spawned and waited for as the bench does.
+async fn start_time(program: &Path) -> Duration {
+    median_of(21, || async {
+        let start = Instant::now();
+        let _ = tokio::process::Command::new(program).arg("--version").stdout(Stdio::null()).status().await;
+        start.elapsed()
+    })
+    .await
 }
 
 /// `LOOP_TURNS` turns, each reading one line of `lines.txt`, then a final answer.

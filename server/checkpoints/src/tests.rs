@@ -484,6 +484,39 @@ fn paths_outside_the_workspace_and_commands_are_reported() {
     assert_eq!(plan.unreadable.len(), 1, "{:?}", plan.unreadable);
 }
 
+/// Enough files that threads share them: each file's result is reported in its own place, and
+/// a file the user changed meanwhile is left as the user left it.
+#[test]
+fn a_checkout_of_many_files_reports_each_in_its_place() {
+    let mut s = Scenario::new();
+    let start = s.file.leaf().unwrap().to_string();
+    let names: Vec<String> = (0..40).map(|n| format!("f{n:02}.txt")).collect();
+    let created: Vec<Change<'_>> = names.iter().map(|name| (name.as_str(), None, Some(name.as_bytes()))).collect();
+    s.change(&created);
+    let (_, outcomes) = s.outcomes(&start);
+    let root = s.root();
+    let inside = |path: &Path| path.starts_with(&root);
+    let journal = Journal::write(s.file.path(), &start, &outcomes, &inside).unwrap();
+    let mine = [3, 17, 38];
+    for &n in &mine {
+        s.write(&names[n], b"mine\n");
+    }
+    let written = journal.apply(&inside);
+    assert_eq!(written.len(), names.len());
+    for (file, written) in journal.files.iter().zip(&written) {
+        let name = file.path.file_name().unwrap().to_str().unwrap();
+        let n = names.iter().position(|known| known == name).unwrap();
+        if mine.contains(&n) {
+            assert_eq!(*written, Written::ChangedMeanwhile, "{name}");
+            assert_eq!(s.read(name).unwrap(), b"mine\n", "{name}");
+        } else {
+            assert_eq!(*written, Written::Done, "{name}");
+            assert_eq!(s.read(name), None, "{name}");
+        }
+    }
+    journal.finish(s.file.path()).unwrap();
+}
+
 #[test]
 fn an_interrupted_checkout_finishes_when_run_again() {
     let mut s = Scenario::new();

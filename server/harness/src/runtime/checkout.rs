@@ -209,7 +209,7 @@ impl Harness {
         &self,
         file: &Mutex<SessionFile>,
         journal: Journal,
-        inside: &dyn Fn(&Path) -> bool,
+        inside: &(dyn Fn(&Path) -> bool + Sync),
     ) -> Result<Vec<(reins_checkpoints::JournalFile, Written)>, HarnessError> {
         let written = journal.apply(inside);
         let path = {

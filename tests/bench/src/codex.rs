@@ -9,16 +9,14 @@
 //! asks nothing). The features that reach the network at startup (plugins, update checks,
 //! analytics) are off, as `PI_OFFLINE=1` keeps pi off it; everything else is as shipped.
 
-use std::cell::RefCell;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::time::Duration;
+use std::process::{Output, Stdio};
 
 use scripted_llm::{Reply, ScriptedServer};
 use serde_json::json;
 
-use crate::peer::{INSTALL_TIMEOUT, all_replies_played, run_timed, tail};
-use crate::{Figures, LOOP_TURNS, median_of, peak_resident_of};
+use crate::LOOP_TURNS;
+use crate::peer::{INSTALL_TIMEOUT, Peer, tail};
 
 /// The Codex the bench compares with.
 pub const CODEX_VERSION: &str = "0.171.0";
@@ -38,51 +36,6 @@ pub struct Codex {
     home: tempfile::TempDir,
 }
 
-/// Measures an installed Codex; `Err` says why it could not be measured.
-pub async fn measure_codex(codex: &Codex, workspace: &Path) -> Result<Figures, String> {
-    // Timed samples cannot return errors through `median_of`; the first one is kept here.
-    let failure = RefCell::new(None);
-    let keep = |sample: Result<Duration, String>| match sample {
-        Ok(elapsed) => elapsed,
-        Err(why) => {
-            failure.borrow_mut().get_or_insert(why);
-            Duration::ZERO
-        }
-    };
-    let check = || failure.borrow_mut().take().map_or(Ok(()), Err);
-
-    let startup = median_of(11, || async { keep(codex.time_version(workspace).await) }).await;
-    check()?;
-    let one_turn = median_of(7, || async {
-        keep(codex.time_prompt(workspace, vec![Reply::text("Hello.")], "say hello", "Hello.").await)
-    })
-    .await;
-    check()?;
-    let loop_time = median_of(5, || async {
-        keep(codex.time_prompt(workspace, loop_script(), "read the file line by line", "Done.").await)
-    })
-    .await;
-    check()?;
-    let per_turn_overhead = loop_time.saturating_sub(one_turn) / LOOP_TURNS as u32;
-
-    let server = ScriptedServer::start(loop_script()).await;
-    codex.configure(&server)?;
-    let (peak_rss_kib, turn) = peak_resident_of(&codex.command(workspace, &exec_args("read the file line by line")))
-        .await
-        .map_err(|why| format!("Codex peak RSS: {why}"))?;
-    all_replies_played("Codex", &server)?;
-
-    Ok(Figures {
-        startup,
-        one_turn,
-        per_turn_overhead,
-        peak_rss_kib: Some(peak_rss_kib),
-        turn: Some(turn),
-        idle_lsp: None,
-        binary_bytes: std::fs::metadata(&codex.executable).map(|meta| meta.len()).ok(),
-    })
-}
-
 /// The tool loop in Codex's terms: `LOOP_TURNS` shell calls, each printing one line of
 /// `lines.txt`, then a final answer.
 fn loop_script() -> Vec<Reply> {
@@ -94,18 +47,6 @@ fn loop_script() -> Vec<Reply> {
         .collect();
     script.push(Reply::text("Done."));
     script
-}
-
-fn exec_args(prompt: &str) -> Vec<String> {
-    let mut args: Vec<String> = ["exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"]
-        .into_iter()
-        .map(String::from)
-        .collect();
-    for feature in ["plugins", "remote_plugin", "in_app_updates"] {
-        args.extend(["--disable".to_string(), feature.to_string()]);
-    }
-    args.push(prompt.to_string());
-    args
 }
 
 impl Codex {
@@ -150,8 +91,15 @@ impl Codex {
         Ok(Codex { executable, home })
     }
 
-    /// Codex with its throwaway home, run in `workspace` (where its commands run).
-    pub fn command(&self, workspace: &Path, args: &[String]) -> std::process::Command {
+    fn codex_home(&self) -> PathBuf {
+        self.home.path().join("codex")
+    }
+}
+
+impl Peer for Codex {
+    const NAME: &'static str = "Codex";
+
+    fn command(&self, workspace: &Path, args: &[&str]) -> std::process::Command {
         let mut command = std::process::Command::new(&self.executable);
         command
             .args(args)
@@ -162,12 +110,7 @@ impl Codex {
         command
     }
 
-    fn codex_home(&self) -> PathBuf {
-        self.home.path().join("codex")
-    }
-
-    /// Points Codex's `scripted` provider at `server` (each server has its own port).
-    pub fn configure(&self, server: &ScriptedServer) -> Result<(), String> {
+    fn configure(&self, server: &ScriptedServer) -> Result<(), String> {
         let config = format!(
             "model = \"{MODEL}\"\nmodel_provider = \"{PROVIDER}\"\ncheck_for_update_on_startup = false\n\n\
              [analytics]\nenabled = false\n\n\
@@ -179,33 +122,30 @@ impl Codex {
         std::fs::write(&path, config).map_err(|err| format!("cannot write {}: {err}", path.display()))
     }
 
-    async fn time_version(&self, workspace: &Path) -> Result<Duration, String> {
-        let (elapsed, output) = run_timed("Codex", self.command(workspace, &["--version".to_string()])).await?;
+    /// `codex exec` with approvals and its sandbox off, and the features that reach the network
+    /// at startup off.
+    fn prompt_args<'a>(&self, prompt: &'a str) -> Vec<&'a str> {
+        let mut args = vec!["exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"];
+        for feature in ["plugins", "remote_plugin", "in_app_updates"] {
+            args.extend(["--disable", feature]);
+        }
+        args.push(prompt);
+        args
+    }
+
+    fn loop_script(&self) -> Vec<Reply> {
+        loop_script()
+    }
+
+    fn check_version(&self, output: &Output) -> Result<(), String> {
         let version = String::from_utf8_lossy(&output.stdout);
         if version.trim() != format!("codex-cli {CODEX_VERSION}") {
             return Err(format!("`codex --version` printed {version:?}, expected codex-cli {CODEX_VERSION}"));
         }
-        Ok(elapsed)
+        Ok(())
     }
 
-    /// One `codex exec PROMPT` against a fresh server playing `script`; checks that every reply
-    /// was played and that Codex printed `final_answer`, so a run that stopped early cannot look
-    /// fast.
-    async fn time_prompt(
-        &self,
-        workspace: &Path,
-        script: Vec<Reply>,
-        prompt: &str,
-        final_answer: &str,
-    ) -> Result<Duration, String> {
-        let server = ScriptedServer::start(script).await;
-        self.configure(&server)?;
-        let (elapsed, output) = run_timed("Codex", self.command(workspace, &exec_args(prompt))).await?;
-        all_replies_played("Codex", &server)?;
-        let printed = String::from_utf8_lossy(&output.stdout);
-        if printed.trim() != final_answer {
-            return Err(format!("Codex printed {printed:?}, expected {final_answer:?}"));
-        }
-        Ok(elapsed)
+    fn binary_bytes(&self) -> Option<u64> {
+        std::fs::metadata(&self.executable).map(|meta| meta.len()).ok()
     }
 }

@@ -266,14 +266,14 @@ async fn run(versions: &[&'static str], everything: bool) -> i32 {
     for &version in versions {
         let pi = peer::Pi::install(version).await;
         let figures = match &pi {
-            Ok(pi) => peer::measure_pi(pi, workspace.path()).await,
+            Ok(pi) => peer::measure(pi, workspace.path()).await,
             Err(why) => Err(why.clone()),
         };
         peers.push((format!("pi {version}"), figures));
         pis.push(pi);
     }
     let codex = match codex::Codex::install().await {
-        Ok(codex) => codex::measure_codex(&codex, workspace.path()).await,
+        Ok(codex) => peer::measure(&codex, workspace.path()).await,
         Err(why) => Err(why),
     };
     peers.push((format!("Codex {}", codex::CODEX_VERSION), codex));

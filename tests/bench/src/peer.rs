@@ -39,11 +39,28 @@ pub struct Pi {
     sandbox: tempfile::TempDir,
 }
 
-/// Measures an installed pi; `Err` says why it could not be measured.
-pub async fn measure_pi(pi: &Pi, workspace: &Path) -> Result<Figures, String> {
-    if std::env::var_os("BENCH_NO_PI").is_some() {
-        return Err("BENCH_NO_PI is set".into());
-    }
+/// A peer agent, measured as reins is: same server, same workspace, same prompts, a 100-turn tool
+/// loop in its own terms.
+pub trait Peer {
+    /// Its name in the bench's messages.
+    const NAME: &'static str;
+    /// The peer run in `workspace` with `args`, in its throwaway home.
+    fn command(&self, workspace: &Path, args: &[&str]) -> std::process::Command;
+    /// Points the peer at `server` (each server has its own port).
+    fn configure(&self, server: &ScriptedServer) -> Result<(), String>;
+    /// The arguments that answer `prompt` without asking anything.
+    fn prompt_args<'a>(&self, prompt: &'a str) -> Vec<&'a str>;
+    /// The tool loop's script: `LOOP_TURNS` calls that each read one line of `lines.txt`, then
+    /// "Done.".
+    fn loop_script(&self) -> Vec<Reply>;
+    /// `Err` unless `--version` printed the version that was installed.
+    fn check_version(&self, output: &Output) -> Result<(), String>;
+    /// The size of its binary, when it is one file.
+    fn binary_bytes(&self) -> Option<u64>;
+}
+
+/// Measures an installed peer; `Err` says why it could not be measured.
+pub async fn measure<P: Peer>(peer: &P, workspace: &Path) -> Result<Figures, String> {
     // Timed samples cannot return errors through `median_of`; the first one is kept here.
     let failure = RefCell::new(None);
     let keep = |sample: Result<Duration, String>| match sample {
@@ -55,26 +72,27 @@ pub async fn measure_pi(pi: &Pi, workspace: &Path) -> Result<Figures, String> {
     };
     let check = || failure.borrow_mut().take().map_or(Ok(()), Err);
 
-    let startup = median_of(11, || async { keep(pi.time_version(workspace).await) }).await;
+    let startup = median_of(11, || async { keep(time_version(peer, workspace).await) }).await;
     check()?;
     let one_turn = median_of(7, || async {
-        keep(pi.time_prompt(workspace, vec![Reply::text("Hello.")], "say hello", "Hello.").await)
+        keep(time_prompt(peer, workspace, vec![Reply::text("Hello.")], "say hello", "Hello.").await)
     })
     .await;
     check()?;
     let loop_time = median_of(5, || async {
-        keep(pi.time_prompt(workspace, tool_loop_script(), "read the file line by line", "Done.").await)
+        keep(time_prompt(peer, workspace, peer.loop_script(), "read the file line by line", "Done.").await)
     })
     .await;
     check()?;
     let per_turn_overhead = loop_time.saturating_sub(one_turn) / LOOP_TURNS as u32;
 
-    let server = ScriptedServer::start(tool_loop_script()).await;
-    pi.configure(&server)?;
-    let (peak_rss_kib, turn) = peak_resident_of(&pi.command(workspace, &print_args("read the file line by line")))
-        .await
-        .map_err(|why| format!("pi peak RSS: {why}"))?;
-    all_replies_played("pi", &server)?;
+    let server = ScriptedServer::start(peer.loop_script()).await;
+    peer.configure(&server)?;
+    let (peak_rss_kib, turn) =
+        peak_resident_of(&peer.command(workspace, &peer.prompt_args("read the file line by line")))
+            .await
+            .map_err(|why| format!("{} peak RSS: {why}", P::NAME))?;
+    all_replies_played(P::NAME, &server)?;
 
     Ok(Figures {
         startup,
@@ -83,8 +101,34 @@ pub async fn measure_pi(pi: &Pi, workspace: &Path) -> Result<Figures, String> {
         peak_rss_kib: Some(peak_rss_kib),
         turn: Some(turn),
         idle_lsp: None,
-        binary_bytes: None,
+        binary_bytes: peer.binary_bytes(),
     })
+}
+
+async fn time_version<P: Peer>(peer: &P, workspace: &Path) -> Result<Duration, String> {
+    let (elapsed, output) = run_timed(P::NAME, peer.command(workspace, &["--version"])).await?;
+    peer.check_version(&output)?;
+    Ok(elapsed)
+}
+
+/// One run of `prompt` against a fresh server playing `script`; checks that every reply was
+/// played and that the peer printed `final_answer`, so a run that stopped early cannot look fast.
+async fn time_prompt<P: Peer>(
+    peer: &P,
+    workspace: &Path,
+    script: Vec<Reply>,
+    prompt: &str,
+    final_answer: &str,
+) -> Result<Duration, String> {
+    let server = ScriptedServer::start(script).await;
+    peer.configure(&server)?;
+    let (elapsed, output) = run_timed(P::NAME, peer.command(workspace, &peer.prompt_args(prompt))).await?;
+    all_replies_played(P::NAME, &server)?;
+    let printed = String::from_utf8_lossy(&output.stdout);
+    if printed.trim() != final_answer {
+        return Err(format!("{} printed {printed:?}, expected {final_answer:?}", P::NAME));
+    }
+    Ok(elapsed)
 }
 
 impl Pi {
@@ -164,36 +208,39 @@ impl Pi {
         let path = self.agent_dir().join("models.json");
         std::fs::write(&path, models.to_string()).map_err(|err| format!("cannot write {}: {err}", path.display()))
     }
+}
 
-    async fn time_version(&self, workspace: &Path) -> Result<Duration, String> {
-        let (elapsed, output) = run_timed("pi", self.command(workspace, &["--version"])).await?;
+impl Peer for Pi {
+    const NAME: &'static str = "pi";
+
+    fn command(&self, workspace: &Path, args: &[&str]) -> std::process::Command {
+        Pi::command(self, workspace, args)
+    }
+
+    fn configure(&self, server: &ScriptedServer) -> Result<(), String> {
+        Pi::configure(self, server)
+    }
+
+    fn prompt_args<'a>(&self, prompt: &'a str) -> Vec<&'a str> {
+        print_args(prompt).to_vec()
+    }
+
+    fn loop_script(&self) -> Vec<Reply> {
+        tool_loop_script()
+    }
+
+    fn check_version(&self, output: &Output) -> Result<(), String> {
         // pi 0.73 prints its version on stderr.
-        let version = [output.stdout, output.stderr].concat();
+        let version = [output.stdout.as_slice(), output.stderr.as_slice()].concat();
         let version = String::from_utf8_lossy(&version);
         if version.trim() != self.version {
             return Err(format!("`pi --version` printed {version:?}, expected {}", self.version));
         }
-        Ok(elapsed)
+        Ok(())
     }
 
-    /// One `pi -p PROMPT` against a fresh server playing `script`; checks that every reply was
-    /// played and that pi printed `final_answer`, so a run that stopped early cannot look fast.
-    async fn time_prompt(
-        &self,
-        workspace: &Path,
-        script: Vec<Reply>,
-        prompt: &str,
-        final_answer: &str,
-    ) -> Result<Duration, String> {
-        let server = ScriptedServer::start(script).await;
-        self.configure(&server)?;
-        let (elapsed, output) = run_timed("pi", self.command(workspace, &print_args(prompt))).await?;
-        all_replies_played("pi", &server)?;
-        let printed = String::from_utf8_lossy(&output.stdout);
-        if printed.trim() != final_answer {
-            return Err(format!("pi printed {printed:?}, expected {final_answer:?}"));
-        }
-        Ok(elapsed)
+    fn binary_bytes(&self) -> Option<u64> {
+        None
     }
 }
 

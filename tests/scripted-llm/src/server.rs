@@ -260,17 +260,30 @@ enum Api {
     Anthropic,
 }
 
-async fn play(writer: &mut OwnedWriteHalf, reply: &Reply, request_body: &Value) -> io::Result<AfterResponse> {
+/// Waits the reply's delay, then plays its fault or its HTTP error (in `api`'s shape) when it has
+/// one; `None` when the reply is a real answer, to be played by the caller.
+async fn play_failure(writer: &mut OwnedWriteHalf, reply: &Reply, api: Api) -> Option<io::Result<AfterResponse>> {
     sleep_ms(reply.delay_ms).await;
     if let Some(fault) = &reply.fault {
-        return play_fault(writer, fault, Api::OpenAi).await;
+        return Some(play_fault(writer, fault, api).await);
     }
-    if let Some(error) = &reply.error {
-        let kind = if error.status == 429 { "rate_limit_error" } else { "server_error" };
-        let body = error.body.clone().unwrap_or_else(|| render::error_body(&error.message, kind));
-        let headers: Vec<(&str, String)> =
-            error.retry_after.map(|seconds| ("Retry-After", seconds.to_string())).into_iter().collect();
-        return write_json(writer, error.status, &headers, &body).await;
+    let error = reply.error.as_ref()?;
+    let body = error.body.clone().unwrap_or_else(|| match api {
+        Api::OpenAi => {
+            let kind = if error.status == 429 { "rate_limit_error" } else { "server_error" };
+            render::error_body(&error.message, kind)
+        }
+        Api::Anthropic => render_anthropic::error_body(error.status, &error.message),
+    });
+    let headers: Vec<(&str, String)> =
+        error.retry_after.map(|seconds| ("Retry-After", seconds.to_string())).into_iter().collect();
+    Some(write_json(writer, error.status, &headers, &body).await)
+}
+
+/// Plays a reply to a Chat Completions request (`POST …/chat/completions`).
+async fn play(writer: &mut OwnedWriteHalf, reply: &Reply, request_body: &Value) -> io::Result<AfterResponse> {
+    if let Some(failed) = play_failure(writer, reply, Api::OpenAi).await {
+        return failed;
     }
     let shape = RequestShape {
         model: request_body.get("model").and_then(Value::as_str).unwrap_or("scripted").to_string(),
@@ -290,16 +303,8 @@ async fn play(writer: &mut OwnedWriteHalf, reply: &Reply, request_body: &Value) 
 /// Plays a reply to an OpenAI Responses API request (`POST …/responses`); HTTP errors and faults
 /// are the Chat Completions ones, as OpenAI's are.
 async fn play_responses(writer: &mut OwnedWriteHalf, reply: &Reply, request_body: &Value) -> io::Result<AfterResponse> {
-    sleep_ms(reply.delay_ms).await;
-    if let Some(fault) = &reply.fault {
-        return play_fault(writer, fault, Api::OpenAi).await;
-    }
-    if let Some(error) = &reply.error {
-        let kind = if error.status == 429 { "rate_limit_error" } else { "server_error" };
-        let body = error.body.clone().unwrap_or_else(|| render::error_body(&error.message, kind));
-        let headers: Vec<(&str, String)> =
-            error.retry_after.map(|seconds| ("Retry-After", seconds.to_string())).into_iter().collect();
-        return write_json(writer, error.status, &headers, &body).await;
+    if let Some(failed) = play_failure(writer, reply, Api::OpenAi).await {
+        return failed;
     }
     let shape = RequestShape {
         model: request_body.get("model").and_then(Value::as_str).unwrap_or("scripted").to_string(),
@@ -318,15 +323,8 @@ async fn play_responses(writer: &mut OwnedWriteHalf, reply: &Reply, request_body
 
 /// Plays a reply to an Anthropic Messages API request (`POST …/v1/messages`).
 async fn play_anthropic(writer: &mut OwnedWriteHalf, reply: &Reply, request_body: &Value) -> io::Result<AfterResponse> {
-    sleep_ms(reply.delay_ms).await;
-    if let Some(fault) = &reply.fault {
-        return play_fault(writer, fault, Api::Anthropic).await;
-    }
-    if let Some(error) = &reply.error {
-        let body = error.body.clone().unwrap_or_else(|| render_anthropic::error_body(error.status, &error.message));
-        let headers: Vec<(&str, String)> =
-            error.retry_after.map(|seconds| ("Retry-After", seconds.to_string())).into_iter().collect();
-        return write_json(writer, error.status, &headers, &body).await;
+    if let Some(failed) = play_failure(writer, reply, Api::Anthropic).await {
+        return failed;
     }
     let system_chars = request_body.get("system").map_or(0, |system| system.to_string().len());
     let shape = RequestShape {

@@ -10,13 +10,13 @@
 //! analytics) are off, as `PI_OFFLINE=1` keeps pi off it; everything else is as shipped.
 
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::Output;
 
 use scripted_llm::{Reply, ScriptedServer};
 use serde_json::json;
 
 use crate::LOOP_TURNS;
-use crate::peer::{INSTALL_TIMEOUT, Peer, tail};
+use crate::peer::{Peer, run_install};
 
 /// The Codex the bench compares with.
 pub const CODEX_VERSION: &str = "0.171.0";
@@ -55,23 +55,7 @@ impl Codex {
         if std::env::var_os("BENCH_NO_CODEX").is_some() {
             return Err("BENCH_NO_CODEX is set".into());
         }
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("install-codex.sh");
-        let install = tokio::process::Command::new("bash")
-            .arg(&script)
-            .arg(CODEX_VERSION)
-            .stdin(Stdio::null())
-            .stderr(Stdio::piped())
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .output();
-        let output = tokio::time::timeout(INSTALL_TIMEOUT, install)
-            .await
-            .map_err(|_| format!("installing Codex {CODEX_VERSION} took longer than {INSTALL_TIMEOUT:?}"))?
-            .map_err(|err| format!("cannot run {}: {err}", script.display()))?;
-        if !output.status.success() {
-            return Err(format!("installing Codex {CODEX_VERSION} failed: {}", tail(&output.stderr)));
-        }
-        let printed = String::from_utf8_lossy(&output.stdout);
+        let printed = run_install("install-codex.sh", &format!("Codex {CODEX_VERSION}"), CODEX_VERSION).await?;
         let Some(executable) = printed.lines().next().filter(|line| !line.is_empty()) else {
             return Err(format!("install-codex.sh printed {printed:?}, not Codex's path"));
         };

@@ -26,7 +26,7 @@ const MODEL: &str = "scripted-model";
 /// A peer's run that takes longer than this is stuck, not slow.
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 /// npm may have to download ~100 packages (and Node 22) on the first run.
-pub const INSTALL_TIMEOUT: Duration = Duration::from_secs(900);
+const INSTALL_TIMEOUT: Duration = Duration::from_secs(900);
 
 /// An installed pi and the sandbox it runs in.
 pub struct Pi {
@@ -137,23 +137,7 @@ impl Pi {
         if std::env::var_os("BENCH_NO_PI").is_some() {
             return Err("BENCH_NO_PI is set".into());
         }
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../pi-interop/install.sh");
-        let install = tokio::process::Command::new("bash")
-            .arg(&script)
-            .arg(version)
-            .stdin(Stdio::null())
-            .stderr(Stdio::piped())
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .output();
-        let output = tokio::time::timeout(INSTALL_TIMEOUT, install)
-            .await
-            .map_err(|_| format!("installing pi {version} took longer than {INSTALL_TIMEOUT:?}"))?
-            .map_err(|err| format!("cannot run {}: {err}", script.display()))?;
-        if !output.status.success() {
-            return Err(format!("installing pi {version} failed: {}", tail(&output.stderr)));
-        }
-        let printed = String::from_utf8_lossy(&output.stdout);
+        let printed = run_install("../pi-interop/install.sh", &format!("pi {version}"), version).await?;
         let mut lines = printed.lines();
         let (Some(executable), Some(node_dir)) = (lines.next(), lines.next()) else {
             return Err(format!("install.sh printed {printed:?}, not pi's path and node's"));
@@ -270,6 +254,28 @@ pub fn all_replies_played(peer: &str, server: &ScriptedServer) -> Result<(), Str
         0 => Ok(()),
         left => Err(format!("{peer} stopped with {left} scripted replies unplayed")),
     }
+}
+
+/// Runs the install script at `script` (relative to this crate) for `version` of `peer`, and
+/// returns what it printed on stdout.
+pub async fn run_install(script: &str, peer: &str, version: &str) -> Result<String, String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join(script);
+    let install = tokio::process::Command::new("bash")
+        .arg(&script)
+        .arg(version)
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(INSTALL_TIMEOUT, install)
+        .await
+        .map_err(|_| format!("installing {peer} took longer than {INSTALL_TIMEOUT:?}"))?
+        .map_err(|err| format!("cannot run {}: {err}", script.display()))?;
+    if !output.status.success() {
+        return Err(format!("installing {peer} failed: {}", tail(&output.stderr)));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
 /// The last lines of a process's output, enough to say what went wrong.

@@ -776,7 +776,8 @@ async fn new_and_fork_over_acp_say_where_to_go_and_the_chat_stays() {
 }
 
 /// A loaded session shows its edits as the live run did: the same whole-file diff block, from the
-/// session's `reins.file_change` record; a file too large to keep whole shows its text result.
+/// session's `reins.file_change` record, its texts rebuilt where the record keeps a patch; an edit
+/// whose texts cannot be had shows its text result.
 #[tokio::test]
 async fn a_loaded_session_replays_an_edit_with_the_diff_block_of_the_live_run() {
     let big: String = (0..10_000).map(|n| format!("line {n}\n")).collect();
@@ -819,10 +820,21 @@ async fn a_loaded_session_replays_an_edit_with_the_diff_block_of_the_live_run() 
     let path = dir.path().canonicalize().unwrap().join("a.txt");
     assert_eq!(live["content"][0], json!({"type": "diff", "path": path, "oldText": "one\n", "newText": "two\n"}));
     assert_eq!(replayed["content"], live["content"], "the replayed edit shows the live diff");
-    let big_replayed = result(&second, "c2");
+    // A large file's edit is kept as a patch: its texts come back from the file as it is now.
+    let (big_live, big_replayed) = (result(&first, "c2"), result(&second, "c2"));
+    assert_eq!(big_replayed["content"][0]["type"], "diff", "{big_replayed}");
+    assert_eq!(big_replayed["content"], big_live["content"], "the replayed edit shows the live diff");
+    // Changed since, the file gives no texts, and none are made up: the edit shows its text result.
+    std::fs::write(dir.path().join("big.txt"), format!("mine\n{big}")).unwrap();
+    let third = Shared::default();
+    with_client(&server, dir.path(), third.clone(), NOTHING, async |cx| {
+        cx.send_request(LoadSessionRequest::new(session.clone(), dir.path())).block_task().await.unwrap();
+    })
+    .await;
+    let big_replayed = result(&third, "c2");
     let kinds: Vec<&str> =
         big_replayed["content"].as_array().unwrap().iter().map(|c| c["type"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["content"], "a large file's edit replays its text result: {big_replayed}");
+    assert_eq!(kinds, ["content"], "{big_replayed}");
     assert!(big_replayed["content"][0]["content"]["text"].as_str().unwrap().contains("+five"), "{big_replayed}");
 }
 

@@ -318,8 +318,9 @@ pub fn replay(
 }
 
 /// The changes a session recorded (`reins.file_change`), by tool call id, as the live run had
-/// them: whole texts, paths made absolute against `cwd`. A file kept as a patch only (too large)
-/// or not text has none; its call shows its text result.
+/// them: whole texts, paths made absolute against `cwd`. A change whose texts are not known (kept
+/// as a patch whose file's chain holds no text, or not text) has none; its call shows its text
+/// result.
 pub fn recorded_changes(records: &[FileChangeRecord], cwd: &Path) -> HashMap<String, Vec<FileChange>> {
     let mut changes: HashMap<String, Vec<FileChange>> = HashMap::new();
     for record in records {

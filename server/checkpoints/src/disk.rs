@@ -219,8 +219,9 @@ impl Journal {
     /// place; `inside` confirms a path is still inside the workspace before anything is
     /// written there.
     ///
-    /// The files are shared among a few threads: removing a file whose blocks a sync has
-    /// allocated takes the filesystem ~75 µs, and an undo may remove hundreds. Each file is
+    /// The files are shared among a few threads, as many on one core as on four: removing a
+    /// file whose blocks a sync has allocated takes the filesystem ~75 µs, mostly waiting on the
+    /// disk (which the threads' waits overlap), and an undo may remove hundreds. Each file is
     /// independent of the others (each has its own temporary file, and a directory emptied by
     /// one is removed only when empty).
     pub fn apply(&self, inside: &(dyn Fn(&Path) -> bool + Sync)) -> Vec<Written> {
@@ -243,8 +244,7 @@ impl Journal {
             }
             written
         };
-        let threads = std::thread::available_parallelism().map_or(1, usize::from).min(MAX_THREADS);
-        let share = self.files.len().div_ceil(threads).max(MIN_SHARE);
+        let share = self.files.len().div_ceil(MAX_THREADS).max(MIN_SHARE);
         let one = &one;
         std::thread::scope(|scope| {
             let mut shares = self.files.chunks(share);

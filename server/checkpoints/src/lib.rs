@@ -16,6 +16,7 @@ mod plan;
 pub mod record;
 mod replay;
 mod store;
+mod texts;
 
 pub use disk::{Journal, JournalFile, Written, journal_dir, read};
 pub use patch::PatchHunk;
@@ -23,6 +24,7 @@ pub use plan::{CommandRan, Direction, Plan, Step};
 pub use record::{COMMAND, CommandRecord, FILE_CHANGE, FileChangeRecord, FileRecord, Landed, Text, describe_files};
 pub use replay::{ConflictInfo, FileOutcome, Files, Status, replay};
 pub use store::{SideStore, sha256_hex, store_dir};
+pub use texts::rebuild_texts;
 
 /// What a restore says about a command that ran on the way.
 pub const UNTRACKED_WARNING: &str = "a command ran here; its effects on files were not tracked";

@@ -58,9 +58,61 @@ pub fn make(old: &str, new: &str) -> Vec<PatchHunk> {
         .collect()
 }
 
+/// `hunks` as a unified diff of `path` (`reverse`: the change undone), for a person to read:
+/// what a checkout could not make, to make by hand.
+pub fn unified(path: &str, hunks: &[PatchHunk], reverse: bool) -> String {
+    let mut out = format!("--- a/{path}\n+++ b/{path}\n");
+    for hunk in hunks {
+        let ((from, from_line), (to, to_line)) = match reverse {
+            false => ((&hunk.old, hunk.old_line), (&hunk.new, hunk.new_line)),
+            true => ((&hunk.new, hunk.new_line), (&hunk.old, hunk.old_line)),
+        };
+        let (old, new) = (split_lines(from), split_lines(to));
+        out.push_str(&format!("@@ -{} +{} @@\n", numbers(from_line, old.len()), numbers(to_line, new.len())));
+        let mut line = |mark: char, text: &str| {
+            out.push(mark);
+            out.push_str(text);
+            if !text.ends_with('\n') {
+                out.push_str("\n\\ No newline at end of file\n");
+            }
+        };
+        // Between the changes, the lines are the same on both sides.
+        let mut unchanged = 0;
+        for change in line_changes(&old, &new, DIFF_DEADLINE) {
+            old[unchanged..change.old.start].iter().for_each(|text| line(' ', text));
+            old[change.old.clone()].iter().for_each(|text| line('-', text));
+            new[change.new.clone()].iter().for_each(|text| line('+', text));
+            unchanged = change.old.end;
+        }
+        old[unchanged..].iter().for_each(|text| line(' ', text));
+    }
+    out
+}
+
+/// A hunk's lines in a unified diff's header: `start,count`, from 1 (from 0 when it has none).
+fn numbers(start: usize, count: usize) -> String {
+    match count {
+        0 => format!("{start},0"),
+        _ => format!("{},{count}", start + 1),
+    }
+}
+
+/// About the bytes `hunks` take in a record: their texts.
+pub fn size(hunks: &[PatchHunk]) -> usize {
+    hunks.iter().map(|hunk| hunk.old.len() + hunk.new.len()).sum()
+}
+
 /// `text` with `hunks` applied (`reverse`: undone, new back to old), each found where it was or,
 /// if the user added or removed lines above it, at the nearest place its lines are.
 pub fn apply(text: &str, hunks: &[PatchHunk], reverse: bool) -> Result<String, Conflict> {
+    match apply_in_place(text, hunks, reverse) {
+        Some(patched) => Ok(patched),
+        None => apply_searching(text, hunks, reverse),
+    }
+}
+
+/// [`apply`] when a hunk is not at its line: each is searched for, nearest to its line first.
+fn apply_searching(text: &str, hunks: &[PatchHunk], reverse: bool) -> Result<String, Conflict> {
     let lines = split_lines(text);
     let mut out = String::with_capacity(text.len());
     let mut copied = 0;
@@ -91,6 +143,37 @@ pub fn apply(text: &str, hunks: &[PatchHunk], reverse: bool) -> Result<String, C
     }
     out.extend(lines[copied..].iter().copied());
     Ok(out)
+}
+
+/// `text` with `hunks` applied when each is at the very line its number says, as on the text the
+/// patch was made from, which is how a checkout finds most files: found by counting line breaks,
+/// without splitting the text into lines. `None`: a hunk is elsewhere, or not there (then
+/// [`apply`] searches).
+fn apply_in_place(text: &str, hunks: &[PatchHunk], reverse: bool) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    // The line `copied` (a byte offset in `text`) starts.
+    let (mut line, mut copied) = (0, 0);
+    for hunk in hunks {
+        let (from, to, start) = match reverse {
+            false => (&hunk.old, &hunk.new, hunk.old_line),
+            true => (&hunk.new, &hunk.old, hunk.new_line),
+        };
+        let at = match start.checked_sub(line)? {
+            0 => copied,
+            skip => copied + text[copied..].match_indices('\n').nth(skip - 1)?.0 + 1,
+        };
+        let end = at + from.len();
+        // Whole lines: the hunk ends at a line break or where the text ends.
+        let whole = from.is_empty() || from.ends_with('\n') || end == text.len();
+        if !whole || !text[at..].starts_with(from.as_str()) {
+            return None;
+        }
+        out.push_str(&text[copied..at]);
+        out.push_str(to);
+        (line, copied) = (start + split_lines(from).len(), end);
+    }
+    out.push_str(&text[copied..]);
+    Some(out)
 }
 
 /// Where `want` is in `lines` at or after `from`, nearest to `expected`.
@@ -190,6 +273,35 @@ mod tests {
             let hunks = make(&old, &new);
             prop_assert_eq!(apply(&old, &hunks, false).unwrap(), new.clone());
             prop_assert_eq!(apply(&new, &hunks, true).unwrap(), old);
+        }
+
+        /// Where every hunk is at its line, counting line breaks finds what the search finds;
+        /// texts with and without a final line break, with CRLF and empty lines.
+        #[test]
+        fn counting_finds_what_searching_finds(
+            old in prop::collection::vec(0u8..8, 0..40),
+            new in prop::collection::vec(0u8..8, 0..40),
+            old_end in any::<bool>(),
+            new_end in any::<bool>(),
+        ) {
+            let text = |lines: &[u8], end: bool| {
+                let line = |n: &u8| match n { 6 => String::new(), 7 => "crlf\r".to_string(), n => format!("l{n}") };
+                let mut text = lines.iter().map(line).collect::<Vec<_>>().join("\n");
+                if end && !lines.is_empty() {
+                    text.push('\n');
+                }
+                text
+            };
+            let (old, new) = (text(&old, old_end), text(&new, new_end));
+            let hunks = make(&old, &new);
+            prop_assert_eq!(apply_in_place(&old, &hunks, false), Some(new.clone()));
+            prop_assert_eq!(apply_in_place(&new, &hunks, true), Some(old.clone()));
+            prop_assert_eq!(apply_searching(&old, &hunks, false).ok(), Some(new.clone()));
+            // A line added on top: where counting finds the hunks still, the search agrees.
+            let moved = format!("top\n{old}");
+            if let Some(counted) = apply_in_place(&moved, &hunks, false) {
+                prop_assert_eq!(Some(counted), apply_searching(&moved, &hunks, false).ok());
+            }
         }
     }
 }

@@ -10,9 +10,10 @@
 //! ```
 //!
 //! A side is `null` where the file did not exist (before a creation, after a deletion); `movedTo`
-//! names the new place of a renamed file. Small text files keep both texts; larger ones keep a
-//! patch (hunks with three lines of context) and only the hashes of the sides; a file that is not
-//! UTF-8 keeps its sides in the session's side store, by hash (`"stored": true`).
+//! names the new place of a renamed file. A text file's creation, deletion or small edit keeps the
+//! texts whole; an edit of a few lines in a larger file keeps a patch (hunks with three lines of
+//! context) and only the hashes of the sides; a file that is not UTF-8 keeps its sides in the
+//! session's side store, by hash (`"stored": true`).
 //!
 //! `reins.command` records that a tool whose effects on files cannot be known ran (a `bash`
 //! command, an MCP tool): `{"version":1,"toolCallId":"call_2","tool":"bash","command":"cargo fmt"}`.
@@ -38,8 +39,13 @@ const VERSION: u32 = FileChangeRecord::VERSION;
 /// Why a record whose side's `text` is other JSON is refused.
 pub(crate) const NOT_A_STRING: &str = "a side's text is not a string";
 
-/// Sides of a text file up to this many bytes together are kept whole; larger ones as a patch.
-pub const INLINE_MAX_BYTES: usize = 64 * 1024;
+/// Sides of a text file up to this many bytes together are always kept whole.
+const ALWAYS_WHOLE_BYTES: usize = 4 * 1024;
+/// Larger sides are kept whole only while they are at most this many times their patch. An edit
+/// of a few lines in a usual source file is a patch a fiftieth of the texts: kept whole, each edit
+/// would hold the file twice, and a session of a day's edits would be megabytes that every
+/// checkout and every resume reads.
+const WHOLE_UP_TO_PATCH_TIMES: usize = 2;
 
 /// The files one tool call changed (`data` of a `reins.file_change` entry).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -188,13 +194,20 @@ impl FileRecord {
         match (text(before), text(after)) {
             (Ok(old), Ok(new)) => {
                 let size = old.map_or(0, str::len) + new.map_or(0, str::len);
-                if size <= INLINE_MAX_BYTES {
-                    record.before = old.map(Side::whole);
-                    record.after = new.map(Side::whole);
-                } else {
-                    record.before = old.map(|text| Side::hash_only(text.as_bytes()));
-                    record.after = new.map(|text| Side::hash_only(text.as_bytes()));
-                    record.patch = Some(patch::make(old.unwrap_or(""), new.unwrap_or("")));
+                // A creation or a deletion has one side, which its patch would hold whole too.
+                let patch = (size > ALWAYS_WHOLE_BYTES && old.is_some() && new.is_some())
+                    .then(|| patch::make(old.unwrap_or(""), new.unwrap_or("")))
+                    .filter(|patch| size > WHOLE_UP_TO_PATCH_TIMES * patch::size(patch));
+                match patch {
+                    None => {
+                        record.before = old.map(Side::whole);
+                        record.after = new.map(Side::whole);
+                    }
+                    Some(patch) => {
+                        record.before = old.map(|text| Side::hash_only(text.as_bytes()));
+                        record.after = new.map(|text| Side::hash_only(text.as_bytes()));
+                        record.patch = Some(patch);
+                    }
                 }
             }
             _ => {
@@ -372,6 +385,32 @@ mod tests {
         assert!(after.stored && after.text.is_none());
         assert_eq!(after.content(&store).unwrap(), Content::Bytes(vec![0x89, b'P', 0xff, 0]));
         assert_eq!(binary.describe(), "create logo.png");
+    }
+
+    #[test]
+    fn an_edit_keeps_whichever_is_smaller_with_whole_texts_preferred() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SideStore::new(dir.path().join("s.files"));
+        let kept = |old: Option<&str>, new: Option<&str>| {
+            let landed = landed("f.rs", old.map(str::as_bytes), new.map(str::as_bytes));
+            let record = FileRecord::new(&landed, &store).unwrap();
+            let whole =
+                [&record.before, &record.after].iter().all(|side| side.as_ref().is_none_or(|s| s.text.is_some()));
+            match (whole, &record.patch) {
+                (true, None) => "whole",
+                (false, Some(_)) => "patch",
+                _ => "both or neither",
+            }
+        };
+        let file: String = (0..400).map(|n| format!("line {n}: some content\n")).collect();
+        let one_line = file.replace("line 200: some", "line 200: other");
+        let most: String = file.lines().map(|line| format!("{}\n", line.to_uppercase())).collect();
+        let small = "fn main() {}\n".repeat(100);
+        assert_eq!(kept(Some(&file), Some(&one_line)), "patch", "a few lines of a larger file");
+        assert_eq!(kept(Some(&file), Some(&most)), "whole", "the patch would be as large as the texts");
+        assert_eq!(kept(Some(&small), Some(&small.replacen("main", "run", 1))), "whole", "a small file");
+        assert_eq!(kept(None, Some(&file)), "whole", "a creation");
+        assert_eq!(kept(Some(&file), None), "whole", "a deletion");
     }
 
     #[test]

@@ -14,7 +14,7 @@ use reins_review::merge;
 
 use crate::patch;
 use crate::plan::{Direction, Plan, Step};
-use crate::record::{Content, Side};
+use crate::record::{Content, FileRecord, Side};
 use crate::store::{SideStore, sha256_hex};
 
 /// What checking out does to one file.
@@ -62,7 +62,7 @@ pub struct ConflictInfo {
     pub lines: Option<Range<usize>>,
     pub reason: String,
     /// The agent's change that could not be replayed, as a unified diff in the direction of the
-    /// checkout (what to make by hand for the file to follow), when its record keeps the texts.
+    /// checkout (what to make by hand for the file to follow), from its texts or its patch.
     pub change: Option<String>,
 }
 
@@ -290,6 +290,12 @@ enum Held<'p> {
     /// yet. A file's chain of changes compares it with each side on the way, which their hashes
     /// do, so only the side it ends with is read (and checked against its hash then).
     Side(&'p str, &'p Side),
+    /// What the recorded patch of the entry made of the file holding the patch's other side:
+    /// the content of `side` if the record is sound. It is checked against the side's hash when
+    /// it is read or taken, not at each step: a file's chain of patches is hashed once, and a
+    /// patch that did not give its side is found at the end of the chain (whatever follows
+    /// from a wrong text cannot hash to the side it ends with).
+    Patched(&'p str, Vec<u8>, &'p Side),
 }
 
 /// What a file ends with (`None`: no file), with its SHA-256 when known.
@@ -317,20 +323,39 @@ impl<'p> State<'p> {
             Some(Some(Held::Bytes(bytes, hash))) => {
                 bytes.len() as u64 == side.size && *hash.get_or_insert_with(|| sha256_hex(bytes)) == side.sha256
             }
-            Some(Some(Held::Side(_, held))) => held.size == side.size && held.sha256 == side.sha256,
+            Some(Some(Held::Side(_, held) | Held::Patched(_, _, held))) => {
+                held.size == side.size && held.sha256 == side.sha256
+            }
             _ => false,
         }
     }
 
-    /// The bytes at `path` (`None`: no such file), a recorded side read for it.
+    /// The bytes at `path` (`None`: no such file), a recorded side read for it, patched bytes
+    /// checked.
     fn bytes(&mut self, path: &Path) -> Result<Option<&[u8]>, Stop> {
         let Some(Some(held)) = self.files.get_mut(path) else { return Ok(None) };
-        if let Held::Side(_, side) = held {
-            *held = Held::Bytes(read_side(side, self.store)?, Some(side.sha256.clone()));
+        match held {
+            Held::Side(_, side) => *held = Held::Bytes(read_side(side, self.store)?, Some(side.sha256.clone())),
+            Held::Patched(_, bytes, side) => {
+                *held = Held::Bytes(checked(std::mem::take(bytes), side)?, Some(side.sha256.clone()));
+            }
+            Held::Bytes(..) => {}
         }
         match held {
             Held::Bytes(bytes, _) => Ok(Some(bytes)),
-            Held::Side(..) => Ok(None),
+            Held::Side(..) | Held::Patched(..) => Ok(None),
+        }
+    }
+
+    /// The bytes at `path` for the next patch of the chain: patched bytes as they are (the end
+    /// of the chain checks them).
+    fn patch_base(&mut self, path: &Path) -> Result<&[u8], Stop> {
+        if !matches!(self.files.get(path), Some(Some(Held::Patched(..)))) {
+            return Ok(self.bytes(path)?.unwrap_or_default());
+        }
+        match self.files.get(path) {
+            Some(Some(Held::Patched(_, bytes, _))) => Ok(bytes),
+            _ => Ok(&[]),
         }
     }
 
@@ -342,6 +367,9 @@ impl<'p> State<'p> {
             Some(Held::Bytes(bytes, hash)) => Ok((Some(bytes), hash)),
             // Read and checked against the side's hash.
             Some(Held::Side(entry_id, side)) => read_side(side, self.store)
+                .map(|bytes| (Some(bytes), Some(side.sha256.clone())))
+                .map_err(|why| (entry_id.to_string(), why)),
+            Some(Held::Patched(entry_id, bytes, side)) => checked(bytes, side)
                 .map(|bytes| (Some(bytes), Some(side.sha256.clone())))
                 .map_err(|why| (entry_id.to_string(), why)),
         }
@@ -361,7 +389,7 @@ impl<'p> State<'p> {
             return Ok(Held::Side(entry_id, side));
         }
         let base = match base {
-            Some(base) => self.bytes(base)?.unwrap_or_default(),
+            Some(base) => self.patch_base(base)?,
             None => b"",
         };
         let (Some(patch), Ok(base)) = (patch, std::str::from_utf8(base)) else {
@@ -370,7 +398,15 @@ impl<'p> State<'p> {
         let patched = patch::apply(base, patch, reverse).map(String::into_bytes).map_err(|conflict| {
             Stop::Refused(format!("its recorded patch does not apply: {}", conflict.description))
         })?;
-        Ok(Held::Bytes(patched, None))
+        Ok(Held::Patched(entry_id, patched, side))
+    }
+}
+
+/// `bytes`, which a recorded patch made to be `side`, when they are.
+fn checked(bytes: Vec<u8>, side: &Side) -> Result<Vec<u8>, Stop> {
+    match side.matches(&bytes) {
+        true => Ok(bytes),
+        false => Err(Stop::Refused("its recorded patch does not give the content its record names".to_string())),
     }
 }
 
@@ -408,7 +444,7 @@ fn replay_step<'p>(
         path: at.to_path_buf(),
         lines,
         reason,
-        change: change_diff(record.final_path(), from, to, store),
+        change: change_diff(record, from, to, reverse, store),
     };
     match (from, to) {
         (None, None) => Ok(None),
@@ -486,9 +522,19 @@ fn replay_step<'p>(
     }
 }
 
-/// The change from side `from` to side `to` (absent: no file) as a unified diff, when the record
-/// keeps both as text.
-fn change_diff(path: &str, from: &Option<Side>, to: &Option<Side>, store: &SideStore) -> Option<String> {
+/// The change from side `from` to side `to` (absent: no file) of `record` as a unified diff: of
+/// the texts, or of the patch when the record keeps one instead (`reverse`: undone).
+fn change_diff(
+    record: &FileRecord,
+    from: &Option<Side>,
+    to: &Option<Side>,
+    reverse: bool,
+    store: &SideStore,
+) -> Option<String> {
+    let path = record.final_path();
+    if let Some(hunks) = record.patch.as_deref().filter(|hunks| !hunks.is_empty()) {
+        return Some(patch::unified(path, hunks, reverse));
+    }
     let text = |side: &Option<Side>| match side {
         None => Some(String::new()),
         Some(side) => match side.content(store) {

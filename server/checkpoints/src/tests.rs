@@ -625,3 +625,80 @@ fn directories_a_deleted_file_leaves_empty_go_too_never_a_root_or_one_in_use() {
         std::fs::read_dir(s.root()).unwrap().map(|entry| entry.unwrap().file_name().into_string().unwrap()).collect();
     assert_eq!(names, ["kept"]);
 }
+
+/// A 400-line file and its three edits of one line each, far apart: each edit is kept as a patch.
+fn patched_edits() -> [String; 4] {
+    let text: String = (0..400).map(|n| format!("line {n}: some content\n")).collect();
+    let first = text.replace("line 100: some", "line 100: edited");
+    let second = first.replace("line 200: some", "line 200: edited");
+    let third = second.replace("line 300: some", "line 300: edited");
+    [text, first, second, third]
+}
+
+#[test]
+fn a_chain_of_patched_edits_is_undone_and_redone_exactly() {
+    let mut s = Scenario::new();
+    let texts = patched_edits();
+    let created = s.change(&[("f.rs", None, Some(texts[0].as_bytes()))]);
+    let mut last = created.clone();
+    for pair in texts.windows(2) {
+        last = s.change(&[("f.rs", Some(pair[0].as_bytes()), Some(pair[1].as_bytes()))]);
+    }
+    let size = std::fs::metadata(s.file.path()).unwrap().len() as usize;
+    assert!(size < texts[0].len() + 4_000, "the created file once, then a patch for each edit of one line: {size}");
+    s.checkout(&created);
+    assert_eq!(s.read("f.rs").unwrap(), texts[0].as_bytes());
+    s.file.navigate(&created, None).unwrap();
+    s.checkout(&last);
+    assert_eq!(s.read("f.rs").unwrap(), texts[3].as_bytes());
+}
+
+#[test]
+fn a_patch_that_does_not_give_its_recorded_side_is_found_at_the_end_of_the_chain() {
+    let mut s = Scenario::new();
+    let texts = patched_edits();
+    let created = s.change(&[("f.rs", None, Some(texts[0].as_bytes()))]);
+    s.change(&[("f.rs", Some(texts[0].as_bytes()), Some(texts[1].as_bytes()))]);
+    // The second edit's patch, changed: it still applies, but gives other text than its side.
+    let landed = Landed {
+        path: "f.rs".into(),
+        moved_to: None,
+        before: Some(texts[1].clone().into_bytes()),
+        after: Some(texts[2].clone().into_bytes()),
+    };
+    let mut record = FileChangeRecord::new("call", "edit", &[landed], &s.store()).unwrap();
+    let hunk = &mut record.files[0].patch.as_mut().unwrap()[0];
+    hunk.new = hunk.new.replace("line 200: edited", "line 200: EDITED");
+    s.file.append(EntryKind::Custom { custom_type: FILE_CHANGE.into(), data: Some(record.to_value()) }).unwrap();
+    let last = s.change(&[("f.rs", Some(texts[2].as_bytes()), Some(texts[3].as_bytes()))]);
+    s.file.navigate(&created, None).unwrap();
+    s.write("f.rs", texts[0].as_bytes());
+    check(&s, &last, expect!["f.rs refused: its recorded patch does not give the content its record names"]);
+    assert_eq!(s.read("f.rs").unwrap(), texts[0].as_bytes(), "nothing was written");
+}
+
+#[test]
+fn a_conflict_on_a_patched_edit_shows_the_change_to_make_by_hand() {
+    let mut s = Scenario::new();
+    let texts = patched_edits();
+    s.change(&[("f.rs", None, Some(texts[0].as_bytes()))]);
+    let first = s.change(&[("f.rs", Some(texts[0].as_bytes()), Some(texts[1].as_bytes()))]);
+    s.change(&[("f.rs", Some(texts[1].as_bytes()), Some(texts[2].as_bytes()))]);
+    s.write("f.rs", texts[2].replace("line 201: some", "line 201: mine").as_bytes());
+    let (_, outcomes) = s.outcomes(&first);
+    let Status::Conflict(info) = &outcomes[0].status else { panic!("{:?}", outcomes[0].status) };
+    expect![[r#"
+        --- a/f.rs
+        +++ b/f.rs
+        @@ -198,7 +198,7 @@
+         line 197: some content
+         line 198: some content
+         line 199: some content
+        -line 200: edited content
+        +line 200: some content
+         line 201: some content
+         line 202: some content
+         line 203: some content
+    "#]]
+    .assert_eq(info.change.as_deref().unwrap());
+}

@@ -249,12 +249,28 @@ impl Harness {
     }
 
     /// The files each tool call changed on the session's current path (its `reins.file_change`
-    /// entries), oldest first: what a replayed edit shows as its diff.
+    /// entries), oldest first: what a replayed edit shows as its diff. An edit kept as a patch
+    /// gets its texts where its file's other changes, or the file as it is now, give them.
     pub fn file_changes(&self, session_id: &str) -> Result<Vec<FileChangeRecord>, HarnessError> {
+        let (mut changes, cwd) = self.recorded_changes(session_id)?;
+        let workspace = self.options.workspace.clone();
+        let mut now = |recorded: &str| {
+            let full = cwd.join(recorded);
+            let real = workspace.resolve(full.to_str()?).ok()?;
+            std::fs::read(real).ok()
+        };
+        reins_checkpoints::rebuild_texts(&mut changes, &mut now);
+        Ok(changes)
+    }
+
+    /// The `reins.file_change` records of the session's current path, oldest first, and the
+    /// working directory their paths are relative to.
+    fn recorded_changes(&self, session_id: &str) -> Result<(Vec<FileChangeRecord>, PathBuf), HarnessError> {
         let session = self.session(session_id)?;
         let file = lock(session.file()?);
         let tree = file.tree();
-        let Some(leaf) = tree.leaf() else { return Ok(Vec::new()) };
+        let cwd = PathBuf::from(&tree.header().cwd);
+        let Some(leaf) = tree.leaf() else { return Ok((Vec::new(), cwd)) };
         // Only the `custom` entries of the path are parsed.
         let path = tree.path_to_root(leaf).map_err(session_error)?;
         let mut changes = Vec::new();
@@ -269,7 +285,7 @@ impl Harness {
                 changes.push(change);
             }
         }
-        Ok(changes)
+        Ok((changes, cwd))
     }
 
     /// The conversation so far, as the model sees it.

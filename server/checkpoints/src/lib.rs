@@ -24,7 +24,7 @@ pub use plan::{CommandRan, Direction, Plan, Step};
 pub use record::{COMMAND, CommandRecord, FILE_CHANGE, FileChangeRecord, FileRecord, Landed, Text, describe_files};
 pub use replay::{ConflictInfo, FileOutcome, Files, Status, replay};
 pub use store::{SideStore, sha256_hex, store_dir};
-pub use texts::rebuild_texts;
+pub use texts::{read_sized, rebuild_texts};
 
 /// What a restore says about a command that ran on the way.
 pub const UNTRACKED_WARNING: &str = "a command ran here; its effects on files were not tracked";

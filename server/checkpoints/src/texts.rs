@@ -5,6 +5,8 @@
 //! neighbours by their patches. A text is given to a side only when it hashes to the side.
 
 use std::collections::HashMap;
+use std::io::Read;
+use std::path::Path;
 
 use crate::patch;
 use crate::record::{FileChangeRecord, FileRecord, Side, Text};
@@ -19,15 +21,18 @@ enum Known {
 }
 
 /// Gives each patch-only side of `records` (oldest first, on one path of a session) its whole
-/// text where its chain holds one; `now` reads a recorded path's file as it is now (`None`: no
-/// such file, or not to be read), for the sides that end the chains.
-pub fn rebuild_texts(records: &mut [FileChangeRecord], now: &mut dyn FnMut(&str) -> Option<Vec<u8>>) {
+/// text where its chain holds one; `now` reads a recorded path's file as it is now when it has
+/// the given size (see [`read_sized`]), for the patch-only sides that end the chains.
+pub fn rebuild_texts(records: &mut [FileChangeRecord], now: &mut dyn FnMut(&str, u64) -> Option<Vec<u8>>) {
     // Back from the files as they are now.
     let mut known: HashMap<String, Known> = HashMap::new();
     for file in records.iter_mut().rev().flat_map(|record| record.files.iter_mut().rev()) {
-        let after = known.remove(file.final_path()).unwrap_or_else(|| match now(file.final_path()) {
-            Some(bytes) => String::from_utf8(bytes).map_or(Known::Unknown, Known::Text),
-            None => Known::Absent,
+        let after = known.remove(file.final_path()).unwrap_or_else(|| match &file.after {
+            Some(side) if side.text.is_none() && !side.stored => now(file.final_path(), side.size)
+                .and_then(|bytes| String::from_utf8(bytes).ok())
+                .map_or(Known::Unknown, Known::Text),
+            // Its own text, or none to give.
+            _ => Known::Unknown,
         });
         fill(&mut file.after, &after);
         let before = step(file, &file.after, &file.before, true);
@@ -41,8 +46,25 @@ pub fn rebuild_texts(records: &mut [FileChangeRecord], now: &mut dyn FnMut(&str)
         fill(&mut file.before, &before);
         let after = step(file, &file.before, &file.after, false);
         fill(&mut file.after, &after);
+        if file.moved_to.is_some() {
+            known.insert(file.path.clone(), Known::Absent);
+        }
         known.insert(file.final_path().to_string(), after);
     }
+}
+
+/// The bytes of the regular file at `path` when it is `size` bytes long, else `None`: a FIFO,
+/// a device or a file grown since is neither waited on nor read whole.
+pub fn read_sized(path: &Path, size: u64) -> Option<Vec<u8>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || meta.len() != size {
+        return None;
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(size).ok()?);
+    file.by_ref().take(size).read_to_end(&mut bytes).ok()?;
+    Some(bytes)
 }
 
 /// The text of side `to` of `file`, from its text or from side `from`'s by the patch (`reverse`:
@@ -123,7 +145,7 @@ mod tests {
         let texts = texts();
         let mut records = records(&texts, true);
         assert_eq!(shown(&records)[1], ["?", "?"], "an edit of one line keeps a patch");
-        rebuild_texts(&mut records, &mut |_| None);
+        rebuild_texts(&mut records, &mut |_, _| None);
         assert_eq!(shown(&records), [["(none)", "400"], ["400", "400"], ["400", "400"]]);
         let second = records[2].files[0].after.as_ref().unwrap().text.as_ref().unwrap().decode().unwrap();
         assert_eq!(second, texts[2]);
@@ -134,11 +156,26 @@ mod tests {
         let texts = texts();
         let mut records = records(&texts, false);
         let now = texts[2].clone();
-        rebuild_texts(&mut records, &mut |path| (path == "f.rs").then(|| now.clone().into_bytes()));
+        rebuild_texts(&mut records, &mut |path, _| (path == "f.rs").then(|| now.clone().into_bytes()));
         assert_eq!(shown(&records), [["400", "400"], ["400", "400"]]);
         // The user changed the file since: nothing is made up.
         let mut records = self::records(&texts, false);
-        rebuild_texts(&mut records, &mut |_| Some(b"other\n".to_vec()));
+        rebuild_texts(&mut records, &mut |_, _| Some(b"other\n".to_vec()));
         assert_eq!(shown(&records), [["?", "?"], ["?", "?"]]);
+    }
+
+    #[test]
+    fn only_a_regular_file_of_the_size_asked_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f.rs");
+        std::fs::write(&file, "four").unwrap();
+        assert_eq!(read_sized(&file, 4).as_deref(), Some(&b"four"[..]));
+        assert_eq!(read_sized(&file, 3), None, "another size");
+        assert_eq!(read_sized(dir.path(), 4096), None, "a directory");
+        assert_eq!(read_sized(&dir.path().join("none"), 0), None);
+        // A FIFO with no writer: opening it does not wait, and it is not read.
+        let fifo = dir.path().join("fifo");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        assert_eq!(read_sized(&fifo, 0), None);
     }
 }

@@ -254,10 +254,10 @@ impl Harness {
     pub fn file_changes(&self, session_id: &str) -> Result<Vec<FileChangeRecord>, HarnessError> {
         let (mut changes, cwd) = self.recorded_changes(session_id)?;
         let workspace = self.options.workspace.clone();
-        let mut now = |recorded: &str| {
+        let mut now = |recorded: &str, size: u64| {
             let full = cwd.join(recorded);
             let real = workspace.resolve(full.to_str()?).ok()?;
-            std::fs::read(real).ok()
+            reins_checkpoints::read_sized(&real, size)
         };
         reins_checkpoints::rebuild_texts(&mut changes, &mut now);
         Ok(changes)

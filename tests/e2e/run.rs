@@ -784,3 +784,35 @@ async fn continue_without_a_session_says_so_and_starts_one() {
     assert_eq!((run.code, run.stdout.trim()), (Some(0), "again"), "{}", run.stderr);
     assert!(!run.stderr.contains("no session"), "a session to continue is continued quietly: {}", run.stderr);
 }
+
+/// `--json` gathers the events of one wakeup into one write, but nothing waits behind a slow
+/// model: each delta is on stdout as it comes, not with the next one or at the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_events_go_out_as_the_model_streams() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let dir = workspace(&[]);
+    let server = ScriptedServer::start(vec![
+        Reply::text("First part. Second part.").with_chunk_chars(12).with_chunk_delay_ms(1500),
+    ])
+    .await;
+    let mut child = reins_command(Some(&server.base_url()), dir.path(), &["run", "--json", "--yes", "hello"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut deltas = Vec::new();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        let event: serde_json::Value = serde_json::from_str(&line).unwrap();
+        if event["type"] == "message_update" && event.to_string().contains("part.") {
+            deltas.push((std::time::Instant::now(), event.to_string()));
+        }
+    }
+    assert_eq!(child.wait().await.unwrap().code(), Some(0));
+    let [(first_at, first), (second_at, second)] = &deltas[..] else { panic!("two deltas expected: {deltas:?}") };
+    assert!(first.contains("First part.") && second.contains("Second part."), "{deltas:?}");
+    // The model sends the second part 1.5 s after the first.
+    let gap = second_at.duration_since(*first_at);
+    assert!(gap >= std::time::Duration::from_millis(700), "the first part waited for the second: {gap:?} apart");
+}

@@ -9,6 +9,7 @@
 mod checkout_cmd;
 mod cli;
 mod config_cmd;
+mod json_out;
 mod mcp_cmd;
 mod mcp_login;
 mod models_cmd;

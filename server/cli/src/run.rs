@@ -107,11 +107,16 @@ impl RunArgs {
 }
 
 pub fn main(args: RunArgs) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    // `--json` events wait for the runtime to have nothing left to do, then go out together.
+    crate::json_out::runs_here();
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().on_thread_park(crate::json_out::flush).build();
+    let runtime = match runtime {
         Ok(runtime) => runtime,
         Err(err) => return fail(&format!("cannot start the async runtime: {err}")),
     };
     let code = runtime.block_on(run(args));
+    crate::json_out::flush();
     // A prompt cancelled with the run may still be blocked reading the terminal on a thread of
     // its own; dropping the runtime would wait for that read (for the user to press Enter).
     runtime.shutdown_background();
@@ -395,26 +400,24 @@ fn tool_item(value: &str) -> Result<String, String> {
 }
 
 fn print_json_event(event: &AgentEvent) {
-    use std::io::Write;
     let line = reins_wire::to_string(&reins_wire::agent_event(event));
-    let mut stdout = std::io::stdout().lock();
-    // A closed pipe only means nobody is listening any more.
-    let _ = writeln!(stdout, "{line}").and_then(|_| stdout.flush());
+    // A tool may keep the run busy a while before it next waits: its start is shown at once.
+    crate::json_out::print(&line, matches!(event, AgentEvent::ToolExecutionStart { .. }));
 }
 
 /// What a built-in command said: a line of text, or one JSON object with `--json`.
 fn command_done(json: bool, session_id: &str, output: &str) -> ExitCode {
-    use std::io::Write;
     let line = match json {
         true => serde_json::json!({"type": "command_done", "sessionId": session_id, "output": output}).to_string(),
         false => reins_ai::visible(output).into_owned(),
     };
-    let mut stdout = std::io::stdout().lock();
-    let _ = writeln!(stdout, "{line}").and_then(|_| stdout.flush());
+    crate::json_out::print(&line, true);
     ExitCode::SUCCESS
 }
 
 fn fail(message: &str) -> ExitCode {
+    // The events before it come first.
+    crate::json_out::flush();
     // A provider's error text, a path: what fails may quote what a server or a file said.
     let one_line = message.lines().map(str::trim).collect::<Vec<_>>().join(" ");
     eprintln!("reins: {}", reins_ai::visible_line(&one_line));

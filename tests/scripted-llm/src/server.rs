@@ -42,7 +42,8 @@ pub struct RecordedRequest {
 #[derive(Default)]
 struct Shared {
     script: Mutex<VecDeque<Reply>>,
-    requests: Mutex<Vec<RecordedRequest>>,
+    /// Shared with the connection answering each: a body is not copied to be both kept and read.
+    requests: Mutex<Vec<Arc<RecordedRequest>>>,
     /// Anthropic's prompt cache, when the server plays it, and what each request read and wrote.
     prefix_cache: Mutex<Option<(PrefixCache, Vec<CacheUsage>)>>,
 }
@@ -85,7 +86,7 @@ impl ScriptedServer {
 
     /// Every request received so far, in arrival order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
-        lock(&self.shared.requests).clone()
+        lock(&self.shared.requests).iter().map(|request| RecordedRequest::clone(request)).collect()
     }
 
     /// The recorded chat-completions requests only.
@@ -163,7 +164,7 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
     // Read errors and write errors both end the connection; the client sees a closed socket.
     while let Ok(Some(request)) = http::read_request(&mut reader).await {
         let wants_close = request.header("connection").is_some_and(|value| value.eq_ignore_ascii_case("close"));
-        let recorded = record(&shared, &request);
+        let recorded = record(&shared, request);
         match respond(&mut writer, &shared, &recorded).await {
             Ok(AfterResponse::KeepOpen) if !wants_close => {}
             _ => return,
@@ -171,20 +172,20 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
     }
 }
 
-fn record(shared: &Shared, request: &HttpRequest) -> RecordedRequest {
+fn record(shared: &Shared, request: HttpRequest) -> Arc<RecordedRequest> {
     let body = if request.body.is_empty() {
         Value::Null
     } else {
         serde_json::from_slice(&request.body).unwrap_or(Value::Null)
     };
-    let recorded = RecordedRequest {
-        method: request.method.clone(),
-        path: request.path.clone(),
-        headers: request.headers.clone(),
+    let recorded = Arc::new(RecordedRequest {
+        method: request.method,
+        path: request.path,
+        headers: request.headers,
         body,
-        raw_body: request.body.clone(),
-    };
-    lock(&shared.requests).push(recorded.clone());
+        raw_body: request.body,
+    });
+    lock(&shared.requests).push(Arc::clone(&recorded));
     recorded
 }
 
@@ -223,8 +224,13 @@ async fn respond(writer: &mut OwnedWriteHalf, shared: &Shared, request: &Recorde
 /// Takes the next reply that fits the request (see [`Reply::when`]), counting down a repeated one.
 fn next_reply(shared: &Shared, request_body: &Value) -> Option<Reply> {
     let mut script = lock(&shared.script);
-    let body = request_body.to_string();
-    let index = script.iter().position(|reply| reply.when.as_ref().is_none_or(|text| body.contains(text.as_str())))?;
+    // The body as text only when a reply asks for something in it.
+    let body = script.iter().any(|reply| reply.when.is_some()).then(|| request_body.to_string());
+    let fits = |reply: &Reply| match (&reply.when, &body) {
+        (Some(text), Some(body)) => body.contains(text.as_str()),
+        _ => true,
+    };
+    let index = script.iter().position(fits)?;
     let reply = script.get_mut(index)?;
     if reply.repeat > 1 {
         reply.repeat -= 1;
@@ -354,29 +360,43 @@ async fn write_sse(
         ("Cache-Control", "no-cache".to_string()),
         ("Transfer-Encoding", "chunked".to_string()),
     ];
-    http::write_head(writer, 200, &headers).await?;
+    // Frames are gathered and sent together until a delay separates them: written one by one,
+    // back to back, each few hundred bytes made the client's read contend with the server's
+    // write for the socket (a provider's tokens come milliseconds apart, never like that).
+    let mut pending: Vec<u8> = Vec::new();
+    http::write_head(&mut pending, 200, &headers).await?;
     let line_end = if reply.crlf { "\r\n" } else { "\n" };
     let separator = if reply.no_space { ":" } else { ": " };
     for (sent, (name, payload)) in events.into_iter().enumerate() {
         if reply.cut_after_chunks == Some(sent) {
             // Closing without the last chunk leaves the chunked body incomplete: a real cut.
+            send(writer, &mut pending).await?;
             return Ok(AfterResponse::Close);
         }
-        if sent > 0 {
+        if sent > 0 && reply.chunk_delay_ms > 0 {
+            send(writer, &mut pending).await?;
             sleep_ms(reply.chunk_delay_ms).await;
         }
         if reply.keep_alive {
-            http::write_chunk(writer, format!(": keep-alive{line_end}{line_end}").as_bytes()).await?;
+            http::write_chunk(&mut pending, format!(": keep-alive{line_end}{line_end}").as_bytes()).await?;
         }
         let mut frame = String::new();
         if let Some(name) = name {
             frame.push_str(&format!("event{separator}{name}{line_end}"));
         }
         frame.push_str(&format!("data{separator}{payload}{line_end}{line_end}"));
-        http::write_chunk(writer, frame.as_bytes()).await?;
+        http::write_chunk(&mut pending, frame.as_bytes()).await?;
     }
-    http::write_last_chunk(writer).await?;
+    http::write_last_chunk(&mut pending).await?;
+    send(writer, &mut pending).await?;
     Ok(AfterResponse::KeepOpen)
+}
+
+/// Writes out and empties what `pending` gathered.
+async fn send(writer: &mut OwnedWriteHalf, pending: &mut Vec<u8>) -> io::Result<()> {
+    writer.write_all(pending).await?;
+    pending.clear();
+    writer.flush().await
 }
 
 /// Misbehaves as `fault` says. A write failing means the client hung up, which ends the fault.

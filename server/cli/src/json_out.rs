@@ -1,5 +1,5 @@
-//! Standard output of `reins run --json`: the events of one wakeup of the run go out in one
-//! write. A turn streams tens of deltas; written one by one, each cost the run a system call and
+//! Standard output of `reins run` (its `--json` events, and the line a built-in command
+//! answers with): the events of one wakeup of the run go out in one write. A turn streams tens of deltas; written one by one, each cost the run a system call and
 //! its reader a wakeup. What is gathered goes out before the run waits for anything (the
 //! runtime's park, [`flush`]), before a tool runs, when an event comes from another thread than
 //! the run's, and at the end.

@@ -150,7 +150,7 @@ impl Workspace for AcpWorkspace {
                 return Ok(TextFile { text, version: None });
             }
         }
-        self.disk.read_text(&path).await
+        self.disk.read_resolved(&path).await
     }
 
     async fn apply(&self, change: &FileChange) -> Result<(), WorkspaceError> {

@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::durable::sync_together;
 use crate::replay::FileOutcome;
-use crate::store::sha256_hex;
+use crate::store::{sha256_hex, sha256_of_file};
 
 const JOURNAL_FILE: &str = "journal.json";
 /// Version 1 journals kept every new content in this file of the journal.
@@ -246,7 +246,7 @@ impl Journal {
         };
         let share = self.files.len().div_ceil(MAX_THREADS).max(MIN_SHARE);
         let one = &one;
-        std::thread::scope(|scope| {
+        let written = std::thread::scope(|scope| {
             let mut shares = self.files.chunks(share);
             let first = shares.next().unwrap_or_default();
             let others: Vec<_> = shares
@@ -258,7 +258,14 @@ impl Journal {
                 written.extend(thread.join().unwrap_or_else(|_| lost()));
             }
             written
-        })
+        });
+        let deleted = self
+            .files
+            .iter()
+            .zip(&written)
+            .filter(|(file, written)| file.to.is_none() && matches!(written, Written::Done | Written::AlreadyDone));
+        remove_emptied_dirs(deleted.map(|(file, _)| file.path.as_path()), inside);
+        written
     }
 
     /// Puts one file in its new place, or says why not.
@@ -271,11 +278,8 @@ impl Journal {
         if !inside(&file.path) {
             return Ok(Written::Failed("it is outside the workspace".to_string()));
         }
-        let now = read(&file.path)?.map(|bytes| sha256_hex(&bytes));
+        let now = sha256_of_file(&file.path)?;
         if now == file.to {
-            if file.to.is_none() {
-                remove_emptied_dirs(&file.path, inside);
-            }
             return Ok(Written::AlreadyDone);
         }
         if now != file.from {
@@ -283,13 +287,10 @@ impl Journal {
         }
         let damaged = || Ok(Written::Failed("the journal's copy of its new content is damaged".to_string()));
         match (&file.temp, file.content, contents) {
-            (None, None, _) if file.to.is_none() => {
-                match std::fs::remove_file(&file.path) {
-                    Err(err) if err.kind() != io::ErrorKind::NotFound => return Err(err),
-                    _ => {}
-                }
-                remove_emptied_dirs(&file.path, inside);
-            }
+            (None, None, _) if file.to.is_none() => match std::fs::remove_file(&file.path) {
+                Err(err) if err.kind() != io::ErrorKind::NotFound => return Err(err),
+                _ => {}
+            },
             (Some(temp), _, None) => {
                 // Written and synced by this process, or read back after a kill: checked then,
                 // and only a plain file (never a link put in its place) takes the file's place.
@@ -388,28 +389,39 @@ fn unique_id() -> String {
     format!("{:016x}", hasher.finish())
 }
 
-/// Removes the directories above a deleted file that it leaves empty (as the agent's creation of
-/// the file made them), up to but not including a workspace root: a directory is removed only
-/// when it and its parent are inside the workspace.
-fn remove_emptied_dirs(deleted: &Path, inside: &dyn Fn(&Path) -> bool) {
-    let mut at = deleted.parent();
-    while let Some(dir) = at {
+/// Removes the directories above deleted files that they leave empty (as the agent's creation
+/// of the files made them), up to but not including a workspace root: a directory is removed
+/// only when it and its parent are inside the workspace. Each directory is tried once, after
+/// its files, deepest first (one failing `rmdir` per deleted file was most of an undo's calls).
+fn remove_emptied_dirs<'a>(deleted: impl Iterator<Item = &'a Path>, inside: &dyn Fn(&Path) -> bool) {
+    let mut dirs: Vec<&Path> = deleted.flat_map(|path| path.ancestors().skip(1)).collect();
+    dirs.sort_by(|a, b| b.components().count().cmp(&a.components().count()).then(a.cmp(b)));
+    dirs.dedup();
+    let mut kept: HashSet<&Path> = HashSet::new();
+    for dir in dirs {
         let below_a_root = dir.parent().is_some_and(inside) && inside(dir);
-        // `remove_dir` removes only an empty directory (and no symlink to one).
-        if !below_a_root || dir.is_symlink() || std::fs::remove_dir(dir).is_err() {
-            return;
+        // `remove_dir` removes only an empty directory (and no symlink to one); a directory
+        // left is not empty, nor is any above it.
+        if kept.contains(dir) || !below_a_root || dir.is_symlink() || std::fs::remove_dir(dir).is_err() {
+            kept.extend(dir.ancestors());
         }
-        at = dir.parent();
     }
 }
 
 /// The file's bytes, `None` when it does not exist.
 pub fn read(path: &Path) -> io::Result<Option<Vec<u8>>> {
-    match std::fs::read(path) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(err) => Err(err),
-    }
+    use std::io::Read;
+    let mut file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(err),
+    };
+    let size = file.metadata().map_or(0, |meta| meta.len());
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    // Through `Take`: `File`'s own `read_to_end` asks the size and position again to size a
+    // buffer that is sized already (a checkout reads every file it writes).
+    Read::by_ref(&mut file).take(u64::MAX).read_to_end(&mut bytes)?;
+    Ok(Some(bytes))
 }
 
 /// Writes `bytes` to the new file `temp` beside `path`, with the permissions `path` has (if it

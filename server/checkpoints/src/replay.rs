@@ -6,6 +6,7 @@
 //! Files that a recorded rename links are decided together: if one of them conflicts, none of
 //! them changes, so a move is never half undone.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -102,8 +103,9 @@ impl FileOutcome {
     }
 }
 
-/// What each file the plan touches is to hold, sorted by path.
-pub fn replay(plan: &Plan, files: &Files<'_>) -> Vec<FileOutcome> {
+/// What each file the plan touches is to hold, sorted by path. The files' contents move into
+/// the outcomes (a checkout of many files copied each of them twice).
+pub fn replay(plan: &Plan, mut files: Files<'_>) -> Vec<FileOutcome> {
     let mut shown: HashMap<PathBuf, String> = HashMap::new();
     let mut refused: BTreeMap<String, String> = BTreeMap::new();
     for recorded in plan.recorded_paths() {
@@ -119,7 +121,8 @@ pub fn replay(plan: &Plan, files: &Files<'_>) -> Vec<FileOutcome> {
             }
         }
     }
-    let located = |recorded: &str| files.resolved.get(recorded).and_then(|path| path.as_ref().ok()).cloned();
+    let resolved = std::mem::take(&mut files.resolved);
+    let located = |recorded: &str| resolved.get(recorded).and_then(|path| path.as_ref().ok()).cloned();
 
     // Files linked by a recorded rename form one group; a step with a refused path refuses its group.
     let mut groups = Groups::default();
@@ -144,7 +147,11 @@ pub fn replay(plan: &Plan, files: &Files<'_>) -> Vec<FileOutcome> {
     let mut outcomes = Vec::new();
     for (at, group) in groups.all() {
         let steps = steps_of.remove(&at).unwrap_or_default();
-        outcomes.extend(replay_group(&group, &steps, files, &shown, &located, &refused));
+        let start = outcomes.len();
+        outcomes.extend(replay_group(&group, &steps, &files, &shown, &located, &refused));
+        for outcome in &mut outcomes[start..] {
+            outcome.current = files.current.remove(&outcome.path).flatten();
+        }
     }
     for (recorded, reason) in refused {
         outcomes.push(FileOutcome {
@@ -171,7 +178,7 @@ fn replay_group(
     located: &dyn Fn(&str) -> Option<PathBuf>,
     refused: &BTreeMap<String, String>,
 ) -> Vec<FileOutcome> {
-    let current = |path: &Path| files.current.get(path).cloned().flatten();
+    let current = |path: &Path| files.current.get(path).and_then(Option::as_deref);
     // Each file as it is now is compared with the sides on its way, and its journal names it.
     let current_sha256: HashMap<&PathBuf, String> =
         group.iter().filter_map(|path| Some((path, sha256_hex(files.current.get(path)?.as_ref()?)))).collect();
@@ -179,7 +186,9 @@ fn replay_group(
         files: group
             .iter()
             .map(|path| {
-                (path.clone(), current(path).map(|bytes| Held::Bytes(bytes, current_sha256.get(path).cloned())))
+                let held =
+                    current(path).map(|bytes| Held::Bytes(Cow::Borrowed(bytes), current_sha256.get(path).cloned()));
+                (path.clone(), held)
             })
             .collect(),
         store: files.store,
@@ -253,8 +262,8 @@ fn replay_group(
                 }
                 Some((_, Stop::Refused(reason))) => Status::Refused(reason.clone()),
                 None => {
-                    let result = results.get(path).and_then(|(bytes, _)| bytes.as_ref());
-                    if result == current.as_ref() {
+                    let result = results.get(path).and_then(|(bytes, _)| bytes.as_deref());
+                    if result == current {
                         Status::Unchanged
                     } else if merged.contains(path) {
                         Status::Merged
@@ -265,13 +274,16 @@ fn replay_group(
             };
             let current_sha256 = current_sha256.get(path).cloned();
             let (result, result_sha256) = match status {
-                Status::Restored | Status::Merged => results.remove(path).unwrap_or_default(),
-                _ => (current.clone(), current_sha256.clone()),
+                Status::Restored | Status::Merged => {
+                    results.remove(path).map_or((None, None), |(bytes, hash)| (bytes.map(Cow::into_owned), hash))
+                }
+                _ => (current.map(<[u8]>::to_vec), current_sha256.clone()),
             };
             FileOutcome {
                 path: path.clone(),
                 shown: shown_of(path),
-                current,
+                // Moved in by the caller, once nothing borrows it.
+                current: None,
                 result,
                 current_sha256,
                 result_sha256,
@@ -284,22 +296,42 @@ fn replay_group(
 
 /// What a file holds as the replay goes.
 enum Held<'p> {
-    /// These bytes, with their SHA-256 once it is known.
-    Bytes(Vec<u8>, Option<String>),
+    /// These bytes (the file's own, until a step changes them), with their SHA-256 once it is
+    /// known.
+    Bytes(Cow<'p, [u8]>, Option<String>),
     /// Exactly the content of a recorded side (of the change recorded by the entry), not read
     /// yet. A file's chain of changes compares it with each side on the way, which their hashes
     /// do, so only the side it ends with is read (and checked against its hash then).
     Side(&'p str, &'p Side),
-    /// What the recorded patch of the entry made of the file holding the patch's other side:
-    /// the content of `side` if the record is sound. It is checked against the side's hash when
-    /// it is read or taken, not at each step: a file's chain of patches is hashed once, and a
-    /// patch that did not give its side is found at the end of the chain (whatever follows
-    /// from a wrong text cannot hash to the side it ends with).
-    Patched(&'p str, Vec<u8>, &'p Side),
+    /// What recorded patches make of the file: the content of the last one's side if the
+    /// records are sound.
+    Patched(Patched<'p>),
+}
+
+/// A chain of recorded patches, each made of the file holding its other side, applied only
+/// when the bytes are needed: a chain an undo ends by deleting the file is never applied (each
+/// step compares sides by their hashes). It is checked against the last side's hash when it is
+/// applied, not at each patch: a patch that did not give its side is found at the end of the
+/// chain (whatever follows from a wrong text cannot hash to the side it ends with).
+struct Patched<'p> {
+    /// What the first patch applies to.
+    base: Base<'p>,
+    /// Each patch in order: its entry, its hunks, whether it is undone.
+    patches: Vec<(&'p str, &'p [patch::PatchHunk], bool)>,
+    /// What the last patch gives.
+    side: &'p Side,
+}
+
+/// Where a chain of patches starts.
+enum Base<'p> {
+    /// No file (a creation redone by its patch).
+    Nothing,
+    Bytes(Cow<'p, [u8]>),
+    Side(&'p str, &'p Side),
 }
 
 /// What a file ends with (`None`: no file), with its SHA-256 when known.
-type Ended = (Option<Vec<u8>>, Option<String>);
+type Ended<'p> = (Option<Cow<'p, [u8]>>, Option<String>);
 
 /// The files of a group as the replay goes; `None`: no such file.
 struct State<'p> {
@@ -323,82 +355,111 @@ impl<'p> State<'p> {
             Some(Some(Held::Bytes(bytes, hash))) => {
                 bytes.len() as u64 == side.size && *hash.get_or_insert_with(|| sha256_hex(bytes)) == side.sha256
             }
-            Some(Some(Held::Side(_, held) | Held::Patched(_, _, held))) => {
+            Some(Some(Held::Side(_, held) | Held::Patched(Patched { side: held, .. }))) => {
                 held.size == side.size && held.sha256 == side.sha256
             }
             _ => false,
         }
     }
 
-    /// The bytes at `path` (`None`: no such file), a recorded side read for it, patched bytes
-    /// checked.
+    /// The bytes at `path` (`None`: no such file), a recorded side read for it, patches
+    /// applied and checked.
     fn bytes(&mut self, path: &Path) -> Result<Option<&[u8]>, Stop> {
         let Some(Some(held)) = self.files.get_mut(path) else { return Ok(None) };
         match held {
-            Held::Side(_, side) => *held = Held::Bytes(read_side(side, self.store)?, Some(side.sha256.clone())),
-            Held::Patched(_, bytes, side) => {
-                *held = Held::Bytes(checked(std::mem::take(bytes), side)?, Some(side.sha256.clone()));
+            Held::Side(_, side) => {
+                *held = Held::Bytes(Cow::Owned(read_side(side, self.store)?), Some(side.sha256.clone()));
+            }
+            Held::Patched(patched) => {
+                let side = patched.side;
+                let empty = Patched { base: Base::Nothing, patches: Vec::new(), side };
+                let bytes = std::mem::replace(patched, empty).apply(self.store).map_err(|(_, why)| why)?;
+                *held = Held::Bytes(Cow::Owned(bytes), Some(side.sha256.clone()));
             }
             Held::Bytes(..) => {}
         }
         match held {
-            Held::Bytes(bytes, _) => Ok(Some(bytes)),
+            Held::Bytes(bytes, _) => Ok(Some(&**bytes)),
             Held::Side(..) | Held::Patched(..) => Ok(None),
-        }
-    }
-
-    /// The bytes at `path` for the next patch of the chain: patched bytes as they are (the end
-    /// of the chain checks them).
-    fn patch_base(&mut self, path: &Path) -> Result<&[u8], Stop> {
-        if !matches!(self.files.get(path), Some(Some(Held::Patched(..)))) {
-            return Ok(self.bytes(path)?.unwrap_or_default());
-        }
-        match self.files.get(path) {
-            Some(Some(Held::Patched(_, bytes, _))) => Ok(bytes),
-            _ => Ok(&[]),
         }
     }
 
     /// What the file at `path` ends with, with its hash when known; the error names the entry
     /// whose side cannot be read.
-    fn take(&mut self, path: &Path) -> Result<Ended, (String, Stop)> {
+    fn take(&mut self, path: &Path) -> Result<Ended<'p>, (String, Stop)> {
         match self.files.remove(path).flatten() {
             None => Ok((None, None)),
             Some(Held::Bytes(bytes, hash)) => Ok((Some(bytes), hash)),
             // Read and checked against the side's hash.
             Some(Held::Side(entry_id, side)) => read_side(side, self.store)
-                .map(|bytes| (Some(bytes), Some(side.sha256.clone())))
+                .map(|bytes| (Some(Cow::Owned(bytes)), Some(side.sha256.clone())))
                 .map_err(|why| (entry_id.to_string(), why)),
-            Some(Held::Patched(entry_id, bytes, side)) => checked(bytes, side)
-                .map(|bytes| (Some(bytes), Some(side.sha256.clone())))
-                .map_err(|why| (entry_id.to_string(), why)),
+            Some(Held::Patched(patched)) => {
+                let hash = patched.side.sha256.clone();
+                patched.apply(self.store).map(|bytes| (Some(Cow::Owned(bytes)), Some(hash)))
+            }
         }
     }
 
     /// What a file is to hold as `side`, when it holds exactly the other side at `base` (`None`:
-    /// nothing): the side itself, to read when needed, or the record's patch applied to it.
+    /// nothing): the side itself, to read when needed, or the record's patch, to apply to what
+    /// the file holds at `base` when needed (which it takes from there).
     fn becomes(
         &mut self,
         entry_id: &'p str,
         side: &'p Side,
-        patch: Option<&[patch::PatchHunk]>,
+        patch: Option<&'p [patch::PatchHunk]>,
         base: Option<&Path>,
         reverse: bool,
     ) -> Result<Held<'p>, Stop> {
         if side.text.is_some() || side.stored {
             return Ok(Held::Side(entry_id, side));
         }
-        let base = match base {
-            Some(base) => self.patch_base(base)?,
-            None => b"",
-        };
-        let (Some(patch), Ok(base)) = (patch, std::str::from_utf8(base)) else {
+        let Some(patch) = patch else {
             return Err(Stop::Refused("its record holds neither its content nor a patch".to_string()));
         };
-        let patched = patch::apply(base, patch, reverse).map(String::into_bytes).map_err(|conflict| {
-            Stop::Refused(format!("its recorded patch does not apply: {}", conflict.description))
-        })?;
-        Ok(Held::Patched(entry_id, patched, side))
+        let base = match base.and_then(|base| self.files.remove(base)).flatten() {
+            None => Base::Nothing,
+            Some(Held::Bytes(bytes, _)) => Base::Bytes(bytes),
+            Some(Held::Side(entry_id, side)) => Base::Side(entry_id, side),
+            Some(Held::Patched(mut chain)) => {
+                chain.patches.push((entry_id, patch, reverse));
+                chain.side = side;
+                return Ok(Held::Patched(chain));
+            }
+        };
+        Ok(Held::Patched(Patched { base, patches: vec![(entry_id, patch, reverse)], side }))
+    }
+}
+
+impl Patched<'_> {
+    /// The chain's bytes, checked against the last side's hash; the error names the entry whose
+    /// patch or side is at fault.
+    fn apply(self, store: &SideStore) -> Result<Vec<u8>, (String, Stop)> {
+        let first = self.patches.first().map_or("", |(entry_id, ..)| entry_id).to_string();
+        let not_text = || Stop::Refused("its record holds neither its content nor a patch".to_string());
+        let mut text: Cow<'_, str> = match self.base {
+            Base::Nothing => Cow::Borrowed(""),
+            Base::Bytes(Cow::Borrowed(bytes)) => {
+                Cow::Borrowed(std::str::from_utf8(bytes).map_err(|_| (first.clone(), not_text()))?)
+            }
+            Base::Bytes(Cow::Owned(bytes)) => {
+                Cow::Owned(String::from_utf8(bytes).map_err(|_| (first.clone(), not_text()))?)
+            }
+            Base::Side(entry_id, side) => Cow::Owned(
+                read_side(side, store)
+                    .and_then(|bytes| String::from_utf8(bytes).map_err(|_| not_text()))
+                    .map_err(|why| (entry_id.to_string(), why))?,
+            ),
+        };
+        let last = self.patches.last().map_or("", |(entry_id, ..)| entry_id).to_string();
+        for (entry_id, hunks, reverse) in self.patches {
+            text = Cow::Owned(patch::apply(&text, hunks, reverse).map_err(|conflict| {
+                let why = Stop::Refused(format!("its recorded patch does not apply: {}", conflict.description));
+                (entry_id.to_string(), why)
+            })?);
+        }
+        checked(text.into_owned().into_bytes(), self.side).map_err(|why| (last, why))
     }
 }
 
@@ -473,7 +534,7 @@ fn replay_step<'p>(
             let merged = merge_into(from, &[], record.patch.as_deref(), now, reverse, store)
                 .map_err(|(lines, reason)| overlapping(from_at, lines, reason))?;
             let merged_at = (!merged.is_empty()).then(|| from_at.to_path_buf());
-            state.set(from_at, (!merged.is_empty()).then_some(Held::Bytes(merged, None)));
+            state.set(from_at, (!merged.is_empty()).then_some(Held::Bytes(Cow::Owned(merged), None)));
             Ok(merged_at)
         }
         // The content changes (and moves from `from_at` to `to_at` for a rename).
@@ -511,7 +572,7 @@ fn replay_step<'p>(
                     store,
                 )
                 .map_err(|(lines, reason)| overlapping(from_at, lines, reason))?;
-                (Some(Held::Bytes(merged, None)), true)
+                (Some(Held::Bytes(Cow::Owned(merged), None)), true)
             };
             if moving {
                 state.set(from_at, None);

@@ -78,7 +78,37 @@ pub fn store_dir(session: &Path) -> PathBuf {
 
 /// Hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
+    hex(&Sha256::digest(bytes))
+}
+
+/// Hex SHA-256 of the file at `path`, read through a buffer on the stack (a checkout hashes
+/// every file it writes, and reading each whole into fresh memory cost more than the hash);
+/// `None` when there is no such file. Anything but a regular file (a FIFO put there) is an
+/// error, never waited on.
+pub fn sha256_of_file(path: &Path) -> std::io::Result<Option<String>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path) {
+        Ok(file) => file,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(err),
+    };
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("it is not a regular file"));
+    }
+    let mut hasher = Sha256::new();
+    let mut buffer = [0u8; 16 * 1024];
+    loop {
+        match file.read(&mut buffer) {
+            Ok(0) => return Ok(Some(hex(&hasher.finalize()))),
+            Ok(read) => hasher.update(&buffer[..read]),
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(err),
+        }
+    }
+}
+
+fn hex(digest: &[u8]) -> String {
     let mut hex = String::with_capacity(64);
     for byte in digest.iter() {
         hex.push(char::from_digit(u32::from(byte >> 4), 16).unwrap_or('0'));

@@ -112,7 +112,7 @@ impl Scenario {
             .map(|path| (path.clone(), read(path).unwrap()))
             .collect();
         let store = self.store();
-        let outcomes = replay(&plan, &Files { resolved, current, store: &store });
+        let outcomes = replay(&plan, Files { resolved, current, store: &store });
         // The hashes the replay hands the journal are those of the contents, wherever known,
         // and a file that is there always has its own.
         for outcome in &outcomes {
@@ -701,4 +701,57 @@ fn a_conflict_on_a_patched_edit_shows_the_change_to_make_by_hand() {
          line 203: some content
     "#]]
     .assert_eq(info.change.as_deref().unwrap());
+}
+
+/// Records texts[1] → texts[2] with a patch whose new side is no longer the record's: undone,
+/// it cannot be found in the file.
+fn land_a_damaged_patch(s: &mut Scenario, texts: &[String; 4]) {
+    let landed = Landed {
+        path: "f.rs".into(),
+        moved_to: None,
+        before: Some(texts[1].clone().into_bytes()),
+        after: Some(texts[2].clone().into_bytes()),
+    };
+    std::fs::write(s.root().join("f.rs"), &texts[2]).unwrap();
+    let mut record = FileChangeRecord::new("call", "edit", &[landed], &s.store()).unwrap();
+    let hunk = &mut record.files[0].patch.as_mut().unwrap()[0];
+    hunk.new = hunk.new.replace("line 200: edited", "line 200: not what was written");
+    s.file.append(EntryKind::Custom { custom_type: FILE_CHANGE.into(), data: Some(record.to_value()) }).unwrap();
+}
+
+#[test]
+fn an_undo_that_ends_by_deleting_a_file_applies_none_of_its_patches() {
+    let mut s = Scenario::new();
+    let start = s.file.leaf().unwrap().to_string();
+    let texts = patched_edits();
+    s.change(&[("f.rs", None, Some(texts[0].as_bytes()))]);
+    let first = s.change(&[("f.rs", Some(texts[0].as_bytes()), Some(texts[1].as_bytes()))]);
+    land_a_damaged_patch(&mut s, &texts);
+    s.change(&[("f.rs", Some(texts[2].as_bytes()), Some(texts[3].as_bytes()))]);
+    // Each side is compared by its hash on the way, and the file goes: no patch is needed.
+    check(&s, &start, expect![[r#"f.rs delete (none) (4 changes)"#]]);
+    // Undone only to the first edit, the damaged patch is applied, and refused by name.
+    let (_, outcomes) = s.outcomes(&first);
+    let Status::Refused(reason) = &outcomes[0].status else { panic!("{:?}", outcomes[0].status) };
+    assert!(reason.starts_with("its recorded patch does not apply: the lines the change was made at"), "{reason}");
+    s.checkout(&start);
+    assert_eq!(s.read("f.rs"), None);
+}
+
+#[test]
+fn a_fifo_put_in_a_files_place_after_the_plan_fails_its_file_and_is_never_waited_on() {
+    let mut s = Scenario::new();
+    let start = s.file.leaf().unwrap().to_string();
+    s.change(&[("a.txt", None, Some(b"a\n")), ("b.txt", None, Some(b"b\n"))]);
+    let (_, outcomes) = s.outcomes(&start);
+    let journal = Journal::write(s.file.path(), &start, &outcomes, &|_: &Path| true).unwrap();
+    let fifo = s.root().join("a.txt");
+    std::fs::remove_file(&fifo).unwrap();
+    let name = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: `name` is a NUL-terminated path that lives for the call.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+    let written = journal.apply(&|_: &Path| true);
+    assert_eq!(written, [Written::Failed("it is not a regular file".to_string()), Written::Done]);
+    assert!(std::fs::symlink_metadata(&fifo).is_ok(), "what is not the agent's file is left alone");
+    assert_eq!(s.read("b.txt"), None);
 }

@@ -121,6 +121,10 @@ impl Workspace for RecordingWorkspace {
         self.inner.read_text(path).await
     }
 
+    async fn read_texts(&self, paths: &[&Path]) -> Vec<Result<TextFile, WorkspaceError>> {
+        self.inner.read_texts(paths).await
+    }
+
     async fn apply(&self, change: &FileChange) -> Result<(), WorkspaceError> {
         self.inner.apply(change).await?;
         self.recorder.landed(std::slice::from_ref(change));

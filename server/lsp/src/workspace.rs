@@ -391,7 +391,26 @@ impl Workspace for EditorWorkspace {
         if let Some(document) = lock(&self.documents).by_path(&path) {
             return Ok(TextFile { text: document.text(), version: Some(document.version) });
         }
-        disk.read_text(&path).await
+        disk.read_resolved(&path).await
+    }
+
+    async fn read_texts(&self, paths: &[&Path]) -> Vec<Result<TextFile, WorkspaceError>> {
+        let disk = self.disk();
+        let mut texts = Vec::with_capacity(paths.len());
+        for real in disk.resolve_all(paths) {
+            let open = real.as_ref().ok().and_then(|real| {
+                let document = lock(&self.documents);
+                document
+                    .by_path(real)
+                    .map(|document| TextFile { text: document.text(), version: Some(document.version) })
+            });
+            texts.push(match (real, open) {
+                (_, Some(open)) => Ok(open),
+                (Ok(real), None) => disk.read_resolved(&real).await,
+                (Err(err), None) => Err(err),
+            });
+        }
+        texts
     }
 
     async fn apply(&self, change: &FileChange) -> Result<(), WorkspaceError> {

@@ -74,6 +74,24 @@ impl FsWorkspace {
     fn under_roots(&self, path: &Path) -> bool {
         self.roots.iter().any(|root| path.starts_with(root))
     }
+
+    /// The text of a file whose path [`FsWorkspace::resolve_path`] just gave: a workspace that
+    /// checks its buffers first has resolved the path already, and resolving it again costs a
+    /// `readlink` per component.
+    pub async fn read_resolved(&self, real: &Path) -> Result<TextFile, WorkspaceError> {
+        let bytes = read_file(real).await?.ok_or_else(|| WorkspaceError::NotFound(real.to_path_buf()))?;
+        let text = String::from_utf8(bytes).map_err(|_| WorkspaceError::Io {
+            path: real.to_path_buf(),
+            reason: "is a binary or non-UTF-8 file; only UTF-8 text files can be read".to_string(),
+        })?;
+        Ok(TextFile { text, version: None })
+    }
+
+    /// Each of `paths` resolved, in order, the directories they share resolved once.
+    pub fn resolve_all(&self, paths: &[&Path]) -> Vec<Result<PathBuf, WorkspaceError>> {
+        let mut dirs = RealDirs::new();
+        paths.iter().map(|path| self.resolve_with(path, Some(&mut dirs))).collect()
+    }
 }
 
 #[async_trait]
@@ -103,13 +121,18 @@ impl Workspace for FsWorkspace {
     }
 
     async fn read_text(&self, path: &Path) -> Result<TextFile, WorkspaceError> {
-        let path = self.resolve_path(path)?;
-        let bytes = read_file(&path).await?.ok_or_else(|| WorkspaceError::NotFound(path.clone()))?;
-        let text = String::from_utf8(bytes).map_err(|_| WorkspaceError::Io {
-            path: path.clone(),
-            reason: "is a binary or non-UTF-8 file; only UTF-8 text files can be read".to_string(),
-        })?;
-        Ok(TextFile { text, version: None })
+        self.read_resolved(&self.resolve_path(path)?).await
+    }
+
+    async fn read_texts(&self, paths: &[&Path]) -> Vec<Result<TextFile, WorkspaceError>> {
+        let mut texts = Vec::with_capacity(paths.len());
+        for real in self.resolve_all(paths) {
+            texts.push(match real {
+                Ok(real) => self.read_resolved(&real).await,
+                Err(err) => Err(err),
+            });
+        }
+        texts
     }
 
     async fn apply(&self, change: &FileChange) -> Result<(), WorkspaceError> {
@@ -256,7 +279,9 @@ fn read_small(path: &Path) -> Option<io::Result<Vec<u8>>> {
     match file.metadata() {
         Ok(metadata) if metadata.is_file() && metadata.len() <= READ_IN_PLACE_BYTES => {
             let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0));
-            Some(file.read_to_end(&mut bytes).map(|_| bytes))
+            // Through `Take`: `File`'s own `read_to_end` asks the size and position again (two
+            // more system calls) to size the buffer, which is sized already.
+            Some(Read::by_ref(&mut file).take(u64::MAX).read_to_end(&mut bytes).map(|_| bytes))
         }
         Ok(_) => None,
         Err(err) => Some(Err(err)),
@@ -387,6 +412,32 @@ mod tests {
         assert!(read_small(&fifo).is_none());
         std::fs::write(dir.path().join("small"), "one\n").unwrap();
         assert_eq!(read_small(&dir.path().join("small")).unwrap().unwrap(), b"one\n");
+    }
+
+    #[tokio::test]
+    async fn many_files_read_together_answer_each_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        std::fs::write(dir.path().join("src/a.rs"), "a\n").unwrap();
+        std::fs::write(dir.path().join("src/b.rs"), "b\n").unwrap();
+        std::fs::write(dir.path().join("src/bin"), [0xff, 0xfe]).unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "no\n").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret"), dir.path().join("src/link")).unwrap();
+        let workspace = FsWorkspace::new(vec![dir.path().to_path_buf()]).unwrap();
+        let paths = ["src/b.rs", "src/gone.rs", "src/a.rs", "src/link", "src/bin"].map(Path::new);
+        let texts = workspace.read_texts(&paths).await;
+        let shown: Vec<String> = texts
+            .iter()
+            .map(|text| match text {
+                Ok(file) => file.text.clone(),
+                Err(WorkspaceError::NotFound(_)) => "not found".to_string(),
+                Err(WorkspaceError::OutsideRoots { .. }) => "outside".to_string(),
+                Err(WorkspaceError::Io { reason, .. }) => reason.split(';').next().unwrap().to_string(),
+                Err(other) => other.to_string(),
+            })
+            .collect();
+        assert_eq!(shown, ["b\n", "not found", "a\n", "outside", "is a binary or non-UTF-8 file"]);
     }
 
     #[tokio::test]

@@ -83,6 +83,16 @@ pub trait Workspace: Send + Sync {
     /// Reads a file's text: the open buffer if there is one, else the disk.
     async fn read_text(&self, path: &Path) -> Result<TextFile, WorkspaceError>;
 
+    /// [`Workspace::read_text`] of many files, in order: a checkout's files, where an
+    /// implementation can resolve the directories they share once instead of per path.
+    async fn read_texts(&self, paths: &[&Path]) -> Vec<Result<TextFile, WorkspaceError>> {
+        let mut texts = Vec::with_capacity(paths.len());
+        for path in paths {
+            texts.push(self.read_text(path).await);
+        }
+        texts
+    }
+
     /// Applies a whole-file change. Implementations check `change.version`/`change.before`
     /// against the current text and answer `Stale` rather than overwrite newer text.
     async fn apply(&self, change: &FileChange) -> Result<(), WorkspaceError>;

@@ -57,7 +57,7 @@ fn run(reins: &Path) -> Result<bool, String> {
             .map(|p| (workspace.join(p), std::fs::read(workspace.join(p)).ok()))
             .collect();
         let store = SideStore::default();
-        let outcomes = replay(&plan, &Files { resolved, current, store: &store });
+        let outcomes = replay(&plan, Files { resolved, current, store: &store });
         in_process.push(began.elapsed());
         if outcomes.len() != FILES || plan.steps.len() != changes {
             return Err(format!("the plan has {} steps over {} files", plan.steps.len(), outcomes.len()));

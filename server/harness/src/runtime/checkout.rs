@@ -266,26 +266,34 @@ impl Harness {
             let plan = Plan::between(tree, tree.leaf(), entry_id).map_err(session_error)?;
             (plan, PathBuf::from(&tree.header().cwd), SideStore::of_session(file.path()))
         };
-        let mut resolved = HashMap::new();
-        let mut current = HashMap::new();
         let recorded_paths = plan.recorded_paths();
-        for (recorded, path) in recorded_paths.iter().zip(self.resolve_recorded(&cwd, &recorded_paths)) {
-            if let Ok(path) = &path
-                && !current.contains_key(path)
-            {
-                match self.read_current(path).await {
-                    Ok(bytes) => {
-                        current.insert(path.clone(), bytes);
-                    }
-                    Err(reason) => {
-                        resolved.insert(recorded.to_string(), Err(reason));
-                        continue;
-                    }
+        let paths = self.resolve_recorded(&cwd, &recorded_paths);
+        let mut unique: Vec<&Path> = paths.iter().filter_map(|path| path.as_deref().ok()).collect();
+        unique.sort();
+        unique.dedup();
+        let mut current = HashMap::new();
+        let mut unreadable: HashMap<&Path, String> = HashMap::new();
+        for (path, read) in unique.iter().zip(self.read_current(&unique).await) {
+            match read {
+                Ok(bytes) => {
+                    current.insert(path.to_path_buf(), bytes);
+                }
+                Err(reason) => {
+                    unreadable.insert(path, reason);
                 }
             }
+        }
+        let mut resolved = HashMap::new();
+        for (recorded, path) in recorded_paths.iter().zip(&paths) {
+            let path = match path {
+                Ok(path) => {
+                    unreadable.get(path.as_path()).map_or_else(|| Ok(path.clone()), |reason| Err(reason.clone()))
+                }
+                Err(reason) => Err(reason.clone()),
+            };
             resolved.insert(recorded.to_string(), path);
         }
-        let files = replay(&plan, &Files { resolved, current, store: &store });
+        let files = replay(&plan, Files { resolved, current, store: &store });
         for unreadable in &plan.unreadable {
             tracing::warn!("session {session_id}: a checkpoint entry cannot be read: {unreadable}");
         }
@@ -318,9 +326,11 @@ impl Harness {
         full.iter().map(each).collect()
     }
 
-    /// A file's content now: the open buffer, else the disk; `None` when there is no such file.
-    async fn read_current(&self, path: &Path) -> Result<Option<Vec<u8>>, String> {
-        match self.options.workspace.read_text(path).await {
+    /// Each file's content now, in order: the open buffer, else the disk; `None` when there is
+    /// no such file.
+    async fn read_current(&self, paths: &[&Path]) -> Vec<Result<Option<Vec<u8>>, String>> {
+        let texts = self.options.workspace.read_texts(paths).await;
+        let each = |(path, text): (&&Path, Result<reins_tools::TextFile, WorkspaceError>)| match text {
             Ok(file) => Ok(Some(file.text.into_bytes())),
             Err(WorkspaceError::NotFound(_)) => Ok(None),
             // Not text: its bytes, from the disk.
@@ -328,7 +338,8 @@ impl Harness {
                 reins_checkpoints::read(path).map_err(|err| format!("it cannot be read: {err}"))
             }
             Err(err) => Err(format!("it cannot be read: {err}")),
-        }
+        };
+        paths.iter().zip(texts).map(each).collect()
     }
 }
 

@@ -42,7 +42,10 @@ async fn background_processes_run_on_while_the_tool_lives_and_end_with_it() {
         [Processes the command started still run in the background; they end when reins ends.]"#]]
     .assert_eq(&outcome(run(&tool, &arguments).await));
     let lines = ["sleep 30.4", "sleep 30.5", "sleep 30.6", "sleep 30.7"];
-    let pids: Vec<i32> = lines.iter().map(|line| running(line).unwrap_or_else(|| panic!("{line} ended"))).collect();
+    let mut pids = Vec::new();
+    for line in lines {
+        pids.push(wait_until_running(line).await.unwrap_or_else(|| panic!("{line} ended")));
+    }
     // Another command does not end them.
     assert_eq!(outcome(run(&tool, r#"{"command": "echo again"}"#).await), "again\n");
     assert!(pids.iter().all(|&pid| !has_ended(pid)));
@@ -50,6 +53,18 @@ async fn background_processes_run_on_while_the_tool_lives_and_end_with_it() {
     for (pid, line) in pids.iter().zip(lines) {
         assert!(wait_until_ended(*pid).await, "{line} outlived the tool");
     }
+}
+
+/// Waits up to two seconds for a process running exactly `command_line`: `nohup` and `setsid`
+/// start the command after the tool has answered, so it may not run yet when it answers.
+async fn wait_until_running(command_line: &str) -> Option<i32> {
+    for _ in 0..40 {
+        if let Some(pid) = running(command_line) {
+            return Some(pid);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    None
 }
 
 /// Waits up to two seconds for `pid` to end.

@@ -43,7 +43,6 @@ pub(crate) fn next_call_cost(model: &Model, system_prompt: &str, tools: &[ToolSp
     per_million(cached as f64, cached_price) + per_million(new, new_price) + per_million(output as f64, prices.output)
 }
 
-/// The characters a message adds to a prompt: its text, tool calls and results.
 /// The error for a request whose conversation alone is, by the estimate of [`next_call_cost`]
 /// (characters / 4), over the model's context window: the provider would refuse it anyway, after
 /// it was sent whole. The system prompt and the tools are left out of the count, so an estimate
@@ -62,6 +61,7 @@ pub(crate) fn over_window(request: &Request) -> Option<ProviderError> {
     })
 }
 
+/// The characters a message adds to a prompt (counted as bytes): its text, tool calls and results.
 fn message_chars(message: &Message) -> usize {
     let content = match message {
         Message::User(user) => &user.content,
@@ -73,7 +73,7 @@ fn message_chars(message: &Message) -> usize {
         .map(|block| match block {
             Content::Text { text } => text.len(),
             Content::Thinking { thinking, .. } => thinking.len(),
-            Content::ToolCall(call) => call.name.len() + call.arguments.to_string().len(),
+            Content::ToolCall(call) => call.name.len() + call.arguments_size().bytes,
             // Images are priced by the provider's own rules; a megapixel is about 1,600 tokens.
             Content::Image { .. } => 1600 * CHARS_PER_TOKEN,
         })

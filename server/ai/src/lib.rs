@@ -22,8 +22,8 @@ mod visible;
 pub use anthropic::{Anthropic, REDACTED_THINKING_PREFIX};
 pub use http_client::{http_client, install_tls};
 pub use message::{
-    AssistantMessage, Content, Cost, Message, ProviderError, ProviderErrorKind, StopReason, Timestamp, ToolCall,
-    ToolResultMessage, Usage, UserMessage, now_ms,
+    AssistantMessage, Content, Cost, Message, ProviderError, ProviderErrorKind, StopReason, TextSize, Timestamp,
+    ToolCall, ToolResultMessage, Usage, UserMessage, now_ms,
 };
 pub use model::{Compat, Efforts, Model, Prices, ThinkingLevel, takes_images};
 pub use openai::OpenAiCompatible;

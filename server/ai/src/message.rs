@@ -190,6 +190,37 @@ impl AssistantMessage {
     }
 }
 
+impl ToolCall {
+    /// The size of the arguments as JSON text (`arguments.to_string()`), measured without
+    /// writing it out: the estimates before each model call measure every past call again.
+    pub fn arguments_size(&self) -> TextSize {
+        let mut size = TextSize::default();
+        // Writing to a counter fails never; a value that cannot be written counts as empty.
+        let _ = serde_json::to_writer(&mut size, &self.arguments);
+        size
+    }
+}
+
+/// The length of a text, in bytes and in characters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TextSize {
+    pub bytes: usize,
+    pub chars: usize,
+}
+
+impl std::io::Write for TextSize {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.bytes += buf.len();
+        // Each character has one byte that is not a continuation byte, wherever the writes split.
+        self.chars += buf.iter().filter(|&&byte| byte & 0xC0 != 0x80).count();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 impl ToolResultMessage {
     pub fn text(&self) -> String {
         join_text(&self.content)
@@ -218,5 +249,23 @@ impl Usage {
         self.cost.cache_read += other.cost.cache_read;
         self.cost.cache_write += other.cost.cache_write;
         self.cost.total += other.cost.total;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_arguments_size_is_that_of_their_json_text() {
+        let calls =
+            [json!({}), json!({"path": "ä/日本.txt", "quote": "\"\n\u{1}", "n": [1, 2.5, null]}), json!("{raw")];
+        for arguments in calls {
+            let text = arguments.to_string();
+            let call = ToolCall { id: "c".into(), name: "read".into(), arguments };
+            assert_eq!(call.arguments_size(), TextSize { bytes: text.len(), chars: text.chars().count() }, "{text}");
+        }
     }
 }

@@ -11,6 +11,7 @@
 //! that goes on far past the call's output limit is cut. A success status whose body is not an
 //! event stream (an HTML page, a JSON body, nothing) is reported as what it is.
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use reqwest::header::{CONTENT_TYPE, HeaderMap, RETRY_AFTER};
@@ -47,8 +48,12 @@ pub struct ClientOptions {
 pub(crate) struct Transport {
     api_key: ApiKey,
     options: ClientOptions,
-    /// `Err` holds why the HTTP client could not be built; every call then reports it.
-    client: Result<reqwest::Client, String>,
+    /// The clients for `https://` and for `http://` URLs, each built at its first call: loading
+    /// the system's certificates takes milliseconds (a directory of them is read file by file),
+    /// and a local server on `http://` needs none. `Err` holds why a client could not be built;
+    /// every call that needs it then reports it.
+    secure: OnceLock<Result<reqwest::Client, String>>,
+    plain: OnceLock<Result<reqwest::Client, String>>,
 }
 
 /// One streaming call: where, with which headers and body, and how to read an error response.
@@ -123,6 +128,8 @@ const CAP_EVENTS_PER_TOKEN: usize = 8;
 const CAP_MIN_TOKENS: u64 = 4096;
 /// The limit the cap assumes when the request has none: larger than any model's.
 const CAP_UNKNOWN_TOKENS: u64 = 256 * 1024;
+/// Redirects followed, as reqwest's default policy does.
+const MAX_REDIRECTS: usize = 10;
 /// How much of a body that is not an event stream is kept to quote in the error.
 const HEAD_BYTES: usize = 200;
 
@@ -163,11 +170,24 @@ impl Default for ClientOptions {
 
 impl Transport {
     pub fn new(api_key: ApiKey, options: ClientOptions) -> Self {
-        let client = crate::http_client()
-            .connect_timeout(options.connect_timeout)
-            .build()
-            .map_err(|error| format!("cannot build the HTTP client: {}", error_chain(&error)));
-        Self { api_key, options, client }
+        Self { api_key, options, secure: OnceLock::new(), plain: OnceLock::new() }
+    }
+
+    /// The client for `url`. The one for `http://` trusts no certificate, so it follows a
+    /// redirect only to another `http://` URL and says where a server sent it otherwise.
+    fn client(&self, url: &str) -> Result<&reqwest::Client, ProviderError> {
+        let plain = url.get(..7).is_some_and(|scheme| scheme.eq_ignore_ascii_case("http://"));
+        let (cell, builder) = match plain {
+            false => (&self.secure, crate::http_client()),
+            true => (&self.plain, crate::http_client().tls_certs_only([]).redirect(plain_redirects())),
+        };
+        let client = cell.get_or_init(|| {
+            builder
+                .connect_timeout(self.options.connect_timeout)
+                .build()
+                .map_err(|error| format!("cannot build the HTTP client: {}", error_chain(&error)))
+        });
+        client.as_ref().map_err(|message| ProviderError::new(ProviderErrorKind::Connection, message.clone()))
     }
 
     pub fn api_key(&self) -> &ApiKey {
@@ -220,8 +240,7 @@ impl Transport {
         on_event: EventSink<'_>,
         cancel: &CancellationToken,
     ) -> Result<(), ProviderError> {
-        let client =
-            self.client.as_ref().map_err(|message| ProviderError::new(ProviderErrorKind::Connection, message))?;
+        let client = self.client(call.url)?;
         let options = &self.options;
         let mut backoff = Backoff::new(options.max_retries, options.base_delay, options.max_delay);
         let mut attempt = 1;
@@ -339,6 +358,11 @@ impl Transport {
             Ok(Err(error)) if error.is_builder() => {
                 let message =
                     format!("{url} is not a usable URL: {}; check the configured base URL", error_chain(&error));
+                return Err(Failure::fatal(ProviderError::new(ProviderErrorKind::Connection, message)));
+            }
+            // A redirect refused (see `plain_redirects`) is refused again on every attempt.
+            Ok(Err(error)) if error.is_redirect() => {
+                let message = format!("could not reach {url}: {}", error_chain(&error));
                 return Err(Failure::fatal(ProviderError::new(ProviderErrorKind::Connection, message)));
             }
             Ok(Err(error)) if too_many_open_files(&error) => {
@@ -591,6 +615,22 @@ fn is_refused(error: &(dyn std::error::Error + 'static)) -> bool {
         cause = error.source();
     }
     false
+}
+
+/// Redirects as reqwest follows them by default (up to ten), but only between `http://` URLs.
+fn plain_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        if attempt.previous().len() >= MAX_REDIRECTS {
+            return attempt.error(format!("more than {MAX_REDIRECTS} redirects"));
+        }
+        match attempt.url().scheme() {
+            "http" => attempt.follow(),
+            _ => {
+                let to = attempt.url().to_string();
+                attempt.error(format!("the server redirected to {to}: use that address as the base URL"))
+            }
+        }
+    })
 }
 
 fn error_chain(error: &dyn std::error::Error) -> String {

@@ -356,6 +356,59 @@ async fn a_refused_connection_at_a_final_refusal_url_is_not_retried() {
     assert_eq!(retries(elsewhere).await, 2);
 }
 
+/// A server on `http://` that answers every request with a redirect to `location`; counts the
+/// requests it had.
+async fn redirecting_server(location: &'static str) -> (String, Arc<Mutex<usize>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let count = Arc::new(Mutex::new(0));
+    let counted = count.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            *counted.lock().unwrap() += 1;
+            let mut buffer = [0u8; 65536];
+            let _ = stream.read(&mut buffer).await;
+            let answer = format!(
+                "HTTP/1.1 307 Temporary Redirect\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+            let _ = stream.write_all(answer.as_bytes()).await;
+        }
+    });
+    (base_url, count)
+}
+
+/// The client for `http://` trusts no certificate (it is built without loading them): a
+/// redirect to `https://` fails at once and says which address to use.
+#[tokio::test]
+async fn a_redirect_from_http_to_https_fails_at_once_naming_the_address() {
+    let (base_url, requests) = redirecting_server("https://127.0.0.1:9/v1/chat/completions").await;
+    let (message, events) =
+        stream_with(&provider(fast_options()), &request(&base_url), &CancellationToken::new()).await;
+    let error = message.error.unwrap();
+    assert_eq!(error.kind, reins_ai::ProviderErrorKind::Connection);
+    assert!(
+        error
+            .message
+            .contains("redirected to https://127.0.0.1:9/v1/chat/completions: use that address as the base URL"),
+        "{}",
+        error.message
+    );
+    assert!(!events.iter().any(|event| matches!(event, StreamEvent::Retry { .. })), "it was retried");
+    assert_eq!(*requests.lock().unwrap(), 1);
+}
+
+/// A redirect to another `http://` address is followed.
+#[tokio::test]
+async fn a_redirect_between_http_addresses_is_followed() {
+    let server = ScriptedServer::start(vec![Reply::text("moved")]).await;
+    let target: &'static str = format!("{}/chat/completions", server.base_url()).leak();
+    let (base_url, requests) = redirecting_server(target).await;
+    let (message, _) = stream_with(&provider(fast_options()), &request(&base_url), &CancellationToken::new()).await;
+    assert_eq!(message.text(), "moved", "{:?}", message.error);
+    assert_eq!(*requests.lock().unwrap(), 1);
+}
+
 #[tokio::test]
 async fn an_unusable_base_url_fails_at_once_without_retries() {
     let started = std::time::Instant::now();

@@ -94,7 +94,7 @@ pub fn estimate_tokens(message: &Message) -> u64 {
         .map(|block| match block {
             Content::Text { text } => text.chars().count(),
             Content::Thinking { thinking, .. } => thinking.chars().count(),
-            Content::ToolCall(call) => call.name.chars().count() + call.arguments.to_string().chars().count(),
+            Content::ToolCall(call) => call.name.chars().count() + call.arguments_size().chars,
             Content::Image { .. } => 4800,
         })
         .sum();

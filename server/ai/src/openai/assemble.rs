@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use super::errors::payload_error;
-use super::wire::{ChatChunk, Delta, ToolCallDelta, WireUsage};
+use super::wire::{ChatChunk, Delta, ToolCallDelta, WireUsage, parse_lenient};
 use crate::message::{AssistantMessage, Content, ProviderError, ProviderErrorKind, StopReason, ToolCall, Usage};
 use crate::model::Model;
 use crate::provider::{EventSink, StreamEvent};
@@ -56,7 +56,7 @@ impl<'a> Assembler<'a> {
         if data.is_empty() {
             return Step::KeepAlive;
         }
-        let chunk: ChatChunk = match serde_json::from_str(data) {
+        let chunk: ChatChunk = match parse_lenient(data.as_bytes()) {
             Ok(chunk) => chunk,
             Err(error) => {
                 let message =

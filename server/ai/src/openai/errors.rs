@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::wire::ErrorBody;
+use super::wire::{ErrorBody, parse_lenient};
 use crate::message::{ProviderError, ProviderErrorKind};
 
 /// The most of a non-JSON error body quoted in a message.
@@ -11,7 +11,7 @@ const MAX_QUOTED_BODY: usize = 500;
 
 /// The error for a non-success response with `body`.
 pub fn http_error(status: u16, body: &[u8]) -> ProviderError {
-    let parsed: Option<ErrorBody> = serde_json::from_slice(body).ok();
+    let parsed: Option<ErrorBody> = parse_lenient(body).ok();
     let code = parsed.as_ref().and_then(|parsed| parsed.error.as_ref()).and_then(|error| error.get("code")).cloned();
     let message = parsed
         .and_then(|parsed| parsed.error.as_ref().and_then(message_of).or(parsed.message))

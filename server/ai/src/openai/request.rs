@@ -5,8 +5,8 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::wire::{
-    ChatRequest, ContentPart, ImageUrl, StreamOptions, UserContent, WireFunction, WireFunctionCall, WireMessage,
-    WireTool, WireToolCall,
+    ArgumentsText, ChatRequest, ContentPart, ImageUrl, StreamOptions, UserContent, WireFunction, WireFunctionCall,
+    WireMessage, WireTool, WireToolCall,
 };
 use crate::message::{AssistantMessage, Content, Message, ToolResultMessage};
 use crate::model::ThinkingLevel;
@@ -116,10 +116,10 @@ fn assistant_message(message: &AssistantMessage) -> Option<WireMessage<'_>> {
 }
 
 /// Arguments that could not be parsed are kept as the raw string; they go back as they came.
-fn arguments_text(arguments: &Value) -> Cow<'_, str> {
+fn arguments_text(arguments: &Value) -> ArgumentsText<'_> {
     match arguments {
-        Value::String(raw) => Cow::Borrowed(raw),
-        other => Cow::Owned(other.to_string()),
+        Value::String(raw) => ArgumentsText::Raw(raw),
+        other => ArgumentsText::Json(other),
     }
 }
 

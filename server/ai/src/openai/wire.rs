@@ -93,7 +93,28 @@ pub struct WireToolCall<'a> {
 pub struct WireFunctionCall<'a> {
     pub name: &'a str,
     /// The arguments object serialized as a JSON string, as the API wants it.
-    pub arguments: Cow<'a, str>,
+    pub arguments: ArgumentsText<'a>,
+}
+
+/// Tool-call arguments as the JSON string the API wants. Every past call goes out again with
+/// every request, so an object is written straight into the body, never to a string first.
+#[derive(Debug)]
+pub enum ArgumentsText<'a> {
+    /// Text that was not JSON, sent back as it came.
+    Raw(&'a str),
+    /// An object, written as its compact JSON text.
+    Json(&'a Value),
+}
+
+impl Serialize for ArgumentsText<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ArgumentsText::Raw(text) => serializer.serialize_str(text),
+            // `Value`'s `Display` is its compact JSON; serde_json escapes it into the string as
+            // it is written.
+            ArgumentsText::Json(value) => serializer.collect_str(value),
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -192,12 +213,73 @@ pub struct ErrorBody {
     pub message: Option<String>,
 }
 
+/// Reads a JSON text into one of the incoming structs, every field [`lenient`].
+///
+/// A chunk comes for every token, so the text is read straight into the struct. A field of the
+/// wrong type that is a scalar is read past whole and reads as absent; one that is an object or
+/// a list stops the parser where it stands, the read fails, and the text is read again through a
+/// [`Value`], where every field is whole in itself.
+pub fn parse_lenient<T: serde::de::DeserializeOwned>(text: &[u8]) -> serde_json::Result<T> {
+    serde_json::from_slice(text).or_else(|_| T::deserialize(serde_json::from_slice::<Value>(text)?))
+}
+
 /// Reads a value as `Some` when it has the expected type and `None` otherwise (including `null`).
+/// Sound only through [`parse_lenient`]: a failed read must leave the input where a whole one
+/// would, or fail the read of the whole text.
 fn lenient<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
 where
     D: Deserializer<'de>,
-    T: serde::de::DeserializeOwned,
+    T: Deserialize<'de>,
 {
-    let value = Value::deserialize(deserializer)?;
-    Ok(serde_json::from_value(value).ok())
+    Ok(T::deserialize(deserializer).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each field of the wrong type, scalar or compound, at each depth, reads as absent and the
+    /// rest of the chunk is kept, the same as when the chunk is read through a `Value`.
+    #[test]
+    fn wrong_types_read_as_absent_and_keep_the_rest_of_the_chunk() {
+        let chunks = [
+            r#"{"choices":[{"delta":{"content":"hi"},"finish_reason":null}],"usage":{"prompt_tokens":3}}"#,
+            r#"{"choices":[{"delta":{"content":5,"reasoning":"r"},"finish_reason":"stop"}]}"#,
+            r#"{"choices":[{"delta":{"content":{"a":[1,{"b":2}]},"reasoning":"r"},"finish_reason":"stop"}]}"#,
+            r#"{"choices":[{"delta":{"content":["x"],"reasoning":"r"},"finish_reason":["stop"]}],"usage":{"prompt_tokens":3}}"#,
+            r#"{"choices":{"delta":{}},"usage":{"prompt_tokens":"3","completion_tokens":4}}"#,
+            r#"{"choices":[7,{"delta":{"content":"b"}}],"usage":[1]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":"0","id":["a"],"function":{"name":1,"arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":{"index":0}}}],"usage":{"prompt_tokens":-1,"completion_tokens":1.5}}"#,
+            r#"{"choices":"none","usage":{"prompt_tokens_details":{"cached_tokens":[2]},"prompt_tokens":9}}"#,
+        ];
+        let read: Vec<String> = chunks
+            .iter()
+            .map(|text| {
+                let direct: ChatChunk = parse_lenient(text.as_bytes()).expect("valid JSON is read");
+                let value: Value = serde_json::from_str(text).expect("valid JSON");
+                let through_value = ChatChunk::deserialize(value).expect("a Value reads whole");
+                let direct = format!("{:?} {:?}", direct.choices, direct.usage);
+                assert_eq!(direct, format!("{:?} {:?}", through_value.choices, through_value.usage), "{text}");
+                direct
+            })
+            .collect();
+        expect_test::expect![[r#"
+            Some([Choice { delta: Some(Delta { content: Some("hi"), reasoning_content: None, reasoning: None, tool_calls: None }), finish_reason: None }]) Some(WireUsage { prompt_tokens: Some(3), completion_tokens: None, prompt_tokens_details: None })
+            Some([Choice { delta: Some(Delta { content: None, reasoning_content: None, reasoning: Some("r"), tool_calls: None }), finish_reason: Some("stop") }]) None
+            Some([Choice { delta: Some(Delta { content: None, reasoning_content: None, reasoning: Some("r"), tool_calls: None }), finish_reason: Some("stop") }]) None
+            Some([Choice { delta: Some(Delta { content: None, reasoning_content: None, reasoning: Some("r"), tool_calls: None }), finish_reason: None }]) Some(WireUsage { prompt_tokens: Some(3), completion_tokens: None, prompt_tokens_details: None })
+            None Some(WireUsage { prompt_tokens: None, completion_tokens: Some(4), prompt_tokens_details: None })
+            None Some(WireUsage { prompt_tokens: Some(1), completion_tokens: None, prompt_tokens_details: None })
+            Some([Choice { delta: Some(Delta { content: None, reasoning_content: None, reasoning: None, tool_calls: Some([ToolCallDelta { index: None, id: None, function: Some(FunctionDelta { name: None, arguments: Some(String("{}")) }) }]) }), finish_reason: None }]) None
+            Some([Choice { delta: Some(Delta { content: None, reasoning_content: None, reasoning: None, tool_calls: None }), finish_reason: None }]) Some(WireUsage { prompt_tokens: None, completion_tokens: None, prompt_tokens_details: None })
+            None Some(WireUsage { prompt_tokens: Some(9), completion_tokens: None, prompt_tokens_details: Some(PromptTokensDetails { cached_tokens: None }) })"#]]
+        .assert_eq(&read.join("\n"));
+    }
+
+    #[test]
+    fn text_that_is_not_json_is_an_error() {
+        assert!(parse_lenient::<ChatChunk>(br#"{"choices":[{"delta":{"content":"hi"}}"#).is_err());
+        assert!(parse_lenient::<ChatChunk>(br#"{"choices":[]} trailing"#).is_err());
+    }
 }

@@ -177,11 +177,12 @@ impl Transport {
     /// redirect only to another `http://` URL and says where a server sent it otherwise.
     fn client(&self, url: &str) -> Result<&reqwest::Client, ProviderError> {
         let plain = url.get(..7).is_some_and(|scheme| scheme.eq_ignore_ascii_case("http://"));
-        let (cell, builder) = match plain {
-            false => (&self.secure, crate::http_client()),
-            true => (&self.plain, crate::http_client().tls_certs_only([]).redirect(plain_redirects())),
-        };
+        let cell = if plain { &self.plain } else { &self.secure };
         let client = cell.get_or_init(|| {
+            let builder = match plain {
+                false => crate::http_client(),
+                true => crate::http_client().tls_certs_only([]).redirect(plain_redirects()),
+            };
             builder
                 .connect_timeout(self.options.connect_timeout)
                 .build()

@@ -176,7 +176,8 @@ impl Transport {
     /// The client for `url`. The one for `http://` trusts no certificate, so it follows a
     /// redirect only to another `http://` URL and says where a server sent it otherwise.
     fn client(&self, url: &str) -> Result<&reqwest::Client, ProviderError> {
-        let plain = url.get(..7).is_some_and(|scheme| scheme.eq_ignore_ascii_case("http://"));
+        let plain = url.get(..7).is_some_and(|scheme| scheme.eq_ignore_ascii_case("http://"))
+            && !proxied_over_tls(|name| std::env::var(name).ok());
         let cell = if plain { &self.plain } else { &self.secure };
         let client = cell.get_or_init(|| {
             let builder = match plain {
@@ -618,6 +619,15 @@ fn is_refused(error: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
+/// Whether the environment sends `http://` requests through a proxy reached over TLS, which
+/// needs the certificates after all (reqwest reads these variables).
+fn proxied_over_tls(var: impl Fn(&str) -> Option<String>) -> bool {
+    ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"]
+        .into_iter()
+        .filter_map(var)
+        .any(|proxy| proxy.trim().get(..8).is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://")))
+}
+
 /// Redirects as reqwest follows them by default (up to ten), but only between `http://` URLs.
 fn plain_redirects() -> reqwest::redirect::Policy {
     reqwest::redirect::Policy::custom(|attempt| {
@@ -677,5 +687,21 @@ pub(crate) fn finished_message(
         stop_reason,
         error,
         timestamp: now_ms(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::proxied_over_tls;
+
+    #[test]
+    fn only_a_proxy_reached_over_tls_needs_the_certificates_for_http() {
+        let with =
+            |name: &'static str, value: &'static str| move |asked: &str| (asked == name).then(|| value.to_string());
+        assert!(!proxied_over_tls(|_| None));
+        assert!(!proxied_over_tls(with("HTTP_PROXY", "http://proxy:3128")));
+        assert!(!proxied_over_tls(with("HTTPS_PROXY", "https://proxy:3128")), "not used for http://");
+        assert!(proxied_over_tls(with("http_proxy", " HTTPS://proxy:3128")));
+        assert!(proxied_over_tls(with("ALL_PROXY", "https://proxy")));
     }
 }

@@ -176,6 +176,12 @@ impl EditorWorkspace {
         }
     }
 
+    /// The text of the open buffer at the resolved path `real`, if one is open there.
+    fn open_text(&self, real: &Path) -> Option<TextFile> {
+        let documents = lock(&self.documents);
+        documents.by_path(real).map(|document| TextFile { text: document.text(), version: Some(document.version) })
+    }
+
     fn disk(&self) -> FsWorkspace {
         self.disk.read().unwrap_or_else(|poison| poison.into_inner()).clone()
     }
@@ -388,22 +394,17 @@ impl Workspace for EditorWorkspace {
     async fn read_text(&self, path: &Path) -> Result<TextFile, WorkspaceError> {
         let disk = self.disk();
         let path = disk.resolve_path(path)?;
-        if let Some(document) = lock(&self.documents).by_path(&path) {
-            return Ok(TextFile { text: document.text(), version: Some(document.version) });
+        match self.open_text(&path) {
+            Some(open) => Ok(open),
+            None => disk.read_resolved(&path).await,
         }
-        disk.read_resolved(&path).await
     }
 
     async fn read_texts(&self, paths: &[&Path]) -> Vec<Result<TextFile, WorkspaceError>> {
         let disk = self.disk();
         let mut texts = Vec::with_capacity(paths.len());
         for real in disk.resolve_all(paths) {
-            let open = real.as_ref().ok().and_then(|real| {
-                let document = lock(&self.documents);
-                document
-                    .by_path(real)
-                    .map(|document| TextFile { text: document.text(), version: Some(document.version) })
-            });
+            let open = real.as_ref().ok().and_then(|real| self.open_text(real));
             texts.push(match (real, open) {
                 (_, Some(open)) => Ok(open),
                 (Ok(real), None) => disk.read_resolved(&real).await,

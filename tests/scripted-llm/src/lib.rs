@@ -17,6 +17,7 @@ mod render;
 mod render_anthropic;
 mod render_responses;
 mod reply;
+mod request;
 mod server;
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use crate::reply::{Reply, ScriptedUsage};
 
 /// What the request asked for that shapes the answer.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct RequestShape {
     pub model: String,
     pub include_usage: bool,

@@ -17,6 +17,7 @@ use crate::cache::{CacheUsage, PrefixCache};
 use crate::http::{self, HttpRequest};
 use crate::render::{self, RequestShape, StreamEvent};
 use crate::reply::{Fault, Reply, ScriptedUsage};
+use crate::request;
 use crate::{render_anthropic, render_responses};
 
 /// A running scripted server; dropping it stops the server and closes its connections.
@@ -42,8 +43,10 @@ pub struct RecordedRequest {
 #[derive(Default)]
 struct Shared {
     script: Mutex<VecDeque<Reply>>,
-    /// Shared with the connection answering each: a body is not copied to be both kept and read.
-    requests: Mutex<Vec<Arc<RecordedRequest>>>,
+    /// Every request as it came. A body is read as JSON only when a test asks for it: in a
+    /// benchmark, reading each into a `Value` here was half of this server's CPU, and the bench
+    /// counts the server's CPU in the client's overhead.
+    requests: Mutex<Vec<Arc<HttpRequest>>>,
     /// Anthropic's prompt cache, when the server plays it, and what each request read and wrote.
     prefix_cache: Mutex<Option<(PrefixCache, Vec<CacheUsage>)>>,
 }
@@ -86,7 +89,8 @@ impl ScriptedServer {
 
     /// Every request received so far, in arrival order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
-        lock(&self.shared.requests).iter().map(|request| RecordedRequest::clone(request)).collect()
+        let requests: Vec<Arc<HttpRequest>> = lock(&self.shared.requests).clone();
+        requests.iter().map(|request| RecordedRequest::from(&**request)).collect()
     }
 
     /// The recorded chat-completions requests only.
@@ -134,6 +138,18 @@ impl Drop for ScriptedServer {
     }
 }
 
+impl From<&HttpRequest> for RecordedRequest {
+    fn from(request: &HttpRequest) -> RecordedRequest {
+        RecordedRequest {
+            method: request.method.clone(),
+            path: request.path.clone(),
+            headers: request.headers.clone(),
+            body: json(&request.body),
+            raw_body: request.body.clone(),
+        }
+    }
+}
+
 impl RecordedRequest {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(key, _)| key.eq_ignore_ascii_case(name)).map(|(_, value)| value.as_str())
@@ -164,32 +180,21 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
     // Read errors and write errors both end the connection; the client sees a closed socket.
     while let Ok(Some(request)) = http::read_request(&mut reader).await {
         let wants_close = request.header("connection").is_some_and(|value| value.eq_ignore_ascii_case("close"));
-        let recorded = record(&shared, request);
-        match respond(&mut writer, &shared, &recorded).await {
+        let request = Arc::new(request);
+        lock(&shared.requests).push(Arc::clone(&request));
+        match respond(&mut writer, &shared, &request).await {
             Ok(AfterResponse::KeepOpen) if !wants_close => {}
             _ => return,
         }
     }
 }
 
-fn record(shared: &Shared, request: HttpRequest) -> Arc<RecordedRequest> {
-    let body = if request.body.is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_slice(&request.body).unwrap_or(Value::Null)
-    };
-    let recorded = Arc::new(RecordedRequest {
-        method: request.method,
-        path: request.path,
-        headers: request.headers,
-        body,
-        raw_body: request.body,
-    });
-    lock(&shared.requests).push(Arc::clone(&recorded));
-    recorded
+/// A body read as JSON; `Null` when there is none or it is not JSON.
+fn json(body: &[u8]) -> Value {
+    if body.is_empty() { Value::Null } else { serde_json::from_slice(body).unwrap_or(Value::Null) }
 }
 
-async fn respond(writer: &mut OwnedWriteHalf, shared: &Shared, request: &RecordedRequest) -> io::Result<AfterResponse> {
+async fn respond(writer: &mut OwnedWriteHalf, shared: &Shared, request: &HttpRequest) -> io::Result<AfterResponse> {
     let path = request.path.split('?').next().unwrap_or("");
     match (request.method.as_str(), path) {
         ("POST", path) if path.ends_with("/chat/completions") => match next_reply(shared, &request.body) {
@@ -200,11 +205,14 @@ async fn respond(writer: &mut OwnedWriteHalf, shared: &Shared, request: &Recorde
             }
         },
         ("POST", path) if path.ends_with("/responses") => match next_reply(shared, &request.body) {
-            Some(reply) => play_responses(writer, &reply, &request.body).await,
+            Some(reply) => play_responses(writer, &reply, &json(&request.body)).await,
             None => write_json(writer, 500, &[], &render::error_body("script exhausted", "server_error")).await,
         },
         ("POST", path) if path.ends_with("/v1/messages") => match next_reply(shared, &request.body) {
-            Some(reply) => play_anthropic(writer, &through_cache(shared, reply, &request.body), &request.body).await,
+            Some(reply) => {
+                let body = json(&request.body);
+                play_anthropic(writer, &through_cache(shared, reply, &body), &body).await
+            }
             None => write_json(writer, 500, &[], &render_anthropic::error_body(500, "script exhausted")).await,
         },
         ("GET", path) if path.ends_with("/models") => {
@@ -222,10 +230,11 @@ async fn respond(writer: &mut OwnedWriteHalf, shared: &Shared, request: &Recorde
 }
 
 /// Takes the next reply that fits the request (see [`Reply::when`]), counting down a repeated one.
-fn next_reply(shared: &Shared, request_body: &Value) -> Option<Reply> {
+fn next_reply(shared: &Shared, request_body: &[u8]) -> Option<Reply> {
     let mut script = lock(&shared.script);
-    // The body as text only when a reply asks for something in it.
-    let body = script.iter().any(|reply| reply.when.is_some()).then(|| request_body.to_string());
+    // The body as text (compact, whatever spacing the client sent) only when a reply asks for
+    // something in it.
+    let body = script.iter().any(|reply| reply.when.is_some()).then(|| json(request_body).to_string());
     let fits = |reply: &Reply| match (&reply.when, &body) {
         (Some(text), Some(body)) => body.contains(text.as_str()),
         _ => true,
@@ -287,16 +296,12 @@ async fn play_failure(writer: &mut OwnedWriteHalf, reply: &Reply, api: Api) -> O
 }
 
 /// Plays a reply to a Chat Completions request (`POST …/chat/completions`).
-async fn play(writer: &mut OwnedWriteHalf, reply: &Reply, request_body: &Value) -> io::Result<AfterResponse> {
+async fn play(writer: &mut OwnedWriteHalf, reply: &Reply, request_body: &[u8]) -> io::Result<AfterResponse> {
     if let Some(failed) = play_failure(writer, reply, Api::OpenAi).await {
         return failed;
     }
-    let shape = RequestShape {
-        model: request_body.get("model").and_then(Value::as_str).unwrap_or("scripted").to_string(),
-        include_usage: request_body.pointer("/stream_options/include_usage").and_then(Value::as_bool) == Some(true),
-        prompt_chars: render::prompt_chars(request_body),
-    };
-    if request_body.get("stream").and_then(Value::as_bool) != Some(true) {
+    let (shape, stream) = request::chat_shape(request_body);
+    if !stream {
         return write_json(writer, 200, &[], &render::completion(reply, &shape)).await;
     }
     let events = render::stream_events(reply, &shape).into_iter().map(|event| match event {

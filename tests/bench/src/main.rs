@@ -25,6 +25,7 @@ mod mcp;
 mod mcp_tools;
 mod peer;
 mod pi16;
+mod replay;
 mod resident;
 mod review;
 mod sessions;
@@ -40,7 +41,7 @@ use scripted_llm::{Reply, ScriptedServer};
 use serde_json::json;
 
 /// Lines in the file the tool loop reads: one distinct `offset` per turn, so no call repeats.
-const LOOP_TURNS: usize = 100;
+pub const LOOP_TURNS: usize = 100;
 
 /// The parts the bench runs on their own, by name (the first argument).
 const PARTS: [&str; 15] = [
@@ -73,16 +74,25 @@ struct Figures {
     peak_rss_kib: Option<u64>,
     /// The peaks of the tool-loop run's anonymous and file-backed parts (reins only).
     turn: Option<resident::Resident>,
+    /// The CPU time (user and system) of the tool-loop run: the machine's load changes it far
+    /// less than it changes the wall times.
+    loop_cpu: Option<Duration>,
     /// An initialized, idle `reins lsp` (reins only: the peers have no language server).
     idle_lsp: Option<resident::Resident>,
     /// The size of the `reins` binary on disk (reins only).
     binary_bytes: Option<u64>,
+    /// The overhead per turn of a client that only replays reins's requests (reins only; see
+    /// [`replay`]): what of the overhead is waiting that no client can remove.
+    overhead_floor: Option<Duration>,
 }
 
 fn main() {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     if args.first().is_some_and(|first| first == RSS_WRAPPER_FLAG) {
         std::process::exit(run_rss_wrapper(&args[1..]));
+    }
+    if args.first().is_some_and(|first| first == replay::REPLAY_FLAG) {
+        std::process::exit(replay::run_client(&args[1..]));
     }
     // Anything else than a part's name runs nothing: `--help` (or a typo) must not start the
     // whole bench, which takes many minutes.
@@ -285,6 +295,12 @@ async fn run(versions: &[&'static str], everything: bool) -> i32 {
     // the startup figure is the wait for a core, which no program can shorten.
     let floor = start_time(Path::new("true")).await;
     println!("  process start floor: `true --version` takes {:.3} ms here, spawned the same way", ms(floor));
+    if let Some(floor) = reins_figures.overhead_floor {
+        println!(
+            "  overhead floor: a client that only replays reins's requests takes {:.3} ms per turn here",
+            ms(floor)
+        );
+    }
     let mut failed = check_targets(&reins_figures, peer("pi 1.6"), peer("Codex"));
     if !everything {
         print_load(&load_before);
@@ -330,11 +346,17 @@ async fn measure_reins(reins: &Path, workspace: &Path) -> Figures {
 
     // A separate run of the loop under the wrapper, so the wrapper does not touch the timings.
     let server = ScriptedServer::start(tool_loop_script()).await;
-    let peak = peak_resident_of(&reins_command(reins, workspace, &server, "read the file line by line"))
+    let peak = peak_resident_and_cpu_of(&reins_command(reins, workspace, &server, "read the file line by line"))
         .await
         .inspect_err(|why| eprintln!("bench: reins peak RSS not measured: {why}"))
         .ok();
-    let (peak_rss_kib, turn) = (peak.map(|(kib, _)| kib), peak.map(|(_, parts)| parts));
+    let (peak_rss_kib, turn, loop_cpu) =
+        (peak.map(|(kib, _, _)| kib), peak.map(|(_, parts, _)| parts), peak.map(|(_, _, cpu)| cpu));
+    let bodies: Vec<Vec<u8>> = server.chat_requests().into_iter().map(|request| request.raw_body).collect();
+    let overhead_floor = replay::floor_per_turn(&bodies)
+        .await
+        .inspect_err(|why| eprintln!("bench: the overhead's floor not measured: {why}"))
+        .ok();
 
     let idle_lsp = resident::idle_lsp(reins, workspace)
         .await
@@ -342,7 +364,17 @@ async fn measure_reins(reins: &Path, workspace: &Path) -> Figures {
         .ok();
 
     let binary_bytes = std::fs::metadata(reins).map(|meta| meta.len()).ok();
-    Figures { startup, one_turn, per_turn_overhead, peak_rss_kib, turn, idle_lsp, binary_bytes }
+    Figures {
+        startup,
+        one_turn,
+        per_turn_overhead,
+        peak_rss_kib,
+        turn,
+        loop_cpu,
+        idle_lsp,
+        binary_bytes,
+        overhead_floor,
+    }
 }
 
 /// The median wall time of `PROGRAM --version`, spawned and waited for as the bench does.
@@ -423,6 +455,13 @@ pub async fn peak_rss_kib_of(command: &std::process::Command) -> Result<u64, Str
 /// file. The floor this leaves is the wrapper's own RSS at spawn time, about 2 MB.
 pub async fn peak_resident_of(command: &std::process::Command) -> Result<(u64, resident::Resident), String> {
     wrapped_run(command).await.map(|run| (run.parts.total_kib, run.parts))
+}
+
+/// [`peak_resident_of`], with the run's CPU time (user and system).
+pub async fn peak_resident_and_cpu_of(
+    command: &std::process::Command,
+) -> Result<(u64, resident::Resident, Duration), String> {
+    wrapped_run(command).await.map(|run| (run.parts.total_kib, run.parts, Duration::from_secs_f64(run.cpu_seconds)))
 }
 
 /// Peak RSS in KiB and CPU seconds (user and system) of one run of `command`, as
@@ -550,10 +589,11 @@ type Row = (&'static str, fn(&Figures) -> Option<f64>, &'static str);
 fn print_figures(reins: &Figures, peers: &[(String, Result<Figures, String>)]) {
     let measured: Vec<(&str, &Figures)> =
         peers.iter().filter_map(|(name, figures)| Some((name.as_str(), figures.as_ref().ok()?))).collect();
-    let rows: [Row; 12] = [
+    let rows: [Row; 13] = [
         ("startup (--version)", |f| Some(ms(f.startup)), "ms"),
         ("one-turn run", |f| Some(ms(f.one_turn)), "ms"),
         ("overhead per turn (x100)", |f| Some(ms(f.per_turn_overhead)), "ms"),
+        ("CPU of the tool loop", |f| f.loop_cpu.map(ms), "ms"),
         ("peak RSS (tool loop)", |f| f.peak_rss_kib.map(|kib| kib as f64 / 1024.0), "MB"),
         ("  anonymous, at most", |f| f.turn.map(|r| r.anonymous_kib as f64 / 1024.0), "MB"),
         ("  file-backed, at most", |f| f.turn.map(|r| r.file_kib as f64 / 1024.0), "MB"),

@@ -22,11 +22,14 @@ pub const REPLAY_FLAG: &str = "--replay";
 /// The floor per turn for the loop whose requests were `bodies` (in order): the replaying client's
 /// loop minus its run of the first request only, over the turns, as the overhead is reckoned.
 pub async fn floor_per_turn(bodies: &[Vec<u8>]) -> Result<Duration, String> {
+    if bodies.len() != LOOP_TURNS + 1 {
+        return Err(format!("reins's loop sent {} requests, not {}", bodies.len(), LOOP_TURNS + 1));
+    }
     let dir = tempfile::tempdir().map_err(|why| format!("no temporary directory: {why}"))?;
     let all = dir.path().join("all");
     let first = dir.path().join("first");
     save(&all, bodies).map_err(|why| format!("cannot write the requests: {why}"))?;
-    save(&first, &bodies[..bodies.len().min(1)]).map_err(|why| format!("cannot write the requests: {why}"))?;
+    save(&first, &bodies[..1]).map_err(|why| format!("cannot write the requests: {why}"))?;
     let one = median_replay(11, &first).await?;
     let whole = median_replay(5, &all).await?;
     Ok(whole.saturating_sub(one) / LOOP_TURNS as u32)

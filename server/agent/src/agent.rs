@@ -190,7 +190,7 @@ impl Drop for RunningGuard<'_> {
 
 #[async_trait]
 impl Hooks for QueuedHooks<'_> {
-    async fn transform_context(&self, messages: Vec<Message>) -> Vec<Message> {
+    async fn transform_context(&self, messages: &[Message]) -> Option<Vec<Message>> {
         self.inner.transform_context(messages).await
     }
     async fn before_tool_call(&self, call: &ToolCall, proposal: Option<&Proposal>, cancel: &CancellationToken) -> Gate {

@@ -26,9 +26,11 @@ pub enum Gate {
 /// One trait, default no-ops. The harness implements it; tests implement what they exercise.
 #[async_trait]
 pub trait Hooks: Send + Sync {
-    /// Rewrites the messages just before each model call (pruning, injected context).
-    async fn transform_context(&self, messages: Vec<Message>) -> Vec<Message> {
-        messages
+    /// Rewrites the messages just before each model call (pruning, injected context): `Some`
+    /// goes to the model in their place. The default, `None`, sends them as they are, sharing
+    /// them with the previous call's request instead of copying the conversation.
+    async fn transform_context(&self, _messages: &[Message]) -> Option<Vec<Message>> {
+        None
     }
     /// The gate. May wait (for a user's decision) as long as `cancel` is not triggered.
     async fn before_tool_call(

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use reins_ai::{
-    AssistantMessage, Message, Provider, ProviderError, ProviderErrorKind, Request, StopReason, StreamEvent,
+    AssistantMessage, Message, Messages, Provider, ProviderError, ProviderErrorKind, Request, StopReason, StreamEvent,
     ToolResultMessage, ToolSpec, Usage, now_ms,
 };
 use tokio::time::Instant;
@@ -47,6 +47,9 @@ pub struct RunOutcome {
 /// A run's state while it goes.
 struct Run<'a> {
     context: AgentContext,
+    /// The context's messages as the last request carried them, each shared with that request
+    /// (and with the copy of it a session keeps), so that a turn copies only the new messages.
+    sent: Vec<Arc<Message>>,
     added: Vec<Message>,
     usage: Usage,
     provider: &'a dyn Provider,
@@ -104,6 +107,7 @@ pub async fn run(
     let deadline = limits.deadline.map(|limit| Instant::now() + limit);
     let mut run = Run {
         context,
+        sent: Vec::new(),
         added: Vec::new(),
         usage: Usage::default(),
         provider,
@@ -304,11 +308,14 @@ impl Run<'_> {
     /// Streams one assistant message, emitting `message_start`, `message_update`s and
     /// `message_end`, and appends it. The call is cancelled when the run is interrupted.
     async fn stream_message(&mut self) -> AssistantMessage {
-        let messages = self.hooks.transform_context(self.context.messages.clone()).await;
+        let messages = match self.hooks.transform_context(&self.context.messages).await {
+            Some(transformed) => Messages::from(transformed),
+            None => self.shared_messages(),
+        };
         let request = Request {
             model: self.context.model.clone(),
             system_prompt: self.context.system_prompt.clone(),
-            messages: Arc::new(messages),
+            messages,
             tools: self.specs.for_tools(&self.context.tools),
             max_tokens: None,
             thinking: self.context.thinking,
@@ -374,6 +381,18 @@ impl Run<'_> {
         (self.emit)(AgentEvent::MessageStart { message: message.clone() });
         (self.emit)(AgentEvent::MessageEnd { message: message.clone() });
         self.append(message);
+    }
+
+    /// The context's messages for a request, sharing those the last request carried. A hook
+    /// between turns may have changed the context (automatic compaction replaces it), so the
+    /// shared ones are kept only as far as they still equal the context's; comparing costs far
+    /// less than copying.
+    fn shared_messages(&mut self) -> Messages {
+        let messages = &self.context.messages;
+        let same = self.sent.iter().zip(messages).take_while(|(sent, message)| ***sent == **message).count();
+        self.sent.truncate(same);
+        self.sent.extend(messages[same..].iter().cloned().map(Arc::new));
+        Messages::from(self.sent.clone())
     }
 
     fn append(&mut self, message: Message) {

@@ -74,7 +74,7 @@ async fn reads_a_file_then_answers() {
         assistant (ToolUse): call t1 read {"path":"src/main.rs"}
         result t1 read: contents of src/main.rs
     "#]]
-    .assert_eq(&transcript(&ran.requests[1].messages));
+    .assert_eq(&sent(&ran.requests[1]));
     assert_eq!(ran.requests[1].tools.iter().map(|tool| tool.name.as_str()).collect::<Vec<_>>(), ["read"]);
     assert_eq!(ran.requests[1].system_prompt, "You are a test.");
     assert_eq!(ran.outcome.usage.total_tokens, 30);
@@ -700,4 +700,75 @@ async fn a_shared_budget_counts_what_others_spent_and_is_paid_from() {
     assert_eq!(outcome.reason, TurnEndReason::Budget, "{:?}", outcome.error);
     assert_eq!(provider.requests().len(), 1);
     assert_eq!(shared.spent(), 0.02 + outcome.usage.cost.total, "the run paid its call from the shared budget");
+}
+
+/// A hook that changes the conversation: `prepare_next_turn` replaces it (as automatic compaction
+/// does) the first time, `transform_context` prunes what one call sends when `prune` is set.
+#[derive(Default)]
+struct RewritingHooks {
+    replaced: std::sync::Mutex<bool>,
+    prune: bool,
+}
+
+#[async_trait::async_trait]
+impl Hooks for RewritingHooks {
+    async fn prepare_next_turn(&self, context: &mut reins_agent::AgentContext) {
+        let mut replaced = self.replaced.lock().unwrap();
+        if !*replaced {
+            *replaced = true;
+            context.messages = vec![Message::user("summary of the read")];
+        }
+    }
+    async fn transform_context(&self, messages: &[Message]) -> Option<Vec<Message>> {
+        self.prune.then(|| messages.iter().rev().take(1).cloned().collect())
+    }
+}
+
+fn sent(request: &reins_ai::Request) -> String {
+    transcript(&request.messages)
+}
+
+#[tokio::test]
+async fn each_request_carries_the_context_as_a_hook_left_it_and_shares_what_the_last_one_sent() {
+    let replies = vec![
+        calls(&[("t1", "read", json!({"path": "a.rs"}))]),
+        calls(&[("t2", "read", json!({"path": "b.rs"}))]),
+        answer("done"),
+    ];
+    let ran = run_with(replies, vec![read()], &RewritingHooks::default(), Limits::default()).await;
+    let requests: Vec<String> = ran.requests.iter().map(sent).collect();
+    expect![[r#"
+        [
+            "user: go\n",
+            "user: summary of the read\n",
+            "user: summary of the read\nassistant (ToolUse): call t2 read {\"path\":\"b.rs\"}\nresult t2 read: contents of b.rs\n",
+        ]
+    "#]]
+    .assert_debug_eq(&requests);
+    // The third request shares the messages of the second instead of copying them.
+    let (second, third) = (&ran.requests[1].messages, &ran.requests[2].messages);
+    assert!(std::ptr::eq(second.iter().next().unwrap(), third.iter().next().unwrap()));
+}
+
+#[tokio::test]
+async fn transform_context_changes_what_a_call_sends_and_not_the_conversation() {
+    let hooks = RewritingHooks { replaced: std::sync::Mutex::new(true), prune: true };
+    let replies = vec![calls(&[("t1", "read", json!({"path": "a.rs"}))]), answer("done")];
+    let ran = run_with(replies, vec![read()], &hooks, Limits::default()).await;
+    let requests: Vec<String> = ran.requests.iter().map(sent).collect();
+    expect![[r#"
+        [
+            "user: go\n",
+            "result t1 read: contents of a.rs\n",
+        ]
+    "#]]
+    .assert_debug_eq(&requests);
+    expect![[r#"
+        FinalAnswer
+        user: go
+        assistant (ToolUse): call t1 read {"path":"a.rs"}
+        result t1 read: contents of a.rs
+        assistant (Stop): done
+    "#]]
+    .assert_eq(&summary(&ran.outcome));
 }

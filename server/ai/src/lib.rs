@@ -27,7 +27,7 @@ pub use message::{
 };
 pub use model::{Compat, Efforts, Model, Prices, ThinkingLevel, takes_images};
 pub use openai::OpenAiCompatible;
-pub use provider::{ApiKey, EventSink, Provider, Request, StreamEvent, ToolSpec};
+pub use provider::{ApiKey, EventSink, Messages, Provider, Request, StreamEvent, ToolSpec};
 pub use replay::{Wire, replay};
 pub use sse::{SseEvent, SseParser};
 pub use text::{cut_bytes, cut_bytes_from_end, cut_chars, first_line, shorten};

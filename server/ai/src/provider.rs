@@ -15,9 +15,7 @@ use crate::model::{Model, ThinkingLevel};
 pub struct Request {
     pub model: Model,
     pub system_prompt: String,
-    /// Shared, so that a copy of the request (the one a session keeps for `last_request`) costs
-    /// no copy of the conversation.
-    pub messages: Arc<Vec<Message>>,
+    pub messages: Messages,
     /// Shared for the same reason; the agent builds the list once and sends it with every call.
     pub tools: Arc<Vec<ToolSpec>>,
     /// Output limit for this call; `None` takes the model's `max_output`.
@@ -25,6 +23,57 @@ pub struct Request {
     /// How hard a reasoning model thinks; `None` leaves it to the provider's default (Anthropic:
     /// `medium`; OpenAI-compatible: the server's own, nothing is sent).
     pub thinking: Option<ThinkingLevel>,
+}
+
+/// The conversation a request carries, each message shared: a copy of the request (the one a
+/// session keeps for `last_request`) copies no message, and the agent's next request shares the
+/// messages of this one, so a turn copies only the messages that are new since the last.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Messages(Arc<[Arc<Message>]>);
+
+impl Messages {
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Message> + ExactSizeIterator {
+        self.0.iter().map(|message| &**message)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn last(&self) -> Option<&Message> {
+        self.0.last().map(|message| &**message)
+    }
+
+    /// Adds a message at the end, for a request built by hand: it copies the list of shared
+    /// messages, not the messages.
+    pub fn push(&mut self, message: Message) {
+        self.0 = self.0.iter().cloned().chain([Arc::new(message)]).collect();
+    }
+}
+
+impl<'a> IntoIterator for &'a Messages {
+    type Item = &'a Message;
+    type IntoIter = std::iter::Map<std::slice::Iter<'a, Arc<Message>>, fn(&Arc<Message>) -> &Message>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|message| &**message)
+    }
+}
+
+impl From<Vec<Message>> for Messages {
+    fn from(messages: Vec<Message>) -> Messages {
+        Messages(messages.into_iter().map(Arc::new).collect())
+    }
+}
+
+impl From<Vec<Arc<Message>>> for Messages {
+    fn from(messages: Vec<Arc<Message>>) -> Messages {
+        Messages(messages.into())
+    }
 }
 
 impl Request {

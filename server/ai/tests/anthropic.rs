@@ -149,8 +149,8 @@ async fn thinking_keeps_its_signature_and_redacted_thinking_is_kept_for_the_next
     .assert_eq(&rendered_events(&events));
 
     // Both go back, as the API requires for the model that wrote them.
-    std::sync::Arc::make_mut(&mut request.messages).push(Message::Assistant(message));
-    std::sync::Arc::make_mut(&mut request.messages).push(Message::user("why?"));
+    request.messages.push(Message::Assistant(message));
+    request.messages.push(Message::user("why?"));
     stream_with(&provider, &request, &CancellationToken::new()).await;
     let body = &server.messages_requests()[1].body;
     expect![[r#"{"role":"assistant","content":[{"type":"redacted_thinking","data":"opaque-data"},{"type":"thinking","thinking":"Think hard.","signature":"sig-abc"},{"type":"text","text":"42"}]}"#]]
@@ -378,7 +378,7 @@ async fn request_body_caches_system_and_last_user_message_merges_tool_results_an
             timestamp: 0,
         })
     };
-    std::sync::Arc::make_mut(&mut request.messages).push(Message::Assistant(AssistantMessage {
+    request.messages.push(Message::Assistant(AssistantMessage {
         content: vec![
             Content::Thinking { thinking: "Two files.".into(), signature: Some("sig-1".into()) },
             call("toolu_1", "a.rs"),
@@ -389,8 +389,8 @@ async fn request_body_caches_system_and_last_user_message_merges_tool_results_an
         stop_reason: StopReason::ToolUse,
         ..AssistantMessage::default()
     }));
-    std::sync::Arc::make_mut(&mut request.messages).push(result("toolu_1", "fn main() {}", false));
-    std::sync::Arc::make_mut(&mut request.messages).push(result("toolu_2", "error: no such file", true));
+    request.messages.push(result("toolu_1", "fn main() {}", false));
+    request.messages.push(result("toolu_2", "error: no such file", true));
     stream_with(&provider(fast_options()), &request, &CancellationToken::new()).await;
 
     let recorded = server.messages_requests().remove(0);

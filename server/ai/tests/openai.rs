@@ -431,7 +431,7 @@ async fn request_body_carries_system_tools_tool_results_and_stream_options() {
         parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
     }]
     .into();
-    std::sync::Arc::make_mut(&mut request.messages).push(Message::Assistant(AssistantMessage {
+    request.messages.push(Message::Assistant(AssistantMessage {
         content: vec![
             Content::Thinking { thinking: "private".into(), signature: None },
             Content::ToolCall(ToolCall {
@@ -443,7 +443,7 @@ async fn request_body_carries_system_tools_tool_results_and_stream_options() {
         stop_reason: reins_ai::StopReason::ToolUse,
         ..AssistantMessage::default()
     }));
-    std::sync::Arc::make_mut(&mut request.messages).push(Message::ToolResult(ToolResultMessage {
+    request.messages.push(Message::ToolResult(ToolResultMessage {
         tool_call_id: "call_1".into(),
         tool_name: "read".into(),
         content: vec![Content::text("fn main() {}")],

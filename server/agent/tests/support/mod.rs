@@ -225,7 +225,7 @@ fn json_name(reason: &reins_agent::TurnEndReason) -> &'static str {
 }
 
 /// The conversation as text, one message per line.
-pub fn transcript(messages: &[Message]) -> String {
+pub fn transcript<'a>(messages: impl IntoIterator<Item = &'a Message>) -> String {
     let mut out = String::new();
     for message in messages {
         match message {

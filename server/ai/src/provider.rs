@@ -16,7 +16,8 @@ pub struct Request {
     pub model: Model,
     pub system_prompt: String,
     pub messages: Messages,
-    /// Shared for the same reason; the agent builds the list once and sends it with every call.
+    /// Shared, as the messages are: the agent builds the list once and sends it with every call,
+    /// and a copy of the request copies no tool.
     pub tools: Arc<Vec<ToolSpec>>,
     /// Output limit for this call; `None` takes the model's `max_output`.
     pub max_tokens: Option<u64>,

@@ -389,7 +389,7 @@ impl Run<'_> {
     /// less than copying.
     fn shared_messages(&mut self) -> Messages {
         let messages = &self.context.messages;
-        let same = self.sent.iter().zip(messages).take_while(|(sent, message)| ***sent == **message).count();
+        let same = self.sent.iter().zip(messages).take_while(|(sent, message)| sent.as_ref() == *message).count();
         self.sent.truncate(same);
         self.sent.extend(messages[same..].iter().cloned().map(Arc::new));
         Messages::from(self.sent.clone())

@@ -33,8 +33,8 @@ pub struct Request {
 pub struct Messages(Arc<[Arc<Message>]>);
 
 impl Messages {
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Message> + ExactSizeIterator {
-        self.0.iter().map(|message| &**message)
+    pub fn iter(&self) -> <&Messages as IntoIterator>::IntoIter {
+        self.into_iter()
     }
 
     pub fn len(&self) -> usize {

@@ -346,12 +346,14 @@ async fn measure_reins(reins: &Path, workspace: &Path) -> Figures {
 
     // A separate run of the loop under the wrapper, so the wrapper does not touch the timings.
     let server = ScriptedServer::start(tool_loop_script()).await;
-    let peak = peak_resident_and_cpu_of(&reins_command(reins, workspace, &server, "read the file line by line"))
+    let peak = peak_resident_of(&reins_command(reins, workspace, &server, "read the file line by line"))
         .await
         .inspect_err(|why| eprintln!("bench: reins peak RSS not measured: {why}"))
         .ok();
-    let (peak_rss_kib, turn, loop_cpu) =
-        (peak.map(|(kib, _, _)| kib), peak.map(|(_, parts, _)| parts), peak.map(|(_, _, cpu)| cpu));
+    let (peak_rss_kib, turn, loop_cpu) = match peak {
+        Some(run) => (Some(run.parts.total_kib), Some(run.parts), Some(run.cpu())),
+        None => (None, None, None),
+    };
     let bodies: Vec<Vec<u8>> = server.chat_requests().into_iter().map(|request| request.raw_body).collect();
     let overhead_floor = replay::floor_per_turn(&bodies)
         .await
@@ -444,7 +446,7 @@ where
 /// Peak RSS in KiB of one run of `command` (program, arguments, environment and directory; its
 /// stdin and stdout are null), for one process at a time.
 pub async fn peak_rss_kib_of(command: &std::process::Command) -> Result<u64, String> {
-    peak_resident_of(command).await.map(|(kib, _)| kib)
+    peak_resident_of(command).await.map(|run| run.parts.total_kib)
 }
 
 /// [`peak_rss_kib_of`], with the peaks of the run's anonymous and file-backed parts, sampled.
@@ -453,15 +455,8 @@ pub async fn peak_rss_kib_of(command: &std::process::Command) -> Result<u64, Str
 /// starts from the memory of the process that spawned it; so the command runs as the only child
 /// of a fresh, small copy of this binary ([`run_rss_wrapper`]), which reports the figure in a
 /// file. The floor this leaves is the wrapper's own RSS at spawn time, about 2 MB.
-pub async fn peak_resident_of(command: &std::process::Command) -> Result<(u64, resident::Resident), String> {
-    wrapped_run(command).await.map(|run| (run.parts.total_kib, run.parts))
-}
-
-/// [`peak_resident_of`], with the run's CPU time (user and system).
-pub async fn peak_resident_and_cpu_of(
-    command: &std::process::Command,
-) -> Result<(u64, resident::Resident, Duration), String> {
-    wrapped_run(command).await.map(|run| (run.parts.total_kib, run.parts, Duration::from_secs_f64(run.cpu_seconds)))
+pub async fn peak_resident_of(command: &std::process::Command) -> Result<WrappedRun, String> {
+    wrapped_run(command).await
 }
 
 /// Peak RSS in KiB and CPU seconds (user and system) of one run of `command`, as
@@ -471,10 +466,17 @@ pub async fn peak_rss_and_cpu_of(command: &std::process::Command) -> Result<(u64
 }
 
 /// What the RSS wrapper reports of one run.
-struct WrappedRun {
-    parts: resident::Resident,
+pub struct WrappedRun {
+    /// The peaks of the run's resident memory (`total_kib` is the kernel's peak RSS).
+    pub parts: resident::Resident,
     /// User and system time of the run.
-    cpu_seconds: f64,
+    pub cpu_seconds: f64,
+}
+
+impl WrappedRun {
+    pub fn cpu(&self) -> Duration {
+        Duration::from_secs_f64(self.cpu_seconds)
+    }
 }
 
 /// One run of `command` under the RSS wrapper (see [`peak_resident_of`]).

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use scripted_llm::{Reply, ScriptedServer};
 use serde_json::json;
 
-use crate::{Figures, LOOP_TURNS, median_of, peak_resident_and_cpu_of, tool_loop_script};
+use crate::{Figures, LOOP_TURNS, median_of, peak_resident_of, tool_loop_script};
 
 /// The pi the bench compares with first (the current one), and the one before it.
 pub const PI_VERSIONS: [&str; 2] = ["1.6.0", "0.73.1"];
@@ -88,19 +88,18 @@ pub async fn measure<P: Peer>(peer: &P, workspace: &Path) -> Result<Figures, Str
 
     let server = ScriptedServer::start(peer.loop_script()).await;
     peer.configure(&server)?;
-    let (peak_rss_kib, turn, loop_cpu) =
-        peak_resident_and_cpu_of(&peer.command(workspace, &peer.prompt_args("read the file line by line")))
-            .await
-            .map_err(|why| format!("{} peak RSS: {why}", P::NAME))?;
+    let peak = peak_resident_of(&peer.command(workspace, &peer.prompt_args("read the file line by line")))
+        .await
+        .map_err(|why| format!("{} peak RSS: {why}", P::NAME))?;
     all_replies_played(P::NAME, &server)?;
 
     Ok(Figures {
         startup,
         one_turn,
         per_turn_overhead,
-        peak_rss_kib: Some(peak_rss_kib),
-        turn: Some(turn),
-        loop_cpu: Some(loop_cpu),
+        peak_rss_kib: Some(peak.parts.total_kib),
+        turn: Some(peak.parts),
+        loop_cpu: Some(peak.cpu()),
         idle_lsp: None,
         binary_bytes: peer.binary_bytes(),
         overhead_floor: None,

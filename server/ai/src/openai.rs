@@ -9,12 +9,15 @@ mod errors;
 mod request;
 mod wire;
 
+use std::sync::{Mutex, PoisonError};
+
 use async_trait::async_trait;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use self::assemble::Assembler;
 pub(crate) use self::errors::http_error;
+use self::request::Encoded;
 use crate::message::{AssistantMessage, ProviderError, ProviderErrorKind};
 use crate::provider::{ApiKey, EventSink, Provider, Request};
 use crate::transport::{ClientOptions, Outgoing, Transport};
@@ -23,18 +26,33 @@ use crate::transport::{ClientOptions, Outgoing, Transport};
 #[derive(Debug)]
 pub struct OpenAiCompatible {
     transport: Transport,
+    /// The last call's encoded messages, which the next call of the same conversation sends
+    /// again. One conversation's: calls of others running at once only miss it.
+    encoded: Mutex<Encoded>,
 }
 
 impl OpenAiCompatible {
     pub fn new(api_key: ApiKey, options: ClientOptions) -> Self {
-        Self { transport: Transport::new(api_key, options) }
+        Self { transport: Transport::new(api_key, options), encoded: Mutex::default() }
     }
 
     /// Where a model call goes and the body it sends, as [`Provider::stream`] makes them (the
     /// headers, which carry the key, left out): what a user debugging a prompt wants to see.
     pub fn wire_request(request: &Request) -> (String, serde_json::Value) {
-        let body = serde_json::to_value(request::chat_request(request)).unwrap_or(serde_json::Value::Null);
+        let body = request::chat_body(request, &mut Encoded::default())
+            .and_then(|body| serde_json::from_slice(&body))
+            .unwrap_or(serde_json::Value::Null);
         (url(request), body)
+    }
+
+    /// [`request::chat_body`] with the last call's parts. They are taken out while this call
+    /// encodes, so calls at once never wait for each other.
+    fn body(&self, request: &Request) -> serde_json::Result<Vec<u8>> {
+        let lock = || self.encoded.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut encoded = std::mem::take(&mut *lock());
+        let body = request::chat_body(request, &mut encoded);
+        *lock() = encoded;
+        body
     }
 
     fn headers(&self) -> Result<HeaderMap, ProviderError> {
@@ -57,7 +75,7 @@ impl Provider for OpenAiCompatible {
     async fn stream(&self, request: &Request, on_event: EventSink<'_>, cancel: &CancellationToken) -> AssistantMessage {
         let url = url(request);
         tracing::debug!(url, model = request.model.id, messages = request.messages.len(), "chat completions request");
-        let body = serde_json::to_vec(&request::chat_request(request));
+        let body = self.body(request);
         let assembler = Assembler::new(on_event);
         let output_limit = request.output_limit();
         let outgoing = Outgoing { url: &url, on_event, body, headers: self.headers(), http_error, output_limit };

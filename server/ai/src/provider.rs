@@ -37,6 +37,11 @@ impl Messages {
         self.into_iter()
     }
 
+    /// The messages as the shared values they are: a provider may recognise one it sent before.
+    pub fn shared(&self) -> &[Arc<Message>] {
+        &self.0
+    }
+
     pub fn len(&self) -> usize {
         self.0.len()
     }

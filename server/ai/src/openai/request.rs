@@ -1,8 +1,10 @@
 //! Translates a reins [`Request`] into a Chat Completions request body.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use serde_json::Value;
+use serde_json::value::{RawValue, to_raw_value};
 
 use super::wire::{
     ArgumentsText, ChatRequest, ContentPart, ImageUrl, StreamOptions, UserContent, WireFunction, WireFunctionCall,
@@ -10,75 +12,146 @@ use super::wire::{
 };
 use crate::message::{AssistantMessage, Content, Message, ToolResultMessage};
 use crate::model::ThinkingLevel;
-use crate::provider::Request;
+use crate::provider::{Request, ToolSpec};
 
-/// The streaming request body for `request`.
+/// The parts of a client's last request body, kept so that the next one (the same conversation
+/// with a few messages more) encodes only what is new: the whole conversation goes out on every
+/// turn. Messages and tools are matched by address. The agent sends the messages of its last
+/// request again as the same shared values, and these hold them, so no address is reused while
+/// it is here.
+#[derive(Default)]
+pub struct Encoded {
+    /// The system message, with the prompt and the role (`developer` or not) it was encoded with.
+    system: Option<(String, bool, Box<RawValue>)>,
+    /// Each message, in order, with its wire message (none for an empty answer, left out).
+    messages: Vec<(Arc<Message>, Option<Box<RawValue>>)>,
+    tools: Option<(Arc<Vec<ToolSpec>>, Box<RawValue>)>,
+}
+
+impl std::fmt::Debug for Encoded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Encoded").field("messages", &self.messages.len()).finish_non_exhaustive()
+    }
+}
+
+impl Encoded {
+    /// Makes the parts `request`'s, encoding those the last request did not have.
+    fn update(&mut self, request: &Request) -> serde_json::Result<()> {
+        let developer = request.model.compat.developer_role;
+        let same_system =
+            matches!(&self.system, Some((prompt, role, _)) if *prompt == request.system_prompt && *role == developer);
+        if request.system_prompt.is_empty() {
+            self.system = None;
+        } else if !same_system {
+            let content = request.system_prompt.as_str();
+            let message = if developer { WireMessage::Developer { content } } else { WireMessage::System { content } };
+            self.system = Some((request.system_prompt.clone(), developer, to_raw_value(&message)?));
+        }
+
+        let mut last = std::mem::take(&mut self.messages).into_iter();
+        let mut messages = Vec::with_capacity(request.messages.len());
+        for message in request.messages.shared() {
+            let kept = last.next().filter(|(sent, _)| Arc::ptr_eq(sent, message)).map(|(_, wire)| wire);
+            let wire = match kept {
+                Some(wire) => wire,
+                None => encode_message(message)?,
+            };
+            messages.push((message.clone(), wire));
+        }
+        self.messages = messages;
+
+        let same_tools = matches!(&self.tools, Some((tools, _)) if Arc::ptr_eq(tools, &request.tools));
+        if request.tools.is_empty() {
+            self.tools = None;
+        } else if !same_tools {
+            self.tools = Some((request.tools.clone(), to_raw_value(&wire_tools(&request.tools))?));
+        }
+        Ok(())
+    }
+
+    /// The user messages that carry the tool results' images, each with the index of the message
+    /// it goes before: tool messages must follow their assistant message directly, and a `tool`
+    /// message cannot carry an image, so the images wait until after the run of results.
+    fn tool_images(&self) -> serde_json::Result<Vec<(usize, Box<RawValue>)>> {
+        let mut images_at = Vec::new();
+        let mut pending: Vec<ContentPart> = Vec::new();
+        for (index, (message, _)) in self.messages.iter().enumerate() {
+            match &**message {
+                Message::ToolResult(result) => pending.extend(result.content.iter().filter_map(image_part)),
+                _ if !pending.is_empty() => {
+                    images_at.push((index, to_raw_value(&images_message(std::mem::take(&mut pending)))?));
+                }
+                _ => {}
+            }
+        }
+        if !pending.is_empty() {
+            images_at.push((self.messages.len(), to_raw_value(&images_message(pending))?));
+        }
+        Ok(images_at)
+    }
+
+    /// The body's messages in order: the system message, then each message's, with the images'
+    /// messages where they go.
+    fn wire_messages<'a>(&'a self, images_at: &'a [(usize, Box<RawValue>)]) -> Vec<&'a RawValue> {
+        let mut out = Vec::with_capacity(self.messages.len() + images_at.len() + 1);
+        out.extend(self.system.as_ref().map(|(_, _, wire)| &**wire));
+        let mut images = images_at.iter().peekable();
+        for (index, (_, wire)) in self.messages.iter().enumerate() {
+            while let Some((_, message)) = images.next_if(|(at, _)| *at == index) {
+                out.push(&**message);
+            }
+            out.extend(wire.as_deref());
+        }
+        out.extend(images.map(|(_, message)| &**message));
+        out
+    }
+}
+
+/// The streaming request body for `request`. `encoded` holds the last body's parts, and then
+/// this one's (see [`Encoded`]); an empty one encodes everything.
 /// The output limit is always sent (from the model's entry unless the request sets one): a
 /// server left to its own default may stream without end. The thinking level goes as
 /// `reasoning_effort` only to a reasoning model whose entry lists the values it takes (clamped to
 /// the nearest of them); `off`, or no level, sends nothing and leaves the server's default.
-pub fn chat_request(request: &Request) -> ChatRequest<'_> {
+pub fn chat_body(request: &Request, encoded: &mut Encoded) -> serde_json::Result<Vec<u8>> {
+    encoded.update(request)?;
+    let images_at = encoded.tool_images()?;
     let compat = &request.model.compat;
     let output_limit = Some(request.output_limit()).filter(|&tokens| tokens > 0);
-    ChatRequest {
+    let body = ChatRequest {
         model: &request.model.id,
-        messages: messages(request),
+        messages: encoded.wire_messages(&images_at),
         stream: true,
         stream_options: StreamOptions { include_usage: true },
         max_tokens: output_limit.filter(|_| !compat.max_completion_tokens),
         max_completion_tokens: output_limit.filter(|_| compat.max_completion_tokens),
-        tools: request
-            .tools
-            .iter()
-            .map(|tool| WireTool {
-                kind: "function",
-                function: WireFunction {
-                    name: &tool.name,
-                    description: &tool.description,
-                    parameters: &tool.parameters,
-                },
-            })
-            .collect(),
+        tools: encoded.tools.as_ref().map(|(_, wire)| &**wire),
         reasoning_effort: request
             .thinking
             .filter(|_| request.model.reasoning)
             .and_then(|level| compat.reasoning_effort.clamp(level))
             .map(ThinkingLevel::as_str),
-    }
+    };
+    serde_json::to_vec(&body)
 }
 
-// The wire messages borrow the conversation's text: the whole conversation goes out on every
-// turn, so copying it each time would make a long session's turns ever slower.
-fn messages(request: &Request) -> Vec<WireMessage<'_>> {
-    let mut out = Vec::with_capacity(request.messages.len() + 1);
-    if !request.system_prompt.is_empty() {
-        let content = request.system_prompt.as_str();
-        out.push(if request.model.compat.developer_role {
-            WireMessage::Developer { content }
-        } else {
-            WireMessage::System { content }
-        });
+fn wire_tools(tools: &[ToolSpec]) -> Vec<WireTool<'_>> {
+    tools
+        .iter()
+        .map(|tool| WireTool {
+            kind: "function",
+            function: WireFunction { name: &tool.name, description: &tool.description, parameters: &tool.parameters },
+        })
+        .collect()
+}
+
+/// A message's wire message, borrowing its text until it is written; `None` for an empty answer.
+fn encode_message(message: &Message) -> serde_json::Result<Option<Box<RawValue>>> {
+    match message {
+        Message::User(user) => to_raw_value(&WireMessage::User { content: user_content(&user.content) }).map(Some),
+        Message::Assistant(assistant) => assistant_message(assistant).map(|wire| to_raw_value(&wire)).transpose(),
+        Message::ToolResult(result) => to_raw_value(&tool_message(result)).map(Some),
     }
-    // Tool messages must follow their assistant message directly, so images from tool results
-    // (which a `tool` message cannot carry) wait in a user message after the run of results.
-    let mut tool_images: Vec<ContentPart> = Vec::new();
-    for message in request.messages.iter() {
-        if !matches!(message, Message::ToolResult(_)) && !tool_images.is_empty() {
-            out.push(images_message(std::mem::take(&mut tool_images)));
-        }
-        match message {
-            Message::User(user) => out.push(WireMessage::User { content: user_content(&user.content) }),
-            Message::Assistant(assistant) => out.extend(assistant_message(assistant)),
-            Message::ToolResult(result) => {
-                out.push(tool_message(result));
-                tool_images.extend(result.content.iter().filter_map(image_part));
-            }
-        }
-    }
-    if !tool_images.is_empty() {
-        out.push(images_message(tool_images));
-    }
-    out
 }
 
 fn user_content(content: &[Content]) -> UserContent<'_> {
@@ -212,7 +285,8 @@ mod tests {
     }
 
     fn body(request: &Request) -> String {
-        serde_json::to_string_pretty(&chat_request(request)).unwrap()
+        let body = chat_body(request, &mut Encoded::default()).unwrap();
+        serde_json::to_string_pretty(&serde_json::from_slice::<Value>(&body).unwrap()).unwrap()
     }
 
     #[test]
@@ -347,6 +421,54 @@ mod tests {
         assert!(value.get("tools").is_none());
         // Without a limit of its own, the request takes the model's.
         assert_eq!(value["max_tokens"], json!(request.model.max_output));
+    }
+
+    #[test]
+    fn a_body_built_on_the_last_one_equals_one_built_afresh() {
+        let image = Content::Image { data: "AAAA".into(), mime_type: "image/png".into() };
+        let call = |id: &str| {
+            assistant(vec![Content::ToolCall(ToolCall { id: id.into(), name: "read".into(), arguments: json!({}) })])
+        };
+        let first: Vec<Arc<Message>> =
+            vec![Message::user("look"), call("c1"), tool_result("c1", vec![Content::text("seen"), image.clone()])]
+                .into_iter()
+                .map(Arc::new)
+                .collect();
+        let tools: Arc<Vec<ToolSpec>> =
+            Arc::new(vec![ToolSpec { name: "read".into(), description: "Read".into(), parameters: json!({}) }]);
+        let request = |messages: Vec<Arc<Message>>, system: &str, tools: Arc<Vec<ToolSpec>>| Request {
+            model: model(),
+            system_prompt: system.into(),
+            messages: messages.into(),
+            tools,
+            max_tokens: None,
+            thinking: None,
+        };
+        fn check(request: Request, encoded: &mut Encoded) {
+            let built_on = chat_body(&request, encoded).unwrap();
+            let afresh = chat_body(&request, &mut Encoded::default()).unwrap();
+            assert_eq!(String::from_utf8(built_on).unwrap(), String::from_utf8(afresh).unwrap());
+        }
+        let addresses = |encoded: &Encoded| -> Vec<*const RawValue> {
+            encoded.messages.iter().filter_map(|(_, wire)| wire.as_deref().map(std::ptr::from_ref)).collect()
+        };
+        let mut encoded = Encoded::default();
+        check(request(first.clone(), "Be brief.", tools.clone()), &mut encoded);
+        let before = addresses(&encoded);
+        // The same messages and a new one: the images now go before it, and the messages sent
+        // before are not encoded again.
+        let mut grown = first.clone();
+        grown.push(Arc::new(Message::user("and now?")));
+        check(request(grown.clone(), "Be brief.", tools.clone()), &mut encoded);
+        assert_eq!(addresses(&encoded)[..before.len()], before[..]);
+        // A message replaced where it stood (as compaction does), another prompt, other tools.
+        let mut replaced = grown.clone();
+        replaced[1] = Arc::new(call("c9"));
+        let other_tools =
+            Arc::new(vec![ToolSpec { name: "ls".into(), description: "List".into(), parameters: json!({}) }]);
+        check(request(replaced.clone(), "Be terse.", other_tools), &mut encoded);
+        check(request(replaced[..2].to_vec(), "", Arc::new(Vec::new())), &mut encoded);
+        check(request(first, "Be brief.", tools), &mut encoded);
     }
 
     #[test]

@@ -10,12 +10,15 @@ use std::borrow::Cow;
 use serde::de::{Deserialize, Deserializer};
 use serde::{Deserialize as DeserializeDerive, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// The request body of `POST /chat/completions`.
 #[derive(Debug, Serialize)]
 pub struct ChatRequest<'a> {
     pub model: &'a str,
-    pub messages: Vec<WireMessage<'a>>,
+    /// Each [`WireMessage`], encoded once and sent again on later turns (see
+    /// `request::Encoded`).
+    pub messages: Vec<&'a RawValue>,
     pub stream: bool,
     pub stream_options: StreamOptions,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -23,8 +26,9 @@ pub struct ChatRequest<'a> {
     /// Instead of `max_tokens` where the model's `compat` asks for it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_completion_tokens: Option<u64>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<WireTool<'a>>,
+    /// The [`WireTool`]s, encoded once for as long as the list stays the same.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools: Option<&'a RawValue>,
     /// `minimal` … `high`, for models whose `compat` says they take it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reasoning_effort: Option<&'static str>,

@@ -46,9 +46,9 @@ pub(crate) fn next_call_cost(model: &Model, system_prompt: &str, tools: &[ToolSp
 /// The error for a request whose conversation alone is, by the estimate of [`next_call_cost`]
 /// (characters / 4), over the model's context window: the provider would refuse it anyway, after
 /// it was sent whole. The system prompt and the tools are left out of the count, so an estimate
-/// that runs high never refuses a request the model would take.
-pub(crate) fn over_window(request: &Request) -> Option<ProviderError> {
-    let chars = request.messages.iter().map(message_chars).sum::<usize>();
+/// that runs high never refuses a request the model would take. `chars` is the sum of
+/// [`message_chars`] over the request's messages, which the run keeps as the context grows.
+pub(crate) fn over_window(request: &Request, chars: usize) -> Option<ProviderError> {
     let tokens = chars.div_ceil(CHARS_PER_TOKEN) as u64;
     let window = request.model.context_window;
     (tokens > window).then(|| {
@@ -62,7 +62,7 @@ pub(crate) fn over_window(request: &Request) -> Option<ProviderError> {
 }
 
 /// The characters a message adds to a prompt (counted as bytes): its text, tool calls and results.
-fn message_chars(message: &Message) -> usize {
+pub(crate) fn message_chars(message: &Message) -> usize {
     let content = match message {
         Message::User(user) => &user.content,
         Message::Assistant(assistant) => &assistant.content,
@@ -178,8 +178,12 @@ mod tests {
             max_tokens: None,
             thinking: None,
         };
-        assert!(over_window(&request(&"x".repeat(4000))).is_none());
-        let error = over_window(&request(&"x".repeat(4001))).expect("over the window");
+        let over = |request: Request| {
+            let chars = request.messages.iter().map(super::message_chars).sum();
+            over_window(&request, chars)
+        };
+        assert!(over(request(&"x".repeat(4000))).is_none());
+        let error = over(request(&"x".repeat(4001))).expect("over the window");
         assert_eq!(error.kind, ProviderErrorKind::ContextOverflow);
         assert_eq!(
             error.message,

@@ -16,7 +16,7 @@ use crate::context::{AgentContext, Limits};
 use crate::event::{AgentEvent, EventSink, TurnEndReason};
 use crate::exec::{CallEnv, Interrupt, ReadCall, StopCause, read_arguments};
 use crate::hooks::Hooks;
-use crate::policy::{RepeatDetector, next_call_cost, over_window};
+use crate::policy::{RepeatDetector, message_chars, next_call_cost, over_window};
 use crate::tool::Tool;
 
 /// How long a provider may take to return after its call was cancelled before the loop gives up
@@ -50,6 +50,8 @@ struct Run<'a> {
     /// The context's messages as the last request carried them, each shared with that request
     /// (and with the copy of it a session keeps), so that a turn copies only the new messages.
     sent: Vec<Arc<Message>>,
+    /// Each sent message's [`message_chars`], counted once rather than before every call.
+    sent_chars: Vec<usize>,
     added: Vec<Message>,
     usage: Usage,
     provider: &'a dyn Provider,
@@ -108,6 +110,7 @@ pub async fn run(
     let mut run = Run {
         context,
         sent: Vec::new(),
+        sent_chars: Vec::new(),
         added: Vec::new(),
         usage: Usage::default(),
         provider,
@@ -308,8 +311,11 @@ impl Run<'_> {
     /// Streams one assistant message, emitting `message_start`, `message_update`s and
     /// `message_end`, and appends it. The call is cancelled when the run is interrupted.
     async fn stream_message(&mut self) -> AssistantMessage {
-        let messages = match self.hooks.transform_context(&self.context.messages).await {
-            Some(transformed) => Messages::from(transformed),
+        let (messages, chars) = match self.hooks.transform_context(&self.context.messages).await {
+            Some(transformed) => {
+                let chars = transformed.iter().map(message_chars).sum();
+                (Messages::from(transformed), chars)
+            }
             None => self.shared_messages(),
         };
         let request = Request {
@@ -329,7 +335,7 @@ impl Run<'_> {
         (self.emit)(AgentEvent::MessageStart { message: Message::Assistant(empty.clone()) });
         // Counted before sending: a conversation far over the window is refused here (and the
         // harness compacts it), never sent whole.
-        if let Some(error) = over_window(&request) {
+        if let Some(error) = over_window(&request, chars) {
             let message = AssistantMessage { stop_reason: StopReason::Error, error: Some(error), ..empty };
             (self.emit)(AgentEvent::MessageEnd { message: Message::Assistant(message.clone()) });
             self.append(Message::Assistant(message.clone()));
@@ -386,13 +392,15 @@ impl Run<'_> {
     /// The context's messages for a request, sharing those the last request carried. A hook
     /// between turns may have changed the context (automatic compaction replaces it), so the
     /// shared ones are kept only as far as they still equal the context's; comparing costs far
-    /// less than copying.
-    fn shared_messages(&mut self) -> Messages {
+    /// less than copying. With them, the characters they add up to (see [`over_window`]).
+    fn shared_messages(&mut self) -> (Messages, usize) {
         let messages = &self.context.messages;
         let same = self.sent.iter().zip(messages).take_while(|(sent, message)| sent.as_ref() == *message).count();
         self.sent.truncate(same);
+        self.sent_chars.truncate(same);
         self.sent.extend(messages[same..].iter().cloned().map(Arc::new));
-        Messages::from(self.sent.clone())
+        self.sent_chars.extend(messages[same..].iter().map(message_chars));
+        (Messages::from(self.sent.clone()), self.sent_chars.iter().sum())
     }
 
     fn append(&mut self, message: Message) {

@@ -229,13 +229,14 @@ pub fn parse_lenient<T: serde::de::DeserializeOwned>(text: &[u8]) -> serde_json:
 
 /// Reads a value as `Some` when it has the expected type and `None` otherwise (including `null`).
 /// Sound only through [`parse_lenient`]: a failed read must leave the input where a whole one
-/// would, or fail the read of the whole text.
+/// would, or fail the read of the whole text. `null` is read as an option's: nearly every chunk
+/// has a `"finish_reason": null`, and a failed read formats an error message.
 fn lenient<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
 where
     D: Deserializer<'de>,
     T: Deserialize<'de>,
 {
-    Ok(T::deserialize(deserializer).ok())
+    Ok(Option::<T>::deserialize(deserializer).ok().flatten())
 }
 
 #[cfg(test)]

@@ -94,7 +94,7 @@ impl Agent {
         };
         let hooks = QueuedHooks { inner: self.shared.hooks.as_ref(), queues: &self.shared.queues };
         let outcome = run(context, messages, self.shared.provider.as_ref(), &hooks, &limits, &emit, cancel).await;
-        lock(&self.shared.state).context.messages.extend(outcome.messages.iter().cloned());
+        lock(&self.shared.state).context.messages.extend(outcome.messages.iter().cloned().map(Arc::new));
         drop(guard);
         Ok(outcome)
     }
@@ -123,7 +123,7 @@ impl Agent {
 
     /// The conversation so far (without the messages of a run still going).
     pub fn messages(&self) -> Vec<Message> {
-        lock(&self.shared.state).context.messages.clone()
+        lock(&self.shared.state).context.messages.iter().map(|message| Message::clone(message)).collect()
     }
 
     /// Replaces the conversation (to resume a session or move to another branch). Refused while
@@ -133,7 +133,7 @@ impl Agent {
         if state.running.is_some() {
             return Err(AgentError::Busy);
         }
-        state.context.messages = messages;
+        state.context.messages = messages.into_iter().map(Arc::new).collect();
         Ok(())
     }
 
@@ -190,7 +190,7 @@ impl Drop for RunningGuard<'_> {
 
 #[async_trait]
 impl Hooks for QueuedHooks<'_> {
-    async fn transform_context(&self, messages: &[Message]) -> Option<Vec<Message>> {
+    async fn transform_context(&self, messages: &[Arc<Message>]) -> Option<Vec<Message>> {
         self.inner.transform_context(messages).await
     }
     async fn before_tool_call(&self, call: &ToolCall, proposal: Option<&Proposal>, cancel: &CancellationToken) -> Gate {

@@ -12,7 +12,10 @@ use crate::tool::Tool;
 pub struct AgentContext {
     pub system_prompt: String,
     pub model: Model,
-    pub messages: Vec<Message>,
+    /// Shared: a request carries these same values, so a turn copies no message, and a
+    /// provider or hook can tell by address the ones it has seen. A hook changes one by putting
+    /// another in its place.
+    pub messages: Vec<Arc<Message>>,
     pub tools: Vec<Arc<dyn Tool>>,
     /// How hard the model thinks; `None` leaves it to the provider (see [`reins_ai::Request`]).
     pub thinking: Option<ThinkingLevel>,

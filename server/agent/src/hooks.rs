@@ -1,5 +1,7 @@
 //! Hooks: how the harness above steers the loop without the loop knowing who it serves.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use reins_ai::{Message, ToolCall, ToolResultMessage};
 use tokio_util::sync::CancellationToken;
@@ -29,7 +31,7 @@ pub trait Hooks: Send + Sync {
     /// Rewrites the messages just before each model call (pruning, injected context): `Some`
     /// goes to the model in their place. The default, `None`, sends them as they are, sharing
     /// them with the previous call's request instead of copying the conversation.
-    async fn transform_context(&self, _messages: &[Message]) -> Option<Vec<Message>> {
+    async fn transform_context(&self, _messages: &[Arc<Message>]) -> Option<Vec<Message>> {
         None
     }
     /// The gate. May wait (for a user's decision) as long as `cancel` is not triggered.

@@ -2,6 +2,8 @@
 //! that repeats itself, what the next model call will likely cost, and whether it fits the
 //! model's context window at all.
 
+use std::sync::Arc;
+
 use reins_ai::{Content, Message, Model, ProviderError, ProviderErrorKind, Request, ToolCall, ToolSpec};
 use serde_json::Value;
 
@@ -13,11 +15,11 @@ const CHARS_PER_TOKEN: usize = 4;
 /// cache price, what came after it is new input (priced as a cache write where that costs more),
 /// and the answer is guessed as long as the last one. Without an earlier call everything is new
 /// input, estimated from the text, and no answer is guessed.
-pub(crate) fn next_call_cost(model: &Model, system_prompt: &str, tools: &[ToolSpec], messages: &[Message]) -> f64 {
+pub(crate) fn next_call_cost(model: &Model, system_prompt: &str, tools: &[ToolSpec], messages: &[Arc<Message>]) -> f64 {
     let prices = &model.prices;
     let cached_price = if prices.cache_read > 0.0 { prices.cache_read } else { prices.input };
     let new_price = prices.input.max(prices.cache_write);
-    let last_call = messages.iter().enumerate().rev().find_map(|(at, message)| match message {
+    let last_call = messages.iter().enumerate().rev().find_map(|(at, message)| match &**message {
         Message::Assistant(assistant)
             if assistant.usage.input + assistant.usage.cache_read + assistant.usage.cache_write > 0 =>
         {
@@ -27,7 +29,7 @@ pub(crate) fn next_call_cost(model: &Model, system_prompt: &str, tools: &[ToolSp
     });
     let (cached, output, new_chars) = match last_call {
         Some((at, usage)) => {
-            let after: usize = messages[at + 1..].iter().map(message_chars).sum();
+            let after: usize = messages[at + 1..].iter().map(|message| message_chars(message)).sum();
             (usage.input + usage.cache_read + usage.cache_write, usage.output, after)
         }
         None => {
@@ -35,7 +37,7 @@ pub(crate) fn next_call_cost(model: &Model, system_prompt: &str, tools: &[ToolSp
                 .iter()
                 .map(|tool| tool.name.len() + tool.description.len() + tool.parameters.to_string().len())
                 .sum();
-            (0, 0, system_prompt.len() + tools + messages.iter().map(message_chars).sum::<usize>())
+            (0, 0, system_prompt.len() + tools + messages.iter().map(|message| message_chars(message)).sum::<usize>())
         }
     };
     let new = (new_chars.div_ceil(CHARS_PER_TOKEN) as u64 + output) as f64;
@@ -150,6 +152,8 @@ fn text_len(block: &Content) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use expect_test::{Expect, expect};
     use reins_ai::{Content, ToolCall};
     use serde_json::json;
@@ -320,7 +324,7 @@ mod tests {
             details: None,
             timestamp: 0,
         };
-        let messages = [Message::user("go"), Message::Assistant(last), Message::ToolResult(result)];
+        let messages = [Message::user("go"), Message::Assistant(last), Message::ToolResult(result)].map(Arc::new);
         let cost = |model: &Model| (next_call_cost(model, "", &[], &messages) * 1e6).round() / 1e6;
         // 10,000 × $0.3 + 600 × $3.75 + 500 × $15, per million.
         assert_eq!(cost(&model), 0.01275);
@@ -328,6 +332,6 @@ mod tests {
         model.prices = Prices { input: 3.0, output: 15.0, ..Prices::default() };
         assert_eq!(cost(&model), 0.0393);
         // Before any call: the text, at four characters a token.
-        assert_eq!(next_call_cost(&model, &"s".repeat(4000), &[], &[Message::user("go")]) * 1e6, 3003.0);
+        assert_eq!(next_call_cost(&model, &"s".repeat(4000), &[], &[Arc::new(Message::user("go"))]) * 1e6, 3003.0);
     }
 }

@@ -47,11 +47,9 @@ pub struct RunOutcome {
 /// A run's state while it goes.
 struct Run<'a> {
     context: AgentContext,
-    /// The context's messages as the last request carried them, each shared with that request
-    /// (and with the copy of it a session keeps), so that a turn copies only the new messages.
-    sent: Vec<Arc<Message>>,
-    /// Each sent message's [`message_chars`], counted once rather than before every call.
-    sent_chars: Vec<usize>,
+    /// The messages the last request carried, each with its [`message_chars`], counted once
+    /// rather than before every call.
+    sent: Vec<(Arc<Message>, usize)>,
     added: Vec<Message>,
     usage: Usage,
     provider: &'a dyn Provider,
@@ -110,7 +108,6 @@ pub async fn run(
     let mut run = Run {
         context,
         sent: Vec::new(),
-        sent_chars: Vec::new(),
         added: Vec::new(),
         usage: Usage::default(),
         provider,
@@ -389,22 +386,21 @@ impl Run<'_> {
         self.append(message);
     }
 
-    /// The context's messages for a request, sharing those the last request carried. A hook
-    /// between turns may have changed the context (automatic compaction replaces it), so the
-    /// shared ones are kept only as far as they still equal the context's; comparing costs far
-    /// less than copying. With them, the characters they add up to (see [`over_window`]).
+    /// The context's messages for a request, and the characters they add up to (see
+    /// [`over_window`]). A hook between turns may have put other messages in the context
+    /// (automatic compaction replaces it), so a count is kept only while its message is the
+    /// same value.
     fn shared_messages(&mut self) -> (Messages, usize) {
         let messages = &self.context.messages;
-        let same = self.sent.iter().zip(messages).take_while(|(sent, message)| sent.as_ref() == *message).count();
+        let same = self.sent.iter().zip(messages).take_while(|((sent, _), message)| Arc::ptr_eq(sent, message)).count();
         self.sent.truncate(same);
-        self.sent_chars.truncate(same);
-        self.sent.extend(messages[same..].iter().cloned().map(Arc::new));
-        self.sent_chars.extend(messages[same..].iter().map(message_chars));
-        (Messages::from(self.sent.clone()), self.sent_chars.iter().sum())
+        self.sent.extend(messages[same..].iter().map(|message| (message.clone(), message_chars(message))));
+        let chars = self.sent.iter().map(|(_, chars)| chars).sum();
+        (Messages::from(messages.clone()), chars)
     }
 
     fn append(&mut self, message: Message) {
-        self.context.messages.push(message.clone());
+        self.context.messages.push(Arc::new(message.clone()));
         self.added.push(message);
     }
 }

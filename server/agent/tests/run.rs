@@ -716,11 +716,11 @@ impl Hooks for RewritingHooks {
         let mut replaced = self.replaced.lock().unwrap();
         if !*replaced {
             *replaced = true;
-            context.messages = vec![Message::user("summary of the read")];
+            context.messages = vec![std::sync::Arc::new(Message::user("summary of the read"))];
         }
     }
-    async fn transform_context(&self, messages: &[Message]) -> Option<Vec<Message>> {
-        self.prune.then(|| messages.iter().rev().take(1).cloned().collect())
+    async fn transform_context(&self, messages: &[std::sync::Arc<Message>]) -> Option<Vec<Message>> {
+        self.prune.then(|| messages.iter().rev().take(1).map(|message| Message::clone(message)).collect())
     }
 }
 

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use reins_agent::{AgentContext, Gate, Hooks, Proposal, RunOutcome};
 use reins_ai::{Message, Model, Provider, ProviderErrorKind, ToolCall, ToolResultMessage};
-use reins_session::{SessionFile, estimate_context_tokens};
+use reins_session::{SessionFile, estimate_context_tokens, estimate_tokens};
 use reins_settings::CompactionSettings;
 use tokio_util::sync::CancellationToken;
 
@@ -26,10 +26,27 @@ pub struct Compacted {
     pub tokens_after: u64,
 }
 
-/// Whether `context` plus `extra_tokens` comes within `reserve_tokens` of the model's window.
-pub(crate) fn near_window(context: &AgentContext, extra_tokens: u64, reserve_tokens: u64) -> bool {
-    let tokens = estimate_context_tokens(&context.messages) + context.system_prompt.len() as u64 / 4 + extra_tokens;
+/// Whether `context`, whose messages come to `message_tokens`, plus `extra_tokens` comes within
+/// `reserve_tokens` of the model's window.
+pub(crate) fn near_window(context: &AgentContext, message_tokens: u64, extra_tokens: u64, reserve_tokens: u64) -> bool {
+    let tokens = message_tokens + context.system_prompt.len() as u64 / 4 + extra_tokens;
     tokens + reserve_tokens >= context.model.context_window
+}
+
+/// The token estimate of each message of the context, kept with the message it was made for:
+/// the context is measured before every turn, and only its new messages need measuring.
+#[derive(Default)]
+pub(crate) struct Estimates(Mutex<Vec<(Arc<Message>, u64)>>);
+
+impl Estimates {
+    /// The estimate of all of `messages`.
+    pub fn of(&self, messages: &[Arc<Message>]) -> u64 {
+        let mut kept = lock(&self.0);
+        let same = kept.iter().zip(messages).take_while(|((kept, _), message)| Arc::ptr_eq(kept, message)).count();
+        kept.truncate(same);
+        kept.extend(messages[same..].iter().map(|message| (message.clone(), estimate_tokens(message))));
+        kept.iter().map(|(_, tokens)| tokens).sum()
+    }
 }
 
 /// The approval gate, plus automatic compaction between turns and the after-edit feedback.
@@ -52,6 +69,7 @@ pub(crate) struct AutoCompact {
     pub settings: LiveSettings,
     /// The session's token for the harness's own model calls (see `LiveSession::cancel`).
     pub cancel: Arc<Mutex<CancellationToken>>,
+    pub estimates: Estimates,
 }
 
 #[async_trait]
@@ -95,14 +113,14 @@ impl Hooks for SessionHooks {
         context.tools = self.tools.current(&context.model).await;
         let Some(auto) = &self.auto_compact else { return };
         let settings = auto.settings.get().compaction.clone();
-        if !settings.auto || !near_window(context, 0, settings.reserve_tokens) {
+        if !settings.auto || !near_window(context, auto.estimates.of(&context.messages), 0, settings.reserve_tokens) {
             return;
         }
         let cancel = lock(&auto.cancel).clone();
         let compacted =
             compact_and_reload(&auto.file, auto.provider.as_ref(), &context.model, &settings, &cancel).await;
         match compacted {
-            Ok((_, messages)) => context.messages = messages,
+            Ok((_, messages)) => context.messages = messages.into_iter().map(Arc::new).collect(),
             Err(err) => tracing::warn!("automatic compaction failed; going on without it: {err}"),
         }
     }
@@ -174,4 +192,27 @@ pub(crate) fn overflowed(outcome: &RunOutcome) -> bool {
         matches!(message, Message::Assistant(assistant)
             if assistant.error.as_ref().is_some_and(|error| error.kind == ProviderErrorKind::ContextOverflow))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn estimates_follow_the_context_when_messages_are_added_and_replaced() {
+        let estimates = Estimates::default();
+        let message = |text: &str| Arc::new(Message::user(text));
+        let mut context = vec![message(&"a".repeat(40)), message(&"b".repeat(80))];
+        assert_eq!(
+            estimates.of(&context),
+            estimate_context_tokens(&[Message::clone(&context[0]), Message::clone(&context[1])])
+        );
+        assert_eq!(estimates.of(&context), 30);
+        context.push(message(&"c".repeat(4)));
+        assert_eq!(estimates.of(&context), 31);
+        // Compaction puts a summary where the conversation was.
+        context[0] = message("summary");
+        assert_eq!(estimates.of(&context), 2 + 20 + 1);
+        assert_eq!(estimates.of(&context[..1]), 2);
+    }
 }

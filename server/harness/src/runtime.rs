@@ -46,7 +46,7 @@ pub(crate) use reins_agent::lock;
 
 use crate::approval::ApprovalGate;
 use crate::checkpoint::{FileRecorder, RecordingWorkspace, recorded};
-use crate::compaction::{AutoCompact, SessionHooks};
+use crate::compaction::{AutoCompact, Estimates, SessionHooks};
 use crate::diagnostics::Feedback;
 use crate::error::HarnessError;
 use crate::hooks::HookRunner;
@@ -399,6 +399,7 @@ impl Harness {
             self.settings.clone(),
         ));
         let tools = session_tools.offered_builtin();
+        let messages = messages.into_iter().map(Arc::new).collect();
         let context =
             AgentContext { system_prompt: self.system_prompt(&tools), model, messages, tools, thinking: None };
         let feedback = Feedback {
@@ -418,6 +419,7 @@ impl Harness {
                 provider: self.provider.clone(),
                 settings: self.settings.clone(),
                 cancel,
+                estimates: Estimates::default(),
             }),
             feedback,
             hooks: HookRunner {

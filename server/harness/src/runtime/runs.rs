@@ -158,7 +158,10 @@ impl Harness {
         prompt_tokens: u64,
     ) {
         // Read in place: the conversation may be far longer than the window.
-        let near = session.agent.with_context(|context| near_window(context, prompt_tokens, settings.reserve_tokens));
+        let near = session.agent.with_context(|context| {
+            let message_tokens = context.messages.iter().map(|message| estimate_tokens(message)).sum();
+            near_window(context, message_tokens, prompt_tokens, settings.reserve_tokens)
+        });
         if !near {
             return;
         }

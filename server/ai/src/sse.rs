@@ -41,9 +41,18 @@ impl SseParser {
             bytes = &bytes[1..];
         }
         self.after_cr = false;
-        while let Some(end) = bytes.iter().position(|&byte| byte == b'\n' || byte == b'\r') {
-            self.line.extend_from_slice(&bytes[..end]);
-            self.end_line(&mut events);
+        while let Some(end) = memchr::memchr2(b'\n', b'\r', bytes) {
+            // A line whole in this read is read where it lies; only one begun in an earlier read
+            // is gathered first.
+            if self.line.is_empty() {
+                self.end_line(&bytes[..end], &mut events);
+            } else {
+                self.line.extend_from_slice(&bytes[..end]);
+                let line = std::mem::take(&mut self.line);
+                self.end_line(&line, &mut events);
+                self.line = line;
+                self.line.clear();
+            }
             let mut next = end + 1;
             if bytes[end] == b'\r' {
                 match bytes.get(next) {
@@ -78,8 +87,7 @@ impl SseParser {
         self.take_event()
     }
 
-    fn end_line(&mut self, events: &mut Vec<SseEvent>) {
-        let line = std::mem::take(&mut self.line);
+    fn end_line(&mut self, line: &[u8], events: &mut Vec<SseEvent>) {
         if line.is_empty() {
             events.extend(self.take_event());
             return;
@@ -88,7 +96,12 @@ impl SseParser {
             self.comments += 1; // a comment, such as `: keep-alive`
             return;
         }
-        let line = String::from_utf8_lossy(&line);
+        // Checked whole first: nearly every line is valid UTF-8, and the lossy reading goes
+        // through it a piece at a time.
+        let line = match std::str::from_utf8(line) {
+            Ok(line) => std::borrow::Cow::Borrowed(line),
+            Err(_) => String::from_utf8_lossy(line),
+        };
         let (field, value) = match line.split_once(':') {
             Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
             None => (line.as_ref(), ""),

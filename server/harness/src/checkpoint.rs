@@ -121,6 +121,10 @@ impl Workspace for RecordingWorkspace {
         self.inner.read_text(path).await
     }
 
+    async fn read_named(&self, path: &str) -> Result<(PathBuf, TextFile), WorkspaceError> {
+        self.inner.read_named(path).await
+    }
+
     async fn read_texts(&self, paths: &[&Path]) -> Vec<Result<TextFile, WorkspaceError>> {
         self.inner.read_texts(paths).await
     }

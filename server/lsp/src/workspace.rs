@@ -400,6 +400,16 @@ impl Workspace for EditorWorkspace {
         }
     }
 
+    async fn read_named(&self, path: &str) -> Result<(PathBuf, TextFile), WorkspaceError> {
+        let disk = self.disk();
+        let real = disk.resolve(path)?;
+        let text = match self.open_text(&real) {
+            Some(open) => open,
+            None => disk.read_resolved(&real).await?,
+        };
+        Ok((real, text))
+    }
+
     async fn read_texts(&self, paths: &[&Path]) -> Vec<Result<TextFile, WorkspaceError>> {
         let disk = self.disk();
         let mut texts = Vec::with_capacity(paths.len());

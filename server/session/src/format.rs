@@ -263,6 +263,18 @@ impl Entry {
         Ok(Entry { id, parent_id, timestamp, kind, extra: map })
     }
 
+    /// The line of a `message` entry without extra fields, the same as [`Entry::to_line`] of
+    /// one holding [`EntryKind::message`], written from the record itself rather than through a
+    /// [`Value`] of it: a run writes every message it makes.
+    pub fn message_line(id: &str, parent_id: Option<&str>, timestamp: &str, message: &MessageRecord) -> String {
+        let mut line = LineWriter::new("message");
+        line.field("id", &id);
+        line.field("parentId", &parent_id);
+        line.field("timestamp", &timestamp);
+        line.field("message", message);
+        line.finish()
+    }
+
     pub fn to_line(&self) -> String {
         let mut line = LineWriter::new(self.kind.type_name());
         line.field("id", &self.id);
@@ -445,23 +457,38 @@ fn take_string(map: &mut Map<String, Value>, key: &str) -> Option<String> {
 
 /// Writes one JSON object with its keys in the order given.
 struct LineWriter {
-    out: String,
+    out: Vec<u8>,
 }
 
 impl LineWriter {
     fn new(kind: &str) -> LineWriter {
-        let mut out = String::with_capacity(256);
-        out.push_str("{\"type\":");
-        out.push_str(&Value::String(kind.to_string()).to_string());
-        LineWriter { out }
+        let mut line = LineWriter { out: Vec::with_capacity(256) };
+        line.out.extend_from_slice(b"{");
+        line.key("type");
+        line.value(kind);
+        line
     }
 
     fn field(&mut self, key: &str, value: &impl serde::Serialize) {
-        self.out.push(',');
-        self.out.push_str(&Value::String(key.to_string()).to_string());
-        self.out.push(':');
-        // Serializing plain data (strings, numbers, `Value`) into a string cannot fail.
-        self.out.push_str(&serde_json::to_string(value).unwrap_or_else(|_| "null".into()));
+        self.out.push(b',');
+        self.key(key);
+        self.value(value);
+    }
+
+    fn key(&mut self, key: &str) {
+        self.value(key);
+        self.out.push(b':');
+    }
+
+    /// Written in place: an entry is written once per message, so no string of its own.
+    fn value(&mut self, value: &(impl serde::Serialize + ?Sized)) {
+        let mark = self.out.len();
+        // Serializing plain data (strings, numbers, `Value`, records) cannot fail; if it did,
+        // what it began is taken back.
+        if serde_json::to_writer(&mut self.out, value).is_err() {
+            self.out.truncate(mark);
+            self.out.extend_from_slice(b"null");
+        }
     }
 
     fn extra(&mut self, extra: &Map<String, Value>) {
@@ -471,7 +498,8 @@ impl LineWriter {
     }
 
     fn finish(mut self) -> String {
-        self.out.push('}');
-        self.out
+        self.out.push(b'}');
+        // serde_json writes UTF-8 only.
+        String::from_utf8(self.out).unwrap_or_else(|err| String::from_utf8_lossy(err.as_bytes()).into_owned())
     }
 }

@@ -17,7 +17,8 @@ use serde_json::{Map, Value};
 use crate::context::SessionContext;
 use crate::disk::read_all;
 use crate::error::SessionError;
-use crate::format::{Entry, EntryKind, Header};
+use crate::format::{Entry, EntryKind, EntryTag, Header};
+use crate::message::MessageRecord;
 use crate::store::{file_name, lock_file, open_for_append};
 use crate::time::{new_entry_id, now_iso};
 use crate::tree::SessionTree;
@@ -259,7 +260,12 @@ impl SessionFile {
     }
 
     pub fn append_message(&mut self, message: &Message) -> Result<String, SessionError> {
-        self.append(EntryKind::message(message))
+        let parent = self.tree.leaf().map(str::to_string);
+        let id = new_entry_id(|id| self.tree.contains(id));
+        let record = MessageRecord::from_message(message);
+        let line = Entry::message_line(&id, parent.as_deref(), &now_iso(), &record);
+        self.tree.push_line(line.as_bytes(), &id, parent.as_deref(), EntryTag::Message, None)?;
+        Ok(id)
     }
 
     /// Writes every queued entry, in order, with one write and one sync. Without the writer lock

@@ -50,12 +50,31 @@ pub fn new_session_id() -> String {
 /// A new entry id: 8 hex characters, as pi makes them, not yet in `taken`.
 pub fn new_entry_id(taken: impl Fn(&str) -> bool) -> String {
     for _ in 0..100 {
-        let id = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
+        let id = format!("{:08x}", next_entry_bits());
         if !taken(&id) {
             return id;
         }
     }
     uuid::Uuid::new_v4().to_string()
+}
+
+thread_local! {
+    /// The state of [`next_entry_bits`], seeded from the OS's random source once per thread.
+    static ENTRY_BITS: std::cell::Cell<u64> = std::cell::Cell::new(uuid::Uuid::new_v4().as_u64_pair().0);
+}
+
+/// 32 random-looking bits (SplitMix64): an entry id needs to differ from its file's others, which
+/// [`new_entry_id`] checks, not to be secret, and asking the OS for each one is a system call per
+/// message.
+fn next_entry_bits() -> u32 {
+    ENTRY_BITS.with(|state| {
+        let next = state.get().wrapping_add(0x9e37_79b9_7f4a_7c15);
+        state.set(next);
+        let mut z = next;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        ((z ^ (z >> 31)) >> 32) as u32
+    })
 }
 
 // Howard Hinnant's civil calendar algorithms.
@@ -85,6 +104,24 @@ fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Entry ids are pi's shape, never one already taken, and a thread's ids do not repeat
+    /// within a long session; another thread starts from its own seed.
+    #[test]
+    fn entry_ids_are_eight_hex_characters_and_new() {
+        let mut taken = std::collections::HashSet::new();
+        for _ in 0..20_000 {
+            let id = new_entry_id(|id| taken.contains(id));
+            assert!(
+                id.len() == 8 && id.bytes().all(|byte| byte.is_ascii_hexdigit() && !byte.is_ascii_uppercase()),
+                "{id}"
+            );
+            assert!(taken.insert(id));
+        }
+        let here = new_entry_id(|_| false);
+        let there = std::thread::spawn(|| new_entry_id(|_| false)).join().expect("the thread ends");
+        assert_ne!(here, there);
+    }
 
     #[test]
     fn iso_round_trips() {

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use reins_ai::{Content, Message};
-use reins_session::{Entry, Header, SessionTree};
+use reins_session::{Entry, EntryKind, Header, MessageRecord, SessionTree};
 use serde_json::Value;
 
 const FIXTURES: [&str; 6] = ["pi/plain", "pi/tools", "pi/named", "pi/forked", "pi/compacted", "pi/navigated"];
@@ -116,6 +116,34 @@ fn every_pi_fixture_round_trips() {
     for name in FIXTURES.iter().chain(&FIXTURES_1_6) {
         check_round_trip(name);
     }
+}
+
+/// A message written straight from its record ([`Entry::message_line`], what a run appends) is the
+/// same line, byte for byte, as one written through the entry's `Value`, for every message of
+/// every fixture: user, assistant with text, thinking and tool calls, tool results, errors.
+#[test]
+fn a_message_line_is_the_line_of_its_entry() {
+    let mut checked = 0;
+    for name in FIXTURES.iter().chain(&FIXTURES_1_6) {
+        let text = std::fs::read_to_string(fixture(name)).unwrap();
+        for line in text.lines().skip(1) {
+            let entry = Entry::parse(line).unwrap();
+            let Some(message) = entry.message().and_then(MessageRecord::into_message) else { continue };
+            let parent = Some("0a1b2c3d").filter(|_| checked % 2 == 0);
+            let through_value = Entry {
+                id: entry.id.clone(),
+                parent_id: parent.map(str::to_string),
+                timestamp: entry.timestamp.clone(),
+                kind: EntryKind::message(&message),
+                extra: serde_json::Map::new(),
+            };
+            let direct =
+                Entry::message_line(&entry.id, parent, &entry.timestamp, &MessageRecord::from_message(&message));
+            assert_eq!(direct, through_value.to_line(), "{name}: {line}");
+            checked += 1;
+        }
+    }
+    assert!(checked > 50, "the fixtures hold messages of every role ({checked} checked)");
 }
 
 #[test]

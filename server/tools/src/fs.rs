@@ -124,6 +124,12 @@ impl Workspace for FsWorkspace {
         self.read_resolved(&self.resolve_path(path)?).await
     }
 
+    async fn read_named(&self, path: &str) -> Result<(PathBuf, TextFile), WorkspaceError> {
+        let real = self.resolve(path)?;
+        let text = self.read_resolved(&real).await?;
+        Ok((real, text))
+    }
+
     async fn read_texts(&self, paths: &[&Path]) -> Vec<Result<TextFile, WorkspaceError>> {
         let mut texts = Vec::with_capacity(paths.len());
         for real in self.resolve_all(paths) {
@@ -205,6 +211,12 @@ fn normalize(path: &Path) -> PathBuf {
 fn real_path(path: &Path, hops: usize) -> io::Result<PathBuf> {
     if hops > MAX_SYMLINK_HOPS {
         return Err(io::Error::other("too many levels of symbolic links"));
+    }
+    // Most paths name what exists: one `realpath` settles them.
+    match fs::canonicalize(path) {
+        Ok(real) => return Ok(real),
+        Err(err) if err.kind() != io::ErrorKind::NotFound => return Err(err),
+        Err(_) => {}
     }
     let mut existing = path;
     let mut missing = Vec::new();

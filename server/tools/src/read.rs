@@ -63,8 +63,7 @@ impl TypedTool for ReadTool {
         _proposal: Option<Proposal>,
         _cx: ToolContext<'_>,
     ) -> Result<ToolOutput, ToolError> {
-        let path = self.workspace.resolve(&input.path).map_err(workspace_error)?;
-        let file = self.workspace.read_text(&path).await.map_err(workspace_error)?;
+        let (path, file) = self.workspace.read_named(&input.path).await.map_err(workspace_error)?;
         let shown = display_path(&path, &self.workspace.cwd());
         read_window(&file.text, &shown, input.offset, input.limit).map(ToolOutput::text)
     }

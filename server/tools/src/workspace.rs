@@ -83,6 +83,15 @@ pub trait Workspace: Send + Sync {
     /// Reads a file's text: the open buffer if there is one, else the disk.
     async fn read_text(&self, path: &Path) -> Result<TextFile, WorkspaceError>;
 
+    /// The real path of a path from the model ([`Workspace::resolve`]) and its text
+    /// ([`Workspace::read_text`]): the read tool's question, resolved once where
+    /// `read_text` would otherwise resolve the path again.
+    async fn read_named(&self, path: &str) -> Result<(PathBuf, TextFile), WorkspaceError> {
+        let real = self.resolve(path)?;
+        let text = self.read_text(&real).await?;
+        Ok((real, text))
+    }
+
     /// [`Workspace::read_text`] of many files, in order: a checkout's files, where an
     /// implementation can resolve the directories they share once instead of per path.
     async fn read_texts(&self, paths: &[&Path]) -> Vec<Result<TextFile, WorkspaceError>> {

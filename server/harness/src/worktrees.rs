@@ -99,7 +99,9 @@ impl Worktree {
         std::fs::create_dir_all(&root).map_err(|err| io_error(&root, err))?;
         let dir = root.join(id);
         let shown = dir.display().to_string();
+        let turn = worktree_turn(&root)?;
         git(&repo, &["worktree", "add", "--detach", "--quiet", &shown, "HEAD"]).map_err(HarnessError::InvalidState)?;
+        drop(turn);
         let pid = std::process::id();
         let made = Worktree { id: id.to_string(), dir: dir.clone(), repo: repo.clone(), base: String::new(), pid };
         match made.bring_uncommitted() {
@@ -252,11 +254,16 @@ impl Worktree {
     /// Removes the worktree and its record (what the agent did is gone with it).
     pub fn remove(&self) -> Result<(), HarnessError> {
         let shown = self.dir.display().to_string();
+        let turn = match self.dir.parent() {
+            Some(root) => Some(worktree_turn(root)?),
+            None => None,
+        };
         let removed = git(&self.repo, &["worktree", "remove", "--force", &shown]);
         if removed.is_err() && self.dir.exists() {
             std::fs::remove_dir_all(&self.dir).map_err(|err| io_error(&self.dir, err))?;
             let _ = git(&self.repo, &["worktree", "prune"]);
         }
+        drop(turn);
         if let Some(root) = self.dir.parent() {
             let _ = std::fs::remove_file(root.join(format!("{}.json", self.id)));
         }
@@ -332,6 +339,22 @@ fn alive(pid: u32) -> bool {
     // The state follows the command name, which is in parentheses and may hold anything.
     let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
     pid != 0 && !matches!(state, Some('Z' | 'X') | None)
+}
+
+/// Held while git changes a repository's list of worktrees. `git worktree add` reads the admin
+/// files of every worktree and fails on one that another `add` is still writing ("failed to read
+/// .git/worktrees/…/commondir"), so agents started together, in one process or several, take
+/// turns; the lock goes with the file, and with the process if it dies.
+fn worktree_turn(root: &Path) -> Result<std::fs::File, HarnessError> {
+    let path = root.join(".git-worktree.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|err| io_error(&path, err))?;
+    file.lock().map_err(|err| io_error(&path, err))?;
+    Ok(file)
 }
 
 fn io_error(path: &Path, err: std::io::Error) -> HarnessError {

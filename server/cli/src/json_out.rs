@@ -25,10 +25,28 @@ pub fn runs_here() {
 pub fn print(line: &str, now: bool) {
     let mut pending = PENDING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     pending.extend_from_slice(line.as_bytes());
+    end_line(&mut pending, now);
+}
+
+/// [`print`] of `value` as one line of JSON, written straight into what is gathered: a run
+/// prints tens of events a turn, none of which needs a string of its own.
+pub fn print_json(value: &impl serde::Serialize, now: bool) {
+    let mut pending = PENDING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let start = pending.len();
+    // Wire shapes are plain data and cannot fail to serialize; if one did, what it began is
+    // taken back and the line says `null`, as `reins_wire::to_string` would.
+    if serde_json::to_writer(&mut *pending, value).is_err() {
+        pending.truncate(start);
+        pending.extend_from_slice(b"null");
+    }
+    end_line(&mut pending, now);
+}
+
+fn end_line(pending: &mut Vec<u8>, now: bool) {
     pending.push(b'\n');
     let other_thread = RUN_THREAD.get().is_none_or(|run| *run != std::thread::current().id());
     if now || other_thread || pending.len() > MAX_PENDING {
-        write_out(&mut pending);
+        write_out(pending);
     }
 }
 

@@ -400,9 +400,11 @@ fn tool_item(value: &str) -> Result<String, String> {
 }
 
 fn print_json_event(event: &AgentEvent) {
-    let line = reins_wire::to_string(&reins_wire::agent_event(event));
     // A tool may keep the run busy a while before it next waits: its start is shown at once.
-    crate::json_out::print(&line, matches!(event, AgentEvent::ToolExecutionStart { .. }));
+    crate::json_out::print_json(
+        &reins_wire::agent_event(event),
+        matches!(event, AgentEvent::ToolExecutionStart { .. }),
+    );
 }
 
 /// What a built-in command said: a line of text, or one JSON object with `--json`.

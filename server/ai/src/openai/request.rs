@@ -132,7 +132,13 @@ pub fn chat_body(request: &Request, encoded: &mut Encoded) -> serde_json::Result
             .and_then(|level| compat.reasoning_effort.clamp(level))
             .map(ThinkingLevel::as_str),
     };
-    serde_json::to_vec(&body)
+    // Sized once: the parts are encoded already, and growing the body from nothing copies a
+    // long conversation over and over.
+    let parts: usize = body.messages.iter().map(|message| message.get().len() + 1).sum::<usize>()
+        + body.tools.map_or(0, |tools| tools.get().len());
+    let mut bytes = Vec::with_capacity(parts + 256);
+    serde_json::to_writer(&mut bytes, &body)?;
+    Ok(bytes)
 }
 
 fn wire_tools(tools: &[ToolSpec]) -> Vec<WireTool<'_>> {

@@ -955,24 +955,41 @@ async fn a_skill_file_that_is_not_quite_one_is_told_once_and_a_default_setup_is_
     assert_eq!(stderr.matches("description is required").count(), 1, "the log has it once: {stderr}");
 }
 
-/// The reference server over streamable HTTP on a free port; killed when dropped.
+/// The reference server over streamable HTTP on a free port; killed when dropped. The port is
+/// free when chosen, not when node binds it: a server that exits (the port was taken meanwhile)
+/// is started again on another, and a slow start on a loaded machine is waited for.
 async fn everything_over_http(everything: &Path) -> (tokio::process::Child, String) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = tokio::process::Command::new("node")
-        .args([everything.display().to_string().as_str(), "streamableHttp"])
-        .env("PORT", port.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    for _ in 0..200 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-            return (child, format!("http://127.0.0.1:{port}/mcp"));
+    let mut tried = Vec::new();
+    for _ in 0..3 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let mut child = tokio::process::Command::new("node")
+            .args([everything.display().to_string().as_str(), "streamableHttp"])
+            .env("PORT", port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut exited = None;
+        for _ in 0..600 {
+            if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+                return (child, format!("http://127.0.0.1:{port}/mcp"));
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                exited = Some(status);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        match exited {
+            Some(status) => tried.push(format!("port {port}: node exited ({status})")),
+            None => {
+                tried.push(format!("port {port}: node runs but does not listen after 30 s"));
+                break;
+            }
+        }
     }
-    panic!("server-everything did not listen on {port}");
+    panic!("server-everything did not listen: {tried:?}");
 }
 
 #[tokio::test]

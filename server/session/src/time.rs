@@ -105,8 +105,8 @@ fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
 mod tests {
     use super::*;
 
-    /// Entry ids are pi's shape, never one already taken, and a thread's ids do not repeat
-    /// within a long session; another thread starts from its own seed.
+    /// Entry ids are pi's shape and never one already taken, over more ids than a long session
+    /// holds; another thread starts from its own seed.
     #[test]
     fn entry_ids_are_eight_hex_characters_and_new() {
         let mut taken = std::collections::HashSet::new();

@@ -34,7 +34,7 @@ pub fn print_json(value: &impl serde::Serialize, now: bool) {
     let mut pending = PENDING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let start = pending.len();
     // Wire shapes are plain data and cannot fail to serialize; if one did, what it began is
-    // taken back and the line says `null`, as `reins_wire::to_string` would.
+    // taken back and the line says `null`.
     if serde_json::to_writer(&mut *pending, value).is_err() {
         pending.truncate(start);
         pending.extend_from_slice(b"null");

@@ -99,7 +99,7 @@ impl Worktree {
         std::fs::create_dir_all(&root).map_err(|err| io_error(&root, err))?;
         let dir = root.join(id);
         let shown = dir.display().to_string();
-        let turn = worktree_turn(&root)?;
+        let turn = worktree_turn(&root);
         git(&repo, &["worktree", "add", "--detach", "--quiet", &shown, "HEAD"]).map_err(HarnessError::InvalidState)?;
         drop(turn);
         let pid = std::process::id();
@@ -254,10 +254,7 @@ impl Worktree {
     /// Removes the worktree and its record (what the agent did is gone with it).
     pub fn remove(&self) -> Result<(), HarnessError> {
         let shown = self.dir.display().to_string();
-        let turn = match self.dir.parent() {
-            Some(root) => Some(worktree_turn(root)?),
-            None => None,
-        };
+        let turn = self.dir.parent().and_then(worktree_turn);
         let removed = git(&self.repo, &["worktree", "remove", "--force", &shown]);
         if removed.is_err() && self.dir.exists() {
             std::fs::remove_dir_all(&self.dir).map_err(|err| io_error(&self.dir, err))?;
@@ -341,20 +338,50 @@ fn alive(pid: u32) -> bool {
     pid != 0 && !matches!(state, Some('Z' | 'X') | None)
 }
 
+/// How long an agent waits for its turn at git's list of worktrees before it goes ahead without
+/// it: a large checkout takes a while, a holder that never lets go must not stop every agent.
+const WORKTREE_TURN_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// Held while git changes a repository's list of worktrees. `git worktree add` reads the admin
 /// files of every worktree and fails on one that another `add` is still writing ("failed to read
 /// .git/worktrees/…/commondir"), so agents started together, in one process or several, take
-/// turns; the lock goes with the file, and with the process if it dies.
-fn worktree_turn(root: &Path) -> Result<std::fs::File, HarnessError> {
+/// turns; the lock goes with the file, and with the process if it dies. `None` (logged) when the
+/// turn cannot be had: the race it avoids is rare, and a wait for ever or a refusal is worse.
+fn worktree_turn(root: &Path) -> Option<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
     let path = root.join(".git-worktree.lock");
-    let file = std::fs::OpenOptions::new()
+    // Never through a symlink, and never waiting on a FIFO put in the file's place.
+    let opened = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(&path)
-        .map_err(|err| io_error(&path, err))?;
-    file.lock().map_err(|err| io_error(&path, err))?;
-    Ok(file)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(&path);
+    let file = match opened {
+        Ok(file) => file,
+        Err(err) => {
+            tracing::warn!("{}: {err}; adding the worktree without waiting for others", path.display());
+            return None;
+        }
+    };
+    let deadline = std::time::Instant::now() + WORKTREE_TURN_WAIT;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Some(file),
+            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let waited = WORKTREE_TURN_WAIT.as_secs();
+                tracing::warn!("{} is held after {waited} s; going ahead without it", path.display());
+                return None;
+            }
+            Err(std::fs::TryLockError::Error(err)) => {
+                tracing::warn!("{}: {err}; going ahead without it", path.display());
+                return None;
+            }
+        }
+    }
 }
 
 fn io_error(path: &Path, err: std::io::Error) -> HarnessError {
@@ -399,6 +426,31 @@ mod tests {
     fn sh(dir: &Path, script: &str) {
         let status = Command::new("sh").arg("-c").arg(script).current_dir(dir).status().unwrap();
         assert!(status.success(), "{script}");
+    }
+
+    /// The turn is a lock two openers cannot both hold; a FIFO or a symlink put in the lock
+    /// file's place is neither waited on nor followed, and the agent goes ahead without a turn.
+    #[test]
+    fn a_turn_is_exclusive_and_a_planted_fifo_or_symlink_does_not_hold_it_up() {
+        let root = tempfile::tempdir().unwrap();
+        let held = worktree_turn(root.path()).expect("a free turn is taken");
+        let other = std::fs::File::open(root.path().join(".git-worktree.lock")).unwrap();
+        assert!(matches!(other.try_lock(), Err(std::fs::TryLockError::WouldBlock)));
+        drop(held);
+        assert!(other.try_lock().is_ok(), "the turn ends with its file");
+        drop(other);
+
+        let lock = root.path().join(".git-worktree.lock");
+        std::fs::remove_file(&lock).unwrap();
+        sh(root.path(), "mkfifo .git-worktree.lock");
+        let started = std::time::Instant::now();
+        assert!(worktree_turn(root.path()).is_none(), "a FIFO is not a turn");
+        std::fs::remove_file(&lock).unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path().join("planted"), &lock).unwrap();
+        assert!(worktree_turn(root.path()).is_none(), "a symlink is not followed");
+        assert!(!outside.path().join("planted").exists(), "nothing is made at its target");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5), "neither is waited on");
     }
 
     /// A repository with a.txt and b.txt committed, a.txt changed and c.txt untracked.

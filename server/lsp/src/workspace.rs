@@ -182,6 +182,14 @@ impl EditorWorkspace {
         documents.by_path(real).map(|document| TextFile { text: document.text(), version: Some(document.version) })
     }
 
+    /// The text at `real`, a path `disk` resolved: the open buffer's, else the file's.
+    async fn text_at(&self, disk: &FsWorkspace, real: &Path) -> Result<TextFile, WorkspaceError> {
+        match self.open_text(real) {
+            Some(open) => Ok(open),
+            None => disk.read_resolved(real).await,
+        }
+    }
+
     fn disk(&self) -> FsWorkspace {
         self.disk.read().unwrap_or_else(|poison| poison.into_inner()).clone()
     }
@@ -393,20 +401,14 @@ impl Workspace for EditorWorkspace {
 
     async fn read_text(&self, path: &Path) -> Result<TextFile, WorkspaceError> {
         let disk = self.disk();
-        let path = disk.resolve_path(path)?;
-        match self.open_text(&path) {
-            Some(open) => Ok(open),
-            None => disk.read_resolved(&path).await,
-        }
+        let real = disk.resolve_path(path)?;
+        self.text_at(&disk, &real).await
     }
 
     async fn read_named(&self, path: &str) -> Result<(PathBuf, TextFile), WorkspaceError> {
         let disk = self.disk();
         let real = disk.resolve(path)?;
-        let text = match self.open_text(&real) {
-            Some(open) => open,
-            None => disk.read_resolved(&real).await?,
-        };
+        let text = self.text_at(&disk, &real).await?;
         Ok((real, text))
     }
 

@@ -267,19 +267,13 @@ impl Entry {
     /// one holding [`EntryKind::message`], written from the record itself rather than through a
     /// [`Value`] of it: a run writes every message it makes.
     pub fn message_line(id: &str, parent_id: Option<&str>, timestamp: &str, message: &MessageRecord) -> String {
-        let mut line = LineWriter::new("message");
-        line.field("id", &id);
-        line.field("parentId", &parent_id);
-        line.field("timestamp", &timestamp);
+        let mut line = LineWriter::entry("message", id, parent_id, timestamp);
         line.field("message", message);
         line.finish()
     }
 
     pub fn to_line(&self) -> String {
-        let mut line = LineWriter::new(self.kind.type_name());
-        line.field("id", &self.id);
-        line.field("parentId", &self.parent_id);
-        line.field("timestamp", &self.timestamp);
+        let mut line = LineWriter::entry(self.kind.type_name(), &self.id, self.parent_id.as_deref(), &self.timestamp);
         match &self.kind {
             EntryKind::Message(message) => line.field("message", message),
             EntryKind::ModelChange { provider, model_id } => {
@@ -469,7 +463,16 @@ impl LineWriter {
         line
     }
 
-    fn field(&mut self, key: &str, value: &impl serde::Serialize) {
+    /// The fields every entry starts with, in pi's order.
+    fn entry(kind: &str, id: &str, parent_id: Option<&str>, timestamp: &str) -> LineWriter {
+        let mut line = LineWriter::new(kind);
+        line.field("id", id);
+        line.field("parentId", &parent_id);
+        line.field("timestamp", timestamp);
+        line
+    }
+
+    fn field(&mut self, key: &str, value: &(impl serde::Serialize + ?Sized)) {
         self.out.push(b',');
         self.key(key);
         self.value(value);

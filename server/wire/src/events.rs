@@ -56,11 +56,6 @@ pub fn to_value(wire: &impl Serialize) -> Value {
     serde_json::to_value(wire).unwrap_or(Value::Null)
 }
 
-/// A wire shape as one line of JSON (see [`to_value`]).
-pub fn to_string(wire: &impl Serialize) -> String {
-    serde_json::to_string(wire).unwrap_or_else(|_| "null".to_string())
-}
-
 /// An agent event on the wire (see [`agent_event`]).
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
@@ -402,7 +397,7 @@ mod tests {
         expect![[r#"{"type":"turn_end","turn":1,"reason":"tool_observations","message":{"content":[{"type":"thinking","thinking":"hm","signature":"sig"},{"type":"toolCall","id":"c1","name":"read","arguments":{"path":"a"}}],"provider":"openai","model":"gpt-4.1","usage":{"input":3,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":5,"cost":{"input":0.0,"output":0.0,"cacheRead":0.0,"cacheWrite":0.0,"total":0.0}},"stopReason":"error","timestamp":7,"error":{"kind":"context_overflow","message":"long","status":400}},"toolResults":[{"toolCallId":"c1","toolName":"read","content":[{"type":"text","text":"alpha"}],"isError":false,"timestamp":8}]}"#]]
         .assert_eq(&to_value(&agent_event(&turn_end)).to_string());
         // `reins run --json` writes the same value, straight from the event.
-        let line: Value = serde_json::from_str(&to_string(&agent_event(&turn_end))).unwrap();
+        let line: Value = serde_json::from_str(&serde_json::to_string(&agent_event(&turn_end)).unwrap()).unwrap();
         assert_eq!(line, to_value(&agent_event(&turn_end)));
         let user = Message::User(UserMessage { content: vec![Content::text("hi")], timestamp: 1 });
         expect![[r#"{"role":"user","content":[{"type":"text","text":"hi"}],"timestamp":1}"#]]

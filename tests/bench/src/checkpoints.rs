@@ -166,17 +166,21 @@ fn session_file(home: &Path, workspace: &Path) -> Result<std::path::PathBuf, Str
 /// One `reins sessions checkout ENTRY --yes`, timed.
 fn checkout(reins: &Path, workspace: &Path, home: &Path, entry: &str) -> Result<Duration, String> {
     let began = Instant::now();
-    let status = Command::new(reins)
+    let run = Command::new(reins)
         .args(["sessions", "checkout", entry, "--yes"])
         .current_dir(workspace)
         .env("REINS_HOME", home)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .status()
+        // Its hint for the user ("checked out before your message …") is kept out of the
+        // bench's report; it is shown when the checkout fails.
+        .stderr(Stdio::piped())
+        .output()
         .map_err(|e| e.to_string())?;
     let took = began.elapsed();
-    if !status.success() {
-        return Err(format!("reins sessions checkout {entry} failed: {status}"));
+    if !run.status.success() {
+        let said = String::from_utf8_lossy(&run.stderr);
+        return Err(format!("reins sessions checkout {entry} failed: {}: {}", run.status, said.trim()));
     }
     Ok(took)
 }
